@@ -1,0 +1,163 @@
+import { randomUUID } from 'node:crypto';
+import type { Writable } from 'node:stream';
+import cors from '@fastify/cors';
+import swagger from '@fastify/swagger';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { Redis } from 'ioredis';
+import pino from 'pino';
+import type { Config } from './config.js';
+import { healthRoutes } from './features/health/routes.js';
+import { type Clock, systemClock } from './platform/clock.js';
+import type { AppContext } from './platform/context.js';
+import type { Database } from './platform/db/database.js';
+import { installErrorHandling, sendProblem, toProblem } from './platform/http/errors.js';
+import { Problem } from './platform/http/problem.js';
+import { ProblemSchema } from './platform/http/schemas.js';
+import { addSharedSchema, validatorCompiler } from './platform/http/validation.js';
+import { registerRateLimits } from './platform/rate-limit/rate-limit.js';
+
+export interface BuildOptions {
+  config: Config;
+  database: Database;
+  clock?: Clock;
+  /** Where JSON log lines go (tests capture them); stdout by default. */
+  logStream?: Writable;
+  /** Rate-limit key namespace (tests isolate themselves on a shared Redis). */
+  rateLimitNamespace?: string;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The JSON body may be omitted entirely (treated as `{}`). */
+    optionalBody?: boolean;
+  }
+}
+
+export const BODY_LIMIT = 16 * 1024;
+export const API_PREFIX = '/api/v1';
+
+// Secrets can only reach a log line through headers or bodies; neither is logged, and these paths
+// are censored in case a future log call includes them.
+const REDACT = [
+  'req.headers.authorization',
+  'req.headers["x-elevation-token"]',
+  'req.headers.cookie',
+  'err.detail',
+  'password',
+  'code',
+  'token',
+  '*.password',
+  '*.newPassword',
+  '*.currentPassword',
+  '*.code',
+  '*.refreshToken',
+  '*.accessToken',
+  '*.idToken',
+];
+
+function isJson(contentType: string | undefined): boolean {
+  if (!contentType) return false;
+  const type = contentType.split(';')[0].trim().toLowerCase();
+  return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
+}
+
+export async function buildApp(opts: BuildOptions): Promise<{ app: FastifyInstance; ctx: AppContext }> {
+  const { config, database } = opts;
+  const logger = pino(
+    { level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' } },
+    opts.logStream ?? pino.destination(1),
+  );
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    genReqId: () => randomUUID(),
+    requestIdHeader: false,
+    bodyLimit: BODY_LIMIT,
+    // Fastify accepts a hop count here; its types only list the other forms.
+    trustProxy: (config.trustProxy === false ? false : config.trustProxy) as unknown as boolean,
+    onProtoPoisoning: 'error',
+    onConstructorPoisoning: 'error',
+    return503OnClosing: true,
+    // Routing failures (a malformed URL) are answered as Problem Details too.
+    frameworkErrors: (err, request, reply) => {
+      reply.header('x-request-id', request.id);
+      sendProblem(reply, toProblem(err, request));
+    },
+  });
+  const ctx: AppContext = { config, database, clock: opts.clock ?? systemClock, log: app.log };
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.addSchema(ProblemSchema);
+  addSharedSchema(ProblemSchema as { $id: string });
+  // Only JSON bodies exist here; anything else is a 415 from Fastify itself.
+  app.removeContentTypeParser(['text/plain']);
+  installErrorHandling(app);
+
+  app.addHook('onRequest', async (request, reply) => {
+    // The id is always the server's own; a client-supplied X-Request-Id is never echoed.
+    reply.header('x-request-id', request.id);
+  });
+  app.addHook('preValidation', async (request) => {
+    const schema = request.routeOptions.schema;
+    if (!schema?.body) return;
+    const hasBody = request.headers['content-length'] !== undefined && request.headers['content-length'] !== '0';
+    if (!isJson(request.headers['content-type'])) {
+      // A route whose body is optional accepts an empty request as `{}`.
+      if (!hasBody && !request.headers['transfer-encoding'] && request.routeOptions.config?.optionalBody) {
+        request.body = {};
+        return;
+      }
+      throw new Problem('request.unsupported_media_type');
+    }
+  });
+
+  await app.register(cors, {
+    origin: config.corsOrigins.length > 0 ? config.corsOrigins : false,
+    credentials: false,
+    exposedHeaders: ['ETag', 'X-Request-Id'],
+    methods: ['GET', 'HEAD', 'POST'],
+    allowedHeaders: ['Authorization', 'Content-Type', 'If-None-Match', 'If-Match', 'x-elevation-token'],
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'Identity Service',
+        version: '2.0.0',
+        description: 'Registration, sign-in, sessions, step-up, second factors and account recovery.',
+      },
+      servers: [{ url: config.publicOrigin }],
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+          elevation: { type: 'apiKey', in: 'header', name: 'x-elevation-token' },
+        },
+      },
+    },
+    refResolver: { buildLocalReference: (json, _base, _fragment, i) => (json.$id as string) || `def-${i}` },
+  });
+
+  let redis: Redis | undefined;
+  if (config.redisUrl) {
+    redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
+    redis.on('error', (err) => app.log.warn({ errCode: (err as { code?: string }).code }, 'redis error'));
+    app.addHook('onClose', async () => {
+      redis?.disconnect();
+    });
+  }
+  await registerRateLimits(app, redis, opts.rateLimitNamespace ?? 'identity-rl:');
+
+  // Platform first (above), then features: every feature relies on the error handling, the
+  // validator, the limiter and the OpenAPI collector being in place when its routes register.
+  await app.register(healthRoutes, { ctx });
+  await app.register(
+    async (api) => {
+      // Business routes register here, each feature a plugin under /api/v1.
+      void api;
+    },
+    { prefix: API_PREFIX },
+  );
+
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  return { app, ctx };
+}

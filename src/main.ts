@@ -1,0 +1,51 @@
+import { buildApp } from './app.js';
+import { ConfigError, loadConfig } from './config.js';
+import { openDatabase } from './platform/db/database.js';
+import { migrate } from './platform/db/migrator.js';
+
+function fail(message: string): never {
+  // One line, no stack: the operator needs the variable's name, not our internals.
+  process.stderr.write(`${message}\n`);
+  process.exit(1);
+}
+
+let config: ReturnType<typeof loadConfig>;
+try {
+  config = loadConfig();
+} catch (err) {
+  if (err instanceof ConfigError) fail(err.message);
+  throw err;
+}
+
+let database: Awaited<ReturnType<typeof openDatabase>>;
+try {
+  database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
+  await migrate(database.db);
+} catch (err) {
+  fail(`cannot open or migrate the database: ${(err as { code?: string }).code ?? (err as Error).name}`);
+}
+
+const { app } = await buildApp({ config, database });
+try {
+  await app.listen({ host: config.host, port: config.port });
+} catch (err) {
+  fail(`cannot listen on ${config.host}:${config.port}: ${(err as { code?: string }).code ?? 'error'}`);
+}
+
+let stopping = false;
+async function shutdown(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  app.log.info({ signal }, 'shutting down: refusing new connections, finishing in-flight requests');
+  const force = setTimeout(() => {
+    app.log.error('shutdown timed out');
+    process.exit(1);
+  }, config.shutdownTimeoutMs);
+  force.unref();
+  // Fastify's close stops the listener, waits for in-flight requests, then runs onClose hooks.
+  await app.close();
+  await database.close();
+  process.exit(0);
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));

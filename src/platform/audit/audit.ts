@@ -1,0 +1,188 @@
+import { createHmac, randomUUID } from 'node:crypto';
+import { type Kysely, sql } from 'kysely';
+import type { Clock } from '../clock.js';
+
+/**
+ * One thing that happened, e.g. identity.sessions.revoked_everywhere, identity.account.locked,
+ * identity.sign_in_method.verified, identity.second_factor.removed, sign-up, sign-in, password and
+ * recovery-code events.
+ *
+ * `details` is kept for ever and readable by every operator: it must never hold a secret — no
+ * password, code, token, key, hash or seal of one — only identifiers, counts and flags.
+ */
+export interface AuditEvent {
+  name: string;
+  actor: string | null;
+  target: string | null;
+  outcome: 'success' | 'failure';
+  details?: Record<string, string | number | boolean | null>;
+}
+
+/** The content a seal covers. */
+export interface AuditRecordContent {
+  seq: number;
+  id: string;
+  /** ISO 8601 with milliseconds, UTC. */
+  occurredAt: string;
+  name: string;
+  actor: string | null;
+  target: string | null;
+  outcome: string;
+  details: Record<string, unknown>;
+}
+
+export type ChainVerification =
+  | { ok: true; count: number }
+  | {
+      ok: false;
+      /** Records that verified before the broken one. */
+      count: number;
+      /** id is null when the record is missing from the end of the chain (the head names it). */
+      brokenAt: { seq: number; id: string | null };
+    };
+
+/** JSON with object keys sorted (by UTF-16 code units) and no whitespace. */
+export function canonicalJson(value: unknown): string {
+  if (value === null) return 'null';
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return JSON.stringify(value);
+    case 'number':
+      if (!Number.isFinite(value)) throw new TypeError('canonicalJson: numbers must be finite');
+      return JSON.stringify(value);
+    case 'object': {
+      if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v ?? null)).join(',')}]`;
+      const obj = value as Record<string, unknown>;
+      const parts: string[] = [];
+      for (const key of Object.keys(obj).sort()) {
+        if (obj[key] === undefined) continue;
+        parts.push(`${JSON.stringify(key)}:${canonicalJson(obj[key])}`);
+      }
+      return `{${parts.join(',')}}`;
+    }
+    default:
+      throw new TypeError(`canonicalJson: cannot encode a ${typeof value}`);
+  }
+}
+
+/** hex HMAC-SHA256(key, prevSeal + '\n' + canonicalJson(record)). */
+export function computeSeal(key: Buffer, prevSeal: string, record: AuditRecordContent): string {
+  return createHmac('sha256', key)
+    .update(prevSeal + '\n' + canonicalJson(record))
+    .digest('hex');
+}
+
+function toIso(value: unknown): string {
+  const date = value instanceof Date ? value : new Date(String(value));
+  return date.toISOString();
+}
+
+function toDetails(value: unknown): Record<string, unknown> {
+  if (typeof value === 'string') return JSON.parse(value) as Record<string, unknown>;
+  return (value ?? {}) as Record<string, unknown>;
+}
+
+export class AuditLog {
+  /** key: deriveKey(secretsKey, 'audit-seal'), made by the caller. */
+  constructor(
+    private readonly key: Buffer,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * Appends in the caller's transaction (READ COMMITTED): locks the head row, seals, inserts the
+   * record and moves the head. The lock serialises every append until the transaction ends, so call
+   * it last in the transaction. Rolled back with the transaction, so no record outlives its change.
+   */
+  async append(trx: Kysely<any>, event: AuditEvent): Promise<{ id: string; seq: number }> {
+    const details = event.details ?? {};
+    // Fails here, before any lock, on a value the seal cannot cover.
+    canonicalJson(details);
+    const head = await sql<{ seq: unknown; seal: string }>`
+      SELECT seq, seal FROM audit_head WHERE id = 1 FOR UPDATE`.execute(trx);
+    const row = head.rows[0];
+    if (!row) throw new Error('audit_head is missing: run the migrations');
+    const seq = Number(row.seq) + 1;
+    const id = randomUUID();
+    const occurredAt = this.clock.now();
+    const record: AuditRecordContent = {
+      seq,
+      id,
+      occurredAt: occurredAt.toISOString(),
+      name: event.name,
+      actor: event.actor,
+      target: event.target,
+      outcome: event.outcome,
+      details,
+    };
+    const seal = computeSeal(this.key, row.seal, record);
+    await sql`
+      INSERT INTO audit_records (seq, id, occurred_at, name, actor, target, outcome, details, seal)
+      VALUES (${seq}, ${id}, ${occurredAt}, ${event.name}, ${event.actor}, ${event.target},
+              ${event.outcome}, ${JSON.stringify(details)}::jsonb, ${seal})`.execute(trx);
+    await sql`UPDATE audit_head SET seq = ${seq}, seal = ${seal} WHERE id = 1`.execute(trx);
+    return { id, seq };
+  }
+}
+
+const BATCH = 1000;
+
+interface StoredRecord {
+  seq: unknown;
+  id: string;
+  occurred_at: unknown;
+  name: string;
+  actor: string | null;
+  target: string | null;
+  outcome: string;
+  details: unknown;
+  seal: string;
+}
+
+/**
+ * Walks every record in seq order, from one snapshot. Broken: the first record whose seal does not
+ * verify or whose seq skips (a deleted record shows as a skip at the next one), or, past the last
+ * record, a head that names a later record (records deleted from the end).
+ */
+export async function verifyChain(db: Kysely<any>, key: Buffer): Promise<ChainVerification> {
+  return db.transaction().execute(async (trx) => {
+    await sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY`.execute(trx);
+    const head = (await sql<{ seq: unknown }>`SELECT seq FROM audit_head WHERE id = 1`.execute(trx))
+      .rows[0];
+    let prevSeal = '';
+    let expected = 1;
+    let count = 0;
+    for (;;) {
+      // The first batch has no lower bound: a stray record before seq 1 is a skip too.
+      const after = count === 0 ? sql`TRUE` : sql`seq > ${expected - 1}`;
+      const { rows } = await sql<StoredRecord>`
+        SELECT seq, id, occurred_at, name, actor, target, outcome, details, seal
+        FROM audit_records WHERE ${after} ORDER BY seq LIMIT ${BATCH}`.execute(trx);
+      for (const r of rows) {
+        const seq = Number(r.seq);
+        const id = String(r.id);
+        if (seq !== expected) return { ok: false, count, brokenAt: { seq, id } };
+        const seal = computeSeal(key, prevSeal, {
+          seq,
+          id,
+          occurredAt: toIso(r.occurred_at),
+          name: r.name,
+          actor: r.actor,
+          target: r.target,
+          outcome: r.outcome,
+          details: toDetails(r.details),
+        });
+        if (seal !== r.seal) return { ok: false, count, brokenAt: { seq, id } };
+        prevSeal = r.seal;
+        expected++;
+        count++;
+      }
+      if (rows.length < BATCH) break;
+    }
+    if (head && Number(head.seq) >= expected) {
+      return { ok: false, count, brokenAt: { seq: expected, id: null } };
+    }
+    return { ok: true, count };
+  });
+}

@@ -1,0 +1,41 @@
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export type PasswordPolicyResult = { ok: true } | { ok: false; reason: 'too_short' | 'too_long' | 'common' };
+
+export const MIN_PASSWORD_LENGTH = 12;
+export const MAX_PASSWORD_LENGTH = 200;
+
+/** SecLists' 10k-most-common.txt; provenance and license in assets/README.md. */
+export const COMMON_PASSWORDS_FILE = join(
+  dirname(fileURLToPath(import.meta.url)),
+  '../../../assets/common-passwords.txt',
+);
+
+let common: Set<string> | undefined;
+
+/** The list, lower-cased, read once on first use. */
+export function commonPasswords(): ReadonlySet<string> {
+  if (!common) {
+    const set = new Set<string>();
+    for (const line of readFileSync(COMMON_PASSWORDS_FILE, 'utf8').split('\n')) {
+      const entry = line.replace(/\r$/, '');
+      if (entry !== '') set.add(entry.toLowerCase());
+    }
+    common = set;
+  }
+  return common;
+}
+
+/**
+ * 12..200 characters counted by Unicode code points ([...s].length); no composition rules;
+ * refuses the 10,000 most common passwords (case-insensitive compare).
+ */
+export function checkNewPassword(password: string): PasswordPolicyResult {
+  const length = [...password].length;
+  if (length < MIN_PASSWORD_LENGTH) return { ok: false, reason: 'too_short' };
+  if (length > MAX_PASSWORD_LENGTH) return { ok: false, reason: 'too_long' };
+  if (commonPasswords().has(password.toLowerCase())) return { ok: false, reason: 'common' };
+  return { ok: true };
+}

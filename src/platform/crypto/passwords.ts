@@ -1,0 +1,44 @@
+import { type Algorithm, hash, verify } from '@node-rs/argon2';
+
+export interface PasswordHasher {
+  hash(password: string): Promise<string>;
+  /** False for a wrong password and for a malformed hash; never throws for either. */
+  verify(hash: string, password: string): Promise<boolean>;
+  /** Verifies against a fixed dummy hash and returns false: equal-time refusal when there is no account. */
+  burn(password: string): Promise<false>;
+}
+
+// `Algorithm` is an ambient const enum, which isolated-module builds (tsx, vitest) cannot inline and
+// the package's runtime object leaves empty; 2 is Argon2id in its declaration.
+const ARGON2ID = 2 as Algorithm;
+
+/** Argon2id, t=2, p=1, memoryCost = memoryKiB (OWASP's floor is 19456). Work runs in the libuv pool. */
+export function createPasswordHasher(opts: { memoryKiB: number }): PasswordHasher {
+  const options = {
+    algorithm: ARGON2ID,
+    timeCost: 2,
+    parallelism: 1,
+    memoryCost: opts.memoryKiB,
+  };
+  let dummy: Promise<string> | undefined;
+  const dummyHash = (): Promise<string> => {
+    // Made once, with the same parameters as real hashes so a refusal costs what a check costs.
+    dummy ??= hash('no account has this password', options);
+    return dummy;
+  };
+  const check = async (hashed: string, password: string): Promise<boolean> => {
+    try {
+      return await verify(hashed, password);
+    } catch {
+      return false;
+    }
+  };
+  return {
+    hash: (password) => hash(password, options),
+    verify: check,
+    async burn(password) {
+      await check(await dummyHash(), password);
+      return false;
+    },
+  };
+}

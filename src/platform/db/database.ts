@@ -1,0 +1,159 @@
+import { mkdirSync } from 'node:fs';
+import { PGlite } from '@electric-sql/pglite';
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type Driver,
+  Kysely,
+  PostgresAdapter,
+  PostgresDialect,
+  PostgresIntrospector,
+  PostgresQueryCompiler,
+  type QueryResult,
+} from 'kysely';
+import pg from 'pg';
+
+// biome-ignore lint/suspicious/noExplicitAny: tables are addressed through raw SQL in repositories
+export type Db = Kysely<any>;
+/** A transaction or the root handle: every repository function takes one. */
+export type Executor = Db;
+
+export interface Database {
+  readonly db: Db;
+  readonly kind: 'postgres' | 'pglite';
+  /** One round trip; throws when the database cannot answer. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+// Timestamps stay ISO strings end to end would lose precision; Date objects are what we compare.
+pg.types.setTypeParser(20, (v) => Number(v)); // int8 counters fit in a double here
+
+/**
+ * PGlite has one connection. Kysely would interleave two transactions on it, so connections are
+ * handed out one at a time: a transaction holds the connection until it commits or rolls back.
+ */
+class PGliteDriver implements Driver {
+  #queue: Promise<void> = Promise.resolve();
+  constructor(private readonly client: PGlite) {}
+  async init(): Promise<void> {}
+  async acquireConnection(): Promise<DatabaseConnection> {
+    let release!: () => void;
+    const previous = this.#queue;
+    this.#queue = new Promise<void>((r) => {
+      release = r;
+    });
+    await previous;
+    return new PGliteConnection(this.client, release);
+  }
+  async beginTransaction(c: DatabaseConnection): Promise<void> {
+    await c.executeQuery(CompiledQuery.raw('BEGIN'));
+  }
+  async commitTransaction(c: DatabaseConnection): Promise<void> {
+    await c.executeQuery(CompiledQuery.raw('COMMIT'));
+  }
+  async rollbackTransaction(c: DatabaseConnection): Promise<void> {
+    await c.executeQuery(CompiledQuery.raw('ROLLBACK'));
+  }
+  async releaseConnection(c: DatabaseConnection): Promise<void> {
+    (c as PGliteConnection).release();
+  }
+  async destroy(): Promise<void> {
+    await this.client.close();
+  }
+}
+
+class PGliteConnection implements DatabaseConnection {
+  constructor(
+    private readonly client: PGlite,
+    readonly release: () => void,
+  ) {}
+  async executeQuery<R>(q: CompiledQuery): Promise<QueryResult<R>> {
+    if (q.parameters.length === 0) {
+      // The simple protocol runs several statements (migrations); the last result is the answer.
+      const results = await this.client.exec(q.sql);
+      const last = results[results.length - 1];
+      return {
+        rows: (last?.rows ?? []) as R[],
+        numAffectedRows:
+          last?.affectedRows !== undefined ? BigInt(last.affectedRows) : undefined,
+      };
+    }
+    const res = await this.client.query<R>(q.sql, [...q.parameters]);
+    return {
+      rows: res.rows,
+      numAffectedRows: res.affectedRows !== undefined ? BigInt(res.affectedRows) : undefined,
+    };
+  }
+  // biome-ignore lint/correctness/useYield: PGlite cannot stream
+  async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
+    throw new Error('PGlite does not stream');
+  }
+}
+
+export interface DatabaseOptions {
+  /** postgres://…, memory://, or undefined for a persisted PGlite under dataDir. */
+  url: string | undefined;
+  dataDir: string;
+  poolSize?: number;
+  /** Schema to use on a PostgreSQL server (tests isolate themselves this way). */
+  schema?: string;
+}
+
+export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
+  if (opts.url && opts.url !== 'memory://') {
+    const pool = new pg.Pool({
+      connectionString: opts.url,
+      max: opts.poolSize ?? 20,
+      // A dead database must turn into a quick 503, not a hung request.
+      connectionTimeoutMillis: 2000,
+      idleTimeoutMillis: 30000,
+      options: opts.schema ? `-c search_path=${opts.schema}` : undefined,
+    });
+    // An idle client losing its server emits 'error'; the next checkout reconnects.
+    pool.on('error', () => {});
+    const db: Db = new Kysely({ dialect: new PostgresDialect({ pool }) });
+    return {
+      db,
+      kind: 'postgres',
+      async ping() {
+        const client = await pool.connect();
+        try {
+          await client.query('SELECT 1');
+          client.release();
+        } catch (err) {
+          client.release(true);
+          throw err;
+        }
+      },
+      async close() {
+        await db.destroy();
+      },
+    };
+  }
+  let client: PGlite;
+  if (opts.url === 'memory://') {
+    client = await PGlite.create();
+  } else {
+    mkdirSync(opts.dataDir, { recursive: true });
+    client = await PGlite.create(`${opts.dataDir}/pgdata`);
+  }
+  const db: Db = new Kysely({
+    dialect: {
+      createAdapter: () => new PostgresAdapter(),
+      createDriver: () => new PGliteDriver(client),
+      createIntrospector: (k) => new PostgresIntrospector(k),
+      createQueryCompiler: () => new PostgresQueryCompiler(),
+    },
+  });
+  return {
+    db,
+    kind: 'pglite',
+    async ping() {
+      await client.query('SELECT 1');
+    },
+    async close() {
+      await db.destroy();
+    },
+  };
+}

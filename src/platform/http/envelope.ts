@@ -1,0 +1,13 @@
+export interface PageInfo {
+  hasNextPage: boolean;
+  nextCursor: string | null;
+}
+
+/** Success envelope (interface 2.2): `data` always, `meta` only when there is something in it. */
+export function envelope<T>(data: T, meta?: Record<string, unknown>): { data: T; meta?: Record<string, unknown> } {
+  return meta ? { data, meta } : { data };
+}
+
+export function page<T>(items: T[], pageInfo: PageInfo): { data: T[]; meta: { pageInfo: PageInfo } } {
+  return { data: items, meta: { pageInfo } };
+}

@@ -1,0 +1,70 @@
+import { type TSchema, Type } from '@sinclair/typebox';
+import { CATALOGUE, type ProblemCode } from './problem.js';
+
+export const ProblemSchema = Type.Object(
+  {
+    type: Type.String(),
+    title: Type.String(),
+    status: Type.Integer(),
+    detail: Type.String(),
+    code: Type.String(),
+    retryable: Type.Boolean(),
+    traceId: Type.Optional(Type.String()),
+    errors: Type.Optional(
+      Type.Array(
+        Type.Object({
+          location: Type.String(),
+          field: Type.String(),
+          code: Type.String(),
+          message: Type.String(),
+        }),
+      ),
+    ),
+  },
+  { $id: 'Problem', title: 'Problem Details (RFC 9457)' },
+);
+
+export const Uuid = Type.String({ format: 'uuid' });
+export const Instant = Type.String({ format: 'date-time' });
+
+/** Success envelope with `data` (interface 2.2). */
+export function Data<T extends TSchema>(data: T, meta?: TSchema) {
+  return Type.Object(meta ? { data, meta } : { data });
+}
+
+const problemResponse = (codes: ProblemCode[]) => ({
+  description: codes.join(', '),
+  content: { 'application/problem+json': { schema: Type.Ref(ProblemSchema) } },
+});
+
+export interface ResponseOptions {
+  /** The route takes a JSON body: 413 and 415 are possible. */
+  body?: boolean;
+  /** The route is rate limited: 429 is possible. */
+  rateLimited?: boolean;
+}
+
+/**
+ * Builds a route's response map: the success schemas, every refusal the route names, and the
+ * statuses every route can answer (400 validation, 404 unknown route never applies to a matched
+ * route, 500, 503), so the OpenAPI document lists every status a route can answer.
+ */
+export function responses(
+  success: Record<number, TSchema | { description: string }>,
+  codes: ProblemCode[] = [],
+  opts: ResponseOptions = {},
+): Record<number, unknown> {
+  const all: ProblemCode[] = ['validation.failed', ...codes, 'internal.unexpected', 'service.unavailable'];
+  if (opts.body) all.push('request.body_too_large', 'request.unsupported_media_type');
+  if (opts.rateLimited) all.push('rate_limit.exceeded');
+  const byStatus = new Map<number, ProblemCode[]>();
+  for (const c of new Set(all)) {
+    const s = CATALOGUE[c][0];
+    byStatus.set(s, [...(byStatus.get(s) ?? []), c]);
+  }
+  const out: Record<number, unknown> = { ...success };
+  for (const [status, list] of byStatus) out[status] = problemResponse(list);
+  return out;
+}
+
+export const NoContent = { description: 'No content' };

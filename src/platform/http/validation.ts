@@ -1,0 +1,96 @@
+import type { FastifySchemaCompiler } from 'fastify';
+import { Ajv, type ErrorObject } from 'ajv';
+import formatsModule from 'ajv-formats';
+
+const addFormats = formatsModule as unknown as { default: (ajv: Ajv, formats: string[]) => Ajv };
+import type { ValidationEntry } from './problem.js';
+
+function makeAjv(coerce: boolean) {
+  const ajv = new Ajv({
+    // Strict bodies: an undeclared property is an error, never silently dropped.
+    removeAdditional: false,
+    useDefaults: true,
+    // Query strings and paths are text on the wire; JSON bodies are typed and never coerced, so a
+    // number sent as a string (or the reverse) is refused.
+    coerceTypes: coerce ? 'array' : false,
+    allErrors: false,
+    strict: false,
+  });
+  addFormats.default(ajv, ['uuid', 'date-time', 'email', 'uri']);
+  return ajv;
+}
+
+const bodyAjv = makeAjv(false);
+const textAjv = makeAjv(true);
+
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  const ajv = httpPart === 'body' ? bodyAjv : textAjv;
+  return ajv.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
+};
+
+/** Also compiles shared schemas referenced by $ref. */
+export function addSharedSchema(schema: { $id: string }): void {
+  for (const ajv of [bodyAjv, textAjv]) if (!ajv.getSchema(schema.$id)) ajv.addSchema(schema);
+}
+
+const LOCATIONS: Record<string, ValidationEntry['location']> = {
+  body: 'body',
+  querystring: 'query',
+  params: 'path',
+  headers: 'header',
+};
+
+// Property names come from the client: only plain ones are repeated back.
+const SAFE_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+function fieldOf(e: ErrorObject): string {
+  const base = e.instancePath
+    .split('/')
+    .slice(1)
+    .map((p) => (SAFE_NAME.test(p) ? p : '?'))
+    .join('.');
+  const extra =
+    e.keyword === 'required'
+      ? (e.params as { missingProperty: string }).missingProperty
+      : e.keyword === 'additionalProperties'
+        ? (e.params as { additionalProperty: string }).additionalProperty
+        : undefined;
+  if (extra === undefined) return base;
+  const name = SAFE_NAME.test(extra) ? extra : '(property)';
+  return base ? `${base}.${name}` : name;
+}
+
+const MESSAGES: Record<string, string> = {
+  required: 'is required',
+  additionalProperties: 'is not an allowed property',
+  type: 'has the wrong type',
+  minLength: 'is too short',
+  maxLength: 'is too long',
+  pattern: 'has the wrong format',
+  format: 'has the wrong format',
+  enum: 'is not one of the allowed values',
+  const: 'is not the allowed value',
+  minimum: 'is too small',
+  maximum: 'is too large',
+  not: 'is not allowed here',
+  oneOf: 'does not match exactly one allowed form',
+  anyOf: 'does not match an allowed form',
+  if: 'does not match the form its type requires',
+  minProperties: 'is missing properties',
+  maxProperties: 'has too many properties',
+};
+
+/** Maps Ajv errors to the interface's entries; the messages are fixed text, never the value. */
+export function validationEntries(errors: ErrorObject[], context: string | undefined): ValidationEntry[] {
+  const location = LOCATIONS[context ?? 'body'] ?? 'body';
+  const seen = new Set<string>();
+  const out: ValidationEntry[] = [];
+  for (const e of errors) {
+    const field = fieldOf(e);
+    const key = `${field}|${e.keyword}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push({ location, field, code: e.keyword, message: `${field || location} ${MESSAGES[e.keyword] ?? 'is not valid'}` });
+  }
+  return out;
+}

@@ -1,0 +1,83 @@
+import { type Static, Type } from '@sinclair/typebox';
+import {
+  type CursorCodec,
+  type CursorPosition,
+  type CursorScope,
+  DEFAULT_CURSOR_TTL_SECONDS,
+  MAX_CURSOR_TTL_SECONDS,
+} from './cursor.js';
+
+/**
+ * Keyset pagination. A list route takes exactly `limit`, `after` and `cursorTtl`; rows are ordered
+ * (t DESC, id DESC) — newest first, with the unique id as tiebreak — and fetched with LIMIT limit + 1 so the
+ * extra row tells whether another page exists without a count query.
+ */
+
+export const DEFAULT_PAGE_LIMIT = 50;
+export const MAX_PAGE_LIMIT = 100;
+
+export interface PageQuery {
+  limit?: number;
+  after?: string;
+  cursorTtl?: number;
+}
+
+export const PageQuerySchema = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_LIMIT, default: DEFAULT_PAGE_LIMIT })),
+    after: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })),
+    cursorTtl: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: MAX_CURSOR_TTL_SECONDS, default: DEFAULT_CURSOR_TTL_SECONDS }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const PageInfoSchema = Type.Object(
+  {
+    hasNextPage: Type.Boolean(),
+    nextCursor: Type.Union([Type.String(), Type.Null()]),
+  },
+  { additionalProperties: false },
+);
+
+export type PageInfo = Static<typeof PageInfoSchema>;
+
+export interface PageRequest {
+  limit: number;
+  cursorTtl: number;
+  /** Decoded position of `after`, or null for the first page. */
+  after: CursorPosition | null;
+}
+
+/**
+ * Applies defaults and decodes `after` against the route and caller.
+ * Throws the codec's Problem (cursor_tampered / cursor_invalid / cursor_expired) for an unusable cursor.
+ */
+export function readPageQuery(query: PageQuery, codec: CursorCodec, scope: CursorScope): PageRequest {
+  const limit = query.limit ?? DEFAULT_PAGE_LIMIT;
+  const cursorTtl = query.cursorTtl ?? DEFAULT_CURSOR_TTL_SECONDS;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_LIMIT) throw new RangeError('limit out of range');
+  if (!Number.isInteger(cursorTtl) || cursorTtl < 1 || cursorTtl > MAX_CURSOR_TTL_SECONDS) {
+    throw new RangeError('cursorTtl out of range');
+  }
+  const after = query.after === undefined ? null : codec.decode(scope, query.after);
+  return { limit, cursorTtl, after };
+}
+
+/** Takes rows fetched with LIMIT limit+1 in the order (t DESC, id DESC) (newest first) and builds the page. */
+export function buildPage<R>(
+  rows: R[],
+  limit: number,
+  positionOf: (r: R) => Record<string, string | number>,
+  codec: CursorCodec,
+  scope: CursorScope,
+  ttlSeconds: number,
+): { items: R[]; pageInfo: { hasNextPage: boolean; nextCursor: string | null } } {
+  if (!Number.isInteger(limit) || limit < 1) throw new RangeError('limit must be a positive integer');
+  if (rows.length > limit + 1) throw new RangeError('rows must be fetched with LIMIT limit + 1');
+  const hasNextPage = rows.length > limit;
+  const items = hasNextPage ? rows.slice(0, limit) : rows.slice();
+  const nextCursor = hasNextPage ? codec.encode(scope, positionOf(items[items.length - 1]), ttlSeconds) : null;
+  return { items, pageInfo: { hasNextPage, nextCursor } };
+}

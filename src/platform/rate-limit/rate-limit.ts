@@ -1,0 +1,36 @@
+import rateLimit from '@fastify/rate-limit';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { Config, RateLimitSetting } from '../../config.js';
+import { Problem } from '../http/problem.js';
+
+export type LimitName = keyof Config['rateLimits'];
+
+/**
+ * Registers the limiter without a global limit: only routes that name one of the three limits of
+ * interface 8 are counted. With a Redis client the counts are shared by every instance.
+ */
+export async function registerRateLimits(app: FastifyInstance, redis: Redis | undefined, nameSpace: string) {
+  await app.register(rateLimit, {
+    global: false,
+    redis,
+    nameSpace,
+    // A Redis outage must not take sign-in down with it; the limiter fails open (decisions.md).
+    skipOnError: true,
+    addHeadersOnExceeding: { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false },
+    addHeaders: { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false, 'retry-after': true },
+    errorResponseBuilder: (_req, ctx) =>
+      new Problem('rate_limit.exceeded', { headers: { 'retry-after': String(Math.max(1, Math.ceil(ctx.ttl / 1000))) } }),
+  });
+}
+
+/** Route config for one named limit: counted per client address and per route. */
+export function limitFor(setting: RateLimitSetting, route: string) {
+  return {
+    rateLimit: {
+      max: setting.max,
+      timeWindow: setting.windowSeconds * 1000,
+      keyGenerator: (req: FastifyRequest) => `${route}|${req.ip}`,
+    },
+  };
+}

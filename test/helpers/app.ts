@@ -1,0 +1,80 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../src/app.js';
+import { type Config, loadConfig } from '../../src/config.js';
+import { ManualClock } from '../../src/platform/clock.js';
+import type { AppContext } from '../../src/platform/context.js';
+import { createTestDatabase, type TestDatabase } from './database.js';
+
+export interface TestApp {
+  app: FastifyInstance;
+  ctx: AppContext;
+  config: Config;
+  clock: ManualClock;
+  db: TestDatabase;
+  /** Every log line the app wrote, as text. */
+  logs(): string;
+  close(): Promise<void>;
+}
+
+export interface TestAppOptions {
+  env?: Record<string, string>;
+  server?: boolean;
+  clock?: ManualClock;
+  /** Reuse a database (two app instances on one database). */
+  db?: TestDatabase;
+  /** Adds test-only routes before the app is ready (platform tests). */
+  extend?: (app: FastifyInstance) => void | Promise<void>;
+}
+
+export function testEnv(extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    NODE_ENV: 'test',
+    DATA_DIR: mkdtempSync(join(tmpdir(), 'idsvc-')),
+    SECRETS_KEY: randomBytes(32).toString('base64'),
+    LOG_LEVEL: 'info',
+    // Small Argon2 memory keeps the suite fast; production refuses anything under 19 MiB.
+    ARGON2_MEMORY_KIB: '1024',
+    // Generous limits so functional tests do not trip them; rate-limit tests set their own.
+    RATE_LIMIT_SENDS_A_MESSAGE: '1000/60',
+    RATE_LIMIT_ANSWERS_A_CHALLENGE: '1000/60',
+    RATE_LIMIT_PROVES_A_PASSWORD: '1000/60',
+    ...extra,
+  };
+}
+
+export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
+  const config = loadConfig(testEnv(opts.env));
+  const db = opts.db ?? (await createTestDatabase({ server: opts.server }));
+  const clock = opts.clock ?? new ManualClock('2026-03-01T12:00:00.000Z');
+  const stream = new PassThrough();
+  let text = '';
+  stream.on('data', (chunk: Buffer) => {
+    text += chunk.toString('utf8');
+  });
+  const { app, ctx } = await buildApp({
+    config,
+    database: db.database,
+    clock,
+    logStream: stream,
+    rateLimitNamespace: `rl-${randomBytes(4).toString('hex')}:`,
+  });
+  if (opts.extend) await opts.extend(app);
+  await app.ready();
+  return {
+    app,
+    ctx,
+    config,
+    clock,
+    db,
+    logs: () => text,
+    async close() {
+      await app.close();
+      if (!opts.db) await db.drop();
+    },
+  };
+}
