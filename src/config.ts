@@ -72,6 +72,8 @@ export interface Config {
   /** Argon2id memory cost in KiB; OWASP floor 19 MiB. */
   argon2MemoryKiB: number;
   shutdownTimeoutMs: number;
+  /** Out-of-band delivery timeout (SMTP connection, greeting and socket; SMS webhook total). */
+  notifyTimeoutMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -335,6 +337,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     argon2MemoryKiB: intVar(env, 'ARGON2_MEMORY_KIB', 19456, 8, 1048576),
     shutdownTimeoutMs: intVar(env, 'SHUTDOWN_TIMEOUT_MS', 10000, 0, 600000),
+    notifyTimeoutMs: intVar(env, 'NOTIFY_TIMEOUT_MS', 10000, 100, 120000),
   };
   if (production && config.argon2MemoryKiB < 19456) {
     throw new ConfigError('ARGON2_MEMORY_KIB', 'must be at least 19456 in production');

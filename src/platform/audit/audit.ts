@@ -1,6 +1,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
-import { type Kysely, sql } from 'kysely';
+import { sql } from 'kysely';
 import type { Clock } from '../clock.js';
+import type { Db, Executor } from '../db/database.js';
 
 /**
  * One thing that happened, e.g. identity.sessions.revoked_everywhere, identity.account.locked,
@@ -95,7 +96,7 @@ export class AuditLog {
    * record and moves the head. The lock serialises every append until the transaction ends, so call
    * it last in the transaction. Rolled back with the transaction, so no record outlives its change.
    */
-  async append(trx: Kysely<any>, event: AuditEvent): Promise<{ id: string; seq: number }> {
+  async append(trx: Executor, event: AuditEvent): Promise<{ id: string; seq: number }> {
     const details = event.details ?? {};
     // Fails here, before any lock, on a value the seal cannot cover.
     canonicalJson(details);
@@ -145,11 +146,10 @@ interface StoredRecord {
  * verify or whose seq skips (a deleted record shows as a skip at the next one), or, past the last
  * record, a head that names a later record (records deleted from the end).
  */
-export async function verifyChain(db: Kysely<any>, key: Buffer): Promise<ChainVerification> {
+export async function verifyChain(db: Db, key: Buffer): Promise<ChainVerification> {
   return db.transaction().execute(async (trx) => {
     await sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY`.execute(trx);
-    const head = (await sql<{ seq: unknown }>`SELECT seq FROM audit_head WHERE id = 1`.execute(trx))
-      .rows[0];
+    const head = (await sql<{ seq: unknown }>`SELECT seq FROM audit_head WHERE id = 1`.execute(trx)).rows[0];
     let prevSeal = '';
     let expected = 1;
     let count = 0;

@@ -112,6 +112,12 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     });
     // An idle client losing its server emits 'error'; the next checkout reconnects.
     pool.on('error', () => {});
+    // A checked-out client (a running query or transaction) losing its server emits 'error' too,
+    // and the pool only listens while the client is idle: without this the process would crash.
+    // The query itself still rejects (a 503), and the dead client is dropped on release.
+    pool.on('connect', (client) => {
+      client.on('error', () => {});
+    });
     const db: Db = new Kysely({ dialect: new PostgresDialect({ pool }) });
     return {
       db,

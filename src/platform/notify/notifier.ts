@@ -11,8 +11,8 @@ import {
   type OutboundMessage,
 } from './types.js';
 
-export type { ChannelType, DeliveryResult, OutboundMessage } from './types.js';
 export { maskRecipient } from './mask.js';
+export type { ChannelType, DeliveryResult, OutboundMessage } from './types.js';
 
 export interface NotifierOptions {
   production: boolean;
@@ -136,6 +136,7 @@ export function verificationText(
   const wording = PURPOSES[purpose];
   if (!wording) throw new TypeError('unknown verification purpose');
   if (code.length === 0 || /\s/.test(code)) throw new TypeError('a verification code is one non-empty token');
+  if (!Number.isFinite(expiresInMinutes)) throw new TypeError('expiresInMinutes must be a finite number');
   const minutes = Math.max(1, Math.ceil(expiresInMinutes));
   const unit = minutes === 1 ? 'minute' : 'minutes';
   return {

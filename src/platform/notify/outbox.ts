@@ -1,6 +1,13 @@
 import { mkdir, open } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type ChannelOutcome, DELIVERED, type FailureInfo, notDelivered, type OutboundMessage, safeToken } from './types.js';
+import {
+  type ChannelOutcome,
+  DELIVERED,
+  type FailureInfo,
+  notDelivered,
+  type OutboundMessage,
+  safeToken,
+} from './types.js';
 
 export const OUTBOX_FILE = 'outbox.jsonl';
 

@@ -1,4 +1,11 @@
-import { type ChannelOutcome, DELIVERED, type FailureInfo, notDelivered, type OutboundMessage, safeToken } from './types.js';
+import {
+  type ChannelOutcome,
+  DELIVERED,
+  type FailureInfo,
+  notDelivered,
+  type OutboundMessage,
+  safeToken,
+} from './types.js';
 
 /** Failures (fetch's `cause.code`) that prove the request never reached the gateway. */
 const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EAI_NONAME', 'EAI_NODATA']);

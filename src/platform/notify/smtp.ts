@@ -1,5 +1,12 @@
 import nodemailer from 'nodemailer';
-import { type ChannelOutcome, DELIVERED, type FailureInfo, notDelivered, type OutboundMessage, safeToken } from './types.js';
+import {
+  type ChannelOutcome,
+  DELIVERED,
+  type FailureInfo,
+  notDelivered,
+  type OutboundMessage,
+  safeToken,
+} from './types.js';
 
 export interface SmtpChannelOptions {
   url: string;
@@ -69,7 +76,10 @@ function neverLeft(
 
   const systemCodes = [originalCode, code, safeToken((e.cause as { code?: unknown } | undefined)?.code)];
   if (systemCodes.some((c) => c !== undefined && NEVER_CONNECTED.has(c))) return true;
-  if (e.syscall === 'connect' && systemCodes.some((c) => c !== undefined && CONNECT_SYSCALL_FAILURES.has(c))) {
+  if (
+    e.syscall === 'connect' &&
+    systemCodes.some((c) => c !== undefined && CONNECT_SYSCALL_FAILURES.has(c))
+  ) {
     return true;
   }
 
@@ -80,7 +90,10 @@ function neverLeft(
       // a refusal of MAIL FROM / RCPT TO / DATA, or an envelope nodemailer refused to send
       return responseCode === undefined
         ? command === 'API'
-        : responseCode >= 400 && responseCode < 600 && command !== undefined && ENVELOPE_COMMANDS.has(command);
+        : responseCode >= 400 &&
+            responseCode < 600 &&
+            command !== undefined &&
+            ENVELOPE_COMMANDS.has(command);
     case 'EMESSAGE':
       // 'DATA' is the reply to the final '.', the server had the whole message
       return command === 'API' || command === 'MAIL FROM';

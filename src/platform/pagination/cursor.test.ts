@@ -5,7 +5,10 @@ import { Problem, type ProblemCode } from '../http/problem.js';
 import { CursorCodec, type CursorKey, type CursorScope } from './cursor.js';
 
 const KEY: CursorKey = { id: 'k2026a', secret: Buffer.alloc(32, 7) };
-const SCOPE: CursorScope = { route: 'GET /api/v1/second-factors', subject: '0b9f3c1e-5d7a-4c2e-9f10-3a4b5c6d7e8f' };
+const SCOPE: CursorScope = {
+  route: 'GET /api/v1/second-factors',
+  subject: '0b9f3c1e-5d7a-4c2e-9f10-3a4b5c6d7e8f',
+};
 const POSITION = { t: '2026-01-01T00:00:00.000Z', id: 'a1b2c3d4-0000-4000-8000-000000000001' };
 
 function setup(key: CursorKey = KEY) {
@@ -103,7 +106,9 @@ describe('CursorCodec', () => {
       const sibling = alphabet[last ^ 1];
       const forged = s.slice(0, -1) + sibling;
       expect(Buffer.from(forged, 'base64url')).toEqual(Buffer.from(s, 'base64url'));
-      expect(codeOf(() => codec.decode(SCOPE, [v, k, p, forged].join('.')))).toBe('collection.cursor_tampered');
+      expect(codeOf(() => codec.decode(SCOPE, [v, k, p, forged].join('.')))).toBe(
+        'collection.cursor_tampered',
+      );
     });
 
     it('a truncated or extended signature → cursor_tampered', () => {
@@ -180,7 +185,10 @@ describe('CursorCodec', () => {
       ['not JSON', Buffer.from('{"r":').toString('base64url')],
       ['JSON array', Buffer.from('[1,2]').toString('base64url')],
       ['JSON null', Buffer.from('null').toString('base64url')],
-      ['missing expiry', Buffer.from(JSON.stringify({ r: SCOPE.route, s: SCOPE.subject, p: {} })).toString('base64url')],
+      [
+        'missing expiry',
+        Buffer.from(JSON.stringify({ r: SCOPE.route, s: SCOPE.subject, p: {} })).toString('base64url'),
+      ],
       [
         'expiry not an integer',
         Buffer.from(JSON.stringify({ r: SCOPE.route, s: SCOPE.subject, e: '9999999999', p: {} })).toString(
@@ -189,15 +197,15 @@ describe('CursorCodec', () => {
       ],
       [
         'position value is an object',
-        Buffer.from(JSON.stringify({ r: SCOPE.route, s: SCOPE.subject, e: 9999999999, p: { t: {} } })).toString(
-          'base64url',
-        ),
+        Buffer.from(
+          JSON.stringify({ r: SCOPE.route, s: SCOPE.subject, e: 9999999999, p: { t: {} } }),
+        ).toString('base64url'),
       ],
       [
         'extra field',
-        Buffer.from(JSON.stringify({ r: SCOPE.route, s: SCOPE.subject, e: 9999999999, p: {}, x: 1 })).toString(
-          'base64url',
-        ),
+        Buffer.from(
+          JSON.stringify({ r: SCOPE.route, s: SCOPE.subject, e: 9999999999, p: {}, x: 1 }),
+        ).toString('base64url'),
       ],
     ])('a correctly signed payload of the wrong shape (%s) → cursor_invalid', (_label, segment) => {
       const { codec } = setup();
@@ -232,7 +240,9 @@ describe('CursorCodec', () => {
       const { codec, clock } = setup();
       const cursor = codec.encode(SCOPE, POSITION, 60);
       clock.advance(3600);
-      expect(codeOf(() => codec.decode({ ...SCOPE, subject: 'other' }, cursor))).toBe('collection.cursor_invalid');
+      expect(codeOf(() => codec.decode({ ...SCOPE, subject: 'other' }, cursor))).toBe(
+        'collection.cursor_invalid',
+      );
       expect(codeOf(() => codec.decode(SCOPE, cursor))).toBe('collection.cursor_expired');
     });
   });
@@ -290,7 +300,11 @@ describe('CursorCodec', () => {
       }
       expect(thrown).toBeInstanceOf(Problem);
       const problem = thrown as Problem;
-      const serialized = JSON.stringify({ message: problem.message, body: problem.body(), extra: problem.extra });
+      const serialized = JSON.stringify({
+        message: problem.message,
+        body: problem.body(),
+        extra: problem.extra,
+      });
       for (const needle of [p, s, POSITION.id, POSITION.t, SCOPE.subject, KEY.id]) {
         expect(serialized).not.toContain(needle);
       }

@@ -76,7 +76,8 @@ export class CursorCodec {
   readonly #clock: Clock;
 
   constructor(key: CursorKey, clock: Clock) {
-    if (!KEY_ID_PATTERN.test(key.id)) throw new RangeError('cursor key id must match /^[A-Za-z0-9_-]{1,32}$/');
+    if (!KEY_ID_PATTERN.test(key.id))
+      throw new RangeError('cursor key id must match /^[A-Za-z0-9_-]{1,32}$/');
     if (!Buffer.isBuffer(key.secret) || key.secret.length === 0) {
       throw new RangeError('cursor key secret must be a non-empty Buffer');
     }
@@ -101,7 +102,8 @@ export class CursorCodec {
     const entries = Object.entries(position);
     if (entries.length > MAX_POSITION_KEYS) throw new RangeError('cursor position has too many keys');
     for (const [, v] of entries) {
-      if (!isPositionValue(v)) throw new TypeError('cursor position values must be strings or finite numbers');
+      if (!isPositionValue(v))
+        throw new TypeError('cursor position values must be strings or finite numbers');
     }
     const payload: Payload = {
       r: scope.route,
@@ -119,7 +121,8 @@ export class CursorCodec {
   /** Throws Problem('collection.cursor_tampered' | 'collection.cursor_invalid' | 'collection.cursor_expired'). */
   decode(scope: CursorScope, cursor: string): CursorPosition {
     // 1. Structure.
-    if (typeof cursor !== 'string' || cursor.length === 0 || cursor.length > MAX_CURSOR_LENGTH) throw invalid();
+    if (typeof cursor !== 'string' || cursor.length === 0 || cursor.length > MAX_CURSOR_LENGTH)
+      throw invalid();
     const segments = cursor.split('.');
     if (segments.length !== 4) throw invalid();
     const [version, keyId, body, signature] = segments;

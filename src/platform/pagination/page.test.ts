@@ -43,7 +43,14 @@ function walk(table: Row[], limit: number, codec: CursorCodec): Row[][] {
   let after: string | undefined;
   for (let guard = 0; guard < table.length + 2; guard++) {
     const request = readPageQuery({ limit, after }, codec, SCOPE);
-    const page = buildPage(fetchRows(table, request.limit, request.after), request.limit, positionOf, codec, SCOPE, 900);
+    const page = buildPage(
+      fetchRows(table, request.limit, request.after),
+      request.limit,
+      positionOf,
+      codec,
+      SCOPE,
+      900,
+    );
     pages.push(page.items);
     if (!page.pageInfo.hasNextPage) return pages;
     expect(page.pageInfo.nextCursor).not.toBeNull();
@@ -131,7 +138,10 @@ describe('keyset walk', () => {
 
   it('ends without an empty trailing page when the rows divide evenly into pages', () => {
     const { codec } = setup();
-    const table: Row[] = Array.from({ length: 6 }, (_, i) => ({ t: '2026-02-01T10:00:00.000Z', id: `id-${i}` }));
+    const table: Row[] = Array.from({ length: 6 }, (_, i) => ({
+      t: '2026-02-01T10:00:00.000Z',
+      id: `id-${i}`,
+    }));
     const pages = walk(table, 3, codec);
     expect(pages.map((p) => p.length)).toEqual([3, 3]);
   });

@@ -57,7 +57,8 @@ export interface PageRequest {
 export function readPageQuery(query: PageQuery, codec: CursorCodec, scope: CursorScope): PageRequest {
   const limit = query.limit ?? DEFAULT_PAGE_LIMIT;
   const cursorTtl = query.cursorTtl ?? DEFAULT_CURSOR_TTL_SECONDS;
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_LIMIT) throw new RangeError('limit out of range');
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_LIMIT)
+    throw new RangeError('limit out of range');
   if (!Number.isInteger(cursorTtl) || cursorTtl < 1 || cursorTtl > MAX_CURSOR_TTL_SECONDS) {
     throw new RangeError('cursorTtl out of range');
   }
@@ -78,6 +79,8 @@ export function buildPage<R>(
   if (rows.length > limit + 1) throw new RangeError('rows must be fetched with LIMIT limit + 1');
   const hasNextPage = rows.length > limit;
   const items = hasNextPage ? rows.slice(0, limit) : rows.slice();
-  const nextCursor = hasNextPage ? codec.encode(scope, positionOf(items[items.length - 1]), ttlSeconds) : null;
+  const nextCursor = hasNextPage
+    ? codec.encode(scope, positionOf(items[items.length - 1]), ttlSeconds)
+    : null;
   return { items, pageInfo: { hasNextPage, nextCursor } };
 }

@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { createPasswordHasher } from './passwords.js';
+
+const fast = createPasswordHasher({ memoryKiB: 1024 });
+
+describe('password hasher', () => {
+  it('makes an Argon2id hash with t=2, p=1 and the given memory', async () => {
+    const hash = await fast.hash('correct horse battery staple');
+    expect(hash).toMatch(/^\$argon2id\$v=19\$m=1024,t=2,p=1\$[A-Za-z0-9+/]+\$[A-Za-z0-9+/]+$/);
+  });
+
+  it('salts: one password hashes differently twice', async () => {
+    const [a, b] = await Promise.all([fast.hash('same password here'), fast.hash('same password here')]);
+    expect(a).not.toBe(b);
+  });
+
+  it('verifies the right password and refuses a wrong one', async () => {
+    const hash = await fast.hash('correct horse battery staple');
+    expect(await fast.verify(hash, 'correct horse battery staple')).toBe(true);
+    expect(await fast.verify(hash, 'correct horse battery stapler')).toBe(false);
+    expect(await fast.verify(hash, 'Correct horse battery staple')).toBe(false);
+    expect(await fast.verify(hash, '')).toBe(false);
+  });
+
+  it('round-trips a non-ASCII password', async () => {
+    const hash = await fast.hash('пароль 😀 パスワード');
+    expect(await fast.verify(hash, 'пароль 😀 パスワード')).toBe(true);
+    expect(await fast.verify(hash, 'пароль 😀 パスワー')).toBe(false);
+  });
+
+  it('returns false, without throwing, for a malformed hash', async () => {
+    const good = await fast.hash('correct horse battery staple');
+    for (const bad of [
+      '',
+      'not-a-hash',
+      '$argon2id$',
+      '$argon2id$v=19$m=1024,t=2,p=1$garbage',
+      good.slice(0, -10),
+      `$bcrypt$${good}`,
+    ]) {
+      await expect(fast.verify(bad, 'correct horse battery staple')).resolves.toBe(false);
+    }
+  });
+
+  it('burn is always false, whatever the password', async () => {
+    await expect(fast.burn('correct horse battery staple')).resolves.toBe(false);
+    await expect(fast.burn('no account has this password')).resolves.toBe(false);
+    await expect(fast.burn('')).resolves.toBe(false);
+  });
+
+  it('burn costs about what a real verify costs', async () => {
+    const hasher = createPasswordHasher({ memoryKiB: 8192 });
+    const hash = await hasher.hash('correct horse battery staple');
+    await hasher.burn('warm up the dummy hash');
+    const time = async (fn: () => Promise<unknown>): Promise<number> => {
+      const start = performance.now();
+      for (let i = 0; i < 5; i++) await fn();
+      return performance.now() - start;
+    };
+    const verifyMs = await time(() => hasher.verify(hash, 'a wrong password'));
+    const burnMs = await time(() => hasher.burn('a wrong password'));
+    // Same parameters, so the same work; generous bounds keep a busy machine from failing this.
+    expect(burnMs).toBeGreaterThan(verifyMs * 0.3);
+    expect(burnMs).toBeLessThan(verifyMs * 3);
+  });
+
+  it('works at the OWASP default of 19456 KiB', async () => {
+    const hasher = createPasswordHasher({ memoryKiB: 19456 });
+    const hash = await hasher.hash('correct horse battery staple');
+    expect(hash).toMatch(/^\$argon2id\$v=19\$m=19456,t=2,p=1\$/);
+    expect(await hasher.verify(hash, 'correct horse battery staple')).toBe(true);
+    expect(await hasher.verify(hash, 'wrong horse battery staple')).toBe(false);
+    expect(await hasher.burn('correct horse battery staple')).toBe(false);
+  });
+});
