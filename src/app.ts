@@ -7,8 +7,16 @@ import { Redis } from 'ioredis';
 import pino from 'pino';
 import type { Config } from './config.js';
 import { healthRoutes } from './features/health/routes.js';
+import { registrationRoutes } from './features/registration/routes.js';
+import { passwordRoutes } from './features/passwords/routes.js';
+import { providerRoutes } from './features/providers/routes.js';
+import { recoveryCodeRoutes } from './features/recovery-codes/routes.js';
+import { secondFactorRoutes } from './features/second-factors/routes.js';
+import { jwksRoute, sessionRoutes } from './features/sessions/routes.js';
+import { signInMethodRoutes } from './features/sign-in-methods/routes.js';
+import { stepUpRoutes } from './features/step-up/routes.js';
 import { type Clock, systemClock } from './platform/clock.js';
-import type { AppContext } from './platform/context.js';
+import { type AppContext, createContext } from './platform/context.js';
 import type { Database } from './platform/db/database.js';
 import { installErrorHandling, sendProblem, toProblem } from './platform/http/errors.js';
 import { Problem } from './platform/http/problem.js';
@@ -83,7 +91,10 @@ export async function buildApp(opts: BuildOptions): Promise<{ app: FastifyInstan
       sendProblem(reply, toProblem(err, request));
     },
   });
-  const ctx: AppContext = { config, database, clock: opts.clock ?? systemClock, log: app.log };
+  const ctx: AppContext = await createContext(config, database, opts.clock ?? systemClock, app.log);
+  app.addHook('onClose', async () => {
+    await ctx.notifier.close();
+  });
 
   app.setValidatorCompiler(validatorCompiler);
   app.addSchema(ProblemSchema);
@@ -150,10 +161,18 @@ export async function buildApp(opts: BuildOptions): Promise<{ app: FastifyInstan
   // Platform first (above), then features: every feature relies on the error handling, the
   // validator, the limiter and the OpenAPI collector being in place when its routes register.
   await app.register(healthRoutes, { ctx });
+  await app.register(jwksRoute, { ctx });
   await app.register(
     async (api) => {
       // Business routes register here, each feature a plugin under /api/v1.
-      void api;
+      await api.register(registrationRoutes, { ctx });
+      await api.register(sessionRoutes, { ctx });
+      await api.register(stepUpRoutes, { ctx });
+      await api.register(secondFactorRoutes, { ctx });
+      await api.register(recoveryCodeRoutes, { ctx });
+      await api.register(signInMethodRoutes, { ctx });
+      await api.register(passwordRoutes, { ctx });
+      await api.register(providerRoutes, { ctx });
     },
     { prefix: API_PREFIX },
   );

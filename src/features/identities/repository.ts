@@ -1,0 +1,79 @@
+import { sql } from 'kysely';
+import type { Executor } from '../../platform/db/database.js';
+import type { NormalisedIdentifier } from './identifier.js';
+
+export interface IdentifierRow {
+  id: string;
+  identity_id: string;
+  type: 'email' | 'phone';
+  value: string;
+  verified_at: Date | null;
+}
+
+export interface IdentityRow {
+  id: string;
+  password_hash: string | null;
+  session_epoch: number;
+  failed_attempts: number;
+  locked_until: Date | null;
+}
+
+/** The live (not removed) identifier row for a normalised address, whoever owns it. */
+export async function findIdentifier(trx: Executor, ident: NormalisedIdentifier): Promise<IdentifierRow | undefined> {
+  const r = await sql<IdentifierRow>`
+    SELECT id, identity_id, type, value, verified_at FROM identifiers
+    WHERE type = ${ident.type} AND value = ${ident.value} AND removed_at IS NULL`.execute(trx);
+  return r.rows[0];
+}
+
+export async function findIdentity(trx: Executor, id: string, forUpdate = false): Promise<IdentityRow | undefined> {
+  const r = forUpdate
+    ? await sql<IdentityRow>`
+        SELECT id, password_hash, session_epoch, failed_attempts, locked_until FROM identities WHERE id = ${id} FOR UPDATE`.execute(
+        trx,
+      )
+    : await sql<IdentityRow>`
+        SELECT id, password_hash, session_epoch, failed_attempts, locked_until FROM identities WHERE id = ${id}`.execute(
+        trx,
+      );
+  return r.rows[0];
+}
+
+export async function verifiedIdentifiers(trx: Executor, identityId: string): Promise<IdentifierRow[]> {
+  const r = await sql<IdentifierRow>`
+    SELECT id, identity_id, type, value, verified_at FROM identifiers
+    WHERE identity_id = ${identityId} AND verified_at IS NOT NULL AND removed_at IS NULL
+    ORDER BY verified_at, id`.execute(trx);
+  return r.rows;
+}
+
+/**
+ * Ends every session of an identity that was issued before now: bumping the epoch kills sessions
+ * still committing with the old one (concurrency guide: sign-out everywhere vs in-flight sign-ins).
+ */
+export async function bumpSessionEpoch(trx: Executor, identityId: string): Promise<number> {
+  const r = await sql<{ session_epoch: number }>`
+    UPDATE identities SET session_epoch = session_epoch + 1 WHERE id = ${identityId} RETURNING session_epoch`.execute(trx);
+  return r.rows[0].session_epoch;
+}
+
+/**
+ * The ways an identity can prove itself, for the session context (contract 3). Each feature that
+ * adds a kind of method (second factors, providers) adds its clause here.
+ */
+export async function activeMethods(trx: Executor, identityId: string): Promise<string[]> {
+  const r = await sql<{ has_password: boolean; email: boolean; phone: boolean }>`
+    SELECT i.password_hash IS NOT NULL AS has_password,
+      EXISTS (SELECT 1 FROM identifiers f WHERE f.identity_id = i.id AND f.type = 'email'
+              AND f.verified_at IS NOT NULL AND f.removed_at IS NULL) AS email,
+      EXISTS (SELECT 1 FROM identifiers f WHERE f.identity_id = i.id AND f.type = 'phone'
+              AND f.verified_at IS NOT NULL AND f.removed_at IS NULL) AS phone
+    FROM identities i WHERE i.id = ${identityId}`.execute(trx);
+  const row = r.rows[0];
+  if (!row) return [];
+  const methods: string[] = [];
+  if (row.has_password) methods.push('password');
+  if (row.email) methods.push('email');
+  if (row.phone) methods.push('phone');
+  return methods;
+}

@@ -1,0 +1,187 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { AppContext } from '../../platform/context.js';
+import { conditionalGet } from '../../platform/http/conditional.js';
+import { envelope, page } from '../../platform/http/envelope.js';
+import { Problem } from '../../platform/http/problem.js';
+import { Data, NoContent, responses } from '../../platform/http/schemas.js';
+import { PageQuerySchema } from '../../platform/pagination/page.js';
+import { limitFor } from '../../platform/rate-limit/rate-limit.js';
+import { principalOf, requireSession } from './guard.js';
+import {
+  HistoryPageSchema,
+  RenewalBody,
+  SecondFactorTicketSchema,
+  SessionContextSchema,
+  SessionGrantSchema,
+  SignInBody,
+} from './schemas.js';
+import { type RequestMeta, SessionService } from './service.js';
+
+export function requestMeta(request: FastifyRequest): RequestMeta {
+  const ua = request.headers['user-agent'];
+  return { ip: request.ip ?? null, userAgent: typeof ua === 'string' ? ua.slice(0, 512) : null };
+}
+
+export async function sessionRoutes(root: FastifyInstance, { ctx }: { ctx: AppContext }) {
+  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+  const service = new SessionService(ctx);
+  const guard = requireSession(ctx);
+  const bearer = [{ bearer: [] }];
+  app.addSchema(SessionGrantSchema);
+  app.addSchema(SecondFactorTicketSchema);
+
+  app.post(
+    '/sign-ins',
+    {
+      config: limitFor(ctx.config.rateLimits.provesAPassword, 'sign-ins'),
+      schema: {
+        tags: ['sessions'],
+        summary: 'Sign in with a password or a provider ID token',
+        body: SignInBody,
+        response: responses(
+          { 201: Data(Type.Union([Type.Ref(SessionGrantSchema), Type.Ref(SecondFactorTicketSchema)])) },
+          ['identity.sign_in_refused'],
+          { body: true, rateLimited: true },
+        ),
+      },
+    },
+    async (request, reply) => {
+      const body = request.body;
+      if (body.identifierType === 'provider') {
+        // No provider verification is configured in this build: every provider proof is refused
+        // exactly like a wrong password, revealing nothing about which providers exist.
+        throw new Problem('identity.sign_in_refused');
+      }
+      const grant = await service.signInWithPassword(
+        {
+          identifierType: body.identifierType,
+          identifier: body.identifier!,
+          country: body.country,
+          password: body.password!,
+        },
+        requestMeta(request),
+      );
+      return reply.code(201).send(envelope(grant));
+    },
+  );
+
+  app.post(
+    '/sign-ins/renewals',
+    {
+      config: limitFor(ctx.config.rateLimits.provesAPassword, 'sign-ins/renewals'),
+      schema: {
+        tags: ['sessions'],
+        summary: 'Exchange a refresh token for a new pair (single use; replay ends the session)',
+        body: RenewalBody,
+        response: responses({ 201: Data(Type.Ref(SessionGrantSchema)) }, ['identity.renewal_refused'], {
+          body: true,
+          rateLimited: true,
+        }),
+      },
+    },
+    async (request, reply) => reply.code(201).send(envelope(await service.renew(request.body.refreshToken))),
+  );
+
+  app.post(
+    '/sign-outs',
+    {
+      preHandler: guard,
+      schema: {
+        tags: ['sessions'],
+        summary: 'End the calling session',
+        security: bearer,
+        response: responses({ 204: NoContent }, ['identity.session_required']),
+      },
+    },
+    async (request, reply) => {
+      await service.signOut(principalOf(request).sessionId);
+      return reply.code(204).send();
+    },
+  );
+
+  app.post(
+    '/sign-outs/everywhere',
+    {
+      preHandler: guard,
+      schema: {
+        tags: ['sessions'],
+        summary: 'End every session of the identity (audited)',
+        security: bearer,
+        response: responses({ 204: NoContent }, ['identity.session_required']),
+      },
+    },
+    async (request, reply) => {
+      await service.signOutEverywhere(principalOf(request).identityId);
+      return reply.code(204).send();
+    },
+  );
+
+  app.get(
+    '/session/context',
+    {
+      preHandler: guard,
+      schema: {
+        tags: ['sessions'],
+        summary: 'The caller, its masked identifiers and active methods (weak ETag)',
+        security: bearer,
+        response: responses({ 200: Data(SessionContextSchema), 304: NoContent }, ['identity.session_required']),
+      },
+    },
+    async (request, reply) => {
+      const { identityId, sessionId } = principalOf(request);
+      const body = envelope(await service.context(identityId, sessionId));
+      if (conditionalGet(request, reply, body)) return reply.code(304).send();
+      return body;
+    },
+  );
+
+  app.get(
+    '/sign-ins/history',
+    {
+      preHandler: guard,
+      schema: {
+        tags: ['sessions'],
+        summary: 'Sign-in attempts attributed to the caller, newest first (paged, weak ETag)',
+        security: bearer,
+        querystring: PageQuerySchema,
+        response: responses({ 200: HistoryPageSchema, 304: NoContent }, [
+          'identity.session_required',
+          'collection.cursor_tampered',
+          'collection.cursor_invalid',
+          'collection.cursor_expired',
+        ]),
+      },
+    },
+    async (request, reply) => {
+      const { items, pageInfo } = await service.history(principalOf(request).identityId, request.query);
+      const body = page(items, pageInfo);
+      // The tag covers the items and the pageInfo but not the freshly signed cursor's expiry, so an
+      // unchanged page revalidates to 304.
+      if (conditionalGet(request, reply, { items, hasNextPage: pageInfo.hasNextPage })) return reply.code(304).send();
+      return body;
+    },
+  );
+
+  // Public signing keys (contract 5): outside /api, registered on the root instance by app.ts.
+}
+
+export async function jwksRoute(app: FastifyInstance, { ctx }: { ctx: AppContext }) {
+  app.get(
+    '/.well-known/jwks.json',
+    {
+      schema: {
+        tags: ['sessions'],
+        summary: 'Public keys that verify access tokens',
+        response: {
+          200: Type.Object({ keys: Type.Array(Type.Object({}, { additionalProperties: true })) }),
+        },
+      },
+    },
+    async (_request, reply) => {
+      reply.header('cache-control', 'public, max-age=300');
+      return ctx.tokens.jwks();
+    },
+  );
+}

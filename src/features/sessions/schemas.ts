@@ -1,0 +1,99 @@
+import { Type } from '@sinclair/typebox';
+import { PageInfoSchema } from '../../platform/pagination/page.js';
+import { identifierProperties } from '../identities/schemas.js';
+
+const password = Type.String({ minLength: 1, maxLength: 200 });
+
+/**
+ * POST /sign-ins: the password path (identifier form + password) or the provider path
+ * ({ identifierType: "provider", provider, idToken }), discriminated by identifierType. Strict.
+ */
+export const SignInBody = Type.Object(
+  {
+    identifierType: Type.Union([Type.Literal('email'), Type.Literal('phone'), Type.Literal('provider')]),
+    identifier: Type.Optional(identifierProperties.identifier),
+    country: identifierProperties.country,
+    password: Type.Optional(password),
+    provider: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    idToken: Type.Optional(Type.String({ minLength: 1, maxLength: 8192 })),
+  },
+  {
+    additionalProperties: false,
+    required: ['identifierType'],
+    allOf: [
+      {
+        if: { properties: { identifierType: { const: 'provider' } } },
+        then: {
+          required: ['provider', 'idToken'],
+          not: { anyOf: [{ required: ['identifier'] }, { required: ['password'] }, { required: ['country'] }] },
+        },
+        else: {
+          required: ['identifier', 'password'],
+          not: { anyOf: [{ required: ['provider'] }, { required: ['idToken'] }] },
+        },
+      },
+      {
+        if: { properties: { identifierType: { const: 'phone' } } },
+        then: { required: ['country'] },
+      },
+      {
+        if: { properties: { identifierType: { const: 'email' } } },
+        then: { not: { required: ['country'] } },
+      },
+    ],
+  },
+);
+
+export const RenewalBody = Type.Object(
+  { refreshToken: Type.String({ minLength: 1, maxLength: 512 }) },
+  { additionalProperties: false },
+);
+
+export const SessionGrantSchema = Type.Object(
+  {
+    kind: Type.Literal('session'),
+    accessToken: Type.String(),
+    accessTokenExpiresAt: Type.String({ format: 'date-time' }),
+    refreshToken: Type.String(),
+    sessionExpiresAt: Type.String({ format: 'date-time' }),
+  },
+  { $id: 'SessionGrant' },
+);
+
+export const SecondFactorTicketSchema = Type.Object(
+  {
+    kind: Type.Literal('second_factor_required'),
+    secondFactorTicket: Type.String(),
+    ticketExpiresAt: Type.String({ format: 'date-time' }),
+  },
+  { $id: 'SecondFactorTicket' },
+);
+
+export const SessionContextSchema = Type.Object({
+  identityId: Type.String({ format: 'uuid' }),
+  sessionId: Type.String({ format: 'uuid' }),
+  identifiers: Type.Array(
+    Type.Object({
+      id: Type.String({ format: 'uuid' }),
+      type: Type.Union([Type.Literal('email'), Type.Literal('phone')]),
+      value: Type.String({ description: 'masked' }),
+      verifiedAt: Type.String({ format: 'date-time' }),
+    }),
+  ),
+  methods: Type.Array(Type.String()),
+  organizations: Type.Array(Type.String()),
+});
+
+export const HistoryEntrySchema = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  occurredAt: Type.String({ format: 'date-time' }),
+  method: Type.String(),
+  outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('refused')]),
+  ipAddress: Type.Union([Type.String(), Type.Null()]),
+  userAgent: Type.Union([Type.String(), Type.Null()]),
+});
+
+export const HistoryPageSchema = Type.Object({
+  data: Type.Array(HistoryEntrySchema),
+  meta: Type.Object({ pageInfo: PageInfoSchema }),
+});

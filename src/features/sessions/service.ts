@@ -1,0 +1,215 @@
+import { randomUUID } from 'node:crypto';
+import type { AppContext } from '../../platform/context.js';
+import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
+import { Problem } from '../../platform/http/problem.js';
+import { buildPage, readPageQuery } from '../../platform/pagination/page.js';
+import { type IdentifierInput, maskIdentifier, normaliseIdentifier } from '../identities/identifier.js';
+import {
+  activeMethods,
+  bumpSessionEpoch as bumpEpoch,
+  findIdentifier,
+  findIdentity,
+  verifiedIdentifiers,
+} from '../identities/repository.js';
+import * as repo from './repository.js';
+
+export interface RequestMeta {
+  ip: string | null;
+  userAgent: string | null;
+}
+
+export interface SessionGrant {
+  kind: 'session';
+  accessToken: string;
+  accessTokenExpiresAt: string;
+  refreshToken: string;
+  sessionExpiresAt: string;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export class SessionService {
+  constructor(private readonly ctx: AppContext) {}
+
+  /**
+   * Password path of POST /sign-ins. Unknown account, unverified identifier and wrong password
+   * each cost one Argon2id verify (a dummy hash when there is nothing to verify against) and
+   * answer the same refusal. The lock is never consulted here.
+   */
+  async signInWithPassword(input: IdentifierInput & { password: string }, meta: RequestMeta): Promise<SessionGrant> {
+    const { db } = this.ctx.database;
+    const ident = normaliseIdentifier(input);
+    const identifier = ident ? await findIdentifier(db, ident) : undefined;
+    const identity = identifier ? await findIdentity(db, identifier.identity_id) : undefined;
+    const hash = identifier?.verified_at && identity?.password_hash ? identity.password_hash : undefined;
+    // The epoch is read before the password is checked: a revocation committed while the check
+    // runs moves the epoch on, and the session issued below is dead on arrival.
+    const ok = hash ? await this.ctx.passwords.verify(hash, input.password) : await this.ctx.passwords.burn(input.password);
+    if (!ok || !identity) {
+      if (identity) await this.recordAttempt(identity.id, 'password', 'refused', meta);
+      throw new Problem('identity.sign_in_refused');
+    }
+    return this.completePrimary(identity.id, identity.session_epoch, 'password', meta);
+  }
+
+  /**
+   * After the first proof (password or provider): a session, or a second-factor ticket when the
+   * identity holds an active second factor. The second-factor check runs only after the proof.
+   */
+  async completePrimary(identityId: string, epoch: number, method: string, meta: RequestMeta): Promise<SessionGrant> {
+    return this.openSession(identityId, epoch, method, meta);
+  }
+
+  /** Opens a session stamped with the epoch read before the credential was verified. */
+  async openSession(identityId: string, epoch: number, method: string, meta: RequestMeta): Promise<SessionGrant> {
+    const now = this.ctx.clock.now();
+    const sessionId = randomUUID();
+    const refreshToken = opaqueToken();
+    const expiresAt = new Date(now.getTime() + this.ctx.config.lifetimes.session * 1000);
+    return this.ctx.database.db.transaction().execute(async (trx) => {
+      await repo.insertSession(trx, {
+        id: sessionId,
+        identityId,
+        epoch,
+        method,
+        now,
+        expiresAt,
+        refreshHash: sha256Hex(refreshToken),
+      });
+      await repo.recordAttempt(trx, { identityId, now, method, outcome: 'succeeded', ...metaOf(meta) });
+      // Signed inside the transaction: a signing failure rolls the session back.
+      const access = await this.ctx.tokens.sign(identityId, sessionId);
+      return grant(access, refreshToken, expiresAt);
+    });
+  }
+
+  async recordAttempt(identityId: string, method: string, outcome: 'succeeded' | 'refused', meta: RequestMeta) {
+    await repo.recordAttempt(this.ctx.database.db, {
+      identityId,
+      now: this.ctx.clock.now(),
+      method,
+      outcome,
+      ...metaOf(meta),
+    });
+  }
+
+  /**
+   * Rotation in one transaction: the token row, then the session row, locked. Only the current
+   * generation rotates; a spent token of any generation revokes the session (committed) and is
+   * refused; an unknown token touches nothing.
+   */
+  async renew(refreshToken: string): Promise<SessionGrant> {
+    const hash = sha256Hex(refreshToken);
+    const now = this.ctx.clock.now();
+    const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
+      const token = await repo.lockRefreshToken(trx, hash);
+      if (!token) return { refused: true as const };
+      const session = await repo.lockSession(trx, token.session_id);
+      if (!session || session.revoked_at !== null) return { refused: true as const };
+      if (token.spent_at !== null || token.generation !== session.generation) {
+        // Replay of a spent generation: the session ends, so the current token stops working too.
+        await repo.revokeSession(trx, session.id, 'refresh_token_replayed', now);
+        return { refused: true as const };
+      }
+      if (new Date(session.expires_at) <= now || session.epoch !== session.identity_epoch) {
+        return { refused: true as const };
+      }
+      const next = opaqueToken();
+      if (!(await repo.rotateRefreshToken(trx, session.id, hash, token.generation, sha256Hex(next), now))) {
+        return { refused: true as const };
+      }
+      // Signed before commit: if signing fails the transaction rolls back and nothing rotates.
+      const access = await this.ctx.tokens.sign(session.identity_id, session.id);
+      return { refused: false as const, grant: grant(access, next, new Date(session.expires_at)) };
+    });
+    if (outcome.refused) throw new Problem('identity.renewal_refused');
+    return outcome.grant;
+  }
+
+  async signOut(sessionId: string): Promise<void> {
+    await repo.revokeSession(this.ctx.database.db, sessionId, 'signed_out', this.ctx.clock.now());
+  }
+
+  /**
+   * Ends every session of the identity, including ones still committing: the epoch moves first
+   * (under the identity row lock), so a session inserted later with the old epoch is never live.
+   */
+  async signOutEverywhere(identityId: string): Promise<void> {
+    const now = this.ctx.clock.now();
+    await this.ctx.database.db.transaction().execute(async (trx) => {
+      await bumpEpoch(trx, identityId);
+      await repo.revokeIdentitySessions(trx, identityId, 'signed_out_everywhere', now);
+      await this.ctx.audit.append(trx, {
+        name: 'identity.sessions.revoked_everywhere',
+        actor: identityId,
+        target: identityId,
+        outcome: 'success',
+      });
+    });
+  }
+
+  async context(identityId: string, sessionId: string) {
+    const { db } = this.ctx.database;
+    const identifiers = await verifiedIdentifiers(db, identityId);
+    return {
+      identityId,
+      sessionId,
+      identifiers: identifiers.map((i) => ({
+        id: i.id,
+        type: i.type,
+        value: maskIdentifier(i.type, i.value),
+        verifiedAt: new Date(i.verified_at!).toISOString(),
+      })),
+      methods: await activeMethods(db, identityId),
+      organizations: [] as string[],
+    };
+  }
+
+  async history(identityId: string, query: { limit?: number; after?: string; cursorTtl?: number }) {
+    const scope = { route: 'GET /api/v1/sign-ins/history', subject: identityId };
+    const req = readPageQuery(query, this.ctx.cursors, scope);
+    const after = req.after;
+    if (after && (typeof after.t !== 'string' || typeof after.id !== 'string' || !UUID.test(after.id))) {
+      throw new Problem('collection.cursor_invalid');
+    }
+    const rows = await repo.attemptsPage(
+      this.ctx.database.db,
+      identityId,
+      req.limit,
+      after ? { t: after.t as string, id: after.id as string } : undefined,
+    );
+    const { items, pageInfo } = buildPage(
+      rows,
+      req.limit,
+      (r) => ({ t: new Date(r.occurred_at).toISOString(), id: r.id }),
+      this.ctx.cursors,
+      scope,
+      req.cursorTtl,
+    );
+    return {
+      items: items.map((r) => ({
+        id: r.id,
+        occurredAt: new Date(r.occurred_at).toISOString(),
+        method: r.method,
+        outcome: r.outcome,
+        ipAddress: r.ip_address,
+        userAgent: r.user_agent,
+      })),
+      pageInfo,
+    };
+  }
+}
+
+function metaOf(meta: RequestMeta) {
+  return { ip: meta.ip, userAgent: meta.userAgent };
+}
+
+function grant(access: { token: string; expiresAt: Date }, refreshToken: string, sessionExpiresAt: Date): SessionGrant {
+  return {
+    kind: 'session',
+    accessToken: access.token,
+    accessTokenExpiresAt: access.expiresAt.toISOString(),
+    refreshToken,
+    sessionExpiresAt: sessionExpiresAt.toISOString(),
+  };
+}
