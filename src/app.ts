@@ -85,6 +85,19 @@ export async function buildApp(opts: BuildOptions): Promise<{ app: FastifyInstan
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
     return503OnClosing: true,
+    // Every encapsulated plugin gets the strict compiler too: a plugin that adds a shared schema
+    // would otherwise get Fastify's default Ajv, which strips unknown properties and coerces types.
+    schemaController: {
+      compilersFactory: {
+        buildValidator: ((externalSchemas: Record<string, unknown> | undefined) => {
+          for (const schema of Object.values(externalSchemas ?? {})) {
+            if ((schema as { $id?: string }).$id) addSharedSchema(schema as { $id: string });
+          }
+          return validatorCompiler;
+          // biome-ignore lint/suspicious/noExplicitAny: Fastify types the factory for its own Ajv
+        }) as any,
+      },
+    },
     // Routing failures (a malformed URL) are answered as Problem Details too.
     frameworkErrors: (err, request, reply) => {
       reply.header('x-request-id', request.id);
@@ -96,7 +109,6 @@ export async function buildApp(opts: BuildOptions): Promise<{ app: FastifyInstan
     await ctx.notifier.close();
   });
 
-  app.setValidatorCompiler(validatorCompiler);
   app.addSchema(ProblemSchema);
   addSharedSchema(ProblemSchema as { $id: string });
   // Only JSON bodies exist here; anything else is a 415 from Fastify itself.

@@ -67,4 +67,5 @@ export function responses(
   return out;
 }
 
-export const NoContent = { description: 'No content' };
+// type null makes @fastify/swagger document a response without a body.
+export const NoContent = Type.Null({ description: 'No content' });

@@ -1,0 +1,331 @@
+/**
+ * npm run bench: starts the service with production settings on the PostgreSQL server (a fresh
+ * database), drives it with autocannon from this process, and writes docs/performance.md.
+ * Every throughput figure is also given as a ratio to GET /health/live measured in the same run.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { hash as argonHash, verify as argonVerify } from '@node-rs/argon2';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { SMTPServer } from 'smtp-server';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const SERVER = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const USERS = CONNECTIONS;
+
+interface Row {
+  scenario: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  ratio: number | null;
+  non2xx: number;
+  note: string;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function admin(sql: string): Promise<void> {
+  const c = new pg.Client({ connectionString: SERVER });
+  await c.connect();
+  try {
+    await c.query(sql);
+  } finally {
+    await c.end();
+  }
+}
+
+/** A real SMTP sink that keeps the last code sent to each address. */
+async function smtpSink(): Promise<{ port: number; codes: Map<string, string>; close(): Promise<void> }> {
+  const codes = new Map<string, string>();
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    onData(stream, session, cb) {
+      let text = '';
+      stream.on('data', (c: Buffer) => {
+        text += c.toString('utf8');
+      });
+      stream.on('end', () => {
+        const code = /\n(\d{6})\r?\n/.exec(text)?.[1];
+        for (const rcpt of session.envelope.rcptTo) if (code) codes.set(rcpt.address.toLowerCase(), code);
+        cb();
+      });
+    },
+  });
+  const port = await freePort();
+  await new Promise<void>((r) => server.listen(port, '127.0.0.1', () => r()));
+  return { port, codes, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+async function startService(env: Record<string, string>): Promise<{ proc: ChildProcess; base: string }> {
+  const port = await freePort();
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 300; i++) {
+    try {
+      const r = await fetch(`${base}/health/ready`);
+      if (r.status === 200) return { proc, base };
+    } catch {}
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  proc.kill('SIGKILL');
+  throw new Error('service did not become ready');
+}
+
+async function post(base: string, path: string, body: unknown, headers: Record<string, string> = {}) {
+  const r = await fetch(base + path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+  const text = await r.text();
+  return { status: r.status, json: text ? JSON.parse(text) : undefined };
+}
+
+function run(opts: autocannon.Options): Promise<autocannon.Result> {
+  return new Promise((resolve, reject) => {
+    autocannon({ duration: DURATION, connections: CONNECTIONS, ...opts }, (err, res) =>
+      err ? reject(err) : resolve(res),
+    );
+  });
+}
+
+function row(scenario: string, r: autocannon.Result, floor: number | null, note = ''): Row {
+  return {
+    scenario,
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    ratio: floor ? r.requests.average / floor : null,
+    non2xx: r.non2xx + r.errors + r.timeouts,
+    note,
+  };
+}
+
+async function main() {
+  const dbName = `bench_${randomBytes(4).toString('hex')}`;
+  await admin(`CREATE DATABASE ${dbName}`);
+  const dbUrl = SERVER.replace(/\/[^/]*$/, `/${dbName}`);
+  const sink = await smtpSink();
+  const password = 'bench password that is long enough';
+  const { proc, base } = await startService({
+    NODE_ENV: 'production',
+    SECRETS_KEY: randomBytes(32).toString('base64'),
+    DATABASE_URL: dbUrl,
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
+    SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
+    MAIL_FROM: 'bench@example.com',
+    // One client address drives every request: the limits would measure themselves otherwise.
+    RATE_LIMIT_SENDS_A_MESSAGE: '100000000/1',
+    RATE_LIMIT_ANSWERS_A_CHALLENGE: '100000000/1',
+    RATE_LIMIT_PROVES_A_PASSWORD: '100000000/1',
+  });
+  const rows: Row[] = [];
+  try {
+    // Accounts through the real routes: sign-up, code from the SMTP sink, confirmation, sign-in.
+    const users: { email: string; access: string; refresh: string }[] = [];
+    for (let i = 0; i < USERS; i++) {
+      const email = `bench-${i}-${randomBytes(3).toString('hex')}@example.com`;
+      const su = await post(base, '/api/v1/sign-ups', { identifierType: 'email', identifier: email, password });
+      if (su.status !== 201) throw new Error(`sign-up ${su.status}`);
+      const code = sink.codes.get(email);
+      if (!code) throw new Error('no code delivered');
+      const cf = await post(base, '/api/v1/sign-ups/confirmations', {
+        identifierType: 'email',
+        identifier: email,
+        password,
+        code,
+      });
+      if (cf.status !== 204) throw new Error(`confirmation ${cf.status}`);
+      const si = await post(base, '/api/v1/sign-ins', { identifierType: 'email', identifier: email, password });
+      if (si.status !== 201) throw new Error(`sign-in ${si.status}`);
+      users.push({ email, access: si.json.data.accessToken, refresh: si.json.data.refreshToken });
+    }
+
+    const floor = await run({ url: `${base}/health/live` });
+    const floorRps = floor.requests.average;
+    rows.push(row('GET /health/live (floor)', floor, floorRps));
+
+    let n = 0;
+    const ctxRes = await run({
+      url: base,
+      requests: [
+        {
+          method: 'GET',
+          path: '/api/v1/session/context',
+          setupRequest: (req) => {
+            req.headers = { ...req.headers, authorization: `Bearer ${users[n++ % users.length].access}` };
+            return req;
+          },
+        },
+      ],
+    });
+    rows.push(row('GET /api/v1/session/context (Bearer)', ctxRes, floorRps, `${users.length} distinct tokens`));
+
+    // Each connection renews its own chain: the token of the previous answer is the next request.
+    const pool = users.map((u) => u.refresh);
+    const renewRes = await run({
+      url: base,
+      requests: [
+        {
+          method: 'POST',
+          path: '/api/v1/sign-ins/renewals',
+          setupRequest: (req, ctx) => {
+            const context = ctx as Record<string, string>;
+            if (!context.token) context.token = pool.pop() ?? '';
+            req.headers = { ...req.headers, 'content-type': 'application/json' };
+            req.body = JSON.stringify({ refreshToken: context.token });
+            return req;
+          },
+          onResponse: (status, body, ctx) => {
+            if (status === 201) (ctx as Record<string, string>).token = JSON.parse(body).data.refreshToken;
+          },
+        },
+      ],
+    });
+    rows.push(row('POST /api/v1/sign-ins/renewals (own chain per connection)', renewRes, floorRps));
+
+    // The hash bound: what the cores can verify, measured in this run with the same parameters.
+    const cores = os.availableParallelism();
+    const h = await argonHash(password, { algorithm: 2, memoryCost: 19456, timeCost: 2, parallelism: 1 });
+    const t0 = performance.now();
+    const samples = 20;
+    for (let i = 0; i < samples; i++) await argonVerify(h, password);
+    const verifyMs = (performance.now() - t0) / samples;
+    const hashBound = (cores * 1000) / verifyMs;
+
+    let m = 0;
+    const signInOpts: autocannon.Options = {
+      url: base,
+      requests: [
+        {
+          method: 'POST',
+          path: '/api/v1/sign-ins',
+          setupRequest: (req) => {
+            req.headers = { ...req.headers, 'content-type': 'application/json' };
+            req.body = JSON.stringify({
+              identifierType: 'email',
+              identifier: users[m++ % users.length].email,
+              password,
+            });
+            return req;
+          },
+        },
+      ],
+    };
+    // Health p99 while sign-ins saturate the hashing pool: the event loop must stay free.
+    const [signInRes, healthDuring] = await Promise.all([
+      run(signInOpts),
+      run({ url: `${base}/health/live`, connections: 2, overallRate: 100 }),
+    ]);
+    rows.push(
+      row(
+        'POST /api/v1/sign-ins (password)',
+        signInRes,
+        floorRps,
+        `hash bound ${hashBound.toFixed(1)} req/s (${cores} cores ÷ ${verifyMs.toFixed(1)} ms verify): ${((signInRes.requests.average / hashBound) * 100).toFixed(0)}% of it`,
+      ),
+    );
+    rows.push(row('GET /health/live during sign-in load (100 req/s)', healthDuring, null, 'p99 is the figure'));
+
+    let k = 0;
+    const signUpRes = await run({
+      url: base,
+      requests: [
+        {
+          method: 'POST',
+          path: '/api/v1/sign-ups',
+          setupRequest: (req) => {
+            req.headers = { ...req.headers, 'content-type': 'application/json' };
+            req.body = JSON.stringify({
+              identifierType: 'email',
+              identifier: `load-${k++}-${randomBytes(4).toString('hex')}@example.com`,
+              password,
+            });
+            return req;
+          },
+        },
+      ],
+    });
+    rows.push(row('POST /api/v1/sign-ups (SMTP sink)', signUpRes, floorRps));
+
+    const pgVersion = await (async () => {
+      const c = new pg.Client({ connectionString: dbUrl });
+      await c.connect();
+      const r = await c.query('SHOW server_version');
+      await c.end();
+      return r.rows[0].server_version as string;
+    })();
+    const table = [
+      '| Scenario | req/s | p50 ms | p99 ms | ratio to floor | errors | note |',
+      '|---|---:|---:|---:|---:|---:|---|',
+      ...rows.map(
+        (r) =>
+          `| ${r.scenario} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.ratio === null ? '' : `${(r.ratio * 100).toFixed(0)}%`} | ${r.non2xx} | ${r.note} |`,
+      ),
+    ].join('\n');
+    const ctxRow = rows[1];
+    const renewRow = rows[2];
+    const signInRow = rows[3];
+    const healthRow = rows[4];
+    const targets = [
+      `| Authenticated GET ≥ 40% of floor, p99 < 15 ms | ${((ctxRow.ratio ?? 0) * 100).toFixed(0)}%, p99 ${ctxRow.p99} ms | ${(ctxRow.ratio ?? 0) >= 0.4 && ctxRow.p99 < 15 ? 'met' : 'missed'} |`,
+      `| Renewals ≥ 1,500 req/s | ${renewRow.rps.toFixed(0)} req/s | ${renewRow.rps >= 1500 ? 'met' : 'missed'} |`,
+      `| Password sign-in ≥ 85% of hash bound | ${((signInRow.rps / hashBound) * 100).toFixed(0)}% | ${signInRow.rps / hashBound >= 0.85 ? 'met' : 'missed'} |`,
+      `| Health p99 < 20 ms during sign-in load | ${healthRow.p99} ms | ${healthRow.p99 < 20 ? 'met' : 'missed'} |`,
+    ].join('\n');
+    const machine = `${os.cpus()[0]?.model ?? 'unknown CPU'}, ${cores} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.type()} ${os.release()}, Node ${process.version}, PostgreSQL ${pgVersion}`;
+    const doc = `# Performance
+
+Produced by \`npm run bench\` (bench/run.ts) on ${new Date().toISOString().slice(0, 10)}.
+
+Machine: ${machine}.
+
+Method: the service runs as its own process with \`NODE_ENV=production\` on a fresh PostgreSQL
+database (log level \`${process.env.BENCH_LOG_LEVEL ?? 'warn'}\`, rate limits raised because one client drives all traffic);
+autocannon runs in the benchmark process on the same machine, ${CONNECTIONS} connections, ${DURATION} s per
+scenario. Ratios are to the bare \`GET /health/live\` floor measured in the same run. The accounts
+are made through the real routes (sign-up, the code read from a real SMTP sink, confirmation,
+sign-in). Argon2id: m=19456 KiB, t=2, p=1.
+
+${table}
+
+## Targets (2-core machine)
+
+| Target | Measured | |
+|---|---|---|
+${targets}
+`;
+    writeFileSync(join(ROOT, 'docs/performance.md'), doc);
+    process.stdout.write(`${doc}\n`);
+  } finally {
+    proc.kill('SIGTERM');
+    await new Promise((r) => proc.once('exit', r));
+    await sink.close();
+    await admin(`DROP DATABASE IF EXISTS ${dbName}`);
+  }
+}
+
+await main();

@@ -1,0 +1,72 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../../platform/context.js';
+import { envelope } from '../../platform/http/envelope.js';
+import { Data, responses } from '../../platform/http/schemas.js';
+import { limitFor } from '../../platform/rate-limit/rate-limit.js';
+import { confirmationBody, SignUpBody, SignUpResult } from './schemas.js';
+import { confirmSignUp, signUp } from './service.js';
+
+// `type: 'null'` makes the OpenAPI document show the 204 without a body.
+const Confirmed = Type.Null({ description: 'No content: the identifier is verified and the password set' });
+
+export async function registrationRoutes(fastify: FastifyInstance, { ctx }: { ctx: AppContext }) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  // Built from the configuration here, once: the code's shape depends on the configured format.
+  const ConfirmationBody = confirmationBody(ctx.config);
+
+  app.post(
+    '/sign-ups',
+    {
+      // The limiter answers in onRequest, so a refused attempt never reaches the handler and sends nothing.
+      config: limitFor(ctx.config.rateLimits.sendsAMessage, 'sign-ups'),
+      schema: {
+        tags: ['registration'],
+        summary: 'Register an email address or phone number with a password; a verification code is sent',
+        description:
+          'Answers 201 for a new address and for a repeat of an address still unverified, with the same bytes ' +
+          'apart from challengeExpiresAt. Each registration gets its own code and keeps its own password; earlier ' +
+          'codes stay valid. A failed delivery still registers (challengeDelivery.status NOT_DELIVERED).',
+        body: SignUpBody,
+        response: responses(
+          { 201: Data(SignUpResult) },
+          [
+            'identity.identifier_taken',
+            'identity.identifier_unusable',
+            'identity.identifier_channel_unavailable',
+          ],
+          { body: true, rateLimited: true },
+        ),
+      },
+    },
+    async (request, reply) => {
+      const result = await signUp(ctx, request.body);
+      return reply.code(201).send(envelope(result));
+    },
+  );
+
+  app.post(
+    '/sign-ups/confirmations',
+    {
+      config: limitFor(ctx.config.rateLimits.answersAChallenge, 'sign-ups-confirmations'),
+      schema: {
+        tags: ['registration'],
+        summary: 'Confirm a registration with the code that was sent and the password of that registration',
+        description:
+          'Every failure (wrong code, wrong password, unknown address, spent, exhausted or expired code) answers ' +
+          'the identical 422 identity.verification_refused.',
+        body: ConfirmationBody,
+        response: responses(
+          { 204: Confirmed },
+          ['identity.identifier_unusable', 'identity.verification_refused'],
+          { body: true, rateLimited: true },
+        ),
+      },
+    },
+    async (request, reply) => {
+      await confirmSignUp(ctx, request.body);
+      return reply.code(204).send();
+    },
+  );
+}

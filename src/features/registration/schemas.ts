@@ -1,0 +1,60 @@
+import { type Static, Type } from '@sinclair/typebox';
+import type { Config } from '../../config.js';
+import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../platform/crypto/password-policy.js';
+import { codePattern } from '../../platform/crypto/tokens.js';
+import { Instant } from '../../platform/http/schemas.js';
+import { IdentifierForm } from '../identities/schemas.js';
+
+/** POST /sign-ups (contract 2): identifier form + the password of this registration. */
+export const SignUpBody = IdentifierForm(
+  {
+    password: Type.String({ minLength: MIN_PASSWORD_LENGTH, maxLength: MAX_PASSWORD_LENGTH }),
+  },
+  ['password'],
+);
+export type SignUpBody = Static<typeof SignUpBody>;
+
+/**
+ * POST /sign-ups/confirmations. The code pattern follows the configured format and length, so the
+ * schema is built once the configuration is known: a code of the wrong shape is a 400 before any
+ * lookup, and the pattern's anchors refuse surrounding whitespace (interface 2.4).
+ */
+export function confirmationBody(config: Pick<Config, 'verificationCodeFormat' | 'verificationCodeLength'>) {
+  return IdentifierForm(
+    {
+      password: Type.String({ minLength: 1, maxLength: MAX_PASSWORD_LENGTH }),
+      code: Type.String({
+        pattern: codePattern(config.verificationCodeFormat, config.verificationCodeLength),
+        description:
+          config.verificationCodeFormat === 'numeric'
+            ? `the ${config.verificationCodeLength}-digit code that was sent`
+            : `the ${config.verificationCodeLength}-character ${config.verificationCodeFormat} code that was sent; lower case is accepted`,
+      }),
+    },
+    ['password', 'code'],
+  );
+}
+export type ConfirmationBody = Static<ReturnType<typeof confirmationBody>>;
+
+/**
+ * Sign-up result (interface 2.5, contract 3). `identity` carries no id and no timestamp, so a first
+ * and a repeat registration answer the same bytes apart from the expiry instant.
+ */
+export const SignUpResult = Type.Object(
+  {
+    identity: Type.Object({
+      identifierType: Type.Union([Type.Literal('email'), Type.Literal('phone')]),
+      identifier: Type.String({ description: 'masked: a***@example.com or +33******78' }),
+    }),
+    challengeDelivery: Type.Object({
+      status: Type.Union([Type.Literal('DELIVERED'), Type.Literal('NOT_DELIVERED')]),
+      resendable: Type.Boolean({
+        description:
+          'true only when the failure proves the code never left; then a new sign-up sends a fresh code',
+      }),
+    }),
+    challengeExpiresAt: Instant,
+  },
+  { additionalProperties: false },
+);
+export type SignUpResult = Static<typeof SignUpResult>;

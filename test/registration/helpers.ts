@@ -1,0 +1,106 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { sql } from 'kysely';
+import type { Db } from '../../src/platform/db/database.js';
+
+export const SIGN_UPS = '/api/v1/sign-ups';
+export const CONFIRMATIONS = '/api/v1/sign-ups/confirmations';
+
+/** Long enough for the policy and absent from the common-password list. */
+export const PASSWORD = 'violet-anchor-meadow-42';
+
+export function uniqueEmail(label = 'user'): string {
+  return `${label}-${randomBytes(5).toString('hex')}@example.com`;
+}
+
+export function emailForm(address: string) {
+  return { identifierType: 'email' as const, identifier: address };
+}
+
+export function signUp(app: FastifyInstance, body: unknown): Promise<LightMyRequestResponse> {
+  return app.inject({ method: 'POST', url: SIGN_UPS, payload: body as object });
+}
+
+export function confirm(app: FastifyInstance, body: unknown): Promise<LightMyRequestResponse> {
+  return app.inject({ method: 'POST', url: CONFIRMATIONS, payload: body as object });
+}
+
+export interface OutboxLine {
+  to: string;
+  type: string;
+  subject: string;
+  text: string;
+}
+
+/** Every message the development outbox holds, oldest first. */
+export function outbox(dataDir: string): OutboxLine[] {
+  const path = join(dataDir, 'outbox.jsonl');
+  if (!existsSync(path)) return [];
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as OutboxLine);
+}
+
+/** The code of a message: its own whitespace-separated token, issued upper-case or as digits. */
+export function codeIn(text: string, length = 6): string {
+  const pattern = new RegExp(`^[A-Z0-9]{${length}}$`);
+  const tokens = text.split(/\s+/).filter((t) => pattern.test(t));
+  if (tokens.length !== 1) throw new Error(`expected exactly one code token, found ${tokens.length}`);
+  return tokens[0];
+}
+
+/** The code of the newest outbox message sent to `to`. */
+export function lastCode(dataDir: string, to: string, length = 6): string {
+  const mine = outbox(dataDir).filter((m) => m.to === to);
+  if (mine.length === 0) throw new Error(`no message for ${to}`);
+  return codeIn(mine[mine.length - 1].text, length);
+}
+
+/** A numeric code of the same length that is certainly not `code`. */
+export function otherCode(code: string): string {
+  return [...code].map((d) => String((Number(d) + 1) % 10)).join('');
+}
+
+export async function count(db: Db, query: ReturnType<typeof sql>): Promise<number> {
+  const r = await query.execute(db);
+  return Number((r.rows[0] as { n: unknown }).n);
+}
+
+export async function identifierRow(db: Db, value: string) {
+  const r = await sql<{ id: string; identity_id: string; verified_at: Date | null }>`
+    SELECT id, identity_id, verified_at FROM identifiers WHERE value = ${value}`.execute(db);
+  return r.rows;
+}
+
+export async function challengesOf(db: Db, value: string) {
+  const r = await sql<{
+    id: string;
+    code_hash: string;
+    attempts: number;
+    spent_at: Date | null;
+    revoked_at: Date | null;
+    created_at: Date;
+  }>`
+    SELECT c.id, c.code_hash, c.attempts, c.spent_at, c.revoked_at, c.created_at
+    FROM challenges c JOIN identifiers i ON i.id = c.identifier_id
+    WHERE i.value = ${value} AND c.purpose = 'sign_up'
+    ORDER BY c.created_at, c.id`.execute(db);
+  return r.rows;
+}
+
+/** Two refusals are the same when status, media type and body bytes are the same. */
+export function shape(res: LightMyRequestResponse) {
+  return { status: res.statusCode, contentType: res.headers['content-type'], body: res.body };
+}
+
+/** A gate every concurrent request waits on, so they all start together. */
+export function barrier() {
+  let open!: () => void;
+  const gate = new Promise<void>((r) => {
+    open = r;
+  });
+  return { gate, open };
+}
