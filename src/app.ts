@@ -7,10 +7,10 @@ import { Redis } from 'ioredis';
 import pino from 'pino';
 import type { Config } from './config.js';
 import { healthRoutes } from './features/health/routes.js';
-import { registrationRoutes } from './features/registration/routes.js';
 import { passwordRoutes } from './features/passwords/routes.js';
 import { providerRoutes } from './features/providers/routes.js';
 import { recoveryCodeRoutes } from './features/recovery-codes/routes.js';
+import { registrationRoutes } from './features/registration/routes.js';
 import { secondFactorRoutes } from './features/second-factors/routes.js';
 import { jwksRoute, sessionRoutes } from './features/sessions/routes.js';
 import { signInMethodRoutes } from './features/sign-in-methods/routes.js';
@@ -122,7 +122,8 @@ export async function buildApp(opts: BuildOptions): Promise<{ app: FastifyInstan
   app.addHook('preValidation', async (request) => {
     const schema = request.routeOptions.schema;
     if (!schema?.body) return;
-    const hasBody = request.headers['content-length'] !== undefined && request.headers['content-length'] !== '0';
+    const hasBody =
+      request.headers['content-length'] !== undefined && request.headers['content-length'] !== '0';
     if (!isJson(request.headers['content-type'])) {
       // A route whose body is optional accepts an empty request as `{}`.
       if (!hasBody && !request.headers['transfer-encoding'] && request.routeOptions.config?.optionalBody) {
@@ -162,7 +163,11 @@ export async function buildApp(opts: BuildOptions): Promise<{ app: FastifyInstan
 
   let redis: Redis | undefined;
   if (config.redisUrl) {
-    redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
+    redis = new Redis(config.redisUrl, {
+      maxRetriesPerRequest: 1,
+      enableOfflineQueue: false,
+      lazyConnect: false,
+    });
     redis.on('error', (err) => app.log.warn({ errCode: (err as { code?: string }).code }, 'redis error'));
     app.addHook('onClose', async () => {
       redis?.disconnect();

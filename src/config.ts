@@ -194,11 +194,7 @@ function providersVar(env: Env): IdentityProviderConfig[] {
       }
       return { name, issuer, audience, jwksUri };
     }
-    if (
-      typeof jwks !== 'object' ||
-      jwks === null ||
-      !Array.isArray((jwks as { keys?: unknown }).keys)
-    ) {
+    if (typeof jwks !== 'object' || jwks === null || !Array.isArray((jwks as { keys?: unknown }).keys)) {
       return fail();
     }
     return { name, issuer, audience, jwks: jwks as { keys: Record<string, unknown>[] } };
@@ -306,11 +302,7 @@ export function loadConfig(env: Env = process.env): Config {
       'alphanumeric',
     ]),
     verificationCodeLength: intVar(env, 'VERIFICATION_CODE_LENGTH', 6, 6, 12),
-    totpAlgorithm: enumVar<TotpAlgorithm>(env, 'TOTP_ALGORITHM', 'SHA1', [
-      'SHA1',
-      'SHA256',
-      'SHA512',
-    ]),
+    totpAlgorithm: enumVar<TotpAlgorithm>(env, 'TOTP_ALGORITHM', 'SHA1', ['SHA1', 'SHA256', 'SHA512']),
     totpDigits: intVar(env, 'TOTP_DIGITS', 6, 6, 8),
     totpPeriod: intVar(env, 'TOTP_PERIOD', 30, 15, 120),
     rateLimits: {

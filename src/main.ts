@@ -26,12 +26,6 @@ try {
 }
 
 const { app } = await buildApp({ config, database });
-try {
-  await app.listen({ host: config.host, port: config.port });
-} catch (err) {
-  fail(`cannot listen on ${config.host}:${config.port}: ${(err as { code?: string }).code ?? 'error'}`);
-}
-
 let stopping = false;
 async function shutdown(signal: string) {
   if (stopping) return;
@@ -49,3 +43,12 @@ async function shutdown(signal: string) {
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'));
 process.on('SIGINT', () => void shutdown('SIGINT'));
+
+// The handlers are in place before the port opens, so a SIGTERM at any moment after it is graceful.
+try {
+  await app.listen({ host: config.host, port: config.port });
+} catch (err) {
+  if (!stopping) {
+    fail(`cannot listen on ${config.host}:${config.port}: ${(err as { code?: string }).code ?? 'error'}`);
+  }
+}

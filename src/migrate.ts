@@ -9,6 +9,8 @@ try {
   process.stdout.write(ran.length ? `applied: ${ran.join(', ')}\n` : 'nothing to apply\n');
   await database.close();
 } catch (err) {
-  process.stderr.write(`${err instanceof ConfigError ? err.message : `migration failed: ${(err as Error).message}`}\n`);
+  process.stderr.write(
+    `${err instanceof ConfigError ? err.message : `migration failed: ${(err as Error).message}`}\n`,
+  );
   process.exit(1);
 }

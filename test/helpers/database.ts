@@ -26,7 +26,9 @@ async function adminQuery(url: string, text: string): Promise<void> {
 }
 
 /** A fresh schema on the server (own rows, own migrations), so test files never see each other. */
-export async function createServerSchema(url = SERVER_URL): Promise<{ schema: string; drop(): Promise<void> }> {
+export async function createServerSchema(
+  url = SERVER_URL,
+): Promise<{ schema: string; drop(): Promise<void> }> {
   const schema = `t_${randomBytes(6).toString('hex')}`;
   await adminQuery(url, `CREATE SCHEMA ${schema}`);
   return { schema, drop: () => adminQuery(url, `DROP SCHEMA IF EXISTS ${schema} CASCADE`) };
@@ -36,7 +38,9 @@ export async function createServerSchema(url = SERVER_URL): Promise<{ schema: st
  * PGlite in memory by default; the PostgreSQL server in a fresh schema when TEST_DATABASE_URL is
  * set or `server` is asked for.
  */
-export async function createTestDatabase(opts: { server?: boolean; poolSize?: number } = {}): Promise<TestDatabase> {
+export async function createTestDatabase(
+  opts: { server?: boolean; poolSize?: number } = {},
+): Promise<TestDatabase> {
   const url = opts.server ? SERVER_URL : TEST_DATABASE_URL;
   if (!url) {
     const database = await openDatabase({ url: 'memory://', dataDir: '' });

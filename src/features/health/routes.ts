@@ -29,7 +29,13 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
 export async function healthRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }) {
   app.get(
     '/health/live',
-    { schema: { tags: ['health'], summary: 'Liveness: the process runs; never touches the database', response: { 200: Report } } },
+    {
+      schema: {
+        tags: ['health'],
+        summary: 'Liveness: the process runs; never touches the database',
+        response: { 200: Report },
+      },
+    },
     async () => {
       // Liveness answers from the process alone, so a database outage never restarts instances.
       const check = { status: 'up', responseTime: 0 };
@@ -54,7 +60,10 @@ export async function healthRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
       } catch {
         up = false;
       }
-      const check = { status: up ? 'up' : 'down', responseTime: Math.round((performance.now() - started) * 100) / 100 };
+      const check = {
+        status: up ? 'up' : 'down',
+        responseTime: Math.round((performance.now() - started) * 100) / 100,
+      };
       const report = {
         status: up ? 'ok' : 'error',
         info: up ? { database: check } : {},

@@ -75,8 +75,7 @@ class PGliteConnection implements DatabaseConnection {
       const last = results[results.length - 1];
       return {
         rows: (last?.rows ?? []) as R[],
-        numAffectedRows:
-          last?.affectedRows !== undefined ? BigInt(last.affectedRows) : undefined,
+        numAffectedRows: last?.affectedRows !== undefined ? BigInt(last.affectedRows) : undefined,
       };
     }
     const res = await this.client.query<R>(q.sql, [...q.parameters]);

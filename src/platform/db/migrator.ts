@@ -47,9 +47,7 @@ export async function migrate(db: Db, migrations = readMigrations()): Promise<st
     for (const m of migrations) {
       if (applied.has(m.version)) continue;
       await sql.raw(m.sql).execute(trx);
-      await sql`INSERT INTO schema_migrations (version, name) VALUES (${m.version}, ${m.name})`.execute(
-        trx,
-      );
+      await sql`INSERT INTO schema_migrations (version, name) VALUES (${m.version}, ${m.name})`.execute(trx);
       ran.push(m.name);
     }
     return ran;

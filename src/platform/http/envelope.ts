@@ -4,7 +4,10 @@ export interface PageInfo {
 }
 
 /** Success envelope (interface 2.2): `data` always, `meta` only when there is something in it. */
-export function envelope<T>(data: T, meta?: Record<string, unknown>): { data: T; meta?: Record<string, unknown> } {
+export function envelope<T>(
+  data: T,
+  meta?: Record<string, unknown>,
+): { data: T; meta?: Record<string, unknown> } {
   return meta ? { data, meta } : { data };
 }
 

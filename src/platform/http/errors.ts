@@ -1,3 +1,4 @@
+import type { ErrorObject } from 'ajv';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Problem } from './problem.js';
 import { validationEntries } from './validation.js';
@@ -41,10 +42,7 @@ export const RETRY_AFTER_UNAVAILABLE = '5';
 
 export function sendProblem(reply: FastifyReply, problem: Problem): FastifyReply {
   if (problem.extra.headers) reply.headers(problem.extra.headers);
-  return reply
-    .code(problem.status)
-    .type('application/problem+json')
-    .send(JSON.stringify(problem.body()));
+  return reply.code(problem.status).type('application/problem+json').send(JSON.stringify(problem.body()));
 }
 
 /** Turns anything thrown into a Problem. Only the 500 branch logs the real error. */
@@ -52,8 +50,9 @@ export function toProblem(err: unknown, request: FastifyRequest): Problem {
   if (err instanceof Problem) return err;
   const e = err as FastifyError & { validation?: unknown[]; validationContext?: string };
   if (Array.isArray(e.validation)) {
-    // biome-ignore lint/suspicious/noExplicitAny: Ajv error objects
-    return new Problem('validation.failed', { errors: validationEntries(e.validation as any, e.validationContext) });
+    return new Problem('validation.failed', {
+      errors: validationEntries(e.validation as ErrorObject[], e.validationContext),
+    });
   }
   switch (e.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':

@@ -1,8 +1,9 @@
-import type { FastifySchemaCompiler } from 'fastify';
 import { Ajv, type ErrorObject } from 'ajv';
 import formatsModule from 'ajv-formats';
+import type { FastifySchemaCompiler } from 'fastify';
 
 const addFormats = formatsModule as unknown as { default: (ajv: Ajv, formats: string[]) => Ajv };
+
 import type { ValidationEntry } from './problem.js';
 
 function makeAjv(coerce: boolean) {
@@ -90,7 +91,12 @@ export function validationEntries(errors: ErrorObject[], context: string | undef
     const key = `${field}|${e.keyword}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    out.push({ location, field, code: e.keyword, message: `${field || location} ${MESSAGES[e.keyword] ?? 'is not valid'}` });
+    out.push({
+      location,
+      field,
+      code: e.keyword,
+      message: `${field || location} ${MESSAGES[e.keyword] ?? 'is not valid'}`,
+    });
   }
   return out;
 }

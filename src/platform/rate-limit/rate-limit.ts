@@ -17,10 +17,21 @@ export async function registerRateLimits(app: FastifyInstance, redis: Redis | un
     nameSpace,
     // A Redis outage must not take sign-in down with it; the limiter fails open (decisions.md).
     skipOnError: true,
-    addHeadersOnExceeding: { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false },
-    addHeaders: { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false, 'retry-after': true },
+    addHeadersOnExceeding: {
+      'x-ratelimit-limit': false,
+      'x-ratelimit-remaining': false,
+      'x-ratelimit-reset': false,
+    },
+    addHeaders: {
+      'x-ratelimit-limit': false,
+      'x-ratelimit-remaining': false,
+      'x-ratelimit-reset': false,
+      'retry-after': true,
+    },
     errorResponseBuilder: (_req, ctx) =>
-      new Problem('rate_limit.exceeded', { headers: { 'retry-after': String(Math.max(1, Math.ceil(ctx.ttl / 1000))) } }),
+      new Problem('rate_limit.exceeded', {
+        headers: { 'retry-after': String(Math.max(1, Math.ceil(ctx.ttl / 1000))) },
+      }),
   });
 }
 

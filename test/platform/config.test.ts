@@ -1,0 +1,185 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+import { spawnTs, within } from './support.js';
+
+const tmp = () => mkdtempSync(join(tmpdir(), 'idsvc-cfg-'));
+const key = () => randomBytes(32).toString('base64');
+
+/** Each class of invalid variable, with the variable the refusal must name. */
+const INVALID: Array<[string, Record<string, string>, string]> = [
+  ['PORT not a number', { PORT: 'abc' }, 'PORT'],
+  ['PORT out of range', { PORT: '70000' }, 'PORT'],
+  ['CORS origin with a path', { CORS_ORIGINS: 'https://a.example/path' }, 'CORS_ORIGINS'],
+  ['CORS wildcard', { CORS_ORIGINS: '*' }, 'CORS_ORIGINS'],
+  ['CORS wildcard subdomain', { CORS_ORIGINS: 'https://*.example.com' }, 'CORS_ORIGINS'],
+  ['CORS origin with a query', { CORS_ORIGINS: 'https://a.example?x=1' }, 'CORS_ORIGINS'],
+  ['CORS relative entry', { CORS_ORIGINS: 'https://ok.example,a.example' }, 'CORS_ORIGINS'],
+  ['production without SECRETS_KEY', { NODE_ENV: 'production', SECRETS_KEY: '' }, 'SECRETS_KEY'],
+  ['SECRETS_KEY too short', { SECRETS_KEY: 'short' }, 'SECRETS_KEY'],
+  ['SECRETS_KEY of 16 bytes', { SECRETS_KEY: randomBytes(16).toString('base64') }, 'SECRETS_KEY'],
+  ['VERIFICATION_CODE_LENGTH below 6', { VERIFICATION_CODE_LENGTH: '5' }, 'VERIFICATION_CODE_LENGTH'],
+  ['VERIFICATION_CODE_LENGTH above 12', { VERIFICATION_CODE_LENGTH: '13' }, 'VERIFICATION_CODE_LENGTH'],
+  ['VERIFICATION_CODE_FORMAT unknown', { VERIFICATION_CODE_FORMAT: 'hex' }, 'VERIFICATION_CODE_FORMAT'],
+  ['rate limit not count/seconds', { RATE_LIMIT_PROVES_A_PASSWORD: 'ten' }, 'RATE_LIMIT_PROVES_A_PASSWORD'],
+  ['rate limit of zero', { RATE_LIMIT_SENDS_A_MESSAGE: '0/60' }, 'RATE_LIMIT_SENDS_A_MESSAGE'],
+  ['DATABASE_URL other scheme', { DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
+  ['DATABASE_URL not a URL', { DATABASE_URL: 'not a url' }, 'DATABASE_URL'],
+  ['REDIS_URL other scheme', { REDIS_URL: 'http://127.0.0.1:6379' }, 'REDIS_URL'],
+  ['IDENTITY_PROVIDERS not JSON', { IDENTITY_PROVIDERS: 'notjson' }, 'IDENTITY_PROVIDERS'],
+  ['IDENTITY_PROVIDERS missing fields', { IDENTITY_PROVIDERS: '[{"name":"x"}]' }, 'IDENTITY_PROVIDERS'],
+  ['TOTP_ALGORITHM unknown', { TOTP_ALGORITHM: 'MD5' }, 'TOTP_ALGORITHM'],
+  ['TOTP_DIGITS out of range', { TOTP_DIGITS: '9' }, 'TOTP_DIGITS'],
+  ['LOG_LEVEL unknown', { LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+  ['PUBLIC_ORIGIN with a path', { PUBLIC_ORIGIN: 'https://id.example/x' }, 'PUBLIC_ORIGIN'],
+];
+
+// One process per class of variable (each start costs about a second of CPU).
+const SPAWNED = new Set([
+  'PORT not a number',
+  'CORS origin with a path',
+  'CORS wildcard',
+  'CORS wildcard subdomain',
+  'production without SECRETS_KEY',
+  'SECRETS_KEY too short',
+  'VERIFICATION_CODE_LENGTH below 6',
+  'rate limit not count/seconds',
+  'DATABASE_URL other scheme',
+  'IDENTITY_PROVIDERS not JSON',
+  'TOTP_ALGORITHM unknown',
+  'LOG_LEVEL unknown',
+]);
+
+it('every spawned case is in the table', () => {
+  expect(INVALID.filter(([name]) => SPAWNED.has(name))).toHaveLength(SPAWNED.size);
+});
+
+describe('loadConfig', () => {
+  it('applies the defaults of contract section 7', () => {
+    const secretsKey = key();
+    const c = loadConfig({ SECRETS_KEY: secretsKey });
+    expect(c.host).toBe('127.0.0.1');
+    expect(c.port).toBe(3000);
+    expect(c.databaseUrl).toBeUndefined();
+    expect(c.dataDir).toBe(resolve('./data'));
+    expect(c.redisUrl).toBeUndefined();
+    expect(c.publicOrigin).toBe('http://127.0.0.1:3000');
+    expect(c.corsOrigins).toEqual([]);
+    expect(c.secretsKey.toString('base64')).toBe(secretsKey);
+    expect(c.cursorSigningKey.length).toBeGreaterThanOrEqual(32);
+    expect(c.cursorSigningKey.equals(c.secretsKey)).toBe(false);
+    expect(c.accessTokenSigningKey).toBeUndefined();
+    expect(c.smtpUrl).toBeUndefined();
+    expect(c.smsWebhookUrl).toBeUndefined();
+    expect(c.identityProviders).toEqual([]);
+    expect(c.verificationCodeFormat).toBe('numeric');
+    expect(c.verificationCodeLength).toBe(6);
+    expect(c.totpAlgorithm).toBe('SHA1');
+    expect(c.totpDigits).toBe(6);
+    expect(c.totpPeriod).toBe(30);
+    expect(c.rateLimits).toEqual({
+      sendsAMessage: { max: 5, windowSeconds: 900 },
+      answersAChallenge: { max: 10, windowSeconds: 60 },
+      provesAPassword: { max: 10, windowSeconds: 60 },
+    });
+    expect(c.trustProxy).toBe(false);
+    expect(c.logLevel).toBe('info');
+    expect(c.production).toBe(false);
+  });
+
+  it('outside production generates SECRETS_KEY into DATA_DIR and reuses it', () => {
+    const dir = tmp();
+    const a = loadConfig({ DATA_DIR: dir });
+    expect(a.secretsKey.length).toBe(32);
+    expect(existsSync(join(dir, 'secrets.key'))).toBe(true);
+    expect(readFileSync(join(dir, 'secrets.key'), 'utf8').trim()).toBe(a.secretsKey.toString('base64'));
+    const b = loadConfig({ DATA_DIR: dir });
+    expect(b.secretsKey.equals(a.secretsKey)).toBe(true);
+  });
+
+  it('reads valid values', () => {
+    const c = loadConfig({
+      SECRETS_KEY: key(),
+      HOST: '0.0.0.0',
+      PORT: '8080',
+      DATABASE_URL: 'postgres://u@db.example:5432/x',
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      CORS_ORIGINS: 'https://app.example, http://localhost:5173/',
+      IDENTITY_PROVIDERS: JSON.stringify([
+        {
+          name: 'acme',
+          issuer: 'https://acme.example',
+          audience: 'id',
+          jwksUri: 'https://acme.example/jwks',
+        },
+      ]),
+      VERIFICATION_CODE_FORMAT: 'alphanumeric',
+      VERIFICATION_CODE_LENGTH: '12',
+      TOTP_ALGORITHM: 'SHA256',
+      RATE_LIMIT_PROVES_A_PASSWORD: '3/30',
+      TRUST_PROXY: '1',
+      LOG_LEVEL: 'warn',
+    });
+    expect(c.host).toBe('0.0.0.0');
+    expect(c.port).toBe(8080);
+    expect(c.publicOrigin).toBe('http://0.0.0.0:8080');
+    expect(c.databaseUrl).toBe('postgres://u@db.example:5432/x');
+    expect(c.redisUrl).toBe('redis://127.0.0.1:6379');
+    expect(c.corsOrigins).toEqual(['https://app.example', 'http://localhost:5173']);
+    expect(c.identityProviders).toHaveLength(1);
+    expect(c.identityProviders[0].name).toBe('acme');
+    expect(c.verificationCodeFormat).toBe('alphanumeric');
+    expect(c.verificationCodeLength).toBe(12);
+    expect(c.totpAlgorithm).toBe('SHA256');
+    expect(c.rateLimits.provesAPassword).toEqual({ max: 3, windowSeconds: 30 });
+    expect(c.trustProxy).toBe(1);
+    expect(c.logLevel).toBe('warn');
+    expect(loadConfig({ SECRETS_KEY: key(), DATABASE_URL: 'memory://' }).databaseUrl).toBe('memory://');
+  });
+
+  it('production with a SECRETS_KEY starts', () => {
+    const c = loadConfig({ NODE_ENV: 'production', SECRETS_KEY: key(), DATA_DIR: tmp() });
+    expect(c.production).toBe(true);
+  });
+
+  it.each(INVALID)('refuses %s, naming the variable', (_name, env, variable) => {
+    let thrown: unknown;
+    try {
+      loadConfig({ SECRETS_KEY: key(), DATA_DIR: tmp(), ...env });
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(ConfigError);
+    expect((thrown as ConfigError).variable).toBe(variable);
+    expect((thrown as ConfigError).message).toContain(variable);
+    expect((thrown as ConfigError).message).not.toContain('\n');
+  });
+});
+
+describe.concurrent('start-up refusal (node --import tsx src/main.ts)', () => {
+  it.each(INVALID.filter(([name]) => SPAWNED.has(name)))(
+    'exits 1 with one line on %s',
+    async (_name, env, variable) => {
+      const run = spawnTs('src/main.ts', {
+        NODE_ENV: 'development',
+        DATA_DIR: tmp(),
+        SECRETS_KEY: key(),
+        DATABASE_URL: 'memory://',
+        PORT: '0',
+        ...env,
+      });
+      const { code } = await within(run.exited, 25_000, 'main.ts to exit');
+      const stderr = run.stderr();
+      expect(code).toBe(1);
+      expect(stderr.endsWith('\n')).toBe(true);
+      expect(stderr.split('\n')).toHaveLength(2); // one line plus the final newline
+      expect(stderr).toContain(variable);
+      expect(stderr).not.toContain('    at ');
+      expect(stderr).not.toMatch(/Error:/);
+      expect(run.stdout()).not.toContain('listening');
+    },
+  );
+});

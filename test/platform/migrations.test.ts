@@ -1,0 +1,94 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Database, openDatabase } from '../../src/platform/db/database.js';
+import { migrate, readMigrations } from '../../src/platform/db/migrator.js';
+import { createServerSchema, SERVER_URL } from '../helpers/database.js';
+import { spawnTs, within } from './support.js';
+
+const ALL = readMigrations();
+
+describe('migrations on the PostgreSQL server', () => {
+  let schema: string;
+  let dropSchema: () => Promise<void>;
+  let a: Database;
+  let b: Database;
+
+  beforeAll(async () => {
+    ({ schema, drop: dropSchema } = await createServerSchema());
+    a = await openDatabase({ url: SERVER_URL, dataDir: '', schema, poolSize: 2 });
+    b = await openDatabase({ url: SERVER_URL, dataDir: '', schema, poolSize: 2 });
+  });
+
+  afterAll(async () => {
+    await a?.close();
+    await b?.close();
+    await dropSchema?.();
+  });
+
+  it('two instances migrating one empty database at once apply each migration exactly once', async () => {
+    expect(ALL.length).toBeGreaterThan(0);
+    const [ranA, ranB] = await Promise.all([migrate(a.db), migrate(b.db)]);
+    // One instance did all the work; the other waited and found nothing left.
+    const ran = [...ranA, ...ranB].sort();
+    expect(ran).toEqual(ALL.map((m) => m.name).sort());
+    expect([ranA.length, ranB.length].sort()).toEqual([0, ALL.length]);
+
+    const rows = await sql<{ version: number; n: number }>`
+      SELECT version, count(*)::int AS n FROM schema_migrations GROUP BY version ORDER BY version
+    `.execute(a.db);
+    expect(rows.rows.map((r) => Number(r.version))).toEqual(ALL.map((m) => m.version));
+    for (const r of rows.rows) expect(Number(r.n)).toBe(1);
+
+    // The tables landed in the test's own schema.
+    const where = await sql<{ schema: string }>`
+      SELECT table_schema AS schema FROM information_schema.tables WHERE table_name = 'schema_migrations'
+        AND table_schema = ${schema}
+    `.execute(a.db);
+    expect(where.rows).toHaveLength(1);
+  });
+
+  it('a second migrate has nothing to apply', async () => {
+    expect(await migrate(a.db)).toEqual([]);
+    expect(await migrate(b.db)).toEqual([]);
+    const count = await sql<{ n: number }>`SELECT count(*)::int AS n FROM schema_migrations`.execute(b.db);
+    expect(Number(count.rows[0].n)).toBe(ALL.length);
+  });
+});
+
+describe('migrations on embedded PGlite', () => {
+  it('applies every migration once, then nothing', async () => {
+    const db = await openDatabase({ url: 'memory://', dataDir: '' });
+    try {
+      expect(await migrate(db.db)).toEqual(ALL.map((m) => m.name));
+      expect(await migrate(db.db)).toEqual([]);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('npm run migrate (src/migrate.ts) applies, then reports nothing to apply', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'idsvc-migrate-'));
+    const env = { NODE_ENV: 'development', DATA_DIR: dataDir };
+    const first = spawnTs('src/migrate.ts', env);
+    expect((await within(first.exited, 60_000, 'first migrate')).code).toBe(0);
+    expect(first.stdout()).toContain('applied:');
+    for (const m of ALL) expect(first.stdout()).toContain(m.name);
+    const second = spawnTs('src/migrate.ts', env);
+    expect((await within(second.exited, 60_000, 'second migrate')).code).toBe(0);
+    expect(second.stdout().trim()).toBe('nothing to apply');
+    expect(second.stderr()).toBe('');
+  });
+
+  it('npm run migrate refuses an invalid configuration with one line', async () => {
+    const run = spawnTs('src/migrate.ts', {
+      DATABASE_URL: 'mysql://x',
+      DATA_DIR: mkdtempSync(join(tmpdir(), 'm-')),
+    });
+    expect((await within(run.exited, 30_000, 'migrate')).code).toBe(1);
+    expect(run.stderr().trim().split('\n')).toHaveLength(1);
+    expect(run.stderr()).toContain('DATABASE_URL');
+  });
+});
