@@ -11,6 +11,7 @@ import {
   findIdentity,
   verifiedIdentifiers,
 } from '../identities/repository.js';
+import { type SecondFactorTicket, secondFactorTicketFor } from '../second-factors/tickets.js';
 import * as repo from './repository.js';
 
 export interface RequestMeta {
@@ -36,7 +37,10 @@ export class SessionService {
    * each cost one Argon2id verify (a dummy hash when there is nothing to verify against) and
    * answer the same refusal. The lock is never consulted here.
    */
-  async signInWithPassword(input: IdentifierInput & { password: string }, meta: RequestMeta): Promise<SessionGrant> {
+  async signInWithPassword(
+    input: IdentifierInput & { password: string },
+    meta: RequestMeta,
+  ): Promise<SessionGrant | SecondFactorTicket> {
     const { db } = this.ctx.database;
     const ident = normaliseIdentifier(input);
     const identifier = ident ? await findIdentifier(db, ident) : undefined;
@@ -56,7 +60,16 @@ export class SessionService {
    * After the first proof (password or provider): a session, or a second-factor ticket when the
    * identity holds an active second factor. The second-factor check runs only after the proof.
    */
-  async completePrimary(identityId: string, epoch: number, method: string, meta: RequestMeta): Promise<SessionGrant> {
+  async completePrimary(
+    identityId: string,
+    epoch: number,
+    method: string,
+    meta: RequestMeta,
+  ): Promise<SessionGrant | SecondFactorTicket> {
+    // No token of any kind before the second step: the ticket carries the epoch read before the
+    // first proof and the primary method, and is completed at POST /sign-ins/second-factors.
+    const ticket = await secondFactorTicketFor(this.ctx, identityId, epoch, method);
+    if (ticket) return ticket;
     return this.openSession(identityId, epoch, method, meta);
   }
 

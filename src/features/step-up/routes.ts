@@ -1,5 +1,61 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../platform/context.js';
+import { envelope } from '../../platform/http/envelope.js';
+import { Data, responses } from '../../platform/http/schemas.js';
+import { principalOf, requireSession } from '../sessions/guard.js';
+import { ElevationSchema, StepUpBody, StepUpChallengeSchema, StepUpConfirmationBody } from './schemas.js';
+import { StepUpService } from './service.js';
 
-// Placeholder: the routes of this capability land with their issue.
-export async function stepUpRoutes(_app: FastifyInstance, _opts: { ctx: AppContext }) {}
+export async function stepUpRoutes(root: FastifyInstance, { ctx }: { ctx: AppContext }) {
+  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+  const service = new StepUpService(ctx);
+  const session = requireSession(ctx);
+  const bearer = [{ bearer: [] }];
+
+  app.post(
+    '/step-ups',
+    {
+      preHandler: session,
+      config: { optionalBody: true },
+      schema: {
+        tags: ['step-up'],
+        summary:
+          'Start a step-up: authenticator code (default when enrolled) or a code sent to the identifier',
+        security: bearer,
+        body: StepUpBody,
+        response: responses(
+          { 201: Data(StepUpChallengeSchema) },
+          ['identity.session_required', 'identity.step_up_unavailable'],
+          { body: true },
+        ),
+      },
+    },
+    async (request, reply) => {
+      const challenge = await service.start(principalOf(request), request.body.channel);
+      return reply.code(201).send(envelope(challenge));
+    },
+  );
+
+  app.post(
+    '/step-ups/confirmations',
+    {
+      preHandler: session,
+      schema: {
+        tags: ['step-up'],
+        summary: 'Answer a step-up and receive an elevation token bound to this session (5 minutes)',
+        security: bearer,
+        body: StepUpConfirmationBody,
+        response: responses(
+          { 201: Data(ElevationSchema) },
+          ['identity.session_required', 'identity.step_up_confirmation_refused', 'identity.step_up_locked'],
+          { body: true },
+        ),
+      },
+    },
+    async (request, reply) => {
+      const { challengeId, code } = request.body;
+      return reply.code(201).send(envelope(await service.confirm(principalOf(request), challengeId, code)));
+    },
+  );
+}

@@ -1,0 +1,108 @@
+import { randomInt, randomUUID } from 'node:crypto';
+import type { AppContext } from '../../platform/context.js';
+import type { Executor } from '../../platform/db/database.js';
+import { findIdentity } from '../identities/repository.js';
+import * as repo from './repository.js';
+
+/** Interface 8: ten codes per batch, four groups of four. */
+export const BATCH_SIZE = 10;
+const GROUPS = 4;
+const GROUP_LENGTH = 4;
+/**
+ * 32 characters without the look-alikes I, O, 0 and 1, so a code read off paper is typed right.
+ * 16 characters over 32 symbols is 80 bits per code.
+ */
+export const RECOVERY_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
+const NORMALISED = new RegExp(`^[A-Z0-9]{${GROUPS * GROUP_LENGTH}}$`);
+
+export interface RecoveryCodeBatch {
+  recoveryCodes: string[];
+  issuedAt: string;
+}
+
+export interface RecoveryCodeStatus {
+  remaining: number;
+  issuedAt?: string;
+}
+
+function newCode(): string {
+  const groups: string[] = [];
+  for (let g = 0; g < GROUPS; g++) {
+    let group = '';
+    for (let i = 0; i < GROUP_LENGTH; i++) group += RECOVERY_ALPHABET[randomInt(RECOVERY_ALPHABET.length)];
+    groups.push(group);
+  }
+  return groups.join('-');
+}
+
+/** The form that is hashed: upper case, hyphens removed (contract 2: either case, with or without hyphens). */
+export function normaliseRecoveryCode(code: string): string {
+  return code.replace(/-/g, '').toUpperCase();
+}
+
+export class RecoveryCodeService {
+  constructor(private readonly ctx: AppContext) {}
+
+  /**
+   * The identity row is locked first, so concurrent issuances run one after the other and each
+   * revokes the batch the previous one inserted: exactly one live batch of ten remains.
+   */
+  async issue(identityId: string): Promise<RecoveryCodeBatch> {
+    const now = this.ctx.clock.now();
+    const codes = new Set<string>();
+    while (codes.size < BATCH_SIZE) codes.add(newCode());
+    const recoveryCodes = [...codes];
+    await this.ctx.database.db.transaction().execute(async (trx) => {
+      await findIdentity(trx, identityId, true);
+      await repo.revokeLiveCodes(trx, identityId, now);
+      await repo.insertBatch(trx, {
+        identityId,
+        batchId: randomUUID(),
+        codeHashes: recoveryCodes.map((c) => this.ctx.codes.hash(normaliseRecoveryCode(c))),
+        now,
+      });
+      await this.ctx.audit.append(trx, {
+        name: 'identity.recovery_codes.issued',
+        actor: identityId,
+        target: identityId,
+        outcome: 'success',
+        details: { count: BATCH_SIZE },
+      });
+    });
+    return { recoveryCodes, issuedAt: now.toISOString() };
+  }
+
+  /** issuedAt is absent (not null) when nothing is live (interface 2.5). */
+  async status(identityId: string): Promise<RecoveryCodeStatus> {
+    const s = await repo.liveStatus(this.ctx.database.db, identityId);
+    return s.remaining > 0 && s.issued_at
+      ? { remaining: s.remaining, issuedAt: new Date(s.issued_at).toISOString() }
+      : { remaining: 0 };
+  }
+}
+
+/**
+ * Spends one live recovery code of the identity inside the caller's transaction. The keyed hash is
+ * computed whatever the input, so a malformed code costs what a wrong one does.
+ */
+export async function useRecoveryCode(
+  trx: Executor,
+  ctx: AppContext,
+  identityId: string,
+  code: string,
+  now: Date,
+): Promise<boolean> {
+  const normalised = normaliseRecoveryCode(code);
+  const hash = ctx.codes.hash(normalised);
+  if (!NORMALISED.test(normalised)) return false;
+  if (!(await repo.useCode(trx, identityId, hash, now))) return false;
+  const { remaining } = await repo.liveStatus(trx, identityId);
+  await ctx.audit.append(trx, {
+    name: 'identity.recovery_code.used',
+    actor: identityId,
+    target: identityId,
+    outcome: 'success',
+    details: { remaining },
+  });
+  return true;
+}

@@ -1,0 +1,181 @@
+import { sql } from 'kysely';
+import type { TotpAlgorithm } from '../../config.js';
+import type { Executor } from '../../platform/db/database.js';
+
+export interface FactorSecretRow {
+  id: string;
+  sealed_secret: string;
+  algorithm: TotpAlgorithm;
+  digits: number;
+  period: number;
+}
+
+export interface FactorListRow {
+  id: string;
+  label: string | null;
+  verified_at: Date;
+  last_used_at: Date | null;
+}
+
+export interface TicketRow {
+  id: string;
+  identity_id: string;
+  epoch: number;
+  primary_method: string;
+  attempts: number;
+  max_attempts: number;
+  expires_at: Date;
+  spent_at: Date | null;
+}
+
+/** Any earlier pending enrolment stops confirming once a new one starts (interface 4.6). */
+export async function revokePending(trx: Executor, identityId: string, now: Date): Promise<void> {
+  await sql`
+    UPDATE second_factors SET revoked_at = ${now}
+    WHERE identity_id = ${identityId} AND verified_at IS NULL AND revoked_at IS NULL`.execute(trx);
+}
+
+export async function insertPending(
+  trx: Executor,
+  f: {
+    id: string;
+    identityId: string;
+    label: string | null;
+    sealedSecret: string;
+    algorithm: TotpAlgorithm;
+    digits: number;
+    period: number;
+    now: Date;
+  },
+): Promise<void> {
+  await sql`
+    INSERT INTO second_factors (id, identity_id, label, sealed_secret, algorithm, digits, period, created_at)
+    VALUES (${f.id}, ${f.identityId}, ${f.label}, ${f.sealedSecret}, ${f.algorithm}, ${f.digits}, ${f.period},
+            ${f.now})`.execute(trx);
+}
+
+export async function pendingFactor(trx: Executor, identityId: string): Promise<FactorSecretRow | undefined> {
+  const r = await sql<FactorSecretRow>`
+    SELECT id, sealed_secret, algorithm, digits, period FROM second_factors
+    WHERE identity_id = ${identityId} AND verified_at IS NULL AND revoked_at IS NULL`.execute(trx);
+  return r.rows[0];
+}
+
+/**
+ * Compare-and-set: verifies the pending row only if it is still pending and the step is newer than
+ * any accepted before, so of two confirmations in one time step exactly one wins.
+ */
+export async function verifyPending(trx: Executor, id: string, step: number, now: Date): Promise<boolean> {
+  const r = await sql`
+    UPDATE second_factors SET verified_at = ${now}, last_used_step = ${step}
+    WHERE id = ${id} AND verified_at IS NULL AND revoked_at IS NULL
+      AND (last_used_step IS NULL OR last_used_step < ${step})
+    RETURNING id`.execute(trx);
+  return r.rows.length === 1;
+}
+
+export async function verifiedFactors(trx: Executor, identityId: string): Promise<FactorSecretRow[]> {
+  const r = await sql<FactorSecretRow>`
+    SELECT id, sealed_secret, algorithm, digits, period FROM second_factors
+    WHERE identity_id = ${identityId} AND verified_at IS NOT NULL AND revoked_at IS NULL
+    ORDER BY verified_at, id`.execute(trx);
+  return r.rows;
+}
+
+export async function hasVerifiedFactor(trx: Executor, identityId: string): Promise<boolean> {
+  const r = await sql<{ found: boolean }>`
+    SELECT EXISTS (SELECT 1 FROM second_factors
+                   WHERE identity_id = ${identityId} AND verified_at IS NOT NULL AND revoked_at IS NULL) AS found`.execute(
+    trx,
+  );
+  return r.rows[0]?.found === true;
+}
+
+/** Compare-and-set on the last used step: a code is accepted once per factor and time step. */
+export async function useFactor(trx: Executor, id: string, step: number, now: Date): Promise<boolean> {
+  const r = await sql`
+    UPDATE second_factors SET last_used_step = ${step}, last_used_at = ${now}
+    WHERE id = ${id} AND verified_at IS NOT NULL AND revoked_at IS NULL
+      AND (last_used_step IS NULL OR last_used_step < ${step})
+    RETURNING id`.execute(trx);
+  return r.rows.length === 1;
+}
+
+/** Newest verification first, the id as unique tiebreak; `after` is the last row of the previous page. */
+export async function verifiedPage(
+  trx: Executor,
+  identityId: string,
+  limit: number,
+  after?: { t: string; id: string },
+): Promise<FactorListRow[]> {
+  const r = after
+    ? await sql<FactorListRow>`
+        SELECT id, label, verified_at, last_used_at FROM second_factors
+        WHERE identity_id = ${identityId} AND verified_at IS NOT NULL AND revoked_at IS NULL
+          AND (verified_at, id) < (${new Date(after.t)}, ${after.id}::uuid)
+        ORDER BY verified_at DESC, id DESC LIMIT ${limit + 1}`.execute(trx)
+    : await sql<FactorListRow>`
+        SELECT id, label, verified_at, last_used_at FROM second_factors
+        WHERE identity_id = ${identityId} AND verified_at IS NOT NULL AND revoked_at IS NULL
+        ORDER BY verified_at DESC, id DESC LIMIT ${limit + 1}`.execute(trx);
+  return r.rows;
+}
+
+/** Only a verified, live factor of this identity can be removed; anything else is "not found". */
+export async function revokeVerified(
+  trx: Executor,
+  id: string,
+  identityId: string,
+  now: Date,
+): Promise<boolean> {
+  const r = await sql`
+    UPDATE second_factors SET revoked_at = ${now}
+    WHERE id = ${id} AND identity_id = ${identityId} AND verified_at IS NOT NULL AND revoked_at IS NULL
+    RETURNING id`.execute(trx);
+  return r.rows.length === 1;
+}
+
+export async function insertTicket(
+  trx: Executor,
+  t: {
+    id: string;
+    hash: string;
+    identityId: string;
+    epoch: number;
+    primaryMethod: string;
+    maxAttempts: number;
+    now: Date;
+    expiresAt: Date;
+  },
+): Promise<void> {
+  await sql`
+    INSERT INTO second_factor_tickets
+      (id, ticket_hash, identity_id, epoch, primary_method, attempts, max_attempts, created_at, expires_at)
+    VALUES (${t.id}, ${t.hash}, ${t.identityId}, ${t.epoch}, ${t.primaryMethod}, 0, ${t.maxAttempts}, ${t.now},
+            ${t.expiresAt})`.execute(trx);
+}
+
+/** Row lock: two completions of one ticket are decided one after the other. */
+export async function lockTicket(trx: Executor, hash: string): Promise<TicketRow | undefined> {
+  const r = await sql<TicketRow>`
+    SELECT id, identity_id, epoch, primary_method, attempts, max_attempts, expires_at, spent_at
+    FROM second_factor_tickets WHERE ticket_hash = ${hash} FOR UPDATE`.execute(trx);
+  return r.rows[0];
+}
+
+/** Compare-and-set: spends the ticket only while it is live at `now`. */
+export async function spendTicket(trx: Executor, id: string, now: Date): Promise<boolean> {
+  const r = await sql`
+    UPDATE second_factor_tickets SET spent_at = ${now}
+    WHERE id = ${id} AND spent_at IS NULL AND expires_at > ${now} AND attempts < max_attempts
+    RETURNING id`.execute(trx);
+  return r.rows.length === 1;
+}
+
+export async function chargeTicket(trx: Executor, id: string): Promise<number> {
+  const r = await sql<{ attempts: number }>`
+    UPDATE second_factor_tickets SET attempts = attempts + 1 WHERE id = ${id} RETURNING attempts`.execute(
+    trx,
+  );
+  return r.rows[0]?.attempts ?? 0;
+}

@@ -1,0 +1,222 @@
+import { randomUUID } from 'node:crypto';
+import type { AppContext } from '../../platform/context.js';
+import { sha256Hex } from '../../platform/crypto/tokens.js';
+import type { Executor } from '../../platform/db/database.js';
+import { Problem } from '../../platform/http/problem.js';
+import { buildPage, readPageQuery } from '../../platform/pagination/page.js';
+import { maskIdentifier } from '../identities/identifier.js';
+import { findIdentity, verifiedIdentifiers } from '../identities/repository.js';
+import { useRecoveryCode } from '../recovery-codes/service.js';
+import { recordAttempt } from '../sessions/repository.js';
+import { type RequestMeta, type SessionGrant, SessionService } from '../sessions/service.js';
+import * as repo from './repository.js';
+import { matchStep, newSecret, otpauthUri, type TotpPolicy } from './totp.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const LIST_ROUTE = 'GET /api/v1/second-factors';
+
+export interface Enrolment {
+  id: string;
+  secret: string;
+  otpauthUri: string;
+}
+
+export interface SecondFactorListItem {
+  id: string;
+  label: string | null;
+  verifiedAt: string;
+  lastUsedAt: string | null;
+}
+
+function policyOf(row: repo.FactorSecretRow): TotpPolicy {
+  return { algorithm: row.algorithm, digits: Number(row.digits), period: Number(row.period) };
+}
+
+/**
+ * Accepts the current code of any active factor of the identity, once per factor and time step
+ * (compare-and-set on last_used_step), inside the caller's transaction. Each factor is checked
+ * with the policy it was enrolled under, never the policy configured now.
+ */
+export async function acceptCurrentCode(
+  trx: Executor,
+  ctx: AppContext,
+  identityId: string,
+  code: string,
+  now: Date,
+): Promise<boolean> {
+  for (const factor of await repo.verifiedFactors(trx, identityId)) {
+    const secret = ctx.sealer.open(factor.sealed_secret, factor.id);
+    const step = matchStep(secret, policyOf(factor), code, now);
+    if (step !== null && (await repo.useFactor(trx, factor.id, step, now))) return true;
+  }
+  return false;
+}
+
+export type SecondStepProof = { code: string } | { recoveryCode: string };
+
+export class SecondFactorService {
+  private readonly sessions: SessionService;
+
+  constructor(private readonly ctx: AppContext) {
+    this.sessions = new SessionService(ctx);
+  }
+
+  /**
+   * The identity row is locked first, so concurrent enrolments run one after the other: each
+   * revokes the pending row of the previous one, leaving one live pending row (the newest).
+   */
+  async enrol(identityId: string, label: string | null): Promise<Enrolment> {
+    const now = this.ctx.clock.now();
+    const policy: TotpPolicy = {
+      algorithm: this.ctx.config.totpAlgorithm,
+      digits: this.ctx.config.totpDigits,
+      period: this.ctx.config.totpPeriod,
+    };
+    const id = randomUUID();
+    const secret = newSecret();
+    const accountLabel = await this.ctx.database.db.transaction().execute(async (trx) => {
+      await findIdentity(trx, identityId, true);
+      await repo.revokePending(trx, identityId, now);
+      await repo.insertPending(trx, {
+        id,
+        identityId,
+        label,
+        // The row id as associated data: a sealed secret copied onto another row does not open.
+        sealedSecret: this.ctx.sealer.seal(secret, id),
+        ...policy,
+        now,
+      });
+      const first = (await verifiedIdentifiers(trx, identityId))[0];
+      // The account name shown in the authenticator app: masked, so a lost phone reveals no address.
+      return first ? maskIdentifier(first.type, first.value) : identityId;
+    });
+    return { id, secret, otpauthUri: otpauthUri(secret, policy, accountLabel) };
+  }
+
+  /**
+   * Confirms the pending enrolment. Every refusal (wrong code, nothing pending, already verified)
+   * is counted on the identity-wide lock and answers alike; once the lock is on (this failure
+   * tripped it or it was on already) the answer is 423. A correct code never consults or clears
+   * the lock. The identity row is locked before the pending row, in the same order as enrolment.
+   */
+  async confirm(identityId: string, code: string): Promise<void> {
+    const now = this.ctx.clock.now();
+    const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
+      await findIdentity(trx, identityId, true);
+      const pending = await repo.pendingFactor(trx, identityId);
+      if (pending) {
+        const secret = this.ctx.sealer.open(pending.sealed_secret, pending.id);
+        const step = matchStep(secret, policyOf(pending), code, now);
+        if (step !== null && (await repo.verifyPending(trx, pending.id, step, now))) {
+          await this.ctx.audit.append(trx, {
+            name: 'identity.second_factor.verified',
+            actor: identityId,
+            target: pending.id,
+            outcome: 'success',
+          });
+          return { ok: true as const };
+        }
+      }
+      const failure = await this.ctx.lock.recordFailure(trx, identityId, 'second-factors/confirmations');
+      return { ok: false as const, locked: failure.locked };
+    });
+    if (!outcome.ok) {
+      throw new Problem(
+        outcome.locked ? 'identity.second_factor_locked' : 'identity.second_factor_confirmation_refused',
+      );
+    }
+  }
+
+  async list(identityId: string, query: { limit?: number; after?: string; cursorTtl?: number }) {
+    const scope = { route: LIST_ROUTE, subject: identityId };
+    const req = readPageQuery(query, this.ctx.cursors, scope);
+    const after = req.after;
+    if (after && (typeof after.t !== 'string' || typeof after.id !== 'string' || !UUID.test(after.id))) {
+      throw new Problem('collection.cursor_invalid');
+    }
+    const rows = await repo.verifiedPage(
+      this.ctx.database.db,
+      identityId,
+      req.limit,
+      after ? { t: after.t as string, id: after.id as string } : undefined,
+    );
+    const { items, pageInfo } = buildPage(
+      rows,
+      req.limit,
+      (r) => ({ t: new Date(r.verified_at).toISOString(), id: r.id }),
+      this.ctx.cursors,
+      scope,
+      req.cursorTtl,
+    );
+    const data: SecondFactorListItem[] = items.map((r) => ({
+      id: r.id,
+      label: r.label,
+      verifiedAt: new Date(r.verified_at).toISOString(),
+      lastUsedAt: r.last_used_at ? new Date(r.last_used_at).toISOString() : null,
+    }));
+    return { items: data, pageInfo };
+  }
+
+  /** Unknown, foreign, pending and already removed ids are the same "not found". */
+  async remove(identityId: string, id: string): Promise<void> {
+    const now = this.ctx.clock.now();
+    await this.ctx.database.db.transaction().execute(async (trx) => {
+      if (!(await repo.revokeVerified(trx, id, identityId, now)))
+        throw new Problem('identity.second_factor_not_found');
+      await this.ctx.audit.append(trx, {
+        name: 'identity.second_factor.removed',
+        actor: identityId,
+        target: id,
+        outcome: 'success',
+      });
+    });
+  }
+
+  /**
+   * POST /sign-ins/second-factors. Lock order: the ticket row, then the identity row, then factor or
+   * recovery-code rows (the same identity-before-children order as enrolment and issuance, so the
+   * two never deadlock). A dead ticket (invented, spent, expired, exhausted) is refused without a
+   * count. On a live ticket the proof is checked first, never the lock: a correct one spends the
+   * ticket and clears the lock; a wrong one charges the ticket and the identity-wide counter, and
+   * only a failure on an account that was already locked answers 423.
+   */
+  async completeSignIn(ticket: string, proof: SecondStepProof, meta: RequestMeta): Promise<SessionGrant> {
+    const now = this.ctx.clock.now();
+    const method = 'code' in proof ? 'second_factor' : 'recovery_code';
+    const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
+      const t = await repo.lockTicket(trx, sha256Hex(ticket));
+      if (!t || t.spent_at !== null || new Date(t.expires_at) <= now || t.attempts >= t.max_attempts) {
+        return { ok: false as const, locked: false };
+      }
+      await findIdentity(trx, t.identity_id, true);
+      const proven =
+        'code' in proof
+          ? await acceptCurrentCode(trx, this.ctx, t.identity_id, proof.code, now)
+          : await useRecoveryCode(trx, this.ctx, t.identity_id, proof.recoveryCode, now);
+      if (proven) {
+        // Cannot fail under the row lock; if it ever did, the rollback also un-spends the code.
+        if (!(await repo.spendTicket(trx, t.id, now))) throw new Problem('identity.second_factor_refused');
+        await this.ctx.lock.clear(trx, t.identity_id);
+        return { ok: true as const, identityId: t.identity_id, epoch: t.epoch };
+      }
+      await repo.chargeTicket(trx, t.id);
+      const failure = await this.ctx.lock.recordFailure(trx, t.identity_id, 'sign-ins/second-factors');
+      await recordAttempt(trx, {
+        identityId: t.identity_id,
+        now,
+        method,
+        outcome: 'refused',
+        ip: meta.ip,
+        userAgent: meta.userAgent,
+      });
+      return { ok: false as const, locked: failure.wasLocked };
+    });
+    if (!outcome.ok) {
+      throw new Problem(
+        outcome.locked ? 'identity.sign_in_second_factor_locked' : 'identity.second_factor_refused',
+      );
+    }
+    // The session carries the epoch read before the password check (stamped on the ticket).
+    return this.sessions.openSession(outcome.identityId, outcome.epoch, method, meta);
+  }
+}

@@ -1,0 +1,47 @@
+import { randomUUID } from 'node:crypto';
+import type { AppContext } from '../../platform/context.js';
+import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
+import { hasVerifiedFactor, insertTicket } from './repository.js';
+
+/** Interface 2.5 / contract 5: what a sign-in answers when a second step is needed. No token. */
+export interface SecondFactorTicket {
+  kind: 'second_factor_required';
+  secondFactorTicket: string;
+  ticketExpiresAt: string;
+}
+
+/** Interface 8: 5 attempts per ticket. */
+export const TICKET_ATTEMPTS = 5;
+
+/**
+ * Issues a ticket when the identity holds an active (verified, not removed) second factor, else
+ * null. Called only after the first proof succeeded. The ticket keeps the epoch read before that
+ * proof, so a revocation committed in between makes the eventual session dead on arrival.
+ */
+export async function secondFactorTicketFor(
+  ctx: AppContext,
+  identityId: string,
+  epoch: number,
+  primaryMethod: string,
+): Promise<SecondFactorTicket | null> {
+  const { db } = ctx.database;
+  if (!(await hasVerifiedFactor(db, identityId))) return null;
+  const now = ctx.clock.now();
+  const expiresAt = new Date(now.getTime() + ctx.config.lifetimes.ticket * 1000);
+  const ticket = opaqueToken();
+  await insertTicket(db, {
+    id: randomUUID(),
+    hash: sha256Hex(ticket),
+    identityId,
+    epoch,
+    primaryMethod,
+    maxAttempts: TICKET_ATTEMPTS,
+    now,
+    expiresAt,
+  });
+  return {
+    kind: 'second_factor_required',
+    secondFactorTicket: ticket,
+    ticketExpiresAt: expiresAt.toISOString(),
+  };
+}

@@ -1,0 +1,179 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { sql } from 'kysely';
+import { Secret, TOTP } from 'otpauth';
+import { expect } from 'vitest';
+import type { TestApp } from '../helpers/app.js';
+import { bearer, createPerson, type Grant, type Person, signIn } from '../helpers/identities.js';
+
+export const API = '/api/v1';
+
+export interface Policy {
+  algorithm: 'SHA1' | 'SHA256' | 'SHA512';
+  digits: number;
+  period: number;
+}
+
+export const DEFAULT_POLICY: Policy = { algorithm: 'SHA1', digits: 6, period: 30 };
+export const WIDE_POLICY: Policy = { algorithm: 'SHA256', digits: 8, period: 60 };
+export const WIDE_ENV = { TOTP_ALGORITHM: 'SHA256', TOTP_DIGITS: '8', TOTP_PERIOD: '60' };
+
+/** The authenticator app: the real TOTP of `secret` at `at`, `offset` steps away. */
+export function totp(secret: string, policy: Policy, at: Date, offset = 0): string {
+  return new TOTP({ secret: Secret.fromBase32(secret), ...policy }).generate({
+    timestamp: at.getTime() + offset * policy.period * 1000,
+  });
+}
+
+/** A code that is certainly not the factor's within the ±1 window around `at`. */
+export function wrongCode(secret: string, policy: Policy, at: Date): string {
+  const taken = new Set([-1, 0, 1].map((o) => totp(secret, policy, at, o)));
+  for (let n = 0; ; n++) {
+    const candidate = String(n).padStart(policy.digits, '0');
+    if (!taken.has(candidate)) return candidate;
+  }
+}
+
+export interface Call {
+  token?: string;
+  elevation?: string;
+  payload?: unknown;
+}
+
+export function post(app: FastifyInstance, url: string, call: Call = {}): Promise<LightMyRequestResponse> {
+  const headers: Record<string, string> = {};
+  if (call.token) Object.assign(headers, bearer(call.token));
+  if (call.elevation) headers['x-elevation-token'] = call.elevation;
+  return app.inject({
+    method: 'POST',
+    url: `${API}${url}`,
+    headers,
+    ...(call.payload === undefined ? {} : { payload: call.payload as object }),
+  });
+}
+
+export function get(app: FastifyInstance, url: string, token: string): Promise<LightMyRequestResponse> {
+  return app.inject({ method: 'GET', url: `${API}${url}`, headers: bearer(token) });
+}
+
+/** The newest code the development outbox holds for `to` (its own whitespace-separated token). */
+export function lastOutboxCode(dataDir: string, to: string): string {
+  const path = join(dataDir, 'outbox.jsonl');
+  if (!existsSync(path)) throw new Error('no outbox');
+  const mine = readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as { to: string; text: string })
+    .filter((m) => m.to === to);
+  if (mine.length === 0) throw new Error(`no message for ${to}`);
+  const tokens = mine[mine.length - 1].text.split(/\s+/).filter((t) => /^[A-Z0-9]{6,12}$/.test(t));
+  if (tokens.length !== 1) throw new Error('expected exactly one code token');
+  return tokens[0];
+}
+
+export function outboxCount(dataDir: string): number {
+  const path = join(dataDir, 'outbox.jsonl');
+  if (!existsSync(path)) return 0;
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '').length;
+}
+
+/** Step-up through the identifier channel (the code comes from the outbox). */
+export async function elevateByIdentifier(t: TestApp, token: string, email: string): Promise<string> {
+  const start = await post(t.app, '/step-ups', { token, payload: { channel: 'identifier' } });
+  expect(start.statusCode, start.body).toBe(201);
+  const code = lastOutboxCode(t.config.dataDir, email);
+  const res = await post(t.app, '/step-ups/confirmations', {
+    token,
+    payload: { challengeId: start.json().data.challengeId, code },
+  });
+  expect(res.statusCode, res.body).toBe(201);
+  return res.json().data.elevationToken as string;
+}
+
+export interface Factor {
+  id: string;
+  secret: string;
+  otpauthUri: string;
+}
+
+/**
+ * Enrols and confirms a factor, then moves the clock one period on so the next code the test
+ * computes belongs to a step that was never used.
+ */
+export async function enrolVerified(
+  t: TestApp,
+  person: Person,
+  grant: Grant,
+  policy: Policy,
+  label?: string,
+) {
+  const elevation = await elevateByIdentifier(t, grant.accessToken, person.email);
+  const res = await post(t.app, '/second-factors', {
+    token: grant.accessToken,
+    elevation,
+    payload: label === undefined ? {} : { label },
+  });
+  expect(res.statusCode, res.body).toBe(201);
+  const factor = res.json().data as Factor;
+  const ok = await post(t.app, '/second-factors/confirmations', {
+    token: grant.accessToken,
+    payload: { code: totp(factor.secret, policy, t.clock.now()) },
+  });
+  expect(ok.statusCode, ok.body).toBe(204);
+  t.clock.advance(policy.period);
+  return factor;
+}
+
+/** A person holding one verified factor, and a session opened before the factor existed. */
+export async function personWithFactor(t: TestApp, policy: Policy = DEFAULT_POLICY) {
+  const person = await createPerson(t.ctx);
+  const grant = await signIn(t.app, person);
+  const factor = await enrolVerified(t, person, grant, policy);
+  return { person, grant, factor };
+}
+
+export async function ticketFor(
+  app: FastifyInstance,
+  person: Pick<Person, 'email' | 'password'>,
+): Promise<string> {
+  const res = await app.inject({
+    method: 'POST',
+    url: `${API}/sign-ins`,
+    payload: { identifierType: 'email', identifier: person.email, password: person.password },
+  });
+  expect(res.statusCode, res.body).toBe(201);
+  const data = res.json().data;
+  expect(data.kind).toBe('second_factor_required');
+  return data.secondFactorTicket as string;
+}
+
+export function completeSignIn(app: FastifyInstance, body: Record<string, unknown>) {
+  return post(app, '/sign-ins/second-factors', { payload: body });
+}
+
+/** Every body of one refusal family, compared byte for byte (and by status and media type). */
+export function expectIdentical(responses: LightMyRequestResponse[], status: number, code: string) {
+  expect(responses.length).toBeGreaterThan(1);
+  for (const r of responses) {
+    expect(r.statusCode, r.body).toBe(status);
+    expect(r.headers['content-type']).toMatch(/^application\/problem\+json/);
+  }
+  expect(JSON.parse(responses[0].body).code).toBe(code);
+  const bodies = new Set(responses.map((r) => r.body));
+  expect([...bodies]).toHaveLength(1);
+}
+
+export async function auditCount(t: TestApp, name: string, actor: string): Promise<number> {
+  const r = await sql<{ n: number }>`
+    SELECT count(*)::int AS n FROM audit_records WHERE name = ${name} AND actor = ${actor}`.execute(
+    t.ctx.database.db,
+  );
+  return r.rows[0].n;
+}
+
+export async function isLocked(t: TestApp, identityId: string): Promise<boolean> {
+  return t.ctx.lock.isLocked(t.ctx.database.db, identityId);
+}
