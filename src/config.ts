@@ -1,5 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 
 /** A configuration error names the variable; start-up prints its message alone and exits 1. */
@@ -71,6 +72,8 @@ export interface Config {
   };
   /** Argon2id memory cost in KiB; OWASP floor 19 MiB. */
   argon2MemoryKiB: number;
+  /** Argon2id operations allowed at once (the rest queue). */
+  argon2Concurrency: number;
   shutdownTimeoutMs: number;
   /** Out-of-band delivery timeout (SMTP connection, greeting and socket; SMS webhook total). */
   notifyTimeoutMs: number;
@@ -328,6 +331,8 @@ export function loadConfig(env: Env = process.env): Config {
       nonce: 600,
     },
     argon2MemoryKiB: intVar(env, 'ARGON2_MEMORY_KIB', 19456, 8, 1048576),
+    // One core stays free for the event loop and the database driver.
+    argon2Concurrency: intVar(env, 'ARGON2_CONCURRENCY', Math.max(1, availableParallelism() - 1), 1, 256),
     shutdownTimeoutMs: intVar(env, 'SHUTDOWN_TIMEOUT_MS', 10000, 0, 600000),
     notifyTimeoutMs: intVar(env, 'NOTIFY_TIMEOUT_MS', 10000, 100, 120000),
   };

@@ -44,7 +44,10 @@ export async function createContext(
     database,
     clock,
     log,
-    passwords: createPasswordHasher({ memoryKiB: config.argon2MemoryKiB }),
+    passwords: createPasswordHasher({
+      memoryKiB: config.argon2MemoryKiB,
+      concurrency: config.argon2Concurrency,
+    }),
     audit,
     lock: new AccountLock(audit, clock, config.lifetimes.lock),
     notifier: createNotifier({

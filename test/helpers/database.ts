@@ -48,7 +48,7 @@ export async function createTestDatabase(
     return { database, drop: () => database.close() };
   }
   const { schema, drop } = await createServerSchema(url);
-  const database = await openDatabase({ url, dataDir: '', schema, poolSize: opts.poolSize ?? 30 });
+  const database = await openDatabase({ url, dataDir: '', schema, poolSize: opts.poolSize ?? 10 });
   await migrate(database.db);
   return {
     database,

@@ -39,7 +39,8 @@ export function normalisePhone(raw: string, country: string): string | null {
     // biome-ignore lint/suspicious/noExplicitAny: country codes are validated by the library
     const parsed = parsePhoneNumberFromString(raw, country as any);
     if (!parsed?.isValid()) return null;
-    if (parsed.country !== undefined && parsed.country !== country && !raw.trim().startsWith('+')) return null;
+    if (parsed.country !== undefined && parsed.country !== country && !raw.trim().startsWith('+'))
+      return null;
     return parsed.number;
   } catch {
     return null;

@@ -40,7 +40,9 @@ export class AccountLock {
     const lockedUntil = current.locked_until ? new Date(current.locked_until) : null;
     const wasLocked = lockedUntil !== null && lockedUntil > now;
     if (wasLocked) {
-      await sql`UPDATE identities SET failed_attempts = failed_attempts + 1 WHERE id = ${identityId}`.execute(trx);
+      await sql`UPDATE identities SET failed_attempts = failed_attempts + 1 WHERE id = ${identityId}`.execute(
+        trx,
+      );
       return { wasLocked: true, tripped: false, locked: true };
     }
     // A lock that ran out starts the count again.
@@ -71,6 +73,8 @@ export class AccountLock {
 
   /** Only where the interface says: a correct second-factor sign-in or sign-in-method confirmation. */
   async clear(trx: Executor, identityId: string): Promise<void> {
-    await sql`UPDATE identities SET failed_attempts = 0, locked_until = NULL WHERE id = ${identityId}`.execute(trx);
+    await sql`UPDATE identities SET failed_attempts = 0, locked_until = NULL WHERE id = ${identityId}`.execute(
+      trx,
+    );
   }
 }

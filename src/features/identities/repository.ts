@@ -19,14 +19,21 @@ export interface IdentityRow {
 }
 
 /** The live (not removed) identifier row for a normalised address, whoever owns it. */
-export async function findIdentifier(trx: Executor, ident: NormalisedIdentifier): Promise<IdentifierRow | undefined> {
+export async function findIdentifier(
+  trx: Executor,
+  ident: NormalisedIdentifier,
+): Promise<IdentifierRow | undefined> {
   const r = await sql<IdentifierRow>`
     SELECT id, identity_id, type, value, verified_at FROM identifiers
     WHERE type = ${ident.type} AND value = ${ident.value} AND removed_at IS NULL`.execute(trx);
   return r.rows[0];
 }
 
-export async function findIdentity(trx: Executor, id: string, forUpdate = false): Promise<IdentityRow | undefined> {
+export async function findIdentity(
+  trx: Executor,
+  id: string,
+  forUpdate = false,
+): Promise<IdentityRow | undefined> {
   const r = forUpdate
     ? await sql<IdentityRow>`
         SELECT id, password_hash, session_epoch, failed_attempts, locked_until FROM identities WHERE id = ${id} FOR UPDATE`.execute(
@@ -53,27 +60,53 @@ export async function verifiedIdentifiers(trx: Executor, identityId: string): Pr
  */
 export async function bumpSessionEpoch(trx: Executor, identityId: string): Promise<number> {
   const r = await sql<{ session_epoch: number }>`
-    UPDATE identities SET session_epoch = session_epoch + 1 WHERE id = ${identityId} RETURNING session_epoch`.execute(trx);
+    UPDATE identities SET session_epoch = session_epoch + 1 WHERE id = ${identityId} RETURNING session_epoch`.execute(
+    trx,
+  );
   return r.rows[0].session_epoch;
 }
 
+export interface IdentitySummary {
+  identifiers: IdentifierRow[];
+  /** The ways the identity can prove itself (contract 3), in a fixed order. */
+  methods: string[];
+}
+
 /**
- * The ways an identity can prove itself, for the session context (contract 3). Each feature that
- * adds a kind of method (second factors, providers) adds its clause here.
+ * Verified identifiers and active methods in one round trip (the session context is on the hot
+ * path). Each feature that adds a kind of method (second factors, providers) adds its clause here.
  */
-export async function activeMethods(trx: Executor, identityId: string): Promise<string[]> {
-  const r = await sql<{ has_password: boolean; email: boolean; phone: boolean }>`
+export async function identitySummary(trx: Executor, identityId: string): Promise<IdentitySummary> {
+  const r = await sql<{
+    has_password: boolean;
+    second_factor: boolean;
+    provider: boolean;
+    identifiers: { id: string; type: 'email' | 'phone'; value: string; verified_at: string }[];
+  }>`
     SELECT i.password_hash IS NOT NULL AS has_password,
-      EXISTS (SELECT 1 FROM identifiers f WHERE f.identity_id = i.id AND f.type = 'email'
-              AND f.verified_at IS NOT NULL AND f.removed_at IS NULL) AS email,
-      EXISTS (SELECT 1 FROM identifiers f WHERE f.identity_id = i.id AND f.type = 'phone'
-              AND f.verified_at IS NOT NULL AND f.removed_at IS NULL) AS phone
+      EXISTS (SELECT 1 FROM second_factors t WHERE t.identity_id = i.id
+              AND t.verified_at IS NOT NULL AND t.revoked_at IS NULL) AS second_factor,
+      EXISTS (SELECT 1 FROM provider_links l WHERE l.identity_id = i.id AND l.removed_at IS NULL) AS provider,
+      COALESCE((SELECT json_agg(json_build_object('id', f.id, 'type', f.type, 'value', f.value,
+                                                  'verified_at', f.verified_at) ORDER BY f.verified_at, f.id)
+                FROM identifiers f
+                WHERE f.identity_id = i.id AND f.verified_at IS NOT NULL AND f.removed_at IS NULL),
+               '[]'::json) AS identifiers
     FROM identities i WHERE i.id = ${identityId}`.execute(trx);
   const row = r.rows[0];
-  if (!row) return [];
+  if (!row) return { identifiers: [], methods: [] };
+  const identifiers = row.identifiers.map((f) => ({
+    id: f.id,
+    identity_id: identityId,
+    type: f.type,
+    value: f.value,
+    verified_at: new Date(f.verified_at),
+  }));
   const methods: string[] = [];
   if (row.has_password) methods.push('password');
-  if (row.email) methods.push('email');
-  if (row.phone) methods.push('phone');
-  return methods;
+  if (identifiers.some((f) => f.type === 'email')) methods.push('email');
+  if (identifiers.some((f) => f.type === 'phone')) methods.push('phone');
+  if (row.provider) methods.push('provider');
+  if (row.second_factor) methods.push('second_factor');
+  return { identifiers, methods };
 }

@@ -1,5 +1,92 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../platform/context.js';
+import { envelope } from '../../platform/http/envelope.js';
+import { Data, NoContent, responses } from '../../platform/http/schemas.js';
+import { limitFor } from '../../platform/rate-limit/rate-limit.js';
+import { principalOf, requireSession } from '../sessions/guard.js';
+import {
+  PasswordChangeBody,
+  RecoveryChallengeSchema,
+  RecoveryStartBody,
+  recoveryConfirmationBody,
+} from './schemas.js';
+import { PasswordService } from './service.js';
 
-// Placeholder: the routes of this capability land with their issue.
-export async function passwordRoutes(_app: FastifyInstance, _opts: { ctx: AppContext }) {}
+export async function passwordRoutes(root: FastifyInstance, { ctx }: { ctx: AppContext }) {
+  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+  const service = new PasswordService(ctx);
+  const ConfirmationBody = recoveryConfirmationBody(ctx.config);
+
+  app.post(
+    '/password-changes',
+    {
+      preHandler: requireSession(ctx),
+      // It proves a password, so a stolen access token cannot be used to guess the current one fast.
+      config: limitFor(ctx.config.rateLimits.provesAPassword, 'password-changes'),
+      schema: {
+        tags: ['passwords'],
+        summary: 'Change the password; every other session ends, the calling one stays',
+        description:
+          'Every failure (wrong current password, an identity without a password, a password changed meanwhile) ' +
+          'answers the identical 422 identity.password_change_refused. A new password outside 12..200 characters ' +
+          'or on the common-password list is 400 validation.failed, decided before the current password is checked.',
+        security: [{ bearer: [] }],
+        body: PasswordChangeBody,
+        response: responses(
+          { 204: NoContent },
+          ['identity.session_required', 'identity.password_change_refused'],
+          { body: true, rateLimited: true },
+        ),
+      },
+    },
+    async (request, reply) => {
+      await service.change(principalOf(request), request.body);
+      return reply.code(204).send();
+    },
+  );
+
+  app.post(
+    '/password-recoveries',
+    {
+      config: limitFor(ctx.config.rateLimits.sendsAMessage, 'password-recoveries'),
+      schema: {
+        tags: ['passwords'],
+        summary: 'Send a password recovery code to a verified address',
+        description:
+          'Answers the same 201, in the same time, whether or not the address belongs to an account. The code ' +
+          'is sent only to a verified address of an account, just after the answer.',
+        body: RecoveryStartBody,
+        response: responses(
+          { 201: Data(RecoveryChallengeSchema) },
+          ['identity.identifier_unusable', 'identity.identifier_channel_unavailable'],
+          { body: true, rateLimited: true },
+        ),
+      },
+    },
+    async (request, reply) => reply.code(201).send(envelope(await service.start(request.body))),
+  );
+
+  app.post(
+    '/password-recoveries/confirmations',
+    {
+      config: limitFor(ctx.config.rateLimits.answersAChallenge, 'password-recoveries/confirmations'),
+      schema: {
+        tags: ['passwords'],
+        summary: 'Set a new password with the recovery code; every session of the identity ends',
+        description:
+          'Every failure (unknown or unusable address, wrong, spent, expired or exhausted code) answers the ' +
+          'identical 422 identity.password_recovery_refused. Wrong codes count toward the account lock.',
+        body: ConfirmationBody,
+        response: responses({ 204: NoContent }, ['identity.password_recovery_refused'], {
+          body: true,
+          rateLimited: true,
+        }),
+      },
+    },
+    async (request, reply) => {
+      await service.confirm(request.body);
+      return reply.code(204).send();
+    },
+  );
+}

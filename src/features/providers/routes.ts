@@ -1,5 +1,54 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../platform/context.js';
+import { envelope } from '../../platform/http/envelope.js';
+import { Data, responses } from '../../platform/http/schemas.js';
+import { principalOf, requireSession } from '../sessions/guard.js';
+import { ElevationSchema, ProviderNonceSchema, ProviderStepUpBody } from './schemas.js';
+import { issueNonce, stepUpWithProvider } from './service.js';
+import { providerVerifier } from './verifier.js';
 
-// Placeholder: the routes of this capability land with their issue.
-export async function providerRoutes(_app: FastifyInstance, _opts: { ctx: AppContext }) {}
+export async function providerRoutes(root: FastifyInstance, { ctx }: { ctx: AppContext }) {
+  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+  // Built now so every route of this application shares one cache of provider key sets.
+  providerVerifier(ctx);
+
+  app.post(
+    '/provider-nonces',
+    {
+      schema: {
+        tags: ['providers'],
+        summary: 'Issue a single-use nonce for provider sign-in or provider step-up (10 minutes)',
+        description:
+          'No body. The nonce is shown once. The client sends hex(SHA-256(nonce)) to the identity provider as ' +
+          'its nonce parameter; the ID token presented to POST /sign-ins, POST /step-ups/providers or ' +
+          'POST /sign-in-methods must carry exactly that value in its nonce claim.',
+        response: responses({ 201: Data(ProviderNonceSchema) }),
+      },
+    },
+    async (_request, reply) => reply.code(201).send(envelope(await issueNonce(ctx))),
+  );
+
+  app.post(
+    '/step-ups/providers',
+    {
+      preHandler: requireSession(ctx),
+      schema: {
+        tags: ['step-up'],
+        summary: 'Mint an elevation with a provider ID token for a subject linked to the caller',
+        description:
+          'Every failure (unknown provider, refused token, a subject not linked to the caller, a missing, ' +
+          'unissued, expired or spent nonce) answers the identical 403 identity.step_up_confirmation_refused.',
+        security: [{ bearer: [] }],
+        body: ProviderStepUpBody,
+        response: responses(
+          { 201: Data(ElevationSchema) },
+          ['identity.session_required', 'identity.step_up_confirmation_refused'],
+          { body: true },
+        ),
+      },
+    },
+    async (request, reply) =>
+      reply.code(201).send(envelope(await stepUpWithProvider(ctx, principalOf(request), request.body))),
+  );
+}

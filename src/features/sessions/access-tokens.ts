@@ -68,7 +68,9 @@ export class AccessTokens {
     const rows = await db.transaction().execute(async (trx) => {
       await sql`SELECT pg_advisory_xact_lock(${KEY_CREATION_LOCK})`.execute(trx);
       const existing = await sql<{ kid: string; sealed_private_jwk: string }>`
-        SELECT kid, sealed_private_jwk FROM signing_keys WHERE retired_at IS NULL ORDER BY created_at, kid`.execute(trx);
+        SELECT kid, sealed_private_jwk FROM signing_keys WHERE retired_at IS NULL ORDER BY created_at, kid`.execute(
+        trx,
+      );
       if (existing.rows.length > 0) return existing.rows;
       const { privateKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519', extractable: true });
       const jwk = await exportJWK(privateKey);

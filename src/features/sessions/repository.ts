@@ -47,19 +47,33 @@ export async function lockSession(trx: Executor, sessionId: string): Promise<Ses
   return r.rows[0];
 }
 
-export interface RefreshRow {
-  session_id: string;
-  generation: number;
+export interface RenewalRow extends SessionState {
+  token_generation: number;
   spent_at: Date | null;
 }
 
-export async function lockRefreshToken(trx: Executor, hash: string): Promise<RefreshRow | undefined> {
-  const r = await sql<RefreshRow>`
-    SELECT session_id, generation, spent_at FROM refresh_tokens WHERE hash = ${hash} FOR UPDATE`.execute(trx);
+/**
+ * The presented token and its session, both locked in one statement (token row, then session
+ * row, the same order for every renewal). Under READ COMMITTED a session changed by a concurrent
+ * commit is re-read after the lock, so the checks below see its latest state.
+ */
+export async function lockForRenewal(trx: Executor, hash: string): Promise<RenewalRow | undefined> {
+  const r = await sql<RenewalRow>`
+    SELECT t.generation AS token_generation, t.spent_at,
+           s.id, s.identity_id, s.epoch, i.session_epoch AS identity_epoch, s.expires_at, s.revoked_at, s.generation
+    FROM refresh_tokens t
+    JOIN sessions s ON s.id = t.session_id
+    JOIN identities i ON i.id = s.identity_id
+    WHERE t.hash = ${hash}
+    FOR UPDATE OF t, s`.execute(trx);
   return r.rows[0];
 }
 
-/** Rotation: spends the presented generation and issues the next; false when it was already spent. */
+/**
+ * Rotation as one compare-and-set statement: spends the presented generation, moves the session
+ * to the next and stores the new token; no row comes back (false) when any step's condition no
+ * longer holds, and then nothing is written.
+ */
 export async function rotateRefreshToken(
   trx: Executor,
   sessionId: string,
@@ -68,24 +82,29 @@ export async function rotateRefreshToken(
   newHash: string,
   now: Date,
 ): Promise<boolean> {
-  const spent = await sql`
-    UPDATE refresh_tokens SET spent_at = ${now}
-    WHERE hash = ${oldHash} AND spent_at IS NULL AND generation = ${generation}
-    RETURNING hash`.execute(trx);
-  if (spent.rows.length !== 1) return false;
-  const moved = await sql`
-    UPDATE sessions SET generation = generation + 1, renewed_at = ${now}
-    WHERE id = ${sessionId} AND generation = ${generation} AND revoked_at IS NULL
-    RETURNING id`.execute(trx);
-  if (moved.rows.length !== 1) return false;
-  await sql`
+  const r = await sql`
+    WITH spent AS (
+      UPDATE refresh_tokens SET spent_at = ${now}
+      WHERE hash = ${oldHash} AND spent_at IS NULL AND generation = ${generation} AND session_id = ${sessionId}
+      RETURNING session_id
+    ), moved AS (
+      UPDATE sessions SET generation = generation + 1, renewed_at = ${now}
+      WHERE id IN (SELECT session_id FROM spent) AND generation = ${generation} AND revoked_at IS NULL
+      RETURNING id
+    )
     INSERT INTO refresh_tokens (hash, session_id, generation, created_at)
-    VALUES (${newHash}, ${sessionId}, ${generation + 1}, ${now})`.execute(trx);
-  return true;
+    SELECT ${newHash}, id, ${generation + 1}, ${now} FROM moved
+    RETURNING session_id`.execute(trx);
+  return r.rows.length === 1;
 }
 
 /** Compare-and-set: the first revocation's time and reason are kept. */
-export async function revokeSession(trx: Executor, sessionId: string, reason: string, now: Date): Promise<boolean> {
+export async function revokeSession(
+  trx: Executor,
+  sessionId: string,
+  reason: string,
+  now: Date,
+): Promise<boolean> {
   const r = await sql`
     UPDATE sessions SET revoked_at = ${now}, revoked_reason = ${reason}
     WHERE id = ${sessionId} AND revoked_at IS NULL RETURNING id`.execute(trx);
@@ -102,7 +121,9 @@ export async function revokeIdentitySessions(
   const r = exceptSessionId
     ? await sql`
         UPDATE sessions SET revoked_at = ${now}, revoked_reason = ${reason}
-        WHERE identity_id = ${identityId} AND revoked_at IS NULL AND id <> ${exceptSessionId} RETURNING id`.execute(trx)
+        WHERE identity_id = ${identityId} AND revoked_at IS NULL AND id <> ${exceptSessionId} RETURNING id`.execute(
+        trx,
+      )
     : await sql`
         UPDATE sessions SET revoked_at = ${now}, revoked_reason = ${reason}
         WHERE identity_id = ${identityId} AND revoked_at IS NULL RETURNING id`.execute(trx);
@@ -125,11 +146,20 @@ export interface AttemptRow {
 
 export async function recordAttempt(
   trx: Executor,
-  a: { identityId: string; now: Date; method: string; outcome: 'succeeded' | 'refused'; ip: string | null; userAgent: string | null },
+  a: {
+    identityId: string;
+    now: Date;
+    method: string;
+    outcome: 'succeeded' | 'refused';
+    ip: string | null;
+    userAgent: string | null;
+  },
 ): Promise<void> {
   await sql`
     INSERT INTO sign_in_attempts (id, identity_id, occurred_at, method, outcome, ip_address, user_agent)
-    VALUES (gen_random_uuid(), ${a.identityId}, ${a.now}, ${a.method}, ${a.outcome}, ${a.ip}, ${a.userAgent})`.execute(trx);
+    VALUES (gen_random_uuid(), ${a.identityId}, ${a.now}, ${a.method}, ${a.outcome}, ${a.ip}, ${a.userAgent})`.execute(
+    trx,
+  );
 }
 
 /** Newest first with the id as unique tiebreak; `after` is the last row of the previous page. */

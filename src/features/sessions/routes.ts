@@ -4,10 +4,10 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../platform/context.js';
 import { conditionalGet } from '../../platform/http/conditional.js';
 import { envelope, page } from '../../platform/http/envelope.js';
-import { Problem } from '../../platform/http/problem.js';
 import { Data, NoContent, responses } from '../../platform/http/schemas.js';
 import { PageQuerySchema } from '../../platform/pagination/page.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
+import { signInWithProvider } from '../providers/service.js';
 import { principalOf, requireSession } from './guard.js';
 import {
   HistoryPageSchema,
@@ -50,9 +50,14 @@ export async function sessionRoutes(root: FastifyInstance, { ctx }: { ctx: AppCo
     async (request, reply) => {
       const body = request.body;
       if (body.identifierType === 'provider') {
-        // No provider verification is configured in this build: every provider proof is refused
-        // exactly like a wrong password, revealing nothing about which providers exist.
-        throw new Problem('identity.sign_in_refused');
+        // Every provider failure is the same 401 as a wrong password (providers/service.ts).
+        const result = await signInWithProvider(
+          ctx,
+          service,
+          { provider: body.provider!, idToken: body.idToken! },
+          requestMeta(request),
+        );
+        return reply.code(201).send(envelope(result));
       }
       const grant = await service.signInWithPassword(
         {
@@ -126,7 +131,9 @@ export async function sessionRoutes(root: FastifyInstance, { ctx }: { ctx: AppCo
         tags: ['sessions'],
         summary: 'The caller, its masked identifiers and active methods (weak ETag)',
         security: bearer,
-        response: responses({ 200: Data(SessionContextSchema), 304: NoContent }, ['identity.session_required']),
+        response: responses({ 200: Data(SessionContextSchema), 304: NoContent }, [
+          'identity.session_required',
+        ]),
       },
     },
     async (request, reply) => {
@@ -159,7 +166,8 @@ export async function sessionRoutes(root: FastifyInstance, { ctx }: { ctx: AppCo
       const body = page(items, pageInfo);
       // The tag covers the items and the pageInfo but not the freshly signed cursor's expiry, so an
       // unchanged page revalidates to 304.
-      if (conditionalGet(request, reply, { items, hasNextPage: pageInfo.hasNextPage })) return reply.code(304).send();
+      if (conditionalGet(request, reply, { items, hasNextPage: pageInfo.hasNextPage }))
+        return reply.code(304).send();
       return body;
     },
   );

@@ -25,7 +25,9 @@ export const SignInBody = Type.Object(
         if: { properties: { identifierType: { const: 'provider' } } },
         then: {
           required: ['provider', 'idToken'],
-          not: { anyOf: [{ required: ['identifier'] }, { required: ['password'] }, { required: ['country'] }] },
+          not: {
+            anyOf: [{ required: ['identifier'] }, { required: ['password'] }, { required: ['country'] }],
+          },
         },
         else: {
           required: ['identifier', 'password'],

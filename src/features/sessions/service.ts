@@ -5,11 +5,10 @@ import { Problem } from '../../platform/http/problem.js';
 import { buildPage, readPageQuery } from '../../platform/pagination/page.js';
 import { type IdentifierInput, maskIdentifier, normaliseIdentifier } from '../identities/identifier.js';
 import {
-  activeMethods,
   bumpSessionEpoch as bumpEpoch,
   findIdentifier,
   findIdentity,
-  verifiedIdentifiers,
+  identitySummary,
 } from '../identities/repository.js';
 import { type SecondFactorTicket, secondFactorTicketFor } from '../second-factors/tickets.js';
 import * as repo from './repository.js';
@@ -48,7 +47,9 @@ export class SessionService {
     const hash = identifier?.verified_at && identity?.password_hash ? identity.password_hash : undefined;
     // The epoch is read before the password is checked: a revocation committed while the check
     // runs moves the epoch on, and the session issued below is dead on arrival.
-    const ok = hash ? await this.ctx.passwords.verify(hash, input.password) : await this.ctx.passwords.burn(input.password);
+    const ok = hash
+      ? await this.ctx.passwords.verify(hash, input.password)
+      : await this.ctx.passwords.burn(input.password);
     if (!ok || !identity) {
       if (identity) await this.recordAttempt(identity.id, 'password', 'refused', meta);
       throw new Problem('identity.sign_in_refused');
@@ -74,7 +75,12 @@ export class SessionService {
   }
 
   /** Opens a session stamped with the epoch read before the credential was verified. */
-  async openSession(identityId: string, epoch: number, method: string, meta: RequestMeta): Promise<SessionGrant> {
+  async openSession(
+    identityId: string,
+    epoch: number,
+    method: string,
+    meta: RequestMeta,
+  ): Promise<SessionGrant> {
     const now = this.ctx.clock.now();
     const sessionId = randomUUID();
     const refreshToken = opaqueToken();
@@ -96,7 +102,12 @@ export class SessionService {
     });
   }
 
-  async recordAttempt(identityId: string, method: string, outcome: 'succeeded' | 'refused', meta: RequestMeta) {
+  async recordAttempt(
+    identityId: string,
+    method: string,
+    outcome: 'succeeded' | 'refused',
+    meta: RequestMeta,
+  ) {
     await repo.recordAttempt(this.ctx.database.db, {
       identityId,
       now: this.ctx.clock.now(),
@@ -115,25 +126,23 @@ export class SessionService {
     const hash = sha256Hex(refreshToken);
     const now = this.ctx.clock.now();
     const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
-      const token = await repo.lockRefreshToken(trx, hash);
-      if (!token) return { refused: true as const };
-      const session = await repo.lockSession(trx, token.session_id);
-      if (!session || session.revoked_at !== null) return { refused: true as const };
-      if (token.spent_at !== null || token.generation !== session.generation) {
+      const row = await repo.lockForRenewal(trx, hash);
+      if (!row || row.revoked_at !== null) return { refused: true as const };
+      if (row.spent_at !== null || row.token_generation !== row.generation) {
         // Replay of a spent generation: the session ends, so the current token stops working too.
-        await repo.revokeSession(trx, session.id, 'refresh_token_replayed', now);
+        await repo.revokeSession(trx, row.id, 'refresh_token_replayed', now);
         return { refused: true as const };
       }
-      if (new Date(session.expires_at) <= now || session.epoch !== session.identity_epoch) {
+      if (new Date(row.expires_at) <= now || row.epoch !== row.identity_epoch) {
         return { refused: true as const };
       }
       const next = opaqueToken();
-      if (!(await repo.rotateRefreshToken(trx, session.id, hash, token.generation, sha256Hex(next), now))) {
+      if (!(await repo.rotateRefreshToken(trx, row.id, hash, row.generation, sha256Hex(next), now))) {
         return { refused: true as const };
       }
       // Signed before commit: if signing fails the transaction rolls back and nothing rotates.
-      const access = await this.ctx.tokens.sign(session.identity_id, session.id);
-      return { refused: false as const, grant: grant(access, next, new Date(session.expires_at)) };
+      const access = await this.ctx.tokens.sign(row.identity_id, row.id);
+      return { refused: false as const, grant: grant(access, next, new Date(row.expires_at)) };
     });
     if (outcome.refused) throw new Problem('identity.renewal_refused');
     return outcome.grant;
@@ -163,7 +172,7 @@ export class SessionService {
 
   async context(identityId: string, sessionId: string) {
     const { db } = this.ctx.database;
-    const identifiers = await verifiedIdentifiers(db, identityId);
+    const { identifiers, methods } = await identitySummary(db, identityId);
     return {
       identityId,
       sessionId,
@@ -173,7 +182,7 @@ export class SessionService {
         value: maskIdentifier(i.type, i.value),
         verifiedAt: new Date(i.verified_at!).toISOString(),
       })),
-      methods: await activeMethods(db, identityId),
+      methods,
       organizations: [] as string[],
     };
   }
@@ -217,7 +226,11 @@ function metaOf(meta: RequestMeta) {
   return { ip: meta.ip, userAgent: meta.userAgent };
 }
 
-function grant(access: { token: string; expiresAt: Date }, refreshToken: string, sessionExpiresAt: Date): SessionGrant {
+function grant(
+  access: { token: string; expiresAt: Date },
+  refreshToken: string,
+  sessionExpiresAt: Date,
+): SessionGrant {
   return {
     kind: 'session',
     accessToken: access.token,

@@ -1,0 +1,41 @@
+import { Type } from '@sinclair/typebox';
+import type { Config } from '../../config.js';
+import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../platform/crypto/password-policy.js';
+import { codePattern } from '../../platform/crypto/tokens.js';
+import { Instant } from '../../platform/http/schemas.js';
+import { IdentifierForm } from '../identities/schemas.js';
+
+const newPassword = Type.String({ minLength: MIN_PASSWORD_LENGTH, maxLength: MAX_PASSWORD_LENGTH });
+
+/** POST /password-changes (interface 4.5): strict. */
+export const PasswordChangeBody = Type.Object(
+  {
+    currentPassword: Type.String({ minLength: 1, maxLength: MAX_PASSWORD_LENGTH }),
+    newPassword,
+  },
+  { additionalProperties: false },
+);
+
+/** POST /password-recoveries: an identifier form. */
+export const RecoveryStartBody = IdentifierForm({});
+
+/** POST /password-recoveries/confirmations: identifier form + code + newPassword. */
+export function recoveryConfirmationBody(
+  config: Pick<Config, 'verificationCodeFormat' | 'verificationCodeLength'>,
+) {
+  return IdentifierForm(
+    {
+      code: Type.String({
+        pattern: codePattern(config.verificationCodeFormat, config.verificationCodeLength),
+        description: 'the recovery code that was sent; lower case is accepted',
+      }),
+      newPassword,
+    },
+    ['code', 'newPassword'],
+  );
+}
+
+export const RecoveryChallengeSchema = Type.Object(
+  { challengeExpiresAt: Instant },
+  { additionalProperties: false },
+);

@@ -1,0 +1,91 @@
+import { sql } from 'kysely';
+import type { Executor } from '../../platform/db/database.js';
+
+export interface ProviderLinkRow {
+  id: string;
+  identity_id: string;
+  provider: string;
+  subject: string;
+  created_at: Date;
+  last_used_at: Date | null;
+}
+
+export async function insertNonce(
+  trx: Executor,
+  n: { id: string; hash: string; now: Date; expiresAt: Date },
+): Promise<void> {
+  await sql`
+    INSERT INTO provider_nonces (id, hash, created_at, expires_at)
+    VALUES (${n.id}, ${n.hash}, ${n.now}, ${n.expiresAt})`.execute(trx);
+}
+
+/**
+ * Bounded clean-up run with each issuance, so an unauthenticated route cannot grow the table
+ * without end. Deleting an expired nonce changes nothing: an unknown nonce is refused exactly like
+ * an expired or spent one, so a replayed token stays refused. SKIP LOCKED: concurrent issuances
+ * each delete rows nobody else holds, so two clean-ups never wait on (or deadlock with) each other.
+ */
+export async function pruneExpiredNonces(trx: Executor, now: Date, batch = 100): Promise<void> {
+  await sql`
+    DELETE FROM provider_nonces WHERE id IN (
+      SELECT id FROM provider_nonces WHERE expires_at <= ${now} ORDER BY expires_at LIMIT ${batch}
+      FOR UPDATE SKIP LOCKED)`.execute(trx);
+}
+
+/**
+ * Compare-and-set (concurrency guide): of every act racing with one nonce, on any route, exactly
+ * one gets the row back; the others wait on the row lock, re-read it spent, and get false.
+ */
+export async function spendNonce(trx: Executor, hash: string, now: Date): Promise<boolean> {
+  const r = await sql<{ id: string }>`
+    UPDATE provider_nonces SET spent_at = ${now}
+    WHERE hash = ${hash} AND spent_at IS NULL AND expires_at > ${now}
+    RETURNING id`.execute(trx);
+  return r.rows.length === 1;
+}
+
+export async function findLiveLink(
+  trx: Executor,
+  provider: string,
+  subject: string,
+): Promise<ProviderLinkRow | undefined> {
+  const r = await sql<ProviderLinkRow>`
+    SELECT id, identity_id, provider, subject, created_at, last_used_at FROM provider_links
+    WHERE provider = ${provider} AND subject = ${subject} AND removed_at IS NULL`.execute(trx);
+  return r.rows[0];
+}
+
+/**
+ * Links a subject to an identity. The partial unique index decides between concurrent first
+ * visits: the loser waits for the winner's commit and gets undefined, never an error.
+ */
+export async function insertLink(
+  trx: Executor,
+  l: { id: string; identityId: string; provider: string; subject: string; now: Date },
+): Promise<string | undefined> {
+  const r = await sql<{ id: string }>`
+    INSERT INTO provider_links (id, identity_id, provider, subject, created_at)
+    VALUES (${l.id}, ${l.identityId}, ${l.provider}, ${l.subject}, ${l.now})
+    ON CONFLICT (provider, subject) WHERE removed_at IS NULL DO NOTHING
+    RETURNING id`.execute(trx);
+  return r.rows[0]?.id;
+}
+
+export async function touchLink(trx: Executor, id: string, now: Date): Promise<void> {
+  await sql`UPDATE provider_links SET last_used_at = ${now} WHERE id = ${id}`.execute(trx);
+}
+
+export async function insertProviderIdentity(trx: Executor, id: string, now: Date): Promise<void> {
+  await sql`INSERT INTO identities (id, created_at) VALUES (${id}, ${now})`.execute(trx);
+}
+
+/** Only for an identity this transaction created and that lost the race for its link. */
+export async function deleteFreshIdentity(trx: Executor, id: string): Promise<void> {
+  await sql`DELETE FROM identities WHERE id = ${id}`.execute(trx);
+}
+
+export async function identityEpoch(trx: Executor, identityId: string): Promise<number | undefined> {
+  const r = await sql<{ session_epoch: number }>`
+    SELECT session_epoch FROM identities WHERE id = ${identityId}`.execute(trx);
+  return r.rows[0]?.session_epoch;
+}

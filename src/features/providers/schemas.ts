@@ -1,0 +1,28 @@
+import { Type } from '@sinclair/typebox';
+import { Instant } from '../../platform/http/schemas.js';
+
+export const ProviderNonceSchema = Type.Object(
+  {
+    nonce: Type.String({
+      description:
+        'shown once; send hex(SHA-256(nonce)) as the nonce parameter to the provider, whose ID token must carry it byte for byte',
+    }),
+    expiresAt: Instant,
+  },
+  { additionalProperties: false },
+);
+
+/** POST /step-ups/providers (contract 2). */
+export const ProviderStepUpBody = Type.Object(
+  {
+    provider: Type.String({ minLength: 1, maxLength: 64 }),
+    idToken: Type.String({ minLength: 1, maxLength: 8192 }),
+  },
+  { additionalProperties: false },
+);
+
+/** Elevation (contract 3): opaque, bound to the calling session and identity. */
+export const ElevationSchema = Type.Object(
+  { elevationToken: Type.String(), elevationExpiresAt: Instant },
+  { additionalProperties: false },
+);

@@ -1,0 +1,157 @@
+import { createLocalJWKSet, createRemoteJWKSet, errors, type JWTVerifyGetKey, jwtVerify } from 'jose';
+import type { IdentityProviderConfig } from '../../config.js';
+import type { AppContext } from '../../platform/context.js';
+
+/** What a verified ID token proves: this provider vouches for this subject, for this nonce hash. */
+export interface ProviderProof {
+  provider: string;
+  subject: string;
+  /** The token's nonce claim: hex SHA-256 of a nonce issued by POST /provider-nonces. */
+  nonceHash: string;
+}
+
+// Asymmetric algorithms only: a provider's JWKS publishes public keys, and an HMAC or `none`
+// token must never verify against one.
+const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
+const NONCE_HASH = /^[0-9a-f]{64}$/;
+const MAX_SUBJECT = 255;
+
+/** Unknown kid: refetch at most once per cooldown, so random kids cannot make us hammer the provider. */
+export const JWKS_COOLDOWN_SECONDS = 30;
+/** A fetched key set is trusted this long before it is refreshed on the next use. */
+export const JWKS_MAX_AGE_SECONDS = 600;
+
+/**
+ * A provider's remote key set. jose fetches, parses and deduplicates concurrent fetches; when to
+ * fetch is decided here on the injected clock (jose's own cooldown reads the system clock), so the
+ * cooldown and the refresh age are tested without waiting.
+ */
+class RemoteKeys {
+  readonly #remote: ReturnType<typeof createRemoteJWKSet>;
+  #loadedAt: number | undefined;
+  #attemptedAt: number | undefined;
+  #pending: Promise<void> | undefined;
+
+  constructor(
+    url: string,
+    private readonly ctx: AppContext,
+  ) {
+    // Infinite age and cooldown: jose never refetches on its own, only when reload() is called.
+    this.#remote = createRemoteJWKSet(new URL(url), { cooldownDuration: Infinity, cacheMaxAge: Infinity });
+  }
+
+  readonly resolve: JWTVerifyGetKey = async (header, token) => {
+    const now = this.ctx.clock.now().getTime();
+    if (this.#loadedAt === undefined) {
+      if (!this.#pending && !this.#mayAttempt(now)) throw new errors.JWKSNoMatchingKey();
+      await this.#reload(now);
+    } else if (now - this.#loadedAt >= JWKS_MAX_AGE_SECONDS * 1000 && this.#mayAttempt(now)) {
+      // A stale set is refreshed, but a provider outage keeps the keys we have rather than
+      // refusing every sign-in.
+      await this.#reload(now).catch((err: unknown) => {
+        this.ctx.log.warn({ errClass: (err as Error)?.name }, 'provider key set refresh failed');
+      });
+    }
+    try {
+      return await this.#remote(header, token);
+    } catch (err) {
+      // A kid we do not know yet: the provider may have rotated its keys. Requests that arrive
+      // while that refetch runs wait for it instead of being refused by the cooldown.
+      if (err instanceof errors.JWKSNoMatchingKey && (this.#pending || this.#mayAttempt(now))) {
+        await this.#reload(now);
+        return this.#remote(header, token);
+      }
+      throw err;
+    }
+  };
+
+  #mayAttempt(now: number): boolean {
+    return this.#attemptedAt === undefined || now - this.#attemptedAt >= JWKS_COOLDOWN_SECONDS * 1000;
+  }
+
+  /** One fetch at a time; concurrent callers share it. */
+  #reload(now: number): Promise<void> {
+    if (!this.#pending) {
+      this.#attemptedAt = now;
+      this.#pending = this.#remote
+        .reload()
+        .then(() => {
+          this.#loadedAt = now;
+        })
+        .finally(() => {
+          this.#pending = undefined;
+        });
+    }
+    return this.#pending;
+  }
+}
+
+interface Provider {
+  config: IdentityProviderConfig;
+  keys: JWTVerifyGetKey;
+}
+
+/**
+ * Verifies provider ID tokens against the configured providers. Built once per application, so a
+ * remote key set is fetched once and shared by every route (see `providerVerifier`).
+ */
+export class ProviderVerifier {
+  readonly #providers = new Map<string, Provider>();
+
+  constructor(private readonly ctx: AppContext) {
+    for (const config of ctx.config.identityProviders) {
+      const keys = config.jwksUri
+        ? new RemoteKeys(config.jwksUri, ctx).resolve
+        : createLocalJWKSet(config.jwks as Parameters<typeof createLocalJWKSet>[0]);
+      this.#providers.set(config.name, { config, keys });
+    }
+  }
+
+  /** Names of the providers configured now (a link to any other provider is not a way in). */
+  get names(): ReadonlySet<string> {
+    return new Set(this.#providers.keys());
+  }
+
+  /**
+   * The proof, or null for every failure alike: unknown provider, bad signature, unknown key,
+   * wrong issuer or audience, expired, missing subject or a nonce claim that is not a hex SHA-256.
+   * Never throws and never logs the token.
+   */
+  async verify(providerName: string, idToken: string): Promise<ProviderProof | null> {
+    const provider = this.#providers.get(providerName);
+    if (!provider) return null;
+    try {
+      const { payload } = await jwtVerify(idToken, provider.keys, {
+        issuer: provider.config.issuer,
+        audience: provider.config.audience,
+        algorithms: ALGORITHMS,
+        currentDate: this.ctx.clock.now(),
+        requiredClaims: ['sub', 'exp', 'iat', 'nonce'],
+      });
+      const nonce = (payload as { nonce?: unknown }).nonce;
+      const subject = payload.sub;
+      if (typeof nonce !== 'string' || !NONCE_HASH.test(nonce)) return null;
+      if (typeof subject !== 'string' || subject.length === 0 || subject.length > MAX_SUBJECT) return null;
+      return { provider: providerName, subject, nonceHash: nonce };
+    } catch (err) {
+      // Only the class of failure: the token and the claims stay out of the logs.
+      this.ctx.log.debug(
+        { provider: providerName, errCode: (err as { code?: string })?.code },
+        'ID token refused',
+      );
+      return null;
+    }
+  }
+}
+
+const verifiers = new WeakMap<AppContext, ProviderVerifier>();
+
+/** The application's one verifier (its remote key sets are caches shared by every route). */
+export function providerVerifier(ctx: AppContext): ProviderVerifier {
+  let verifier = verifiers.get(ctx);
+  if (!verifier) {
+    verifier = new ProviderVerifier(ctx);
+    verifiers.set(ctx, verifier);
+  }
+  return verifier;
+}

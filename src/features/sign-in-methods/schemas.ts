@@ -1,0 +1,104 @@
+import { Type } from '@sinclair/typebox';
+import type { Config } from '../../config.js';
+import { codePattern } from '../../platform/crypto/tokens.js';
+import { Instant, Uuid } from '../../platform/http/schemas.js';
+import { PageInfoSchema } from '../../platform/pagination/page.js';
+import { identifierProperties } from '../identities/schemas.js';
+
+/**
+ * POST /sign-in-methods (contract 2): an identifier form, or the provider form
+ * `{ identifierType: "provider", provider, idToken }`. Strict; discriminated by identifierType.
+ */
+export const AddMethodBody = Type.Object(
+  {
+    identifierType: Type.Union([Type.Literal('email'), Type.Literal('phone'), Type.Literal('provider')]),
+    identifier: Type.Optional(identifierProperties.identifier),
+    country: identifierProperties.country,
+    provider: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    idToken: Type.Optional(Type.String({ minLength: 1, maxLength: 8192 })),
+  },
+  {
+    additionalProperties: false,
+    required: ['identifierType'],
+    // Implications written as anyOf/not (valid OpenAPI 3.0, which has no if/then).
+    allOf: [
+      {
+        oneOf: [
+          {
+            properties: { identifierType: { const: 'provider' } },
+            required: ['provider', 'idToken'],
+            not: { anyOf: [{ required: ['identifier'] }, { required: ['country'] }] },
+          },
+          {
+            properties: { identifierType: { enum: ['email', 'phone'] } },
+            required: ['identifier'],
+            not: { anyOf: [{ required: ['provider'] }, { required: ['idToken'] }] },
+          },
+        ],
+      },
+      // phone → country
+      { anyOf: [{ not: { properties: { identifierType: { const: 'phone' } } } }, { required: ['country'] }] },
+      // email → no country
+      {
+        anyOf: [
+          { not: { properties: { identifierType: { const: 'email' } } } },
+          { not: { required: ['country'] } },
+        ],
+      },
+    ],
+  },
+);
+
+export const ChallengeStarted = Type.Object(
+  {
+    challengeExpiresAt: Instant,
+    challengeDelivery: Type.Object({
+      status: Type.Union([Type.Literal('DELIVERED'), Type.Literal('NOT_DELIVERED')]),
+      resendable: Type.Boolean(),
+    }),
+  },
+  { additionalProperties: false, description: 'identifier form: a code was sent to the address' },
+);
+
+export const ProviderLinked = Type.Object(
+  { id: Uuid },
+  { additionalProperties: false, description: 'provider form: linked at once' },
+);
+
+/** POST /sign-in-methods/confirmations: the code's shape follows the configured format. */
+export function confirmationBody(config: Pick<Config, 'verificationCodeFormat' | 'verificationCodeLength'>) {
+  return Type.Object(
+    {
+      code: Type.String({
+        pattern: codePattern(config.verificationCodeFormat, config.verificationCodeLength),
+        description: 'the code sent to the address being added; lower case is accepted',
+      }),
+    },
+    { additionalProperties: false },
+  );
+}
+
+export const MethodIdParams = Type.Object({ id: Uuid }, { additionalProperties: false });
+
+export const SignInMethodSchema = Type.Object(
+  {
+    id: Uuid,
+    kind: Type.Union([
+      Type.Literal('email'),
+      Type.Literal('phone'),
+      Type.Literal('password'),
+      Type.Literal('provider'),
+    ]),
+    display: Type.Union([Type.String(), Type.Null()], {
+      description: 'masked identifier, provider name, or null for the password',
+    }),
+    verifiedAt: Instant,
+    lastUsedAt: Type.Union([Instant, Type.Null()]),
+  },
+  { additionalProperties: false },
+);
+
+export const SignInMethodPage = Type.Object({
+  data: Type.Array(SignInMethodSchema),
+  meta: Type.Object({ pageInfo: PageInfoSchema }),
+});

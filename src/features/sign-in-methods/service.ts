@@ -1,0 +1,294 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { AppContext } from '../../platform/context.js';
+import { generateCode, safeEqual } from '../../platform/crypto/tokens.js';
+import { Problem } from '../../platform/http/problem.js';
+import { verificationText } from '../../platform/notify/notifier.js';
+import { buildPage, readPageQuery } from '../../platform/pagination/page.js';
+import {
+  type IdentifierInput,
+  type IdentifierType,
+  maskIdentifier,
+  normaliseIdentifier,
+} from '../identities/identifier.js';
+import {
+  bumpSessionEpoch,
+  findIdentifier,
+  findIdentity,
+  verifiedIdentifiers,
+} from '../identities/repository.js';
+import { linkProvider, type ProviderInput } from '../providers/service.js';
+import { providerVerifier } from '../providers/verifier.js';
+import type { SessionPrincipal } from '../sessions/guard.js';
+import { adoptEpoch, lockSession, revokeIdentitySessions } from '../sessions/repository.js';
+import {
+  chargeLiveMethodChallenges,
+  insertMethodChallenge,
+  insertVerifiedIdentifier,
+  liveLinks,
+  liveMethodChallenges,
+  type MethodChallengeRow,
+  markOwnIdentifierVerified,
+  methodsPage,
+  removeIdentifier,
+  removeLink,
+  removePassword,
+  retirePendingIdentifier,
+  revokeMethodChallengesFor,
+  spendMethodChallenge,
+} from './repository.js';
+
+/** Contract 5: five attempts per out-of-band challenge, plus the identity-wide lock. */
+export const METHOD_CHALLENGE_MAX_ATTEMPTS = 5;
+const LOCK_ROUTE = 'sign-in-method-confirmation';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * The password has no row of its own, so its method id is derived from the identity id: the
+ * SHA-256 of "password-method:<identityId>" laid out as an RFC 9562 version-8 UUID. Stable across
+ * password changes, different for every identity, and never equal to the identity id itself.
+ */
+export function passwordMethodId(identityId: string): string {
+  const h = createHash('sha256').update(`password-method:${identityId}`).digest();
+  h[6] = (h[6] & 0x0f) | 0x80;
+  h[8] = (h[8] & 0x3f) | 0x80;
+  const x = h.subarray(0, 16).toString('hex');
+  return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20, 32)}`;
+}
+
+export type AddMethodInput =
+  | (IdentifierInput & { identifierType: IdentifierType })
+  | ({ identifierType: 'provider' } & ProviderInput);
+
+export class SignInMethodService {
+  constructor(private readonly ctx: AppContext) {}
+
+  async list(identityId: string, query: { limit?: number; after?: string; cursorTtl?: number }) {
+    const scope = { route: 'GET /api/v1/sign-in-methods', subject: identityId };
+    const req = readPageQuery(query, this.ctx.cursors, scope);
+    const after = req.after;
+    if (after && (typeof after.t !== 'string' || typeof after.id !== 'string' || !UUID.test(after.id))) {
+      throw new Problem('collection.cursor_invalid');
+    }
+    const rows = await methodsPage(
+      this.ctx.database.db,
+      identityId,
+      passwordMethodId(identityId),
+      req.limit,
+      after ? { t: after.t as string, id: after.id as string } : undefined,
+    );
+    const { items, pageInfo } = buildPage(
+      rows,
+      req.limit,
+      (r) => ({ t: new Date(r.verified_at).toISOString(), id: r.id }),
+      this.ctx.cursors,
+      scope,
+      req.cursorTtl,
+    );
+    return {
+      items: items.map((r) => ({
+        id: r.id,
+        kind: r.kind,
+        display:
+          r.kind === 'email' || r.kind === 'phone'
+            ? maskIdentifier(r.kind, r.detail as string)
+            : r.kind === 'provider'
+              ? r.detail
+              : null,
+        verifiedAt: new Date(r.verified_at).toISOString(),
+        lastUsedAt: r.last_used_at ? new Date(r.last_used_at).toISOString() : null,
+      })),
+      pageInfo,
+    };
+  }
+
+  /** POST /sign-in-methods. */
+  async add(principal: SessionPrincipal, input: AddMethodInput) {
+    if (input.identifierType === 'provider') {
+      // A refused ID token is a refused proof of the new method: the confirmation refusal.
+      return linkProvider(
+        this.ctx,
+        principal.identityId,
+        { provider: input.provider, idToken: input.idToken },
+        'identity.sign_in_method_confirmation_refused',
+      );
+    }
+    return this.addIdentifier(principal.identityId, input);
+  }
+
+  /**
+   * The identifier form: a code goes to the address; nothing is attached to the identity until
+   * the code comes back. An address verified by anyone (the caller included) is 409. An address
+   * held only by someone else's unconfirmed registration is not: proving the code claims it.
+   */
+  private async addIdentifier(identityId: string, input: IdentifierInput) {
+    const ident = normaliseIdentifier(input);
+    if (!ident) throw new Problem('identity.identifier_unusable');
+    if (!this.ctx.notifier.canDeliver(ident.type))
+      throw new Problem('identity.identifier_channel_unavailable');
+    const { db } = this.ctx.database;
+    const existing = await findIdentifier(db, ident);
+    if (existing?.verified_at) throw new Problem('identity.identifier_taken');
+
+    const { verificationCodeFormat: format, verificationCodeLength: length } = this.ctx.config;
+    const lifetime = this.ctx.config.lifetimes.challenge;
+    const code = generateCode(format, length);
+    const now = this.ctx.clock.now();
+    const expiresAt = new Date(now.getTime() + lifetime * 1000);
+    await db.transaction().execute(async (trx) => {
+      const challengeId = randomUUID();
+      await insertMethodChallenge(trx, {
+        id: challengeId,
+        identityId,
+        identifier: ident,
+        codeHash: this.ctx.codes.hash(code),
+        maxAttempts: METHOD_CHALLENGE_MAX_ATTEMPTS,
+        now,
+        expiresAt,
+      });
+      await this.ctx.audit.append(trx, {
+        name: 'identity.sign_in_method.requested',
+        actor: identityId,
+        target: identityId,
+        outcome: 'success',
+        details: { kind: ident.type, challengeId },
+      });
+    });
+    // After the commit, so a slow channel never holds a transaction open.
+    const delivery = await this.ctx.notifier.send({
+      to: ident.value,
+      type: ident.type,
+      ...verificationText('sign_in_method', code, lifetime / 60),
+    });
+    return {
+      challengeExpiresAt: expiresAt.toISOString(),
+      challengeDelivery: { status: delivery.status, resendable: delivery.resendable },
+    };
+  }
+
+  /**
+   * POST /sign-in-methods/confirmations. The code is compared with every live challenge of the
+   * caller's own identity (constant time, no early exit), so another identity's code, a spent one
+   * and a wrong one all miss alike. A miss charges every live challenge once and the lock once;
+   * the lock is consulted only to word the refusal, never before a correct code is admitted.
+   */
+  async confirm(principal: SessionPrincipal, code: string): Promise<void> {
+    const { identityId } = principal;
+    const { db } = this.ctx.database;
+    const codeHash = this.ctx.codes.hash(code);
+    const live = await liveMethodChallenges(db, identityId, this.ctx.clock.now());
+    let match: MethodChallengeRow | undefined;
+    for (const c of live) {
+      if (safeEqual(c.code_hash, codeHash) && !match) match = c;
+    }
+    if (match) {
+      await this.admit(identityId, match);
+      return;
+    }
+    const failure = await db.transaction().execute(async (trx) => {
+      await chargeLiveMethodChallenges(trx, identityId, this.ctx.clock.now());
+      return this.ctx.lock.recordFailure(trx, identityId, LOCK_ROUTE);
+    });
+    // The failure that trips the lock is still the ordinary refusal; a wrong code on an account
+    // that was already locked (here or on any other code-answering route) is the locked one.
+    throw new Problem(
+      failure.wasLocked ? 'identity.sign_in_method_locked' : 'identity.sign_in_method_confirmation_refused',
+    );
+  }
+
+  private async admit(identityId: string, challenge: MethodChallengeRow): Promise<void> {
+    const ident = { type: challenge.identifier_type, value: challenge.identifier_value };
+    const now = this.ctx.clock.now();
+    const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
+      // Of two confirmations racing with one code, only one spends it.
+      if (!(await spendMethodChallenge(trx, challenge.id, now))) return 'refused' as const;
+      const existing = await findIdentifier(trx, ident);
+      let identifierId: string | undefined;
+      if (existing?.verified_at) return 'taken' as const;
+      if (existing && existing.identity_id === identityId) {
+        identifierId = (await markOwnIdentifierVerified(trx, existing.id, identityId, now))
+          ? existing.id
+          : undefined;
+      } else {
+        // Someone else's registration that was never confirmed yields to the proven owner.
+        if (existing) await retirePendingIdentifier(trx, existing.id, now);
+        identifierId = await insertVerifiedIdentifier(trx, {
+          id: randomUUID(),
+          identityId,
+          identifier: ident,
+          now,
+        });
+      }
+      if (!identifierId) return 'taken' as const;
+      await revokeMethodChallengesFor(trx, identityId, ident, now);
+      // A correct code clears the lock (interface 3), even when it was locked.
+      await this.ctx.lock.clear(trx, identityId);
+      await this.ctx.audit.append(trx, {
+        name: 'identity.sign_in_method.verified',
+        actor: identityId,
+        target: identityId,
+        outcome: 'success',
+        details: { kind: ident.type, methodId: identifierId },
+      });
+      return 'verified' as const;
+    });
+    if (outcome === 'refused') throw new Problem('identity.sign_in_method_confirmation_refused');
+    if (outcome === 'taken') throw new Problem('identity.identifier_taken');
+  }
+
+  /**
+   * POST /sign-in-methods/{id}/removals. The identity row is locked first and the ways in are
+   * counted after the lock, so concurrent removals of different methods serialise and the last way
+   * in always remains. The removal moves the session epoch on (sign-ins in flight are dead on
+   * arrival, every other session ends); the caller's own session moves to the new epoch and stays.
+   */
+  async remove(principal: SessionPrincipal, methodId: string): Promise<void> {
+    const { identityId, sessionId } = principal;
+    const now = this.ctx.clock.now();
+    const enabled = providerVerifier(this.ctx).names;
+    await this.ctx.database.db.transaction().execute(async (trx) => {
+      const identity = await findIdentity(trx, identityId, true);
+      const session = await lockSession(trx, sessionId);
+      if (!identity || !session || session.revoked_at !== null || session.epoch !== identity.session_epoch) {
+        // The caller's session ended while this request waited: it is not revived here.
+        throw new Problem('identity.session_required', { headers: { 'www-authenticate': 'Bearer' } });
+      }
+      const identifiers = await verifiedIdentifiers(trx, identityId);
+      const links = await liveLinks(trx, identityId);
+      const hasPassword = identity.password_hash !== null;
+
+      let kind: 'password' | 'identifier' | 'provider';
+      if (hasPassword && methodId === passwordMethodId(identityId)) kind = 'password';
+      else if (identifiers.some((i) => i.id === methodId)) kind = 'identifier';
+      else if (links.some((l) => l.id === methodId)) kind = 'provider';
+      else throw new Problem('identity.sign_in_method_not_found');
+
+      // Contract 8: a way in is the password with at least one verified identifier, or a linked
+      // provider that is configured now (a link to a disabled provider cannot open a session).
+      const passwordLeft = hasPassword && kind !== 'password';
+      const identifiersLeft = identifiers.filter((i) => i.id !== methodId).length;
+      const providersLeft = links.filter((l) => l.id !== methodId && enabled.has(l.provider)).length;
+      if (!((passwordLeft && identifiersLeft > 0) || providersLeft > 0)) {
+        throw new Problem('identity.last_sign_in_method');
+      }
+
+      const removed =
+        kind === 'password'
+          ? await removePassword(trx, identityId, now)
+          : kind === 'identifier'
+            ? await removeIdentifier(trx, methodId, identityId, now)
+            : await removeLink(trx, methodId, identityId, now);
+      if (!removed) throw new Problem('identity.sign_in_method_not_found');
+
+      const epoch = await bumpSessionEpoch(trx, identityId);
+      await adoptEpoch(trx, sessionId, epoch);
+      await revokeIdentitySessions(trx, identityId, 'sign_in_method_removed', now, sessionId);
+      await this.ctx.audit.append(trx, {
+        name: 'identity.sign_in_method.removed',
+        actor: identityId,
+        target: identityId,
+        outcome: 'success',
+        details: { kind, methodId },
+      });
+    });
+  }
+}

@@ -1,0 +1,113 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { sql } from 'kysely';
+import type { Db } from '../../src/platform/db/database.js';
+
+/** On the common-password list and long enough for the schema: the policy, not the bounds, refuses it. */
+export const COMMON_PASSWORD = 'unbelievable';
+export const NEW_PASSWORD = 'lantern-orchard-velvet-73';
+
+export interface OutboxLine {
+  to: string;
+  type: string;
+  subject: string;
+  text: string;
+}
+
+export function outbox(dataDir: string): OutboxLine[] {
+  const path = join(dataDir, 'outbox.jsonl');
+  if (!existsSync(path)) return [];
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as OutboxLine);
+}
+
+export function messagesTo(dataDir: string, to: string): OutboxLine[] {
+  return outbox(dataDir).filter((m) => m.to === to);
+}
+
+/** The code of a message: its own whitespace-separated token of the configured length. */
+export function codeIn(text: string, length = 6): string {
+  const tokens = text.split(/\s+/).filter((t) => new RegExp(`^[A-Z0-9]{${length}}$`).test(t));
+  if (tokens.length !== 1) throw new Error(`expected one code token, found ${tokens.length}`);
+  return tokens[0];
+}
+
+/**
+ * Waits for the `count`-th message to `to` (recovery messages leave just after the answer) and
+ * returns its code.
+ */
+export async function waitForCode(
+  dataDir: string,
+  to: string,
+  count: number,
+  timeoutMs = 3000,
+): Promise<string> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const mine = messagesTo(dataDir, to);
+    if (mine.length >= count) return codeIn(mine[count - 1].text);
+    if (Date.now() > until) throw new Error(`no message #${count} for ${to}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Lets fire-and-forget deliveries run before asserting that nothing was sent. */
+export function settle(ms = 150): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** A numeric code of the same length that is certainly not `code`. */
+export function otherCode(code: string): string {
+  return [...code].map((d) => String((Number(d) + 1) % 10)).join('');
+}
+
+export function post(
+  app: FastifyInstance,
+  url: string,
+  payload?: object,
+  headers: Record<string, string> = {},
+): Promise<LightMyRequestResponse> {
+  return app.inject({ method: 'POST', url: `/api/v1${url}`, payload, headers });
+}
+
+export function shape(res: LightMyRequestResponse) {
+  return { status: res.statusCode, contentType: res.headers['content-type'], body: res.body };
+}
+
+export async function auditNames(db: Db, name: string, target?: string): Promise<number> {
+  const r = target
+    ? await sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM audit_records WHERE name = ${name} AND target = ${target}`.execute(db)
+    : await sql<{ n: number }>`SELECT count(*)::int AS n FROM audit_records WHERE name = ${name}`.execute(db);
+  return r.rows[0].n;
+}
+
+export const PASSWORD_CHANGE_REFUSED = {
+  type: '/problems/identity.password_change_refused',
+  title: 'Password change refused',
+  status: 422,
+  detail: 'The password change was refused.',
+  code: 'identity.password_change_refused',
+  retryable: false,
+};
+
+export const PASSWORD_RECOVERY_REFUSED = {
+  type: '/problems/identity.password_recovery_refused',
+  title: 'Password recovery refused',
+  status: 422,
+  detail: 'The password recovery was refused.',
+  code: 'identity.password_recovery_refused',
+  retryable: false,
+};
+
+export const SESSION_REQUIRED = {
+  type: '/problems/identity.session_required',
+  title: 'Session required',
+  status: 401,
+  detail: 'A valid session is required.',
+  code: 'identity.session_required',
+  retryable: false,
+};
