@@ -72,29 +72,31 @@ export interface IdentitySummary {
   methods: string[];
 }
 
+export interface SummaryColumns {
+  has_password: boolean;
+  second_factor: boolean;
+  provider: boolean;
+  identifiers: { id: string; type: 'email' | 'phone'; value: string; verified_at: string }[];
+}
+
 /**
- * Verified identifiers and active methods in one round trip (the session context is on the hot
- * path). Each feature that adds a kind of method (second factors, providers) adds its clause here.
+ * The columns of an identity summary, for a query where `i` is the identities row: verified
+ * identifiers and active methods come back with whatever else that query reads, in one round trip
+ * (the session context is on the hot path). Each feature that adds a kind of method adds its
+ * clause here.
  */
-export async function identitySummary(trx: Executor, identityId: string): Promise<IdentitySummary> {
-  const r = await sql<{
-    has_password: boolean;
-    second_factor: boolean;
-    provider: boolean;
-    identifiers: { id: string; type: 'email' | 'phone'; value: string; verified_at: string }[];
-  }>`
-    SELECT i.password_hash IS NOT NULL AS has_password,
-      EXISTS (SELECT 1 FROM second_factors t WHERE t.identity_id = i.id
-              AND t.verified_at IS NOT NULL AND t.revoked_at IS NULL) AS second_factor,
-      EXISTS (SELECT 1 FROM provider_links l WHERE l.identity_id = i.id AND l.removed_at IS NULL) AS provider,
-      COALESCE((SELECT json_agg(json_build_object('id', f.id, 'type', f.type, 'value', f.value,
-                                                  'verified_at', f.verified_at) ORDER BY f.verified_at, f.id)
-                FROM identifiers f
-                WHERE f.identity_id = i.id AND f.verified_at IS NOT NULL AND f.removed_at IS NULL),
-               '[]'::json) AS identifiers
-    FROM identities i WHERE i.id = ${identityId}`.execute(trx);
-  const row = r.rows[0];
-  if (!row) return { identifiers: [], methods: [] };
+export const summaryColumns = sql`
+  i.password_hash IS NOT NULL AS has_password,
+  EXISTS (SELECT 1 FROM second_factors t WHERE t.identity_id = i.id
+          AND t.verified_at IS NOT NULL AND t.revoked_at IS NULL) AS second_factor,
+  EXISTS (SELECT 1 FROM provider_links l WHERE l.identity_id = i.id AND l.removed_at IS NULL) AS provider,
+  COALESCE((SELECT json_agg(json_build_object('id', f.id, 'type', f.type, 'value', f.value,
+                                              'verified_at', f.verified_at) ORDER BY f.verified_at, f.id)
+            FROM identifiers f
+            WHERE f.identity_id = i.id AND f.verified_at IS NOT NULL AND f.removed_at IS NULL),
+           '[]'::json) AS identifiers`;
+
+export function toSummary(identityId: string, row: SummaryColumns): IdentitySummary {
   const identifiers = row.identifiers.map((f) => ({
     id: f.id,
     identity_id: identityId,
@@ -109,4 +111,12 @@ export async function identitySummary(trx: Executor, identityId: string): Promis
   if (row.provider) methods.push('provider');
   if (row.second_factor) methods.push('second_factor');
   return { identifiers, methods };
+}
+
+export async function identitySummary(trx: Executor, identityId: string): Promise<IdentitySummary> {
+  const r =
+    await sql<SummaryColumns>`SELECT ${summaryColumns} FROM identities i WHERE i.id = ${identityId}`.execute(
+      trx,
+    );
+  return r.rows[0] ? toSummary(identityId, r.rows[0]) : { identifiers: [], methods: [] };
 }

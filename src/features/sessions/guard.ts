@@ -1,7 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../platform/context.js';
+import type { Db } from '../../platform/db/database.js';
 import { Problem } from '../../platform/http/problem.js';
-import { sessionState } from './repository.js';
+import { type SessionState, sessionState } from './repository.js';
 
 export interface SessionPrincipal {
   identityId: string;
@@ -11,8 +12,13 @@ export interface SessionPrincipal {
 declare module 'fastify' {
   interface FastifyRequest {
     principal?: SessionPrincipal;
+    /** The row the guard read, for a route whose loader reads more than the session state. */
+    sessionRow?: SessionState;
   }
 }
+
+/** Reads the session's state by id; a route may read more in the same round trip. */
+export type SessionLoader = (db: Db, sessionId: string) => Promise<SessionState | undefined>;
 
 // The same header on every refusal, so no cause is told apart by its headers either.
 const REFUSAL = () => new Problem('identity.session_required', { headers: { 'www-authenticate': 'Bearer' } });
@@ -25,7 +31,7 @@ const MAX_TOKEN = 4096;
  * checked once per token (cached until exp); the session row is read on every request, so a
  * revocation on any instance takes effect at the very next request.
  */
-export function requireSession(ctx: AppContext) {
+export function requireSession(ctx: AppContext, load: SessionLoader = sessionState) {
   return async function sessionGuard(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
     const header = request.headers.authorization;
     if (typeof header !== 'string' || header.length > MAX_TOKEN) throw REFUSAL();
@@ -33,7 +39,7 @@ export function requireSession(ctx: AppContext) {
     if (!m) throw REFUSAL();
     const claims = await ctx.tokens.verify(m[1]);
     if (!claims) throw REFUSAL();
-    const state = await sessionState(ctx.database.db, claims.sid);
+    const state = await load(ctx.database.db, claims.sid);
     if (
       !state ||
       state.identity_id !== claims.sub ||
@@ -44,6 +50,7 @@ export function requireSession(ctx: AppContext) {
       throw REFUSAL();
     }
     request.principal = { identityId: claims.sub, sessionId: claims.sid };
+    request.sessionRow = state;
   };
 }
 

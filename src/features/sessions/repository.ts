@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../platform/db/database.js';
+import { type SummaryColumns, summaryColumns } from '../identities/repository.js';
 
 export interface SessionState {
   id: string;
@@ -39,6 +40,19 @@ export async function sessionState(trx: Executor, sessionId: string): Promise<Se
   return r.rows[0];
 }
 
+/** The guard's read and the identity summary together: GET /session/context in one round trip. */
+export async function sessionStateWithSummary(
+  trx: Executor,
+  sessionId: string,
+): Promise<(SessionState & SummaryColumns) | undefined> {
+  const r = await sql<SessionState & SummaryColumns>`
+    SELECT s.id, s.identity_id, s.epoch, i.session_epoch AS identity_epoch, s.expires_at, s.revoked_at, s.generation,
+      ${summaryColumns}
+    FROM sessions s JOIN identities i ON i.id = s.identity_id
+    WHERE s.id = ${sessionId}`.execute(trx);
+  return r.rows[0];
+}
+
 export async function lockSession(trx: Executor, sessionId: string): Promise<SessionState | undefined> {
   const r = await sql<SessionState>`
     SELECT s.id, s.identity_id, s.epoch, i.session_epoch AS identity_epoch, s.expires_at, s.revoked_at, s.generation
@@ -47,55 +61,78 @@ export async function lockSession(trx: Executor, sessionId: string): Promise<Ses
   return r.rows[0];
 }
 
-export interface RenewalRow extends SessionState {
-  token_generation: number;
-  spent_at: Date | null;
-}
-
 /**
- * The presented token and its session, both locked in one statement (token row, then session
- * row, the same order for every renewal). Under READ COMMITTED a session changed by a concurrent
- * commit is re-read after the lock, so the checks below see its latest state.
+ * Who a refresh token belongs to, read without a lock: enough to sign the next access token
+ * (the session's expiry never changes after sign-in).
  */
-export async function lockForRenewal(trx: Executor, hash: string): Promise<RenewalRow | undefined> {
-  const r = await sql<RenewalRow>`
-    SELECT t.generation AS token_generation, t.spent_at,
-           s.id, s.identity_id, s.epoch, i.session_epoch AS identity_epoch, s.expires_at, s.revoked_at, s.generation
-    FROM refresh_tokens t
-    JOIN sessions s ON s.id = t.session_id
-    JOIN identities i ON i.id = s.identity_id
-    WHERE t.hash = ${hash}
-    FOR UPDATE OF t, s`.execute(trx);
+export async function refreshTokenOwner(
+  trx: Executor,
+  hash: string,
+): Promise<{ session_id: string; identity_id: string; expires_at: Date } | undefined> {
+  const r = await sql<{ session_id: string; identity_id: string; expires_at: Date }>`
+    SELECT t.session_id, s.identity_id, s.expires_at FROM refresh_tokens t JOIN sessions s ON s.id = t.session_id
+    WHERE t.hash = ${hash}`.execute(trx);
   return r.rows[0];
 }
 
+export type RenewalOutcome = 'rotated' | 'replayed' | 'refused';
+
 /**
- * Rotation as one compare-and-set statement: spends the presented generation, moves the session
- * to the next and stores the new token; no row comes back (false) when any step's condition no
- * longer holds, and then nothing is written.
+ * Renewal as one atomic statement. It locks the presented token and its session (token row, then
+ * session row, the same order for every renewal; under READ COMMITTED a row changed by a
+ * concurrent commit is re-read after the lock), then either
+ * - rotates: spends the presented generation, moves the session to the next and stores the new
+ *   token, only if the token is the session's current generation, unspent, and the session is
+ *   live (not revoked, not expired, its epoch still the identity's); or
+ * - on a spent or older generation, revokes the session (replay), keeping a first reason;
+ * and otherwise writes nothing. A session changed between the caller's lookup and the lock is
+ * judged on its state after the lock.
  */
-export async function rotateRefreshToken(
+export async function renewSession(
   trx: Executor,
-  sessionId: string,
   oldHash: string,
-  generation: number,
   newHash: string,
+  sessionId: string,
   now: Date,
-): Promise<boolean> {
-  const r = await sql`
-    WITH spent AS (
-      UPDATE refresh_tokens SET spent_at = ${now}
-      WHERE hash = ${oldHash} AND spent_at IS NULL AND generation = ${generation} AND session_id = ${sessionId}
-      RETURNING session_id
+): Promise<RenewalOutcome> {
+  const r = await sql<{ rotated: number; replayed: number }>`
+    WITH cur AS (
+      SELECT t.hash, t.generation AS token_generation, t.spent_at, s.id, s.generation, s.revoked_at,
+             s.expires_at, s.epoch, i.session_epoch
+      FROM refresh_tokens t
+      JOIN sessions s ON s.id = t.session_id
+      JOIN identities i ON i.id = s.identity_id
+      WHERE t.hash = ${oldHash} AND s.id = ${sessionId}
+      FOR UPDATE OF t, s
+    ), live AS (
+      SELECT * FROM cur
+      WHERE spent_at IS NULL AND token_generation = generation AND revoked_at IS NULL
+        AND expires_at > ${now} AND epoch = session_epoch
+    ), spent AS (
+      UPDATE refresh_tokens r SET spent_at = ${now} FROM live WHERE r.hash = live.hash
+      RETURNING live.id, live.generation
     ), moved AS (
-      UPDATE sessions SET generation = generation + 1, renewed_at = ${now}
-      WHERE id IN (SELECT session_id FROM spent) AND generation = ${generation} AND revoked_at IS NULL
-      RETURNING id
+      UPDATE sessions s SET generation = spent.generation + 1, renewed_at = ${now}
+      FROM spent WHERE s.id = spent.id
+      RETURNING s.id, s.generation
+    ), stored AS (
+      INSERT INTO refresh_tokens (hash, session_id, generation, created_at)
+      SELECT ${newHash}, id, generation, ${now} FROM moved
+      RETURNING session_id
+    ), replay AS (
+      UPDATE sessions s SET revoked_at = ${now}, revoked_reason = 'refresh_token_replayed'
+      FROM cur
+      WHERE s.id = cur.id AND s.revoked_at IS NULL
+        AND (cur.spent_at IS NOT NULL OR cur.token_generation <> cur.generation)
+      RETURNING s.id
     )
-    INSERT INTO refresh_tokens (hash, session_id, generation, created_at)
-    SELECT ${newHash}, id, ${generation + 1}, ${now} FROM moved
-    RETURNING session_id`.execute(trx);
-  return r.rows.length === 1;
+    SELECT (SELECT count(*) FROM stored)::int AS rotated, (SELECT count(*) FROM replay)::int AS replayed`.execute(
+    trx,
+  );
+  const row = r.rows[0];
+  if (row?.rotated === 1) return 'rotated';
+  if (row?.replayed === 1) return 'replayed';
+  return 'refused';
 }
 
 /** Compare-and-set: the first revocation's time and reason are kept. */

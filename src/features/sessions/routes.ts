@@ -7,8 +7,10 @@ import { envelope, page } from '../../platform/http/envelope.js';
 import { Data, NoContent, responses } from '../../platform/http/schemas.js';
 import { PageQuerySchema } from '../../platform/pagination/page.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
+import type { SummaryColumns } from '../identities/repository.js';
 import { signInWithProvider } from '../providers/service.js';
 import { principalOf, requireSession } from './guard.js';
+import { type SessionState, sessionStateWithSummary } from './repository.js';
 import {
   HistoryPageSchema,
   RenewalBody,
@@ -126,7 +128,8 @@ export async function sessionRoutes(root: FastifyInstance, { ctx }: { ctx: AppCo
   app.get(
     '/session/context',
     {
-      preHandler: guard,
+      // The guard's session read also brings the identity summary: one round trip per request.
+      preHandler: requireSession(ctx, sessionStateWithSummary),
       schema: {
         tags: ['sessions'],
         summary: 'The caller, its masked identifiers and active methods (weak ETag)',
@@ -138,7 +141,9 @@ export async function sessionRoutes(root: FastifyInstance, { ctx }: { ctx: AppCo
     },
     async (request, reply) => {
       const { identityId, sessionId } = principalOf(request);
-      const body = envelope(await service.context(identityId, sessionId));
+      const body = envelope(
+        service.context(identityId, sessionId, request.sessionRow as SessionState & SummaryColumns),
+      );
       if (conditionalGet(request, reply, body)) return reply.code(304).send();
       return body;
     },

@@ -8,7 +8,8 @@ import {
   bumpSessionEpoch as bumpEpoch,
   findIdentifier,
   findIdentity,
-  identitySummary,
+  type SummaryColumns,
+  toSummary,
 } from '../identities/repository.js';
 import { type SecondFactorTicket, secondFactorTicketFor } from '../second-factors/tickets.js';
 import * as repo from './repository.js';
@@ -118,34 +119,27 @@ export class SessionService {
   }
 
   /**
-   * Rotation in one transaction: the token row, then the session row, locked. Only the current
-   * generation rotates; a spent token of any generation revokes the session (committed) and is
-   * refused; an unknown token touches nothing.
+   * Rotation in two round trips: find the token's session, sign the next access token, then one
+   * atomic statement rotates (only the current generation of a live session), or revokes the
+   * session when a spent generation is presented, or writes nothing. Signing comes first, so a
+   * signing failure rotates nothing; an unknown token touches nothing.
    */
   async renew(refreshToken: string): Promise<SessionGrant> {
+    const { db } = this.ctx.database;
     const hash = sha256Hex(refreshToken);
-    const now = this.ctx.clock.now();
-    const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
-      const row = await repo.lockForRenewal(trx, hash);
-      if (!row || row.revoked_at !== null) return { refused: true as const };
-      if (row.spent_at !== null || row.token_generation !== row.generation) {
-        // Replay of a spent generation: the session ends, so the current token stops working too.
-        await repo.revokeSession(trx, row.id, 'refresh_token_replayed', now);
-        return { refused: true as const };
-      }
-      if (new Date(row.expires_at) <= now || row.epoch !== row.identity_epoch) {
-        return { refused: true as const };
-      }
-      const next = opaqueToken();
-      if (!(await repo.rotateRefreshToken(trx, row.id, hash, row.generation, sha256Hex(next), now))) {
-        return { refused: true as const };
-      }
-      // Signed before commit: if signing fails the transaction rolls back and nothing rotates.
-      const access = await this.ctx.tokens.sign(row.identity_id, row.id);
-      return { refused: false as const, grant: grant(access, next, new Date(row.expires_at)) };
-    });
-    if (outcome.refused) throw new Problem('identity.renewal_refused');
-    return outcome.grant;
+    const owner = await repo.refreshTokenOwner(db, hash);
+    if (!owner) throw new Problem('identity.renewal_refused');
+    const access = await this.ctx.tokens.sign(owner.identity_id, owner.session_id);
+    const next = opaqueToken();
+    const outcome = await repo.renewSession(
+      db,
+      hash,
+      sha256Hex(next),
+      owner.session_id,
+      this.ctx.clock.now(),
+    );
+    if (outcome !== 'rotated') throw new Problem('identity.renewal_refused');
+    return grant(access, next, new Date(owner.expires_at));
   }
 
   async signOut(sessionId: string): Promise<void> {
@@ -170,9 +164,9 @@ export class SessionService {
     });
   }
 
-  async context(identityId: string, sessionId: string) {
-    const { db } = this.ctx.database;
-    const { identifiers, methods } = await identitySummary(db, identityId);
+  /** Shapes the context from the row the guard read with the summary columns. */
+  context(identityId: string, sessionId: string, row: SummaryColumns) {
+    const { identifiers, methods } = toSummary(identityId, row);
     return {
       identityId,
       sessionId,
