@@ -1,0 +1,96 @@
+import type { LightMyRequestResponse } from 'fastify';
+import { type RawBuilder, sql } from 'kysely';
+import { expect } from 'vitest';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { createPerson, type Grant, type Person, signIn } from '../helpers/identities.js';
+import { elevateByIdentifier } from '../second-factors/helpers.js';
+
+/**
+ * Every race of this suite is repeated this many times, each round on fresh subjects (a new
+ * person, address, ticket, nonce...), so an ordering that only shows up now and then gets its turn.
+ */
+export const ROUNDS = 20;
+
+/**
+ * One app per file, always on the PostgreSQL server (PGlite has one connection and cannot race).
+ * Argon2 is kept small, and the rate limits out of the way: hundreds of sign-ins and answers run
+ * within a minute from one address, and a 429 would hide the outcome the test is about.
+ */
+export function raceApp(env: Record<string, string> = {}): Promise<TestApp> {
+  return createTestApp({
+    server: true,
+    env: {
+      ARGON2_MEMORY_KIB: '1024',
+      RATE_LIMIT_SENDS_A_MESSAGE: '1000000/60',
+      RATE_LIMIT_ANSWERS_A_CHALLENGE: '1000000/60',
+      RATE_LIMIT_PROVES_A_PASSWORD: '1000000/60',
+      ...env,
+    },
+  });
+}
+
+/** The single integer a `SELECT count(*)::int AS n ...` (or any `... AS n`) answers. */
+export async function scalar(t: TestApp, query: RawBuilder<unknown>): Promise<number> {
+  const r = await query.execute(t.ctx.database.db);
+  return Number((r.rows[0] as { n: unknown }).n);
+}
+
+export function auditCount(t: TestApp, name: string, identityId: string): Promise<number> {
+  return scalar(
+    t,
+    sql`SELECT count(*)::int AS n FROM audit_records WHERE name = ${name} AND target = ${identityId}`,
+  );
+}
+
+export async function identityRow(t: TestApp, identityId: string) {
+  const r = await sql<{
+    session_epoch: number;
+    failed_attempts: number;
+    locked_until: Date | null;
+    password_hash: string | null;
+  }>`
+    SELECT session_epoch, failed_attempts, locked_until, password_hash FROM identities
+    WHERE id = ${identityId}`.execute(t.ctx.database.db);
+  if (r.rows.length !== 1) throw new Error(`no identity ${identityId}`);
+  return r.rows[0];
+}
+
+/** Status codes in ascending order (the order the requests finished in is not the point). */
+export function statuses(answers: LightMyRequestResponse[]): number[] {
+  return answers.map((r) => r.statusCode).sort((a, b) => a - b);
+}
+
+/** `n` copies of `status`. */
+export function times(n: number, status: number): number[] {
+  return Array.from({ length: n }, () => status);
+}
+
+/** Every answer is the named Problem Details, and all of them are byte-identical. */
+export function expectRefusals(answers: LightMyRequestResponse[], status: number, code: string): void {
+  for (const r of answers) {
+    expect({ status: r.statusCode, code: r.json().code }, r.body).toEqual({ status, code });
+    expect(String(r.headers['content-type'])).toMatch(/^application\/problem\+json/);
+  }
+  if (answers.length > 0) expect(new Set(answers.map((r) => r.body)).size).toBe(1);
+}
+
+export interface ElevatedPerson {
+  person: Person;
+  grant: Grant;
+  elevation: string;
+  /** Bearer plus x-elevation-token, for the routes that need both. */
+  headers: Record<string, string>;
+}
+
+/** A fresh verified person, signed in, with a live elevation minted through the real step-up routes. */
+export async function elevatedPerson(t: TestApp): Promise<ElevatedPerson> {
+  const person = await createPerson(t.ctx);
+  const grant = await signIn(t.app, person);
+  const elevation = await elevateByIdentifier(t, grant.accessToken, person.email);
+  return {
+    person,
+    grant,
+    elevation,
+    headers: { authorization: `Bearer ${grant.accessToken}`, 'x-elevation-token': elevation },
+  };
+}
