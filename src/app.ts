@@ -18,7 +18,12 @@ import { stepUpRoutes } from './features/step-up/routes.js';
 import { type Clock, systemClock } from './platform/clock.js';
 import { type AppContext, createContext } from './platform/context.js';
 import type { Database } from './platform/db/database.js';
-import { installErrorHandling, sendProblem, toProblem } from './platform/http/errors.js';
+import {
+  installErrorHandling,
+  RETRY_AFTER_UNAVAILABLE,
+  sendProblem,
+  toProblem,
+} from './platform/http/errors.js';
 import { Problem } from './platform/http/problem.js';
 import { ProblemSchema } from './platform/http/schemas.js';
 import { addSharedSchema, validatorCompiler } from './platform/http/validation.js';
@@ -51,6 +56,9 @@ const REDACT = [
   'req.headers["x-elevation-token"]',
   'req.headers.cookie',
   'err.detail',
+  // PGlite's query errors carry the bound values (sealed secrets, labels, addresses).
+  'err.params',
+  'err.cause.params',
   'password',
   'code',
   'token',
@@ -84,7 +92,9 @@ export async function buildApp(opts: BuildOptions): Promise<{ app: FastifyInstan
     trustProxy: (config.trustProxy === false ? false : config.trustProxy) as unknown as boolean,
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
-    return503OnClosing: true,
+    // Draining is answered below as Problem Details: Fastify's own 503 is a bare JSON object
+    // without Retry-After (interface 2.3, 7).
+    return503OnClosing: false,
     // Every encapsulated plugin gets the strict compiler too: a plugin that adds a shared schema
     // would otherwise get Fastify's default Ajv, which strips unknown properties and coerces types.
     schemaController: {
@@ -115,9 +125,25 @@ export async function buildApp(opts: BuildOptions): Promise<{ app: FastifyInstan
   app.removeContentTypeParser(['text/plain']);
   installErrorHandling(app);
 
+  // Set as close() begins: a request still reaching the server (on a busy keep-alive connection)
+  // while in-flight work drains is refused as a retryable 503; Fastify adds Connection: close.
+  let draining = false;
+  app.addHook('preClose', async () => {
+    draining = true;
+  });
+  // An answer sent while draining closes its connection. Node keeps a keep-alive connection whose
+  // request was in flight at server.close() open after the answer, idle until the keep-alive
+  // timeout, which would hold the shutdown past its deadline (exit 1 instead of 0).
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (draining) reply.header('connection', 'close');
+    return payload;
+  });
   app.addHook('onRequest', async (request, reply) => {
     // The id is always the server's own; a client-supplied X-Request-Id is never echoed.
     reply.header('x-request-id', request.id);
+    if (draining) {
+      throw new Problem('service.unavailable', { headers: { 'retry-after': RETRY_AFTER_UNAVAILABLE } });
+    }
   });
   app.addHook('preValidation', async (request) => {
     const schema = request.routeOptions.schema;
