@@ -160,26 +160,25 @@ describe('loadConfig', () => {
 });
 
 describe.concurrent('start-up refusal (node --import tsx src/main.ts)', () => {
-  it.each(INVALID.filter(([name]) => SPAWNED.has(name)))(
-    'exits 1 with one line on %s',
-    async (_name, env, variable) => {
-      const run = spawnTs('src/main.ts', {
-        NODE_ENV: 'development',
-        DATA_DIR: tmp(),
-        SECRETS_KEY: key(),
-        DATABASE_URL: 'memory://',
-        PORT: '0',
-        ...env,
-      });
-      const { code } = await within(run.exited, 25_000, 'main.ts to exit');
-      const stderr = run.stderr();
-      expect(code).toBe(1);
-      expect(stderr.endsWith('\n')).toBe(true);
-      expect(stderr.split('\n')).toHaveLength(2); // one line plus the final newline
-      expect(stderr).toContain(variable);
-      expect(stderr).not.toContain('    at ');
-      expect(stderr).not.toMatch(/Error:/);
-      expect(run.stdout()).not.toContain('listening');
-    },
-  );
+  it.each(
+    INVALID.filter(([name]) => SPAWNED.has(name)),
+  )('exits 1 with one line on %s', async (_name, env, variable) => {
+    const run = spawnTs('src/main.ts', {
+      NODE_ENV: 'development',
+      DATA_DIR: tmp(),
+      SECRETS_KEY: key(),
+      DATABASE_URL: 'memory://',
+      PORT: '0',
+      ...env,
+    });
+    const { code } = await within(run.exited, 25_000, 'main.ts to exit');
+    const stderr = run.stderr();
+    expect(code).toBe(1);
+    expect(stderr.endsWith('\n')).toBe(true);
+    expect(stderr.split('\n')).toHaveLength(2); // one line plus the final newline
+    expect(stderr).toContain(variable);
+    expect(stderr).not.toContain('    at ');
+    expect(stderr).not.toMatch(/Error:/);
+    expect(run.stdout()).not.toContain('listening');
+  });
 });

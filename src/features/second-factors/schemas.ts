@@ -7,7 +7,8 @@ import { SessionGrantSchema } from '../sessions/schemas.js';
 const totpCode = Type.String({ pattern: '^[0-9]{6,8}$', minLength: 6, maxLength: 8 });
 
 export const EnrolmentBody = Type.Object(
-  { label: Type.Optional(Type.String({ minLength: 1, maxLength: 120 })) },
+  // PostgreSQL text cannot hold U+0000: refused here (400) rather than failing the insert (500).
+  { label: Type.Optional(Type.String({ minLength: 1, maxLength: 120, pattern: '^[^\\u0000]*$' })) },
   { additionalProperties: false },
 );
 

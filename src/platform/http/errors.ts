@@ -60,6 +60,11 @@ export function toProblem(err: unknown, request: FastifyRequest): Problem {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
     case 'FST_ERR_CTP_INVALID_TYPE':
       return new Problem('request.unsupported_media_type');
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      // A path parameter longer than the router accepts (414 from Fastify) is no valid id either.
+      return new Problem('validation.failed', {
+        errors: [{ location: 'path', field: '', code: 'maxLength', message: 'path parameter is too long' }],
+      });
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
