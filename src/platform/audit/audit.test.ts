@@ -223,6 +223,8 @@ describe('sealed audit chain (PGlite)', () => {
 
 const testDatabaseUrl = process.env.TEST_DATABASE_URL;
 
+// Runs in CI's PostgreSQL-server pass (TEST_DATABASE_URL set); the embedded pass above already
+// covers the chain itself, and PGlite cannot interleave transactions to race the head row.
 describe.skipIf(!testDatabaseUrl)('sealed audit chain (PostgreSQL)', () => {
   const schema = `audit_test_${randomBytes(6).toString('hex')}`;
   let database: Database;
