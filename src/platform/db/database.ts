@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import {
@@ -99,6 +100,25 @@ export interface DatabaseOptions {
   schema?: string;
 }
 
+/**
+ * Every parameterised query runs as a named prepared statement on its connection (the name is a
+ * hash of the SQL text, so one text always maps to one name): PostgreSQL parses and plans each
+ * statement once per connection instead of on every request. The hot paths (the session guard,
+ * the context, renewals) are single statements whose planning cost as much as their execution.
+ * Parameterless SQL (migrations, BEGIN/COMMIT) keeps the simple protocol.
+ */
+function preparePerConnection(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+    const [text, values] = args;
+    if (typeof text === 'string' && Array.isArray(values) && values.length > 0 && args.length === 2) {
+      const name = `q${createHash('sha1').update(text).digest('base64url')}`;
+      return query({ name, text, values });
+    }
+    return query(...args);
+  };
+}
+
 export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   if (opts.url && opts.url !== 'memory://') {
     const pool = new pg.Pool({
@@ -116,6 +136,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     // The query itself still rejects (a 503), and the dead client is dropped on release.
     pool.on('connect', (client) => {
       client.on('error', () => {});
+      preparePerConnection(client);
     });
     const db: Db = new Kysely({ dialect: new PostgresDialect({ pool }) });
     return {
