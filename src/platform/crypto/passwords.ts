@@ -13,10 +13,10 @@ export interface PasswordHasher {
 const ARGON2ID = 2 as Algorithm;
 
 /**
- * At most `limit` operations run at once; the rest wait their turn in order. Argon2id is
- * memory-hard: on a small machine, more parallel hashes than spare cores compete for memory
- * bandwidth and page faults and finish fewer per second in total (measured: 93/s with one at a
- * time, 60/s with two, 35/s with four on the 2-core CI machine), and they starve the event loop.
+ * At most `limit` operations run at once; the rest wait their turn in order. Hashing runs in the
+ * libuv pool, but each Argon2id verification keeps a core busy: with as many hashes as cores, the
+ * event loop, the database and everything else on the machine wait for a core (measured on the
+ * 2-core CI machine: GET /health/live p99 24 ms with one hash at a time, 101 ms with two).
  */
 class Semaphore {
   #active = 0;
