@@ -3,7 +3,7 @@ import type { AppContext } from '../../platform/context.js';
 import { sha256Hex } from '../../platform/crypto/tokens.js';
 import type { Executor } from '../../platform/db/database.js';
 import { Problem } from '../../platform/http/problem.js';
-import { buildPage, readPageQuery } from '../../platform/pagination/page.js';
+import { keysetPage } from '../../platform/pagination/page.js';
 import { maskIdentifier } from '../identities/identifier.js';
 import { findIdentity, verifiedIdentifiers } from '../identities/repository.js';
 import { useRecoveryCode } from '../recovery-codes/service.js';
@@ -12,7 +12,6 @@ import { type RequestMeta, type SessionGrant, SessionService } from '../sessions
 import * as repo from './repository.js';
 import { matchStep, newSecret, otpauthUri, type TotpPolicy } from './totp.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const LIST_ROUTE = 'GET /api/v1/second-factors';
 
 export interface Enrolment {
@@ -128,25 +127,13 @@ export class SecondFactorService {
   }
 
   async list(identityId: string, query: { limit?: number; after?: string; cursorTtl?: number }) {
-    const scope = { route: LIST_ROUTE, subject: identityId };
-    const req = readPageQuery(query, this.ctx.cursors, scope);
-    const after = req.after;
-    if (after && (typeof after.t !== 'string' || typeof after.id !== 'string' || !UUID.test(after.id))) {
-      throw new Problem('collection.cursor_invalid');
-    }
-    const rows = await repo.verifiedPage(
-      this.ctx.database.db,
-      identityId,
-      req.limit,
-      after ? { t: after.t as string, id: after.id as string } : undefined,
-    );
-    const { items, pageInfo } = buildPage(
-      rows,
-      req.limit,
-      (r) => ({ t: new Date(r.verified_at).toISOString(), id: r.id }),
+    const { items, pageInfo } = await keysetPage(
       this.ctx.cursors,
-      scope,
-      req.cursorTtl,
+      { route: LIST_ROUTE, subject: identityId },
+      query,
+      (limit, after) => repo.verifiedPage(this.ctx.database.db, identityId, limit, after),
+      (r) => r.verified_at,
+      (r) => r.id,
     );
     const data: SecondFactorListItem[] = items.map((r) => ({
       id: r.id,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../../platform/context.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
 import { Problem } from '../../platform/http/problem.js';
-import { buildPage, readPageQuery } from '../../platform/pagination/page.js';
+import { keysetPage } from '../../platform/pagination/page.js';
 import { type IdentifierInput, maskIdentifier, normaliseIdentifier } from '../identities/identifier.js';
 import {
   bumpSessionEpoch as bumpEpoch,
@@ -26,8 +26,6 @@ export interface SessionGrant {
   refreshToken: string;
   sessionExpiresAt: string;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export class SessionService {
   constructor(private readonly ctx: AppContext) {}
@@ -182,25 +180,13 @@ export class SessionService {
   }
 
   async history(identityId: string, query: { limit?: number; after?: string; cursorTtl?: number }) {
-    const scope = { route: 'GET /api/v1/sign-ins/history', subject: identityId };
-    const req = readPageQuery(query, this.ctx.cursors, scope);
-    const after = req.after;
-    if (after && (typeof after.t !== 'string' || typeof after.id !== 'string' || !UUID.test(after.id))) {
-      throw new Problem('collection.cursor_invalid');
-    }
-    const rows = await repo.attemptsPage(
-      this.ctx.database.db,
-      identityId,
-      req.limit,
-      after ? { t: after.t as string, id: after.id as string } : undefined,
-    );
-    const { items, pageInfo } = buildPage(
-      rows,
-      req.limit,
-      (r) => ({ t: new Date(r.occurred_at).toISOString(), id: r.id }),
+    const { items, pageInfo } = await keysetPage(
       this.ctx.cursors,
-      scope,
-      req.cursorTtl,
+      { route: 'GET /api/v1/sign-ins/history', subject: identityId },
+      query,
+      (limit, after) => repo.attemptsPage(this.ctx.database.db, identityId, limit, after),
+      (r) => r.occurred_at,
+      (r) => r.id,
     );
     return {
       items: items.map((r) => ({

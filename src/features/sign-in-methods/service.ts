@@ -3,7 +3,7 @@ import type { AppContext } from '../../platform/context.js';
 import { generateCode, safeEqual } from '../../platform/crypto/tokens.js';
 import { Problem } from '../../platform/http/problem.js';
 import { verificationText } from '../../platform/notify/notifier.js';
-import { buildPage, readPageQuery } from '../../platform/pagination/page.js';
+import { keysetPage } from '../../platform/pagination/page.js';
 import {
   type IdentifierInput,
   type IdentifierType,
@@ -40,7 +40,6 @@ import {
 /** Contract 5: five attempts per out-of-band challenge, plus the identity-wide lock. */
 export const METHOD_CHALLENGE_MAX_ATTEMPTS = 5;
 const LOCK_ROUTE = 'sign-in-method-confirmation';
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
  * The password has no row of its own, so its method id is derived from the identity id: the
@@ -63,26 +62,14 @@ export class SignInMethodService {
   constructor(private readonly ctx: AppContext) {}
 
   async list(identityId: string, query: { limit?: number; after?: string; cursorTtl?: number }) {
-    const scope = { route: 'GET /api/v1/sign-in-methods', subject: identityId };
-    const req = readPageQuery(query, this.ctx.cursors, scope);
-    const after = req.after;
-    if (after && (typeof after.t !== 'string' || typeof after.id !== 'string' || !UUID.test(after.id))) {
-      throw new Problem('collection.cursor_invalid');
-    }
-    const rows = await methodsPage(
-      this.ctx.database.db,
-      identityId,
-      passwordMethodId(identityId),
-      req.limit,
-      after ? { t: after.t as string, id: after.id as string } : undefined,
-    );
-    const { items, pageInfo } = buildPage(
-      rows,
-      req.limit,
-      (r) => ({ t: new Date(r.verified_at).toISOString(), id: r.id }),
+    const { items, pageInfo } = await keysetPage(
       this.ctx.cursors,
-      scope,
-      req.cursorTtl,
+      { route: 'GET /api/v1/sign-in-methods', subject: identityId },
+      query,
+      (limit, after) =>
+        methodsPage(this.ctx.database.db, identityId, passwordMethodId(identityId), limit, after),
+      (r) => r.verified_at,
+      (r) => r.id,
     );
     return {
       items: items.map((r) => ({

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../clock.js';
 import { Problem } from '../http/problem.js';
 import { CursorCodec, type CursorScope } from './cursor.js';
-import { buildPage, PageInfoSchema, PageQuerySchema, readPageQuery } from './page.js';
+import { buildPage, keysetPage, PageInfoSchema, PageQuerySchema, readPageQuery } from './page.js';
 
 interface Row {
   t: string;
@@ -234,5 +234,67 @@ describe('PageInfoSchema', () => {
     [{ hasNextPage: false, nextCursor: 1 }, false],
   ])('%o valid = %s', (info, valid) => {
     expect(Value.Check(PageInfoSchema, info)).toBe(valid);
+  });
+});
+
+describe('keysetPage', () => {
+  const clock = new ManualClock('2026-03-01T00:00:00.000Z');
+  const codec = new CursorCodec({ id: 'k1', secret: Buffer.alloc(32, 7) }, clock);
+  const scope: CursorScope = { route: 'GET /api/v1/things', subject: 'someone' };
+  const rows = Array.from({ length: 5 }, (_, i) => ({
+    id: `00000000-0000-4000-8000-00000000000${i}`,
+    at: new Date(Date.UTC(2026, 1, 1, 0, 0, 5 - i)),
+  }));
+  const fetch = async (limit: number, after?: { t: string; id: string }) =>
+    rows
+      .filter(
+        (r) =>
+          !after ||
+          r.at.getTime() < Date.parse(after.t) ||
+          (r.at.toISOString() === after.t && r.id < after.id),
+      )
+      .slice(0, limit + 1);
+
+  it('walks every row once, newest first, through its own cursors', async () => {
+    const seen: string[] = [];
+    let after: string | undefined;
+    do {
+      const page = await keysetPage(
+        codec,
+        scope,
+        { limit: 2, after },
+        fetch,
+        (r) => r.at,
+        (r) => r.id,
+      );
+      seen.push(...page.items.map((r) => r.id));
+      after = page.pageInfo.nextCursor ?? undefined;
+    } while (after);
+    expect(seen).toEqual(rows.map((r) => r.id));
+  });
+
+  it('refuses a signed cursor whose position is not an (instant, uuid) pair before fetching', async () => {
+    let fetched = false;
+    for (const position of [
+      { t: 'not a date', id: rows[0].id },
+      { t: rows[0].at.toISOString(), id: "1' OR 1=1" },
+      { t: 5, id: rows[0].id },
+    ]) {
+      const cursor = codec.encode(scope, position, 900);
+      await expect(
+        keysetPage(
+          codec,
+          scope,
+          { after: cursor },
+          async () => {
+            fetched = true;
+            return [];
+          },
+          (r: { at: Date }) => r.at,
+          () => '',
+        ),
+      ).rejects.toMatchObject({ code: 'collection.cursor_invalid' });
+    }
+    expect(fetched).toBe(false);
   });
 });

@@ -1,4 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
+import { Problem } from '../http/problem.js';
 import {
   type CursorCodec,
   type CursorPosition,
@@ -83,4 +84,48 @@ export function buildPage<R>(
     ? codec.encode(scope, positionOf(items[items.length - 1]), ttlSeconds)
     : null;
   return { items, pageInfo: { hasNextPage, nextCursor } };
+}
+
+/** A keyset position: the sort instant and the row id that breaks ties. */
+export interface KeysetPosition {
+  t: string;
+  id: string;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * One page of a list ordered by (instant DESC, id DESC): reads limit/after/cursorTtl, decodes the
+ * cursor against the route and caller, asks `fetch` for limit + 1 rows after that position, and
+ * builds the page. A signed cursor whose position is not an (instant, uuid) pair is refused as
+ * unusable rather than reaching the SQL.
+ */
+export async function keysetPage<R>(
+  codec: CursorCodec,
+  scope: CursorScope,
+  query: PageQuery,
+  fetch: (limit: number, after: KeysetPosition | undefined) => Promise<R[]>,
+  positionOf: (row: R) => Date,
+  idOf: (row: R) => string,
+): Promise<{ items: R[]; pageInfo: PageInfo }> {
+  const req = readPageQuery(query, codec, scope);
+  const after = req.after;
+  if (
+    after &&
+    (typeof after.t !== 'string' ||
+      Number.isNaN(Date.parse(after.t)) ||
+      typeof after.id !== 'string' ||
+      !UUID.test(after.id))
+  ) {
+    throw new Problem('collection.cursor_invalid');
+  }
+  const rows = await fetch(req.limit, after ? { t: after.t as string, id: after.id as string } : undefined);
+  return buildPage(
+    rows,
+    req.limit,
+    (r) => ({ t: new Date(positionOf(r)).toISOString(), id: idOf(r) }),
+    codec,
+    scope,
+    req.cursorTtl,
+  );
 }
