@@ -120,3 +120,23 @@ export async function identitySummary(trx: Executor, identityId: string): Promis
     );
   return r.rows[0] ? toSummary(identityId, r.rows[0]) : { identifiers: [], methods: [] };
 }
+
+export type ChallengePurpose = 'sign_up' | 'sign_in_method' | 'password_recovery' | 'step_up';
+
+/**
+ * Compare-and-set on an out-of-band challenge: spends it only while it is still answerable at
+ * `now`, so of two requests racing with one code exactly one gets true.
+ */
+export async function spendChallenge(
+  trx: Executor,
+  id: string,
+  purpose: ChallengePurpose,
+  now: Date,
+): Promise<boolean> {
+  const r = await sql<{ id: string }>`
+    UPDATE challenges SET spent_at = ${now}
+    WHERE id = ${id} AND purpose = ${purpose} AND spent_at IS NULL AND revoked_at IS NULL
+      AND expires_at > ${now} AND attempts < max_attempts
+    RETURNING id`.execute(trx);
+  return r.rows.length === 1;
+}

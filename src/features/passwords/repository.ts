@@ -53,16 +53,6 @@ export async function liveRecoveryChallenges(
   return r.rows;
 }
 
-/** Compare-and-set: a code recovers the account at most once. */
-export async function spendRecoveryChallenge(trx: Executor, id: string, now: Date): Promise<boolean> {
-  const r = await sql<{ id: string }>`
-    UPDATE challenges SET spent_at = ${now}
-    WHERE id = ${id} AND purpose = 'password_recovery' AND spent_at IS NULL AND revoked_at IS NULL
-      AND expires_at > ${now} AND attempts < max_attempts
-    RETURNING id`.execute(trx);
-  return r.rows.length === 1;
-}
-
 /** A wrong code costs one attempt on every live recovery challenge of the identifier. */
 export async function chargeLiveRecoveryChallenges(
   trx: Executor,

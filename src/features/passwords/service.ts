@@ -5,7 +5,7 @@ import { generateCode, safeEqual } from '../../platform/crypto/tokens.js';
 import { Problem } from '../../platform/http/problem.js';
 import { verificationText } from '../../platform/notify/notifier.js';
 import { type IdentifierInput, normaliseIdentifier } from '../identities/identifier.js';
-import { bumpSessionEpoch, findIdentifier, findIdentity } from '../identities/repository.js';
+import { bumpSessionEpoch, findIdentifier, findIdentity, spendChallenge } from '../identities/repository.js';
 import type { SessionPrincipal } from '../sessions/guard.js';
 import { adoptEpoch, lockSession, revokeIdentitySessions } from '../sessions/repository.js';
 import {
@@ -15,7 +15,6 @@ import {
   type RecoveryChallengeRow,
   revokeRecoveryChallenges,
   setPassword,
-  spendRecoveryChallenge,
 } from './repository.js';
 
 /** Contract 5: five attempts per out-of-band challenge (the identity-wide lock counts on top). */
@@ -170,7 +169,7 @@ export class PasswordService {
       const newHash = await this.ctx.passwords.hash(input.newPassword);
       const now = this.ctx.clock.now();
       const done = await db.transaction().execute(async (trx) => {
-        if (!(await spendRecoveryChallenge(trx, challenge.id, now))) return false;
+        if (!(await spendChallenge(trx, challenge.id, 'password_recovery', now))) return false;
         const identityId = challenge.identity_id;
         await findIdentity(trx, identityId, true);
         await setPassword(trx, identityId, newHash, now);

@@ -80,19 +80,6 @@ export async function liveSignUpChallenges(
   return r.rows;
 }
 
-/**
- * Compare-and-set: spends the challenge only if it is still live at `now`. Of two confirmations
- * racing with one code, the second waits on the row lock, re-reads the row, and gets false.
- */
-export async function spendChallenge(trx: Executor, id: string, now: Date): Promise<boolean> {
-  const r = await sql<{ id: string }>`
-    UPDATE challenges SET spent_at = ${now}
-    WHERE id = ${id} AND spent_at IS NULL AND revoked_at IS NULL
-      AND expires_at > ${now} AND attempts < max_attempts
-    RETURNING id`.execute(trx);
-  return r.rows.length === 1;
-}
-
 /** False when the identifier was verified or removed meanwhile: the confirmation must not proceed. */
 export async function markIdentifierVerified(
   trx: Executor,

@@ -5,7 +5,7 @@ import { generateCode, safeEqual } from '../../platform/crypto/tokens.js';
 import { Problem, type ValidationEntry } from '../../platform/http/problem.js';
 import { verificationText } from '../../platform/notify/notifier.js';
 import { type IdentifierInput, maskIdentifier, normaliseIdentifier } from '../identities/identifier.js';
-import { findIdentifier } from '../identities/repository.js';
+import { findIdentifier, spendChallenge } from '../identities/repository.js';
 import {
   chargeLiveSignUpChallenges,
   claimIdentifier,
@@ -17,7 +17,6 @@ import {
   revokeOtherSignUpChallenges,
   type SignUpChallengeRow,
   setIdentityPassword,
-  spendChallenge,
 } from './repository.js';
 import type { SignUpResult } from './schemas.js';
 
@@ -155,7 +154,8 @@ export async function confirmSignUp(ctx: AppContext, input: ConfirmationInput): 
     await db.transaction().execute(async (trx) => {
       const now = ctx.clock.now();
       // Of two confirmations racing with one code, only one spends it.
-      if (!(await spendChallenge(trx, challenge.id, now))) throw new Problem('identity.verification_refused');
+      if (!(await spendChallenge(trx, challenge.id, 'sign_up', now)))
+        throw new Problem('identity.verification_refused');
       if (!(await markIdentifierVerified(trx, identifier.id, now))) {
         throw new Problem('identity.verification_refused');
       }

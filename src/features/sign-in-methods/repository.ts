@@ -63,16 +63,6 @@ export async function liveMethodChallenges(
   return r.rows;
 }
 
-/** Compare-and-set: of two confirmations racing with one code, exactly one gets true. */
-export async function spendMethodChallenge(trx: Executor, id: string, now: Date): Promise<boolean> {
-  const r = await sql<{ id: string }>`
-    UPDATE challenges SET spent_at = ${now}
-    WHERE id = ${id} AND purpose = 'sign_in_method' AND spent_at IS NULL AND revoked_at IS NULL
-      AND expires_at > ${now} AND attempts < max_attempts
-    RETURNING id`.execute(trx);
-  return r.rows.length === 1;
-}
-
 /** A failed confirmation costs one attempt on every live sign-in-method challenge of the identity. */
 export async function chargeLiveMethodChallenges(
   trx: Executor,

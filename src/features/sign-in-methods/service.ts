@@ -14,6 +14,7 @@ import {
   bumpSessionEpoch,
   findIdentifier,
   findIdentity,
+  spendChallenge,
   verifiedIdentifiers,
 } from '../identities/repository.js';
 import { linkProvider, type ProviderInput } from '../providers/service.js';
@@ -34,7 +35,6 @@ import {
   removePassword,
   retirePendingIdentifier,
   revokeMethodChallengesFor,
-  spendMethodChallenge,
 } from './repository.js';
 
 /** Contract 5: five attempts per out-of-band challenge, plus the identity-wide lock. */
@@ -187,7 +187,7 @@ export class SignInMethodService {
     const now = this.ctx.clock.now();
     const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
       // Of two confirmations racing with one code, only one spends it.
-      if (!(await spendMethodChallenge(trx, challenge.id, now))) return 'refused' as const;
+      if (!(await spendChallenge(trx, challenge.id, 'sign_in_method', now))) return 'refused' as const;
       const existing = await findIdentifier(trx, ident);
       let identifierId: string | undefined;
       if (existing?.verified_at) return 'taken' as const;
