@@ -140,3 +140,50 @@ export async function spendChallenge(
     RETURNING id`.execute(trx);
   return r.rows.length === 1;
 }
+
+/** Whose challenges: an identifier's (sign-up, recovery) or an identity's (sign-in methods). */
+export type ChallengeOwner = { identifierId: string } | { identityId: string };
+
+function ownedBy(owner: ChallengeOwner) {
+  return 'identifierId' in owner
+    ? sql`identifier_id = ${owner.identifierId}`
+    : sql`identity_id = ${owner.identityId}`;
+}
+
+/**
+ * The owner's challenges of one purpose that could still be answered at `now`, oldest first. `R`
+ * names the columns that purpose fills (sign-up challenges carry a password hash, sign-in-method
+ * challenges the address they will add).
+ */
+export async function liveChallenges<R>(
+  trx: Executor,
+  purpose: ChallengePurpose,
+  owner: ChallengeOwner,
+  now: Date,
+): Promise<R[]> {
+  const r = await sql<R>`
+    SELECT id, identity_id, identifier_id, code_hash, password_hash, identifier_type, identifier_value,
+           expires_at, attempts, max_attempts
+    FROM challenges
+    WHERE ${ownedBy(owner)} AND purpose = ${purpose}
+      AND spent_at IS NULL AND revoked_at IS NULL
+      AND expires_at > ${now} AND attempts < max_attempts
+    ORDER BY created_at, id`.execute(trx);
+  return r.rows;
+}
+
+/** A failed answer costs one attempt on every live challenge of the owner for that purpose. */
+export async function chargeLiveChallenges(
+  trx: Executor,
+  purpose: ChallengePurpose,
+  owner: ChallengeOwner,
+  now: Date,
+): Promise<number> {
+  const r = await sql<{ id: string }>`
+    UPDATE challenges SET attempts = attempts + 1
+    WHERE ${ownedBy(owner)} AND purpose = ${purpose}
+      AND spent_at IS NULL AND revoked_at IS NULL
+      AND expires_at > ${now} AND attempts < max_attempts
+    RETURNING id`.execute(trx);
+  return r.rows.length;
+}

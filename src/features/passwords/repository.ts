@@ -38,36 +38,6 @@ export async function insertRecoveryChallenge(
        ${c.now}, ${c.expiresAt})`.execute(trx);
 }
 
-/** Recovery challenges sent to this identifier that could still be answered at `now`. */
-export async function liveRecoveryChallenges(
-  trx: Executor,
-  identifierId: string,
-  now: Date,
-): Promise<RecoveryChallengeRow[]> {
-  const r = await sql<RecoveryChallengeRow>`
-    SELECT id, identity_id, code_hash FROM challenges
-    WHERE identifier_id = ${identifierId} AND purpose = 'password_recovery'
-      AND spent_at IS NULL AND revoked_at IS NULL
-      AND expires_at > ${now} AND attempts < max_attempts
-    ORDER BY created_at, id`.execute(trx);
-  return r.rows;
-}
-
-/** A wrong code costs one attempt on every live recovery challenge of the identifier. */
-export async function chargeLiveRecoveryChallenges(
-  trx: Executor,
-  identifierId: string,
-  now: Date,
-): Promise<number> {
-  const r = await sql<{ id: string }>`
-    UPDATE challenges SET attempts = attempts + 1
-    WHERE identifier_id = ${identifierId} AND purpose = 'password_recovery'
-      AND spent_at IS NULL AND revoked_at IS NULL
-      AND expires_at > ${now} AND attempts < max_attempts
-    RETURNING id`.execute(trx);
-  return r.rows.length;
-}
-
 /** After a recovery, every other recovery code of the identity is dead. */
 export async function revokeRecoveryChallenges(trx: Executor, identityId: string, now: Date): Promise<void> {
   await sql`

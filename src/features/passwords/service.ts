@@ -5,13 +5,18 @@ import { generateCode, safeEqual } from '../../platform/crypto/tokens.js';
 import { Problem } from '../../platform/http/problem.js';
 import { verificationText } from '../../platform/notify/notifier.js';
 import { type IdentifierInput, normaliseIdentifier } from '../identities/identifier.js';
-import { bumpSessionEpoch, findIdentifier, findIdentity, spendChallenge } from '../identities/repository.js';
+import {
+  bumpSessionEpoch,
+  chargeLiveChallenges,
+  findIdentifier,
+  findIdentity,
+  liveChallenges,
+  spendChallenge,
+} from '../identities/repository.js';
 import type { SessionPrincipal } from '../sessions/guard.js';
 import { adoptEpoch, lockSession, revokeIdentitySessions } from '../sessions/repository.js';
 import {
-  chargeLiveRecoveryChallenges,
   insertRecoveryChallenge,
-  liveRecoveryChallenges,
   type RecoveryChallengeRow,
   revokeRecoveryChallenges,
   setPassword,
@@ -158,7 +163,14 @@ export class PasswordService {
     const codeHash = this.ctx.codes.hash(input.code);
     const identifier = ident ? await findIdentifier(db, ident) : undefined;
     const known = identifier?.verified_at ? identifier : undefined;
-    const live = known ? await liveRecoveryChallenges(db, known.id, this.ctx.clock.now()) : [];
+    const live = known
+      ? await liveChallenges<RecoveryChallengeRow>(
+          db,
+          'password_recovery',
+          { identifierId: known.id },
+          this.ctx.clock.now(),
+        )
+      : [];
     let match: RecoveryChallengeRow | undefined;
     for (const c of live) {
       if (safeEqual(c.code_hash, codeHash) && !match) match = c;
@@ -191,7 +203,12 @@ export class PasswordService {
 
     if (known && live.length > 0) {
       await db.transaction().execute(async (trx) => {
-        const charged = await chargeLiveRecoveryChallenges(trx, known.id, this.ctx.clock.now());
+        const charged = await chargeLiveChallenges(
+          trx,
+          'password_recovery',
+          { identifierId: known.id },
+          this.ctx.clock.now(),
+        );
         // One request is one failure on the identity-wide lock, however many challenges it charged.
         if (charged > 0) await this.ctx.lock.recordFailure(trx, known.identity_id, LOCK_ROUTE);
       });

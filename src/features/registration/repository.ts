@@ -64,22 +64,6 @@ export async function insertSignUpChallenge(
        ${c.maxAttempts}, ${c.createdAt}, ${c.expiresAt})`.execute(trx);
 }
 
-/** Sign-up challenges of an identifier that could still be answered at `now`. */
-export async function liveSignUpChallenges(
-  trx: Executor,
-  identifierId: string,
-  now: Date,
-): Promise<SignUpChallengeRow[]> {
-  const r = await sql<SignUpChallengeRow>`
-    SELECT id, identity_id, code_hash, password_hash, expires_at, attempts, max_attempts
-    FROM challenges
-    WHERE identifier_id = ${identifierId} AND purpose = 'sign_up'
-      AND spent_at IS NULL AND revoked_at IS NULL
-      AND expires_at > ${now} AND attempts < max_attempts
-    ORDER BY created_at, id`.execute(trx);
-  return r.rows;
-}
-
 /** False when the identifier was verified or removed meanwhile: the confirmation must not proceed. */
 export async function markIdentifierVerified(
   trx: Executor,
@@ -118,24 +102,6 @@ export async function revokeOtherSignUpChallenges(
     UPDATE challenges SET revoked_at = ${now}
     WHERE identifier_id = ${identifierId} AND purpose = 'sign_up' AND id <> ${keepId}
       AND spent_at IS NULL AND revoked_at IS NULL
-    RETURNING id`.execute(trx);
-  return r.rows.length;
-}
-
-/**
- * A failed confirmation costs one attempt on every challenge of the address that could still be
- * answered, so guesses spread over several registrations still exhaust each of them.
- */
-export async function chargeLiveSignUpChallenges(
-  trx: Executor,
-  identifierId: string,
-  now: Date,
-): Promise<number> {
-  const r = await sql<{ id: string }>`
-    UPDATE challenges SET attempts = attempts + 1
-    WHERE identifier_id = ${identifierId} AND purpose = 'sign_up'
-      AND spent_at IS NULL AND revoked_at IS NULL
-      AND expires_at > ${now} AND attempts < max_attempts
     RETURNING id`.execute(trx);
   return r.rows.length;
 }

@@ -5,14 +5,17 @@ import { generateCode, safeEqual } from '../../platform/crypto/tokens.js';
 import { Problem, type ValidationEntry } from '../../platform/http/problem.js';
 import { verificationText } from '../../platform/notify/notifier.js';
 import { type IdentifierInput, maskIdentifier, normaliseIdentifier } from '../identities/identifier.js';
-import { findIdentifier, spendChallenge } from '../identities/repository.js';
 import {
-  chargeLiveSignUpChallenges,
+  chargeLiveChallenges,
+  findIdentifier,
+  liveChallenges,
+  spendChallenge,
+} from '../identities/repository.js';
+import {
   claimIdentifier,
   deleteIdentity,
   insertIdentity,
   insertSignUpChallenge,
-  liveSignUpChallenges,
   markIdentifierVerified,
   revokeOtherSignUpChallenges,
   type SignUpChallengeRow,
@@ -135,7 +138,14 @@ export async function confirmSignUp(ctx: AppContext, input: ConfirmationInput): 
   // Read outside a transaction: the Argon2 work below must not run while holding row locks. The
   // compare-and-set in the write transaction re-checks everything this read relied on.
   const identifier = await findIdentifier(db, ident);
-  const live = identifier ? await liveSignUpChallenges(db, identifier.id, ctx.clock.now()) : [];
+  const live = identifier
+    ? await liveChallenges<SignUpChallengeRow>(
+        db,
+        'sign_up',
+        { identifierId: identifier.id },
+        ctx.clock.now(),
+      )
+    : [];
   // Constant-time compare over every live challenge (no early exit). Two registrations can draw the
   // same code, so each match is tried with the password until one verifies.
   const matches = live.filter((c) => safeEqual(c.code_hash, codeHash));
@@ -179,7 +189,12 @@ export async function confirmSignUp(ctx: AppContext, input: ConfirmationInput): 
 
   if (identifier && live.length > 0) {
     await db.transaction().execute(async (trx) => {
-      const charged = await chargeLiveSignUpChallenges(trx, identifier.id, ctx.clock.now());
+      const charged = await chargeLiveChallenges(
+        trx,
+        'sign_up',
+        { identifierId: identifier.id },
+        ctx.clock.now(),
+      );
       // One request is one failure on the identity-wide lock, however many challenges it charged.
       if (charged > 0) await ctx.lock.recordFailure(trx, identifier.identity_id, LOCK_ROUTE);
     });

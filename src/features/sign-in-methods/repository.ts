@@ -48,36 +48,6 @@ export async function insertMethodChallenge(
        ${c.expiresAt}, ${c.identifier.type}, ${c.identifier.value})`.execute(trx);
 }
 
-/** The identity's sign-in-method challenges that could still be answered at `now`. */
-export async function liveMethodChallenges(
-  trx: Executor,
-  identityId: string,
-  now: Date,
-): Promise<MethodChallengeRow[]> {
-  const r = await sql<MethodChallengeRow>`
-    SELECT id, code_hash, identifier_type, identifier_value FROM challenges
-    WHERE identity_id = ${identityId} AND purpose = 'sign_in_method'
-      AND spent_at IS NULL AND revoked_at IS NULL
-      AND expires_at > ${now} AND attempts < max_attempts
-    ORDER BY created_at, id`.execute(trx);
-  return r.rows;
-}
-
-/** A failed confirmation costs one attempt on every live sign-in-method challenge of the identity. */
-export async function chargeLiveMethodChallenges(
-  trx: Executor,
-  identityId: string,
-  now: Date,
-): Promise<number> {
-  const r = await sql<{ id: string }>`
-    UPDATE challenges SET attempts = attempts + 1
-    WHERE identity_id = ${identityId} AND purpose = 'sign_in_method'
-      AND spent_at IS NULL AND revoked_at IS NULL
-      AND expires_at > ${now} AND attempts < max_attempts
-    RETURNING id`.execute(trx);
-  return r.rows.length;
-}
-
 /** Once an address is added, the identity's other pending challenges for it are moot. */
 export async function revokeMethodChallengesFor(
   trx: Executor,

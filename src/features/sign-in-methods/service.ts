@@ -12,8 +12,10 @@ import {
 } from '../identities/identifier.js';
 import {
   bumpSessionEpoch,
+  chargeLiveChallenges,
   findIdentifier,
   findIdentity,
+  liveChallenges,
   spendChallenge,
   verifiedIdentifiers,
 } from '../identities/repository.js';
@@ -22,11 +24,9 @@ import { providerVerifier } from '../providers/verifier.js';
 import type { SessionPrincipal } from '../sessions/guard.js';
 import { adoptEpoch, lockSession, revokeIdentitySessions } from '../sessions/repository.js';
 import {
-  chargeLiveMethodChallenges,
   insertMethodChallenge,
   insertVerifiedIdentifier,
   liveLinks,
-  liveMethodChallenges,
   type MethodChallengeRow,
   markOwnIdentifierVerified,
   methodsPage,
@@ -162,7 +162,12 @@ export class SignInMethodService {
     const { identityId } = principal;
     const { db } = this.ctx.database;
     const codeHash = this.ctx.codes.hash(code);
-    const live = await liveMethodChallenges(db, identityId, this.ctx.clock.now());
+    const live = await liveChallenges<MethodChallengeRow>(
+      db,
+      'sign_in_method',
+      { identityId },
+      this.ctx.clock.now(),
+    );
     let match: MethodChallengeRow | undefined;
     for (const c of live) {
       if (safeEqual(c.code_hash, codeHash) && !match) match = c;
@@ -172,7 +177,7 @@ export class SignInMethodService {
       return;
     }
     const failure = await db.transaction().execute(async (trx) => {
-      await chargeLiveMethodChallenges(trx, identityId, this.ctx.clock.now());
+      await chargeLiveChallenges(trx, 'sign_in_method', { identityId }, this.ctx.clock.now());
       return this.ctx.lock.recordFailure(trx, identityId, LOCK_ROUTE);
     });
     // The failure that trips the lock is still the ordinary refusal; a wrong code on an account
