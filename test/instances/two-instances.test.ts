@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { answered, call, createFreshDatabase, randomLoopback } from '../faults/support.js';
+import { lastCode } from '../helpers/outbox.js';
 import { freePort, type Spawned, spawnTs, waitFor, within } from '../platform/support.js';
 
 /**
@@ -137,21 +138,13 @@ const email = (label: string) => `two-${label}-${randomBytes(4).toString('hex')}
 const form = (identifier: string) => ({ identifierType: 'email', identifier });
 
 /** The code of the newest message to `to` in the outbox both instances append to. */
-function lastCode(to: string): string {
-  const path = join(dataDir, 'outbox.jsonl');
-  const lines = existsSync(path) ? readFileSync(path, 'utf8').split('\n').filter(Boolean) : [];
-  const mine = lines.map((l) => JSON.parse(l) as { to: string; text: string }).filter((m) => m.to === to);
-  if (mine.length === 0) throw new Error(`no message for ${to}`);
-  const tokens = mine[mine.length - 1].text.split(/\s+/).filter((t) => /^\d{6}$/.test(t));
-  expect(tokens).toHaveLength(1);
-  return tokens[0];
-}
+const codeFor = (to: string): string => lastCode(dataDir, to, 6);
 
 async function register(on: Instance, from: string, address: string): Promise<string> {
   const res = await post(on, '/sign-ups', from, { ...form(address), password: PASSWORD });
   expect(res.status, res.body).toBe(201);
   expect(JSON.parse(res.body).data.challengeDelivery.status).toBe('DELIVERED');
-  return lastCode(address);
+  return codeFor(address);
 }
 
 async function signIn(on: Instance, from: string, address: string) {

@@ -1,5 +1,3 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import type { Db } from '../../src/platform/db/database.js';
@@ -8,31 +6,12 @@ import type { Db } from '../../src/platform/db/database.js';
 export const COMMON_PASSWORD = 'unbelievable';
 export const NEW_PASSWORD = 'lantern-orchard-velvet-73';
 
-export interface OutboxLine {
-  to: string;
-  type: string;
-  subject: string;
-  text: string;
-}
+import { codeIn, type OutboxLine, outbox } from '../helpers/outbox.js';
 
-export function outbox(dataDir: string): OutboxLine[] {
-  const path = join(dataDir, 'outbox.jsonl');
-  if (!existsSync(path)) return [];
-  return readFileSync(path, 'utf8')
-    .split('\n')
-    .filter((l) => l !== '')
-    .map((l) => JSON.parse(l) as OutboxLine);
-}
+export { codeIn, type OutboxLine, outbox };
 
 export function messagesTo(dataDir: string, to: string): OutboxLine[] {
   return outbox(dataDir).filter((m) => m.to === to);
-}
-
-/** The code of a message: its own whitespace-separated token of the configured length. */
-export function codeIn(text: string, length = 6): string {
-  const tokens = text.split(/\s+/).filter((t) => new RegExp(`^[A-Z0-9]{${length}}$`).test(t));
-  if (tokens.length !== 1) throw new Error(`expected one code token, found ${tokens.length}`);
-  return tokens[0];
 }
 
 /**

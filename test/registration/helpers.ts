@@ -1,6 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import type { Db } from '../../src/platform/db/database.js';
@@ -27,37 +25,7 @@ export function confirm(app: FastifyInstance, body: unknown): Promise<LightMyReq
   return app.inject({ method: 'POST', url: CONFIRMATIONS, payload: body as object });
 }
 
-export interface OutboxLine {
-  to: string;
-  type: string;
-  subject: string;
-  text: string;
-}
-
-/** Every message the development outbox holds, oldest first. */
-export function outbox(dataDir: string): OutboxLine[] {
-  const path = join(dataDir, 'outbox.jsonl');
-  if (!existsSync(path)) return [];
-  return readFileSync(path, 'utf8')
-    .split('\n')
-    .filter((l) => l !== '')
-    .map((l) => JSON.parse(l) as OutboxLine);
-}
-
-/** The code of a message: its own whitespace-separated token, issued upper-case or as digits. */
-export function codeIn(text: string, length = 6): string {
-  const pattern = new RegExp(`^[A-Z0-9]{${length}}$`);
-  const tokens = text.split(/\s+/).filter((t) => pattern.test(t));
-  if (tokens.length !== 1) throw new Error(`expected exactly one code token, found ${tokens.length}`);
-  return tokens[0];
-}
-
-/** The code of the newest outbox message sent to `to`. */
-export function lastCode(dataDir: string, to: string, length = 6): string {
-  const mine = outbox(dataDir).filter((m) => m.to === to);
-  if (mine.length === 0) throw new Error(`no message for ${to}`);
-  return codeIn(mine[mine.length - 1].text, length);
-}
+export { codeIn, lastCode, type OutboxLine, outbox } from '../helpers/outbox.js';
 
 /** A numeric code of the same length that is certainly not `code`. */
 export function otherCode(code: string): string {

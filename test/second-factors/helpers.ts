@@ -1,11 +1,10 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { Secret, TOTP } from 'otpauth';
 import { expect } from 'vitest';
 import type { TestApp } from '../helpers/app.js';
 import { bearer, createPerson, type Grant, type Person, signIn } from '../helpers/identities.js';
+import { lastCode, outbox } from '../helpers/outbox.js';
 
 export const API = '/api/v1';
 
@@ -58,27 +57,9 @@ export function get(app: FastifyInstance, url: string, token: string): Promise<L
 }
 
 /** The newest code the development outbox holds for `to` (its own whitespace-separated token). */
-export function lastOutboxCode(dataDir: string, to: string): string {
-  const path = join(dataDir, 'outbox.jsonl');
-  if (!existsSync(path)) throw new Error('no outbox');
-  const mine = readFileSync(path, 'utf8')
-    .split('\n')
-    .filter((l) => l !== '')
-    .map((l) => JSON.parse(l) as { to: string; text: string })
-    .filter((m) => m.to === to);
-  if (mine.length === 0) throw new Error(`no message for ${to}`);
-  const tokens = mine[mine.length - 1].text.split(/\s+/).filter((t) => /^[A-Z0-9]{6,12}$/.test(t));
-  if (tokens.length !== 1) throw new Error('expected exactly one code token');
-  return tokens[0];
-}
+export const lastOutboxCode = (dataDir: string, to: string): string => lastCode(dataDir, to);
 
-export function outboxCount(dataDir: string): number {
-  const path = join(dataDir, 'outbox.jsonl');
-  if (!existsSync(path)) return 0;
-  return readFileSync(path, 'utf8')
-    .split('\n')
-    .filter((l) => l !== '').length;
-}
+export const outboxCount = (dataDir: string): number => outbox(dataDir).length;
 
 /** Step-up through the identifier channel (the code comes from the outbox). */
 export async function elevateByIdentifier(t: TestApp, token: string, email: string): Promise<string> {
