@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { sql } from 'kysely';
-import { SMTPServer } from 'smtp-server';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/platform/db/database.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { startSmtpSink } from '../helpers/smtp.js';
 import { freePort } from '../platform/support.js';
 
 /**
@@ -54,28 +54,11 @@ async function stored(db: Db, value: string) {
   return r.rows[0];
 }
 
-/** A real SMTP server that keeps the text of each message it accepts. */
+/** A real SMTP sink on `port`, closed after the test. */
 async function smtpSink(port: number) {
-  const received: Array<{ to: string[]; raw: string }> = [];
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'],
-    logger: false,
-    onData(stream, session, callback) {
-      let raw = '';
-      stream.setEncoding('utf8');
-      stream.on('data', (c: string) => {
-        raw += c;
-      });
-      stream.on('end', () => {
-        received.push({ to: session.envelope.rcptTo.map((r) => r.address), raw });
-        callback();
-      });
-    },
-  });
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  return received;
+  const sink = await startSmtpSink(port);
+  cleanups.push(sink.close);
+  return sink.received;
 }
 
 describe('SMTP down or hanging', () => {

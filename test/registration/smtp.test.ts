@@ -1,43 +1,10 @@
 import net from 'node:net';
 import { sql } from 'kysely';
-import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { type SmtpSink, startSmtpSink } from '../helpers/smtp.js';
 import { freePort } from '../platform/support.js';
 import { codeIn, confirm, emailForm, identifierRow, PASSWORD, signUp, uniqueEmail } from './helpers.js';
-
-interface Received {
-  to: string[];
-  raw: string;
-}
-
-/** A real SMTP server on loopback that keeps every message it accepts. */
-async function startSmtpSink() {
-  const received: Received[] = [];
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'],
-    logger: false,
-    onData(stream, session, callback) {
-      let raw = '';
-      stream.setEncoding('utf8');
-      stream.on('data', (chunk: string) => {
-        raw += chunk;
-      });
-      stream.on('end', () => {
-        received.push({ to: session.envelope.rcptTo.map((r) => r.address), raw });
-        callback();
-      });
-    },
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.server.address() as net.AddressInfo).port;
-  return {
-    received,
-    port,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
 
 /** The body of a raw message (after the header block). */
 function bodyOf(raw: string): string {
@@ -46,7 +13,7 @@ function bodyOf(raw: string): string {
 }
 
 describe('sign-up over SMTP', () => {
-  let sink: Awaited<ReturnType<typeof startSmtpSink>>;
+  let sink: SmtpSink;
   let t: TestApp;
 
   beforeAll(async () => {
