@@ -30,6 +30,7 @@ import {
   ELEVATION_REQUIRED,
   elevate,
   elevated,
+  elevatedPerson,
   IDENTIFIER_TAKEN,
   listMethods,
   METHOD_LOCKED,
@@ -48,14 +49,6 @@ afterAll(async () => {
   await t.close();
   await sink.close();
 });
-
-/** A verified person, signed in and elevated. */
-async function elevatedPerson() {
-  const person = await createPerson(t.ctx);
-  const grant = await signIn(t.app, person);
-  const headers = elevated(grant.accessToken, await elevate(t, grant.accessToken, person.email));
-  return { person, grant, headers };
-}
 
 async function lockOf(identityId: string) {
   const r = await sql<{ failed_attempts: number; locked_until: Date | null }>`
@@ -103,7 +96,7 @@ describe('GET /sign-in-methods', () => {
   });
 
   it('pages with a signed cursor bound to the caller and refuses unknown parameters', async () => {
-    const { person, grant, headers } = await elevatedPerson();
+    const { person, grant, headers } = await elevatedPerson(t);
     t.clock.advance(1);
     await addEmail(t, headers);
     const first = await t.app.inject({
@@ -148,7 +141,7 @@ describe('GET /sign-in-methods', () => {
 
 describe('POST /sign-in-methods (identifier form) and confirmations', () => {
   it('sends a code, and the code verifies the new address for the caller', async () => {
-    const { person, grant, headers } = await elevatedPerson();
+    const { person, grant, headers } = await elevatedPerson(t);
     const address = uniqueEmail('new');
     const res = await addMethod(t.app, headers, { identifierType: 'email', identifier: address });
     expect(res.statusCode).toBe(201);
@@ -178,7 +171,7 @@ describe('POST /sign-in-methods (identifier form) and confirmations', () => {
   });
 
   it('needs a session and an elevation of this session', async () => {
-    const { person, grant, headers } = await elevatedPerson();
+    const { person, grant, headers } = await elevatedPerson(t);
     const body = { identifierType: 'email', identifier: uniqueEmail() };
     expect((await addMethod(t.app, {}, body)).statusCode).toBe(401);
     const noElevation = await addMethod(t.app, bearer(grant.accessToken), body);
@@ -216,7 +209,7 @@ describe('POST /sign-in-methods (identifier form) and confirmations', () => {
   });
 
   it('refuses an address verified by anyone with 409, and claims one only pending elsewhere', async () => {
-    const { person, headers } = await elevatedPerson();
+    const { person, headers } = await elevatedPerson(t);
     const owner = await createPerson(t.ctx);
     const taken = await addMethod(t.app, headers, { identifierType: 'email', identifier: owner.email });
     expect(taken.statusCode).toBe(409);
@@ -255,8 +248,8 @@ describe('POST /sign-in-methods (identifier form) and confirmations', () => {
   });
 
   it('answers a wrong, absent, replayed or foreign code with the identical 422', async () => {
-    const a = await elevatedPerson();
-    const b = await elevatedPerson();
+    const a = await elevatedPerson(t);
+    const b = await elevatedPerson(t);
     const noChallenge = await confirmMethod(t.app, a.headers, '123456');
     expect(noChallenge.statusCode).toBe(422);
     expect(noChallenge.json()).toEqual(CONFIRMATION_REFUSED);
@@ -275,7 +268,7 @@ describe('POST /sign-in-methods (identifier form) and confirmations', () => {
     expect((await confirmMethod(t.app, b.headers, bCode)).statusCode).toBe(204);
     expect(shape(await confirmMethod(t.app, b.headers, bCode))).toEqual(shape(noChallenge));
     // An expired challenge is refused too (a new session and elevation: those expired as well).
-    const c = await elevatedPerson();
+    const c = await elevatedPerson(t);
     const cAddress = uniqueEmail('c');
     await addMethod(t.app, c.headers, { identifierType: 'email', identifier: cAddress });
     const cCode = await waitForCode(t.config.dataDir, cAddress, 1);
@@ -286,7 +279,7 @@ describe('POST /sign-in-methods (identifier form) and confirmations', () => {
   });
 
   it('locks after five failures (audited once), answers 423 after, and a correct code still succeeds and clears it', async () => {
-    const { person, headers } = await elevatedPerson();
+    const { person, headers } = await elevatedPerson(t);
     const first = uniqueEmail('l1');
     await addMethod(t.app, headers, { identifierType: 'email', identifier: first });
     const firstCode = await waitForCode(t.config.dataDir, first, 1);
@@ -322,7 +315,7 @@ describe('POST /sign-in-methods (identifier form) and confirmations', () => {
 
 describe('POST /sign-in-methods (provider form)', () => {
   it('links a provider at once; the provider then signs the same identity in', async () => {
-    const { person, grant, headers } = await elevatedPerson();
+    const { person, grant, headers } = await elevatedPerson(t);
     const sub = `linked-${person.identityId}`;
     const token = await freshToken(t.app, sink, t.clock, { sub });
     const res = await addMethod(t.app, headers, {
@@ -346,7 +339,7 @@ describe('POST /sign-in-methods (provider form)', () => {
     expect(ctx.json().data.methods).toContain('provider');
 
     // The subject is now taken, by anyone; the token itself cannot be replayed either.
-    const other = await elevatedPerson();
+    const other = await elevatedPerson(t);
     const again = await addMethod(t.app, other.headers, {
       identifierType: 'provider',
       provider: PROVIDER,
@@ -362,7 +355,7 @@ describe('POST /sign-in-methods (provider form)', () => {
   });
 
   it('refuses a token the verifier refuses or whose nonce is not live with the identical 422', async () => {
-    const { headers } = await elevatedPerson();
+    const { headers } = await elevatedPerson(t);
     const { nonce } = await issueNonce(t.app);
     const causes = [
       { provider: 'nobody', idToken: await freshToken(t.app, sink, t.clock) },

@@ -9,8 +9,8 @@ import { auditNames, post, shape } from '../passwords/support.js';
 import { freshToken, PROVIDER, ProviderSink, providerSignIn, providerStepUp } from '../providers/support.js';
 import {
   addMethod,
-  elevate,
   elevated,
+  elevatedPerson,
   identifierIdOf,
   insertVerifiedEmail,
   LAST_METHOD,
@@ -31,13 +31,6 @@ afterAll(async () => {
   await sink.close();
 });
 
-async function elevatedPerson() {
-  const person = await createPerson(t.ctx);
-  const grant = await signIn(t.app, person);
-  const headers = elevated(grant.accessToken, await elevate(t, grant.accessToken, person.email));
-  return { person, grant, headers };
-}
-
 function contextStatus(accessToken: string) {
   return t.app
     .inject({ method: 'GET', url: '/api/v1/session/context', headers: bearer(accessToken) })
@@ -46,7 +39,7 @@ function contextStatus(accessToken: string) {
 
 describe('POST /sign-in-methods/{id}/removals', () => {
   it('refuses to remove the last way in: the only identifier, or the password without a provider', async () => {
-    const { person, headers } = await elevatedPerson();
+    const { person, headers } = await elevatedPerson(t);
     const emailId = await identifierIdOf(t.ctx, person.email);
     const onlyIdentifier = await removeMethod(t.app, headers, emailId);
     expect(onlyIdentifier.statusCode).toBe(409);
@@ -58,7 +51,7 @@ describe('POST /sign-in-methods/{id}/removals', () => {
   });
 
   it('removes an identifier another way in does not need; other sessions end, the caller stays', async () => {
-    const { person, grant, headers } = await elevatedPerson();
+    const { person, grant, headers } = await elevatedPerson(t);
     const other = await signIn(t.app, person);
     const spare = await insertVerifiedEmail(t.ctx, person.identityId);
     const emailId = await identifierIdOf(t.ctx, person.email);
@@ -109,7 +102,7 @@ describe('POST /sign-in-methods/{id}/removals', () => {
   });
 
   it('answers unknown, foreign and removed ids with the identical 404, and 400 for a non-UUID', async () => {
-    const { person, headers } = await elevatedPerson();
+    const { person, headers } = await elevatedPerson(t);
     const stranger = await createPerson(t.ctx);
     await insertVerifiedEmail(t.ctx, stranger.identityId);
     const unknown = await removeMethod(t.app, headers, randomUUID());
@@ -129,7 +122,7 @@ describe('POST /sign-in-methods/{id}/removals', () => {
   });
 
   it('lets a linked provider stand in for the password, and then keeps the provider', async () => {
-    const { person, grant, headers } = await elevatedPerson();
+    const { person, grant, headers } = await elevatedPerson(t);
     const sub = `keep-${person.identityId}`;
     const linked = await addMethod(t.app, headers, {
       identifierType: 'provider',
@@ -164,7 +157,7 @@ describe('POST /sign-in-methods/{id}/removals', () => {
   });
 
   it('removes a provider link when the password and an identifier remain; the subject then starts afresh', async () => {
-    const { person, grant, headers } = await elevatedPerson();
+    const { person, grant, headers } = await elevatedPerson(t);
     const sub = `drop-${person.identityId}`;
     const linked = await addMethod(t.app, headers, {
       identifierType: 'provider',

@@ -3,7 +3,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import type { AppContext } from '../../src/platform/context.js';
 import type { TestApp } from '../helpers/app.js';
-import { bearer } from '../helpers/identities.js';
+import { bearer, createPerson, signIn } from '../helpers/identities.js';
 import { messagesTo, waitForCode } from '../passwords/support.js';
 
 export function uniqueEmail(label = 'm'): string {
@@ -168,3 +168,11 @@ export const ELEVATION_REQUIRED = {
   code: 'identity.elevation_required',
   retryable: false,
 };
+
+/** A verified person, signed in and elevated through the identifier channel. */
+export async function elevatedPerson(t: TestApp) {
+  const person = await createPerson(t.ctx);
+  const grant = await signIn(t.app, person);
+  const headers = elevated(grant.accessToken, await elevate(t, grant.accessToken, person.email));
+  return { person, grant, headers };
+}

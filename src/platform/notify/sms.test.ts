@@ -1,7 +1,8 @@
 import { once } from 'node:events';
 import http from 'node:http';
-import net from 'node:net';
+import type net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { freePort } from '../../../test/platform/support.js';
 import { createNotifier, type Notifier } from './notifier.js';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -37,15 +38,6 @@ async function startGateway(
   });
   const port = (server.address() as net.AddressInfo).port;
   return { url: `http://127.0.0.1:${port}/sms`, requests };
-}
-
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 function notifierFor(smsWebhookUrl: string, timeoutMs = 2000): Notifier {
@@ -103,7 +95,7 @@ describe('SMS webhook channel', () => {
   });
 
   it('reports a refused connection as resendable', async () => {
-    const port = await closedPort();
+    const port = await freePort();
     expect(await notifierFor(`http://127.0.0.1:${port}/sms`).send(sms)).toEqual({
       status: 'NOT_DELIVERED',
       resendable: true,

@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
 import { afterEach, describe, expect, it } from 'vitest';
+import { freePort } from '../../../test/platform/support.js';
 import { createNotifier, type Notifier, verificationText } from './notifier.js';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -67,15 +68,6 @@ async function startTcpServer(onSocket: (socket: net.Socket) => void) {
   return (server.address() as net.AddressInfo).port;
 }
 
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 function notifierFor(smtpUrl: string, timeoutMs = 2000): Notifier {
   const notifier = createNotifier({
     production: true,
@@ -132,7 +124,7 @@ describe('SMTP channel', () => {
   });
 
   it('reports a refused connection as resendable', async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const notifier = notifierFor(`smtp://127.0.0.1:${port}`);
     expect(await notifier.send(message())).toEqual({ status: 'NOT_DELIVERED', resendable: true });
   });
