@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { type Config, deriveKey } from '../config.js';
+import { ChallengeFlow } from '../features/challenges/service.js';
 import { AccountLock } from '../features/identities/lock.js';
 import { AccessTokens } from '../features/sessions/access-tokens.js';
 import { AuditLog } from './audit/audit.js';
@@ -20,6 +21,8 @@ export interface AppContext {
   passwords: PasswordHasher;
   audit: AuditLog;
   lock: AccountLock;
+  /** Issues and answers every out-of-band and step-up challenge. */
+  challenges: ChallengeFlow;
   notifier: Notifier;
   /** Keyed hashes of out-of-band codes. */
   codes: CodeHasher;
@@ -39,6 +42,8 @@ export async function createContext(
   const sealer = new Sealer(deriveKey(config.secretsKey, 'sealing'));
   // Each purpose gets its own key derived from SECRETS_KEY, so no key serves two algorithms.
   const audit = new AuditLog(deriveKey(config.secretsKey, 'audit-seal'), clock);
+  const lock = new AccountLock(audit, clock, config.lifetimes.lock);
+  const codes = new CodeHasher(deriveKey(config.secretsKey, 'out-of-band-codes'));
   return {
     config,
     database,
@@ -49,7 +54,12 @@ export async function createContext(
       concurrency: config.argon2Concurrency,
     }),
     audit,
-    lock: new AccountLock(audit, clock, config.lifetimes.lock),
+    lock,
+    challenges: new ChallengeFlow(database.db, codes, lock, clock, {
+      format: config.verificationCodeFormat,
+      length: config.verificationCodeLength,
+      lifetime: config.lifetimes.challenge,
+    }),
     notifier: createNotifier({
       production: config.production,
       dataDir: config.dataDir,
@@ -59,7 +69,7 @@ export async function createContext(
       timeoutMs: config.notifyTimeoutMs,
       log,
     }),
-    codes: new CodeHasher(deriveKey(config.secretsKey, 'out-of-band-codes')),
+    codes,
     sealer,
     cursors: new CursorCodec({ id: config.cursorKeyId, secret: config.cursorSigningKey }, clock),
     tokens: await AccessTokens.load(database.db, config, clock, sealer),

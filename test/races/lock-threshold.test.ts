@@ -235,7 +235,7 @@ describe('wrong guesses crossing the lock threshold at once', () => {
         WHERE ticket_hash = ANY(${tickets.map((x) => sha256Hex(x))})`.execute(t.ctx.database.db);
       expect(ticketRows.rows).toEqual(tickets.map(() => ({ attempts: 1 })));
       const stepUps = await sql<{ attempts: number }>`
-        SELECT attempts FROM step_up_challenges WHERE id = ${challengeId}`.execute(t.ctx.database.db);
+        SELECT attempts FROM challenges WHERE id = ${challengeId}`.execute(t.ctx.database.db);
       expect(stepUps.rows).toEqual([{ attempts: 1 }]);
     }
   });

@@ -155,6 +155,10 @@ export async function auditCount(t: TestApp, name: string, actor: string): Promi
   return r.rows[0].n;
 }
 
+/** Read straight from the row: the service itself never asks whether an account is locked. */
 export async function isLocked(t: TestApp, identityId: string): Promise<boolean> {
-  return t.ctx.lock.isLocked(t.ctx.database.db, identityId);
+  const r = await sql<{ locked: boolean }>`
+    SELECT locked_until IS NOT NULL AND locked_until > ${t.clock.now()} AS locked FROM identities
+    WHERE id = ${identityId}`.execute(t.ctx.database.db);
+  return r.rows[0]?.locked === true;
 }

@@ -55,14 +55,3 @@ export function normaliseIdentifier(input: IdentifierInput): NormalisedIdentifie
   const value = input.country ? normalisePhone(input.identifier, input.country) : null;
   return value ? { type: 'phone', value } : null;
 }
-
-/** Masked forms (contract 1): `a***@example.com`, `+33******78`. The star count hides the length. */
-export function maskIdentifier(type: IdentifierType, value: string): string {
-  if (type === 'email') {
-    const at = value.lastIndexOf('@');
-    return `${value.slice(0, 1)}***${value.slice(at)}`;
-  }
-  const parsed = parsePhoneNumberFromString(value);
-  const cc = parsed ? `+${parsed.countryCallingCode}` : value.slice(0, 3);
-  return `${cc}******${value.slice(-2)}`;
-}

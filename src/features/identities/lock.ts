@@ -1,7 +1,7 @@
-import { sql } from 'kysely';
 import type { AuditLog } from '../../platform/audit/audit.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Executor } from '../../platform/db/database.js';
+import { clearLockCounter, lockCounter, setLockCounter } from './repository.js';
 
 /** Interface section 3 / 8: failures counted per identity across every code-answering route. */
 export const LOCK_THRESHOLD = 5;
@@ -33,25 +33,19 @@ export class AccountLock {
    */
   async recordFailure(trx: Executor, identityId: string, route: string): Promise<FailureOutcome> {
     const now = this.clock.now();
-    const row = await sql<{ failed_attempts: number; locked_until: Date | null }>`
-      SELECT failed_attempts, locked_until FROM identities WHERE id = ${identityId} FOR UPDATE`.execute(trx);
-    const current = row.rows[0];
+    const current = await lockCounter(trx, identityId);
     if (!current) return { wasLocked: false, tripped: false, locked: false };
     const lockedUntil = current.locked_until ? new Date(current.locked_until) : null;
     const wasLocked = lockedUntil !== null && lockedUntil > now;
     if (wasLocked) {
-      await sql`UPDATE identities SET failed_attempts = failed_attempts + 1 WHERE id = ${identityId}`.execute(
-        trx,
-      );
+      await setLockCounter(trx, identityId, 'increment');
       return { wasLocked: true, tripped: false, locked: true };
     }
     // A lock that ran out starts the count again.
     const failures = (lockedUntil ? 0 : current.failed_attempts) + 1;
     const tripped = failures >= LOCK_THRESHOLD;
     const until = tripped ? new Date(now.getTime() + this.lockSeconds * 1000) : null;
-    await sql`UPDATE identities SET failed_attempts = ${failures}, locked_until = ${until} WHERE id = ${identityId}`.execute(
-      trx,
-    );
+    await setLockCounter(trx, identityId, { failures, lockedUntil: until });
     if (tripped) {
       await this.audit.append(trx, {
         name: 'identity.account.locked',
@@ -64,17 +58,8 @@ export class AccountLock {
     return { wasLocked: false, tripped, locked: tripped };
   }
 
-  async isLocked(trx: Executor, identityId: string): Promise<boolean> {
-    const row = await sql<{ locked_until: Date | null }>`
-      SELECT locked_until FROM identities WHERE id = ${identityId}`.execute(trx);
-    const until = row.rows[0]?.locked_until;
-    return until != null && new Date(until) > this.clock.now();
-  }
-
   /** Only where the interface says: a correct second-factor sign-in or sign-in-method confirmation. */
   async clear(trx: Executor, identityId: string): Promise<void> {
-    await sql`UPDATE identities SET failed_attempts = 0, locked_until = NULL WHERE id = ${identityId}`.execute(
-      trx,
-    );
+    await clearLockCounter(trx, identityId);
   }
 }

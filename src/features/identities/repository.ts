@@ -46,6 +46,11 @@ export async function findIdentity(
   return r.rows[0];
 }
 
+/** Locks the identity row: the first lock of anything that counts or rewrites an identity's set. */
+export async function lockIdentity(trx: Executor, id: string): Promise<IdentityRow | undefined> {
+  return findIdentity(trx, id, true);
+}
+
 export async function verifiedIdentifiers(trx: Executor, identityId: string): Promise<IdentifierRow[]> {
   const r = await sql<IdentifierRow>`
     SELECT id, identity_id, type, value, verified_at FROM identifiers
@@ -121,69 +126,132 @@ export async function identitySummary(trx: Executor, identityId: string): Promis
   return r.rows[0] ? toSummary(identityId, r.rows[0]) : { identifiers: [], methods: [] };
 }
 
-export type ChallengePurpose = 'sign_up' | 'sign_in_method' | 'password_recovery' | 'step_up';
+export async function insertIdentity(
+  trx: Executor,
+  identity: { id: string; createdAt: Date },
+): Promise<void> {
+  await sql`INSERT INTO identities (id, created_at) VALUES (${identity.id}, ${identity.createdAt})`.execute(
+    trx,
+  );
+}
+
+/** Only for an identity this transaction created and that lost the race for its identifier or link. */
+export async function deleteFreshIdentity(trx: Executor, id: string): Promise<void> {
+  await sql`DELETE FROM identities WHERE id = ${id}`.execute(trx);
+}
 
 /**
- * Compare-and-set on an out-of-band challenge: spends it only while it is still answerable at
- * `now`, so of two requests racing with one code exactly one gets true.
+ * Sets the identity's password. With `onlyIfUnset` it only fills a pending identity's empty
+ * password (a confirmed sign-up) and answers false when one is already set.
  */
-export async function spendChallenge(
+export async function setPassword(
   trx: Executor,
-  id: string,
-  purpose: ChallengePurpose,
+  identityId: string,
+  passwordHash: string,
   now: Date,
+  opts: { onlyIfUnset?: boolean } = {},
 ): Promise<boolean> {
+  const unset = opts.onlyIfUnset ? sql`AND password_hash IS NULL` : sql``;
   const r = await sql<{ id: string }>`
-    UPDATE challenges SET spent_at = ${now}
-    WHERE id = ${id} AND purpose = ${purpose} AND spent_at IS NULL AND revoked_at IS NULL
-      AND expires_at > ${now} AND attempts < max_attempts
+    UPDATE identities SET password_hash = ${passwordHash}, password_changed_at = ${now}
+    WHERE id = ${identityId} ${unset}
     RETURNING id`.execute(trx);
   return r.rows.length === 1;
 }
 
-/** Whose challenges: an identifier's (sign-up, recovery) or an identity's (sign-in methods). */
-export type ChallengeOwner = { identifierId: string } | { identityId: string };
+export async function removePassword(trx: Executor, identityId: string, now: Date): Promise<boolean> {
+  const r = await sql<{ id: string }>`
+    UPDATE identities SET password_hash = NULL, password_changed_at = ${now}
+    WHERE id = ${identityId} AND password_hash IS NOT NULL
+    RETURNING id`.execute(trx);
+  return r.rows.length === 1;
+}
 
-function ownedBy(owner: ChallengeOwner) {
-  return 'identifierId' in owner
-    ? sql`identifier_id = ${owner.identifierId}`
-    : sql`identity_id = ${owner.identityId}`;
+/** The identity-wide lock's counter, read under the row lock (identities/lock.ts). */
+export async function lockCounter(
+  trx: Executor,
+  identityId: string,
+): Promise<{ failed_attempts: number; locked_until: Date | null } | undefined> {
+  const r = await sql<{ failed_attempts: number; locked_until: Date | null }>`
+    SELECT failed_attempts, locked_until FROM identities WHERE id = ${identityId} FOR UPDATE`.execute(trx);
+  return r.rows[0];
+}
+
+/** 'increment' adds one failure and leaves the lock as it is (an account locked already). */
+export async function setLockCounter(
+  trx: Executor,
+  identityId: string,
+  state: { failures: number; lockedUntil: Date | null } | 'increment',
+): Promise<void> {
+  if (state === 'increment') {
+    await sql`UPDATE identities SET failed_attempts = failed_attempts + 1 WHERE id = ${identityId}`.execute(
+      trx,
+    );
+    return;
+  }
+  await sql`
+    UPDATE identities SET failed_attempts = ${state.failures}, locked_until = ${state.lockedUntil}
+    WHERE id = ${identityId}`.execute(trx);
 }
 
 /**
- * The owner's challenges of one purpose that could still be answered at `now`, oldest first. `R`
- * names the columns that purpose fills (sign-up challenges carry a password hash, sign-in-method
- * challenges the address they will add).
+ * Claims a normalised address for an identity: unverified (a sign-up) or already verified (a
+ * sign-in method proven by its code). The partial unique index decides between concurrent claims:
+ * a loser waits for the winner's commit and gets undefined, never an error, so it can go on to
+ * read the winner's row in the same transaction.
  */
-export async function liveChallenges<R>(
+export async function claimIdentifier(
   trx: Executor,
-  purpose: ChallengePurpose,
-  owner: ChallengeOwner,
-  now: Date,
-): Promise<R[]> {
-  const r = await sql<R>`
-    SELECT id, identity_id, identifier_id, code_hash, password_hash, identifier_type, identifier_value,
-           expires_at, attempts, max_attempts
-    FROM challenges
-    WHERE ${ownedBy(owner)} AND purpose = ${purpose}
-      AND spent_at IS NULL AND revoked_at IS NULL
-      AND expires_at > ${now} AND attempts < max_attempts
-    ORDER BY created_at, id`.execute(trx);
-  return r.rows;
+  row: { id: string; identityId: string; identifier: NormalisedIdentifier; now: Date; verified: boolean },
+): Promise<string | undefined> {
+  const verifiedAt = row.verified ? row.now : null;
+  const r = await sql<{ id: string }>`
+    INSERT INTO identifiers (id, identity_id, type, value, created_at, verified_at)
+    VALUES (${row.id}, ${row.identityId}, ${row.identifier.type}, ${row.identifier.value}, ${row.now}, ${verifiedAt})
+    ON CONFLICT (type, value) WHERE removed_at IS NULL DO NOTHING
+    RETURNING id`.execute(trx);
+  return r.rows[0]?.id;
 }
 
-/** A failed answer costs one attempt on every live challenge of the owner for that purpose. */
-export async function chargeLiveChallenges(
+/**
+ * False when the identifier was verified or removed meanwhile (or, with `identityId`, belongs to
+ * another identity): the confirmation must not proceed.
+ */
+export async function markIdentifierVerified(
   trx: Executor,
-  purpose: ChallengePurpose,
-  owner: ChallengeOwner,
+  identifierId: string,
   now: Date,
-): Promise<number> {
+  identityId?: string,
+): Promise<boolean> {
+  const owner = identityId ? sql`AND identity_id = ${identityId}` : sql``;
   const r = await sql<{ id: string }>`
-    UPDATE challenges SET attempts = attempts + 1
-    WHERE ${ownedBy(owner)} AND purpose = ${purpose}
-      AND spent_at IS NULL AND revoked_at IS NULL
-      AND expires_at > ${now} AND attempts < max_attempts
+    UPDATE identifiers SET verified_at = ${now}
+    WHERE id = ${identifierId} ${owner} AND verified_at IS NULL AND removed_at IS NULL
     RETURNING id`.execute(trx);
-  return r.rows.length;
+  return r.rows.length === 1;
+}
+
+/**
+ * Removes a live identifier: a verified one of its owner (`identityId`), or with `pendingOnly` a
+ * registration that was never confirmed (it yields to the identity that proved the address from
+ * a session). False when nothing matched. The caller revokes the codes in flight to it.
+ */
+export async function removeIdentifier(
+  trx: Executor,
+  identifierId: string,
+  now: Date,
+  which: { identityId: string } | { pendingOnly: true },
+): Promise<boolean> {
+  const condition = 'identityId' in which ? sql`identity_id = ${which.identityId}` : sql`verified_at IS NULL`;
+  const r = await sql<{ id: string }>`
+    UPDATE identifiers SET removed_at = ${now}
+    WHERE id = ${identifierId} AND ${condition} AND removed_at IS NULL
+    RETURNING id`.execute(trx);
+  return r.rows.length === 1;
+}
+
+export async function clearLockCounter(trx: Executor, identityId: string): Promise<void> {
+  await sql`UPDATE identities SET failed_attempts = 0, locked_until = NULL WHERE id = ${identityId}`.execute(
+    trx,
+  );
 }

@@ -75,17 +75,27 @@ export async function touchLink(trx: Executor, id: string, now: Date): Promise<v
   await sql`UPDATE provider_links SET last_used_at = ${now} WHERE id = ${id}`.execute(trx);
 }
 
-export async function insertProviderIdentity(trx: Executor, id: string, now: Date): Promise<void> {
-  await sql`INSERT INTO identities (id, created_at) VALUES (${id}, ${now})`.execute(trx);
+export interface LinkRow {
+  id: string;
+  provider: string;
 }
 
-/** Only for an identity this transaction created and that lost the race for its link. */
-export async function deleteFreshIdentity(trx: Executor, id: string): Promise<void> {
-  await sql`DELETE FROM identities WHERE id = ${id}`.execute(trx);
+export async function liveLinks(trx: Executor, identityId: string): Promise<LinkRow[]> {
+  const r = await sql<LinkRow>`
+    SELECT id, provider FROM provider_links
+    WHERE identity_id = ${identityId} AND removed_at IS NULL ORDER BY created_at, id`.execute(trx);
+  return r.rows;
 }
 
-export async function identityEpoch(trx: Executor, identityId: string): Promise<number | undefined> {
-  const r = await sql<{ session_epoch: number }>`
-    SELECT session_epoch FROM identities WHERE id = ${identityId}`.execute(trx);
-  return r.rows[0]?.session_epoch;
+export async function removeLink(
+  trx: Executor,
+  linkId: string,
+  identityId: string,
+  now: Date,
+): Promise<boolean> {
+  const r = await sql<{ id: string }>`
+    UPDATE provider_links SET removed_at = ${now}
+    WHERE id = ${linkId} AND identity_id = ${identityId} AND removed_at IS NULL
+    RETURNING id`.execute(trx);
+  return r.rows.length === 1;
 }

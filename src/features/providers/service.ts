@@ -2,16 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../../platform/context.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
 import { Problem, type ProblemCode } from '../../platform/http/problem.js';
+import { deleteFreshIdentity, findIdentity, insertIdentity } from '../identities/repository.js';
 import type { SessionPrincipal } from '../sessions/guard.js';
 import type { RequestMeta, SessionService } from '../sessions/service.js';
 import { type Elevation, mintElevation } from '../step-up/guard.js';
 import {
-  deleteFreshIdentity,
   findLiveLink,
-  identityEpoch,
   insertLink,
   insertNonce,
-  insertProviderIdentity,
   pruneExpiredNonces,
   spendNonce,
   touchLink,
@@ -55,7 +53,7 @@ export async function signInWithProvider(
     let link = await findLiveLink(trx, proof.provider, proof.subject);
     if (!link) {
       const identityId = randomUUID();
-      await insertProviderIdentity(trx, identityId, now);
+      await insertIdentity(trx, { id: identityId, createdAt: now });
       const linkId = await insertLink(trx, { id: randomUUID(), identityId, ...proof, now });
       if (linkId) {
         await ctx.audit.append(trx, {
@@ -76,7 +74,7 @@ export async function signInWithProvider(
     await touchLink(trx, link.id, now);
     // Read here, before the session is opened: a removal of this link committed in between moves
     // the epoch on, and the session issued below is dead on arrival.
-    const epoch = await identityEpoch(trx, link.identity_id);
+    const epoch = (await findIdentity(trx, link.identity_id))?.session_epoch;
     if (epoch === undefined) return undefined;
     return { identityId: link.identity_id, linkId: link.id, epoch };
   });

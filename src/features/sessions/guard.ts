@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../platform/context.js';
 import type { Db } from '../../platform/db/database.js';
-import { Problem } from '../../platform/http/problem.js';
+import { sessionRequired } from '../../platform/http/problem.js';
 import { type SessionState, sessionState } from './repository.js';
 
 export interface SessionPrincipal {
@@ -20,8 +20,7 @@ declare module 'fastify' {
 /** Reads the session's state by id; a route may read more in the same round trip. */
 export type SessionLoader = (db: Db, sessionId: string) => Promise<SessionState | undefined>;
 
-// The same header on every refusal, so no cause is told apart by its headers either.
-const REFUSAL = () => new Problem('identity.session_required', { headers: { 'www-authenticate': 'Bearer' } });
+const REFUSAL = sessionRequired;
 const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/;
 const MAX_TOKEN = 4096;
 

@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../../platform/context.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
 import { Problem } from '../../platform/http/problem.js';
+import { maskIdentifier } from '../../platform/notify/mask.js';
 import { keysetPage } from '../../platform/pagination/page.js';
-import { type IdentifierInput, maskIdentifier, normaliseIdentifier } from '../identities/identifier.js';
+import { type IdentifierInput, normaliseIdentifier } from '../identities/identifier.js';
 import {
   bumpSessionEpoch as bumpEpoch,
   findIdentifier,

@@ -1,44 +1,28 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { AppContext } from '../../platform/context.js';
-import { generateCode, safeEqual } from '../../platform/crypto/tokens.js';
+import type { Executor } from '../../platform/db/database.js';
 import { Problem } from '../../platform/http/problem.js';
+import { maskIdentifier } from '../../platform/notify/mask.js';
 import { verificationText } from '../../platform/notify/notifier.js';
 import { keysetPage } from '../../platform/pagination/page.js';
+import { type ChallengeRow, revokeChallenges } from '../challenges/repository.js';
+import { type IdentifierInput, type IdentifierType, normaliseIdentifier } from '../identities/identifier.js';
 import {
-  type IdentifierInput,
-  type IdentifierType,
-  maskIdentifier,
-  normaliseIdentifier,
-} from '../identities/identifier.js';
-import {
-  bumpSessionEpoch,
-  chargeLiveChallenges,
+  claimIdentifier,
   findIdentifier,
-  findIdentity,
-  liveChallenges,
-  spendChallenge,
+  lockIdentity,
+  markIdentifierVerified,
+  removeIdentifier,
+  removePassword,
   verifiedIdentifiers,
 } from '../identities/repository.js';
+import { liveLinks, removeLink } from '../providers/repository.js';
 import { linkProvider, type ProviderInput } from '../providers/service.js';
 import { providerVerifier } from '../providers/verifier.js';
 import type { SessionPrincipal } from '../sessions/guard.js';
-import { adoptEpoch, lockSession, revokeIdentitySessions } from '../sessions/repository.js';
-import {
-  insertMethodChallenge,
-  insertVerifiedIdentifier,
-  liveLinks,
-  type MethodChallengeRow,
-  markOwnIdentifierVerified,
-  methodsPage,
-  removeIdentifier,
-  removeLink,
-  removePassword,
-  retirePendingIdentifier,
-  revokeMethodChallengesFor,
-} from './repository.js';
+import { endOtherSessions, lockCallerSession } from '../sessions/revocations.js';
+import { methodsPage } from './repository.js';
 
-/** Contract 5: five attempts per out-of-band challenge, plus the identity-wide lock. */
-export const METHOD_CHALLENGE_MAX_ATTEMPTS = 5;
 const LOCK_ROUTE = 'sign-in-method-confirmation';
 
 /**
@@ -116,38 +100,29 @@ export class SignInMethodService {
     const existing = await findIdentifier(db, ident);
     if (existing?.verified_at) throw new Problem('identity.identifier_taken');
 
-    const { verificationCodeFormat: format, verificationCodeLength: length } = this.ctx.config;
-    const lifetime = this.ctx.config.lifetimes.challenge;
-    const code = generateCode(format, length);
-    const now = this.ctx.clock.now();
-    const expiresAt = new Date(now.getTime() + lifetime * 1000);
-    await db.transaction().execute(async (trx) => {
-      const challengeId = randomUUID();
-      await insertMethodChallenge(trx, {
-        id: challengeId,
+    const challenge = await db.transaction().execute(async (trx) => {
+      const issued = await this.ctx.challenges.issue(trx, {
+        purpose: 'sign_in_method',
         identityId,
-        identifier: ident,
-        codeHash: this.ctx.codes.hash(code),
-        maxAttempts: METHOD_CHALLENGE_MAX_ATTEMPTS,
-        now,
-        expiresAt,
+        address: ident,
       });
       await this.ctx.audit.append(trx, {
         name: 'identity.sign_in_method.requested',
         actor: identityId,
         target: identityId,
         outcome: 'success',
-        details: { kind: ident.type, challengeId },
+        details: { kind: ident.type, challengeId: issued.id },
       });
+      return issued;
     });
     // After the commit, so a slow channel never holds a transaction open.
     const delivery = await this.ctx.notifier.send({
       to: ident.value,
       type: ident.type,
-      ...verificationText('sign_in_method', code, lifetime / 60),
+      ...verificationText('sign_in_method', challenge.code!, this.ctx.config.lifetimes.challenge / 60),
     });
     return {
-      challengeExpiresAt: expiresAt.toISOString(),
+      challengeExpiresAt: challenge.expiresAt.toISOString(),
       challengeDelivery: { status: delivery.status, resendable: delivery.resendable },
     };
   }
@@ -160,71 +135,70 @@ export class SignInMethodService {
    */
   async confirm(principal: SessionPrincipal, code: string): Promise<void> {
     const { identityId } = principal;
-    const { db } = this.ctx.database;
-    const codeHash = this.ctx.codes.hash(code);
-    const live = await liveChallenges<MethodChallengeRow>(
-      db,
-      'sign_in_method',
-      { identityId },
-      this.ctx.clock.now(),
-    );
-    let match: MethodChallengeRow | undefined;
-    for (const c of live) {
-      if (safeEqual(c.code_hash, codeHash) && !match) match = c;
-    }
-    if (match) {
-      await this.admit(identityId, match);
+    const answer = await this.ctx.challenges.answer({
+      purpose: 'sign_in_method',
+      owner: { identityId },
+      identityId,
+      code,
+      route: LOCK_ROUTE,
+      countWithoutLiveChallenge: true,
+      admit: (trx, challenge, now) => this.admit(trx, identityId, challenge, now),
+    });
+    if (answer.ok) {
+      if (answer.value === 'taken') throw new Problem('identity.identifier_taken');
       return;
     }
-    const failure = await db.transaction().execute(async (trx) => {
-      await chargeLiveChallenges(trx, 'sign_in_method', { identityId }, this.ctx.clock.now());
-      return this.ctx.lock.recordFailure(trx, identityId, LOCK_ROUTE);
-    });
     // The failure that trips the lock is still the ordinary refusal; a wrong code on an account
     // that was already locked (here or on any other code-answering route) is the locked one.
     throw new Problem(
-      failure.wasLocked ? 'identity.sign_in_method_locked' : 'identity.sign_in_method_confirmation_refused',
+      answer.failure?.wasLocked
+        ? 'identity.sign_in_method_locked'
+        : 'identity.sign_in_method_confirmation_refused',
     );
   }
 
-  private async admit(identityId: string, challenge: MethodChallengeRow): Promise<void> {
-    const ident = { type: challenge.identifier_type, value: challenge.identifier_value };
-    const now = this.ctx.clock.now();
-    const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
-      // Of two confirmations racing with one code, only one spends it.
-      if (!(await spendChallenge(trx, challenge.id, 'sign_in_method', now))) return 'refused' as const;
-      const existing = await findIdentifier(trx, ident);
-      let identifierId: string | undefined;
-      if (existing?.verified_at) return 'taken' as const;
-      if (existing && existing.identity_id === identityId) {
-        identifierId = (await markOwnIdentifierVerified(trx, existing.id, identityId, now))
-          ? existing.id
-          : undefined;
-      } else {
-        // Someone else's registration that was never confirmed yields to the proven owner.
-        if (existing) await retirePendingIdentifier(trx, existing.id, now);
-        identifierId = await insertVerifiedIdentifier(trx, {
-          id: randomUUID(),
-          identityId,
-          identifier: ident,
-          now,
-        });
+  /** In the transaction that spent the challenge: the address becomes a verified identifier. */
+  private async admit(
+    trx: Executor,
+    identityId: string,
+    challenge: ChallengeRow,
+    now: Date,
+  ): Promise<'verified' | 'taken'> {
+    const ident = { type: challenge.identifier_type!, value: challenge.identifier_value! };
+    const existing = await findIdentifier(trx, ident);
+    let identifierId: string | undefined;
+    if (existing?.verified_at) return 'taken';
+    if (existing && existing.identity_id === identityId) {
+      identifierId = (await markIdentifierVerified(trx, existing.id, now, identityId))
+        ? existing.id
+        : undefined;
+    } else {
+      // Someone else's registration that was never confirmed yields to the proven owner; its
+      // live codes die with it.
+      if (existing && (await removeIdentifier(trx, existing.id, now, { pendingOnly: true }))) {
+        await revokeChallenges(trx, { identifierId: existing.id }, now);
       }
-      if (!identifierId) return 'taken' as const;
-      await revokeMethodChallengesFor(trx, identityId, ident, now);
-      // A correct code clears the lock (interface 3), even when it was locked.
-      await this.ctx.lock.clear(trx, identityId);
-      await this.ctx.audit.append(trx, {
-        name: 'identity.sign_in_method.verified',
-        actor: identityId,
-        target: identityId,
-        outcome: 'success',
-        details: { kind: ident.type, methodId: identifierId },
+      identifierId = await claimIdentifier(trx, {
+        id: randomUUID(),
+        identityId,
+        identifier: ident,
+        now,
+        verified: true,
       });
-      return 'verified' as const;
+    }
+    if (!identifierId) return 'taken';
+    // Once an address is added, the identity's other pending challenges for it are moot.
+    await revokeChallenges(trx, { identityId, purpose: 'sign_in_method', address: ident }, now);
+    // A correct code clears the lock (interface 3), even when it was locked.
+    await this.ctx.lock.clear(trx, identityId);
+    await this.ctx.audit.append(trx, {
+      name: 'identity.sign_in_method.verified',
+      actor: identityId,
+      target: identityId,
+      outcome: 'success',
+      details: { kind: ident.type, methodId: identifierId },
     });
-    if (outcome === 'refused') throw new Problem('identity.sign_in_method_confirmation_refused');
-    if (outcome === 'taken') throw new Problem('identity.identifier_taken');
+    return 'verified';
   }
 
   /**
@@ -238,15 +212,11 @@ export class SignInMethodService {
     const now = this.ctx.clock.now();
     const enabled = providerVerifier(this.ctx).names;
     await this.ctx.database.db.transaction().execute(async (trx) => {
-      const identity = await findIdentity(trx, identityId, true);
-      const session = await lockSession(trx, sessionId);
-      if (!identity || !session || session.revoked_at !== null || session.epoch !== identity.session_epoch) {
-        // The caller's session ended while this request waited: it is not revived here.
-        throw new Problem('identity.session_required', { headers: { 'www-authenticate': 'Bearer' } });
-      }
+      const identity = await lockIdentity(trx, identityId);
+      await lockCallerSession(trx, identity, sessionId);
       const identifiers = await verifiedIdentifiers(trx, identityId);
       const links = await liveLinks(trx, identityId);
-      const hasPassword = identity.password_hash !== null;
+      const hasPassword = identity!.password_hash !== null;
 
       let kind: 'password' | 'identifier' | 'provider';
       if (hasPassword && methodId === passwordMethodId(identityId)) kind = 'password';
@@ -267,13 +237,11 @@ export class SignInMethodService {
         kind === 'password'
           ? await removePassword(trx, identityId, now)
           : kind === 'identifier'
-            ? await removeIdentifier(trx, methodId, identityId, now)
+            ? await this.removeAddress(trx, methodId, identityId, now)
             : await removeLink(trx, methodId, identityId, now);
       if (!removed) throw new Problem('identity.sign_in_method_not_found');
 
-      const epoch = await bumpSessionEpoch(trx, identityId);
-      await adoptEpoch(trx, sessionId, epoch);
-      await revokeIdentitySessions(trx, identityId, 'sign_in_method_removed', now, sessionId);
+      await endOtherSessions(trx, principal, 'sign_in_method_removed', now);
       await this.ctx.audit.append(trx, {
         name: 'identity.sign_in_method.removed',
         actor: identityId,
@@ -282,5 +250,12 @@ export class SignInMethodService {
         details: { kind, methodId },
       });
     });
+  }
+
+  /** A code in flight to a removed address (step-up, recovery) must not answer for it any more. */
+  private async removeAddress(trx: Executor, id: string, identityId: string, now: Date): Promise<boolean> {
+    if (!(await removeIdentifier(trx, id, now, { identityId }))) return false;
+    await revokeChallenges(trx, { identifierId: id }, now);
+    return true;
   }
 }

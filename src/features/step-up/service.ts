@@ -1,19 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../../platform/context.js';
-import { generateCode, safeEqual } from '../../platform/crypto/tokens.js';
 import { Problem } from '../../platform/http/problem.js';
 import { verificationText } from '../../platform/notify/notifier.js';
-import { findIdentity, verifiedIdentifiers } from '../identities/repository.js';
+import { revokeChallenges, type StepUpChannel } from '../challenges/repository.js';
+import { verifiedIdentifiers } from '../identities/repository.js';
 import { hasVerifiedFactor } from '../second-factors/repository.js';
 import { acceptCurrentCode } from '../second-factors/service.js';
 import type { SessionPrincipal } from '../sessions/guard.js';
 import { type Elevation, mintElevation } from './guard.js';
-import * as repo from './repository.js';
 
-export type StepUpChannel = 'second_factor' | 'identifier';
-
-/** Contract 5: an out-of-band challenge allows 5 attempts (plus the identity-wide lock). */
-export const STEP_UP_ATTEMPTS = 5;
+export type { StepUpChannel };
 
 export interface StepUpChallenge {
   challengeId: string;
@@ -44,36 +39,26 @@ export class StepUpService {
         throw new Problem('identity.step_up_unavailable');
       recipient = { id: first.id, type: first.type, value: first.value };
     }
-    const now = this.ctx.clock.now();
-    const ttl = this.ctx.config.lifetimes.challenge;
-    const expiresAt = new Date(now.getTime() + ttl * 1000);
-    const challengeId = randomUUID();
-    const code = recipient
-      ? generateCode(this.ctx.config.verificationCodeFormat, this.ctx.config.verificationCodeLength)
-      : undefined;
-    await db.transaction().execute(async (trx) => {
-      await repo.revokeLiveChallenges(trx, sessionId, now);
-      await repo.insertChallenge(trx, {
-        id: challengeId,
+    const challenge = await db.transaction().execute(async (trx) => {
+      await revokeChallenges(trx, { sessionId }, this.ctx.clock.now());
+      return this.ctx.challenges.issue(trx, {
+        purpose: 'step_up',
         identityId,
         sessionId,
         channel,
-        identifierId: recipient?.id ?? null,
-        codeHash: code ? this.ctx.codes.hash(code) : null,
-        maxAttempts: STEP_UP_ATTEMPTS,
-        now,
-        expiresAt,
+        identifierId: recipient?.id,
+        withCode: recipient !== undefined,
       });
     });
-    if (recipient && code) {
+    if (recipient && challenge.code) {
       // Delivery failures are logged by the notifier; the caller may start again.
       await this.ctx.notifier.send({
         to: recipient.value,
         type: recipient.type,
-        ...verificationText('step_up', code, ttl / 60),
+        ...verificationText('step_up', challenge.code, this.ctx.config.lifetimes.challenge / 60),
       });
     }
-    return { challengeId, channel, challengeExpiresAt: expiresAt.toISOString() };
+    return { challengeId: challenge.id, channel, challengeExpiresAt: challenge.expiresAt.toISOString() };
   }
 
   /**
@@ -85,43 +70,25 @@ export class StepUpService {
    * locked before this attempt.
    */
   async confirm(principal: SessionPrincipal, challengeId: string, code: string): Promise<Elevation> {
-    const now = this.ctx.clock.now();
     const { identityId, sessionId } = principal;
     const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
-      const c = await repo.lockChallenge(trx, challengeId);
-      const live =
-        c !== undefined &&
-        c.identity_id === identityId &&
-        c.session_id === sessionId &&
-        c.spent_at === null &&
-        c.revoked_at === null &&
-        new Date(c.expires_at) > now &&
-        c.attempts < c.max_attempts;
-      if (!live) {
-        // Same keyed-hash cost as a live identifier challenge.
-        this.ctx.codes.hash(code);
-        return { ok: false as const, locked: false };
-      }
-      // Identity row before factor rows: the lock order every second-factor write follows.
-      await findIdentity(trx, identityId, true);
-      const proven =
-        c.channel === 'identifier'
-          ? safeEqual(this.ctx.codes.hash(code), c.code_hash ?? '')
-          : await acceptCurrentCode(trx, this.ctx, identityId, code, now);
-      if (proven) {
-        if (!(await repo.spendChallenge(trx, c.id, now)))
-          throw new Problem('identity.step_up_confirmation_refused');
-        return {
-          ok: true as const,
-          elevation: await mintElevation(trx, this.ctx, { identityId, sessionId }),
-        };
-      }
-      await repo.chargeChallenge(trx, c.id);
-      const failure = await this.ctx.lock.recordFailure(trx, identityId, 'step-ups/confirmations');
-      return { ok: false as const, locked: failure.wasLocked };
+      const answer = await this.ctx.challenges.answerStepUp(trx, {
+        challengeId,
+        identityId,
+        sessionId,
+        code,
+        route: 'step-ups/confirmations',
+        proveWithAuthenticator: (t, now) => acceptCurrentCode(t, this.ctx, identityId, code, now),
+      });
+      // A spend lost after a correct proof rolls back whatever the proof consumed.
+      if (answer === 'lost') throw new Problem('identity.step_up_confirmation_refused');
+      if (!answer.ok) return answer;
+      return { ok: true as const, elevation: await mintElevation(trx, this.ctx, { identityId, sessionId }) };
     });
     if (!outcome.ok) {
-      throw new Problem(outcome.locked ? 'identity.step_up_locked' : 'identity.step_up_confirmation_refused');
+      throw new Problem(
+        outcome.failure?.wasLocked ? 'identity.step_up_locked' : 'identity.step_up_confirmation_refused',
+      );
     }
     return outcome.elevation;
   }

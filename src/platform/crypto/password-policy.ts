@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Problem } from '../http/problem.js';
 
 export type PasswordPolicyResult = { ok: true } | { ok: false; reason: 'too_short' | 'too_long' | 'common' };
 
@@ -38,4 +39,27 @@ export function checkNewPassword(password: string): PasswordPolicyResult {
   if (length > MAX_PASSWORD_LENGTH) return { ok: false, reason: 'too_long' };
   if (commonPasswords().has(password.toLowerCase())) return { ok: false, reason: 'common' };
   return { ok: true };
+}
+
+const REFUSALS: Record<
+  Exclude<PasswordPolicyResult, { ok: true }>['reason'],
+  { code: string; rule: string }
+> = {
+  common: { code: 'common_password', rule: 'too common' },
+  too_short: { code: 'minLength', rule: 'too short' },
+  too_long: { code: 'maxLength', rule: 'too long' },
+};
+
+/**
+ * The one refusal of a new password (sign-up, change, recovery): 400 validation.failed whose entry
+ * names the field and the rule, never the value. It runs before anything secret is consulted, so
+ * it says nothing about the account, the current password or a code.
+ */
+export function assertPasswordPolicy(password: string, field: string): void {
+  const policy = checkNewPassword(password);
+  if (policy.ok) return;
+  const { code, rule } = REFUSALS[policy.reason];
+  throw new Problem('validation.failed', {
+    errors: [{ location: 'body', field, code, message: `${field} is ${rule}` }],
+  });
 }

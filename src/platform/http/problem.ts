@@ -164,6 +164,14 @@ export class Problem extends Error {
   }
 }
 
+/**
+ * Interface 5.2: the one refusal of a missing, forged, revoked or wrong-kind session credential,
+ * with the same header whatever the cause, so no cause is told apart by its headers either.
+ */
+export function sessionRequired(): Problem {
+  return new Problem('identity.session_required', { headers: { 'www-authenticate': 'Bearer' } });
+}
+
 export function problemCodesFor(status: number): ProblemCode[] {
   return (Object.keys(CATALOGUE) as ProblemCode[]).filter((c) => CATALOGUE[c][0] === status);
 }

@@ -1,0 +1,187 @@
+import { randomUUID } from 'node:crypto';
+import type { CodeFormat } from '../../config.js';
+import type { Clock } from '../../platform/clock.js';
+import { type CodeHasher, generateCode, safeEqual } from '../../platform/crypto/tokens.js';
+import type { Db, Executor } from '../../platform/db/database.js';
+import type { AccountLock, FailureOutcome } from '../identities/lock.js';
+import { lockIdentity } from '../identities/repository.js';
+import {
+  type ChallengeOwner,
+  type ChallengePurpose,
+  type ChallengeRow,
+  chargeChallenge,
+  chargeLiveChallenges,
+  findChallenge,
+  insertChallenge,
+  liveChallenges,
+  type NewChallenge,
+  spendChallenge,
+} from './repository.js';
+
+/** Contract 5: five attempts per challenge; the identity-wide lock counts on top. */
+export const CHALLENGE_MAX_ATTEMPTS = 5;
+
+export interface ChallengeSettings {
+  format: CodeFormat;
+  length: number;
+  /** Seconds. */
+  lifetime: number;
+}
+
+export type IssueSpec = Omit<NewChallenge, 'id' | 'codeHash' | 'maxAttempts' | 'now' | 'expiresAt'> & {
+  /** False for a step-up answered by the authenticator: no code of its own. */
+  withCode?: boolean;
+};
+
+export interface IssuedChallenge {
+  id: string;
+  /** The code to deliver; never stored, never returned by a route. */
+  code: string | undefined;
+  expiresAt: Date;
+}
+
+/** The outcome of a failed answer, for the route to word its refusal. */
+export interface Refused {
+  ok: false;
+  /** The identity-wide lock's view of this failure; absent when nothing was counted. */
+  failure?: FailureOutcome;
+}
+
+export interface OutOfBandAnswer<T> {
+  purpose: ChallengePurpose;
+  /** Undefined when the address or identity is unknown: nothing is read or charged. */
+  owner: ChallengeOwner | undefined;
+  /** Whose lock a failure counts on. */
+  identityId: string | undefined;
+  code: string;
+  /** The route name recorded with a lock failure. */
+  route: string;
+  /**
+   * A failure is counted on the lock even when the owner has no live challenge (an authenticated
+   * caller answering nothing is still guessing); otherwise only when something was charged.
+   */
+  countWithoutLiveChallenge?: boolean;
+  /**
+   * Picks the challenge to admit among those whose code matched, outside any transaction (Argon2
+   * work belongs here, never under a row lock). Default: the first match.
+   */
+  select?: (matches: ChallengeRow[]) => Promise<ChallengeRow | undefined>;
+  /** The act the code authorises, in the transaction that spent the challenge. */
+  admit: (trx: Executor, challenge: ChallengeRow, now: Date) => Promise<T>;
+}
+
+export interface StepUpAnswer {
+  challengeId: string;
+  identityId: string;
+  sessionId: string;
+  code: string;
+  route: string;
+  /** Proves a challenge answered by the authenticator (inside the transaction). */
+  proveWithAuthenticator: (trx: Executor, now: Date) => Promise<boolean>;
+}
+
+/**
+ * The one challenge flow: every out-of-band code (sign-up, sign-in method, password recovery) and
+ * every step-up is issued and answered here, on one table and one state machine. An answer is
+ * compared in constant time with every candidate (no early exit); a match is spent by
+ * compare-and-set in the transaction of the act it authorises; a miss charges the attempt and
+ * counts one failure on the identity-wide lock. The lock is never consulted before a correct code.
+ */
+export class ChallengeFlow {
+  constructor(
+    private readonly db: Db,
+    private readonly codes: CodeHasher,
+    private readonly lock: AccountLock,
+    private readonly clock: Clock,
+    private readonly settings: ChallengeSettings,
+  ) {}
+
+  /** Writes a challenge in the caller's transaction and returns its code for delivery. */
+  async issue(trx: Executor, spec: IssueSpec): Promise<IssuedChallenge> {
+    const { withCode = true, ...row } = spec;
+    const now = this.clock.now();
+    const expiresAt = new Date(now.getTime() + this.settings.lifetime * 1000);
+    const code = withCode ? generateCode(this.settings.format, this.settings.length) : undefined;
+    const id = randomUUID();
+    await insertChallenge(trx, {
+      ...row,
+      id,
+      codeHash: code ? this.codes.hash(code) : null,
+      maxAttempts: CHALLENGE_MAX_ATTEMPTS,
+      now,
+      expiresAt,
+    });
+    return { id, code, expiresAt };
+  }
+
+  /** The lifetime a challenge issued now would have (answers that promise it before issuing). */
+  expiryFromNow(): Date {
+    return new Date(this.clock.now().getTime() + this.settings.lifetime * 1000);
+  }
+
+  /**
+   * Answers an out-of-band code. The live challenges are read outside a transaction; the
+   * compare-and-set in the write transaction re-checks everything that read relied on.
+   */
+  async answer<T>(a: OutOfBandAnswer<T>): Promise<{ ok: true; value: T } | Refused> {
+    const live = a.owner ? await liveChallenges(this.db, a.purpose, a.owner, this.clock.now()) : [];
+    const hash = this.codes.hash(a.code);
+    const matches: ChallengeRow[] = [];
+    for (const c of live) if (safeEqual(c.code_hash ?? '', hash)) matches.push(c);
+    const chosen = a.select ? await a.select(matches) : matches[0];
+
+    if (chosen) {
+      const now = this.clock.now();
+      const outcome = await this.db.transaction().execute(async (trx) => {
+        // Of two answers racing with one code, only one spends it.
+        if (!(await spendChallenge(trx, chosen.id, now))) return { ok: false as const };
+        return { ok: true as const, value: await a.admit(trx, chosen, now) };
+      });
+      return outcome;
+    }
+
+    const owner = a.owner;
+    const identityId = a.identityId;
+    if (!owner || !identityId || (live.length === 0 && !a.countWithoutLiveChallenge)) return { ok: false };
+    const failure = await this.db.transaction().execute(async (trx) => {
+      const charged = await chargeLiveChallenges(trx, a.purpose, owner, this.clock.now());
+      // One request is one failure on the identity-wide lock, however many challenges it charged.
+      if (charged === 0 && !a.countWithoutLiveChallenge) return undefined;
+      return this.lock.recordFailure(trx, identityId, a.route);
+    });
+    return { ok: false, failure };
+  }
+
+  /**
+   * Answers a step-up challenge, in the caller's transaction (so the elevation is minted in the
+   * same commit). The identity row is locked first, the order every second-factor write follows,
+   * so answers to one challenge are decided one after the other. A challenge that is unknown, of
+   * another session, spent, replaced, expired or exhausted is refused without a count: nothing was
+   * guessed. Returns 'lost' when the spend lost a race after a correct proof: the caller must
+   * throw, so the transaction rolls back whatever the proof consumed.
+   */
+  async answerStepUp(trx: Executor, a: StepUpAnswer): Promise<{ ok: true } | Refused | 'lost'> {
+    const now = this.clock.now();
+    await lockIdentity(trx, a.identityId);
+    const c = await findChallenge(trx, a.challengeId);
+    const live =
+      c !== undefined &&
+      c.purpose === 'step_up' &&
+      c.identity_id === a.identityId &&
+      c.session_id === a.sessionId &&
+      c.spent_at === null &&
+      c.revoked_at === null &&
+      new Date(c.expires_at) > now &&
+      c.attempts < c.max_attempts;
+    // The keyed hash is computed whatever the challenge, so a dead one costs what a live one does.
+    const hash = this.codes.hash(a.code);
+    if (!live) return { ok: false };
+    const proven =
+      c.channel === 'identifier'
+        ? safeEqual(hash, c.code_hash ?? '')
+        : await a.proveWithAuthenticator(trx, now);
+    if (proven) return (await spendChallenge(trx, c.id, now)) ? { ok: true } : 'lost';
+    if (!(await chargeChallenge(trx, c.id, now))) return { ok: false };
+    return { ok: false, failure: await this.lock.recordFailure(trx, a.identityId, a.route) };
+  }
+}

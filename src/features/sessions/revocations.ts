@@ -1,0 +1,36 @@
+import type { Executor } from '../../platform/db/database.js';
+import { sessionRequired } from '../../platform/http/problem.js';
+import { bumpSessionEpoch, type IdentityRow } from '../identities/repository.js';
+import { adoptEpoch, lockSession, revokeIdentitySessions } from './repository.js';
+
+/**
+ * For a write that ends every other session (password change, sign-in method removal): locks the
+ * caller's session after the identity row (the order every such write follows) and refuses with
+ * 401 when it ended while the request waited; it is not revived here.
+ */
+export async function lockCallerSession(
+  trx: Executor,
+  identity: IdentityRow | undefined,
+  sessionId: string,
+): Promise<void> {
+  const session = await lockSession(trx, sessionId);
+  if (!identity || !session || session.revoked_at !== null || session.epoch !== identity.session_epoch) {
+    throw sessionRequired();
+  }
+}
+
+/**
+ * Ends every session of the identity but the caller's: the epoch moves on (sign-ins still verifying
+ * an old credential are dead on arrival), the caller's session alone adopts the new epoch, every
+ * other live one is revoked with `reason`. Returns how many were revoked.
+ */
+export async function endOtherSessions(
+  trx: Executor,
+  principal: { identityId: string; sessionId: string },
+  reason: string,
+  now: Date,
+): Promise<number> {
+  const epoch = await bumpSessionEpoch(trx, principal.identityId);
+  await adoptEpoch(trx, principal.sessionId, epoch);
+  return revokeIdentitySessions(trx, principal.identityId, reason, now, principal.sessionId);
+}
