@@ -1,4 +1,5 @@
 import { type RawBuilder, sql } from 'kysely';
+import { changedOne } from '../../platform/db/compare-and-set.js';
 import type { Executor } from '../../platform/db/database.js';
 import type { IdentifierType, NormalisedIdentifier } from '../identities/identifier.js';
 
@@ -104,20 +105,19 @@ export async function liveChallenges(
  * Compare-and-set: spends the challenge only while it is still answerable at `now`, so of two
  * requests racing with one code exactly one gets true.
  */
-export async function spendChallenge(trx: Executor, id: string, now: Date): Promise<boolean> {
-  const r = await sql<{ id: string }>`
-    UPDATE challenges SET spent_at = ${now} WHERE id = ${id} AND ${answerable(now)} RETURNING id`.execute(
+export function spendChallenge(trx: Executor, id: string, now: Date): Promise<boolean> {
+  return changedOne(
     trx,
+    sql`UPDATE challenges SET spent_at = ${now} WHERE id = ${id} AND ${answerable(now)} RETURNING id`,
   );
-  return r.rows.length === 1;
 }
 
 /** One attempt charged on one challenge while it is answerable; false once it no longer is. */
-export async function chargeChallenge(trx: Executor, id: string, now: Date): Promise<boolean> {
-  const r = await sql<{ id: string }>`
-    UPDATE challenges SET attempts = attempts + 1 WHERE id = ${id} AND ${answerable(now)}
-    RETURNING id`.execute(trx);
-  return r.rows.length === 1;
+export function chargeChallenge(trx: Executor, id: string, now: Date): Promise<boolean> {
+  return changedOne(
+    trx,
+    sql`UPDATE challenges SET attempts = attempts + 1 WHERE id = ${id} AND ${answerable(now)} RETURNING id`,
+  );
 }
 
 /** A failed answer costs one attempt on every live challenge of the owner for that purpose. */

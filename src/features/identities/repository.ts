@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { changedOne } from '../../platform/db/compare-and-set.js';
 import type { Executor } from '../../platform/db/database.js';
 import type { NormalisedIdentifier } from './identifier.js';
 
@@ -152,19 +153,23 @@ export async function setPassword(
   opts: { onlyIfUnset?: boolean } = {},
 ): Promise<boolean> {
   const unset = opts.onlyIfUnset ? sql`AND password_hash IS NULL` : sql``;
-  const r = await sql<{ id: string }>`
+  return changedOne(
+    trx,
+    sql`
     UPDATE identities SET password_hash = ${passwordHash}, password_changed_at = ${now}
     WHERE id = ${identityId} ${unset}
-    RETURNING id`.execute(trx);
-  return r.rows.length === 1;
+    RETURNING id`,
+  );
 }
 
-export async function removePassword(trx: Executor, identityId: string, now: Date): Promise<boolean> {
-  const r = await sql<{ id: string }>`
+export function removePassword(trx: Executor, identityId: string, now: Date): Promise<boolean> {
+  return changedOne(
+    trx,
+    sql`
     UPDATE identities SET password_hash = NULL, password_changed_at = ${now}
     WHERE id = ${identityId} AND password_hash IS NOT NULL
-    RETURNING id`.execute(trx);
-  return r.rows.length === 1;
+    RETURNING id`,
+  );
 }
 
 /** The identity-wide lock's counter, read under the row lock (identities/lock.ts). */
@@ -224,11 +229,13 @@ export async function markIdentifierVerified(
   identityId?: string,
 ): Promise<boolean> {
   const owner = identityId ? sql`AND identity_id = ${identityId}` : sql``;
-  const r = await sql<{ id: string }>`
+  return changedOne(
+    trx,
+    sql`
     UPDATE identifiers SET verified_at = ${now}
     WHERE id = ${identifierId} ${owner} AND verified_at IS NULL AND removed_at IS NULL
-    RETURNING id`.execute(trx);
-  return r.rows.length === 1;
+    RETURNING id`,
+  );
 }
 
 /**
@@ -243,11 +250,13 @@ export async function removeIdentifier(
   which: { identityId: string } | { pendingOnly: true },
 ): Promise<boolean> {
   const condition = 'identityId' in which ? sql`identity_id = ${which.identityId}` : sql`verified_at IS NULL`;
-  const r = await sql<{ id: string }>`
+  return changedOne(
+    trx,
+    sql`
     UPDATE identifiers SET removed_at = ${now}
     WHERE id = ${identifierId} AND ${condition} AND removed_at IS NULL
-    RETURNING id`.execute(trx);
-  return r.rows.length === 1;
+    RETURNING id`,
+  );
 }
 
 export async function clearLockCounter(trx: Executor, identityId: string): Promise<void> {

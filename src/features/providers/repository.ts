@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { changedOne } from '../../platform/db/compare-and-set.js';
 import type { Executor } from '../../platform/db/database.js';
 
 export interface ProviderLinkRow {
@@ -36,12 +37,14 @@ export async function pruneExpiredNonces(trx: Executor, now: Date, batch = 100):
  * Compare-and-set (concurrency guide): of every act racing with one nonce, on any route, exactly
  * one gets the row back; the others wait on the row lock, re-read it spent, and get false.
  */
-export async function spendNonce(trx: Executor, hash: string, now: Date): Promise<boolean> {
-  const r = await sql<{ id: string }>`
+export function spendNonce(trx: Executor, hash: string, now: Date): Promise<boolean> {
+  return changedOne(
+    trx,
+    sql`
     UPDATE provider_nonces SET spent_at = ${now}
     WHERE hash = ${hash} AND spent_at IS NULL AND expires_at > ${now}
-    RETURNING id`.execute(trx);
-  return r.rows.length === 1;
+    RETURNING id`,
+  );
 }
 
 export async function findLiveLink(
@@ -87,15 +90,12 @@ export async function liveLinks(trx: Executor, identityId: string): Promise<Link
   return r.rows;
 }
 
-export async function removeLink(
-  trx: Executor,
-  linkId: string,
-  identityId: string,
-  now: Date,
-): Promise<boolean> {
-  const r = await sql<{ id: string }>`
+export function removeLink(trx: Executor, linkId: string, identityId: string, now: Date): Promise<boolean> {
+  return changedOne(
+    trx,
+    sql`
     UPDATE provider_links SET removed_at = ${now}
     WHERE id = ${linkId} AND identity_id = ${identityId} AND removed_at IS NULL
-    RETURNING id`.execute(trx);
-  return r.rows.length === 1;
+    RETURNING id`,
+  );
 }

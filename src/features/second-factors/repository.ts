@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { TotpAlgorithm } from '../../config.js';
+import { changedOne } from '../../platform/db/compare-and-set.js';
 import type { Executor } from '../../platform/db/database.js';
 
 export interface FactorSecretRow {
@@ -65,13 +66,15 @@ export async function pendingFactor(trx: Executor, identityId: string): Promise<
  * Compare-and-set: verifies the pending row only if it is still pending and the step is newer than
  * any accepted before, so of two confirmations in one time step exactly one wins.
  */
-export async function verifyPending(trx: Executor, id: string, step: number, now: Date): Promise<boolean> {
-  const r = await sql`
+export function verifyPending(trx: Executor, id: string, step: number, now: Date): Promise<boolean> {
+  return changedOne(
+    trx,
+    sql`
     UPDATE second_factors SET verified_at = ${now}, last_used_step = ${step}
     WHERE id = ${id} AND verified_at IS NULL AND revoked_at IS NULL
       AND (last_used_step IS NULL OR last_used_step < ${step})
-    RETURNING id`.execute(trx);
-  return r.rows.length === 1;
+    RETURNING id`,
+  );
 }
 
 export async function verifiedFactors(trx: Executor, identityId: string): Promise<FactorSecretRow[]> {
@@ -92,13 +95,15 @@ export async function hasVerifiedFactor(trx: Executor, identityId: string): Prom
 }
 
 /** Compare-and-set on the last used step: a code is accepted once per factor and time step. */
-export async function useFactor(trx: Executor, id: string, step: number, now: Date): Promise<boolean> {
-  const r = await sql`
+export function useFactor(trx: Executor, id: string, step: number, now: Date): Promise<boolean> {
+  return changedOne(
+    trx,
+    sql`
     UPDATE second_factors SET last_used_step = ${step}, last_used_at = ${now}
     WHERE id = ${id} AND verified_at IS NOT NULL AND revoked_at IS NULL
       AND (last_used_step IS NULL OR last_used_step < ${step})
-    RETURNING id`.execute(trx);
-  return r.rows.length === 1;
+    RETURNING id`,
+  );
 }
 
 /** Newest verification first, the id as unique tiebreak; `after` is the last row of the previous page. */
@@ -122,17 +127,14 @@ export async function verifiedPage(
 }
 
 /** Only a verified, live factor of this identity can be removed; anything else is "not found". */
-export async function revokeVerified(
-  trx: Executor,
-  id: string,
-  identityId: string,
-  now: Date,
-): Promise<boolean> {
-  const r = await sql`
+export function revokeVerified(trx: Executor, id: string, identityId: string, now: Date): Promise<boolean> {
+  return changedOne(
+    trx,
+    sql`
     UPDATE second_factors SET revoked_at = ${now}
     WHERE id = ${id} AND identity_id = ${identityId} AND verified_at IS NOT NULL AND revoked_at IS NULL
-    RETURNING id`.execute(trx);
-  return r.rows.length === 1;
+    RETURNING id`,
+  );
 }
 
 export async function insertTicket(
@@ -164,12 +166,14 @@ export async function lockTicket(trx: Executor, hash: string): Promise<TicketRow
 }
 
 /** Compare-and-set: spends the ticket only while it is live at `now`. */
-export async function spendTicket(trx: Executor, id: string, now: Date): Promise<boolean> {
-  const r = await sql`
+export function spendTicket(trx: Executor, id: string, now: Date): Promise<boolean> {
+  return changedOne(
+    trx,
+    sql`
     UPDATE second_factor_tickets SET spent_at = ${now}
     WHERE id = ${id} AND spent_at IS NULL AND expires_at > ${now} AND attempts < max_attempts
-    RETURNING id`.execute(trx);
-  return r.rows.length === 1;
+    RETURNING id`,
+  );
 }
 
 export async function chargeTicket(trx: Executor, id: string): Promise<number> {

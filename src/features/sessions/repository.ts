@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { changedOne } from '../../platform/db/compare-and-set.js';
 import type { Executor } from '../../platform/db/database.js';
 import { type SummaryColumns, summaryColumns } from '../identities/repository.js';
 
@@ -136,16 +137,13 @@ export async function renewSession(
 }
 
 /** Compare-and-set: the first revocation's time and reason are kept. */
-export async function revokeSession(
-  trx: Executor,
-  sessionId: string,
-  reason: string,
-  now: Date,
-): Promise<boolean> {
-  const r = await sql`
+export function revokeSession(trx: Executor, sessionId: string, reason: string, now: Date): Promise<boolean> {
+  return changedOne(
+    trx,
+    sql`
     UPDATE sessions SET revoked_at = ${now}, revoked_reason = ${reason}
-    WHERE id = ${sessionId} AND revoked_at IS NULL RETURNING id`.execute(trx);
-  return r.rows.length === 1;
+    WHERE id = ${sessionId} AND revoked_at IS NULL RETURNING id`,
+  );
 }
 
 export async function revokeIdentitySessions(
