@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { TotpAlgorithm } from '../../config.js';
 import { changedOne } from '../../platform/db/compare-and-set.js';
 import type { Executor } from '../../platform/db/database.js';
+import { afterPosition, newestFirst } from '../../platform/pagination/repository.js';
 
 export interface FactorSecretRow {
   id: string;
@@ -113,16 +114,11 @@ export async function verifiedPage(
   limit: number,
   after?: { t: string; id: string },
 ): Promise<FactorListRow[]> {
-  const r = after
-    ? await sql<FactorListRow>`
-        SELECT id, label, verified_at, last_used_at FROM second_factors
-        WHERE identity_id = ${identityId} AND verified_at IS NOT NULL AND revoked_at IS NULL
-          AND (verified_at, id) < (${new Date(after.t)}, ${after.id}::uuid)
-        ORDER BY verified_at DESC, id DESC LIMIT ${limit + 1}`.execute(trx)
-    : await sql<FactorListRow>`
-        SELECT id, label, verified_at, last_used_at FROM second_factors
-        WHERE identity_id = ${identityId} AND verified_at IS NOT NULL AND revoked_at IS NULL
-        ORDER BY verified_at DESC, id DESC LIMIT ${limit + 1}`.execute(trx);
+  const r = await sql<FactorListRow>`
+    SELECT id, label, verified_at, last_used_at FROM second_factors
+    WHERE identity_id = ${identityId} AND verified_at IS NOT NULL AND revoked_at IS NULL
+      AND ${afterPosition('verified_at', after)}
+    ${newestFirst('verified_at', limit)}`.execute(trx);
   return r.rows;
 }
 

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { changedOne } from '../../platform/db/compare-and-set.js';
 import type { Executor } from '../../platform/db/database.js';
+import { afterPosition, newestFirst } from '../../platform/pagination/repository.js';
 import { type SummaryColumns, summaryColumns } from '../identities/repository.js';
 
 export interface SessionState {
@@ -204,14 +205,9 @@ export async function attemptsPage(
   limit: number,
   after?: { t: string; id: string },
 ): Promise<AttemptRow[]> {
-  const r = after
-    ? await sql<AttemptRow>`
-        SELECT id, occurred_at, method, outcome, ip_address, user_agent FROM sign_in_attempts
-        WHERE identity_id = ${identityId} AND (occurred_at, id) < (${new Date(after.t)}, ${after.id}::uuid)
-        ORDER BY occurred_at DESC, id DESC LIMIT ${limit + 1}`.execute(trx)
-    : await sql<AttemptRow>`
-        SELECT id, occurred_at, method, outcome, ip_address, user_agent FROM sign_in_attempts
-        WHERE identity_id = ${identityId}
-        ORDER BY occurred_at DESC, id DESC LIMIT ${limit + 1}`.execute(trx);
+  const r = await sql<AttemptRow>`
+    SELECT id, occurred_at, method, outcome, ip_address, user_agent FROM sign_in_attempts
+    WHERE identity_id = ${identityId} AND ${afterPosition('occurred_at', after)}
+    ${newestFirst('occurred_at', limit)}`.execute(trx);
   return r.rows;
 }

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../platform/db/database.js';
+import { afterPosition, newestFirst } from '../../platform/pagination/repository.js';
 
 export interface MethodRow {
   id: string;
@@ -22,9 +23,6 @@ export async function methodsPage(
   limit: number,
   after?: { t: string; id: string },
 ): Promise<MethodRow[]> {
-  const position = after
-    ? sql`WHERE (m.verified_at, m.id) < (${new Date(after.t)}, ${after.id}::uuid)`
-    : sql``;
   const r = await sql<MethodRow>`
     SELECT m.id, m.kind, m.detail, m.verified_at, m.last_used_at FROM (
       SELECT f.id, f.type AS kind, f.value AS detail, f.verified_at, f.last_used_at
@@ -39,7 +37,7 @@ export async function methodsPage(
       SELECT l.id, 'provider', l.provider, l.created_at, l.last_used_at
       FROM provider_links l WHERE l.identity_id = ${identityId} AND l.removed_at IS NULL
     ) m
-    ${position}
-    ORDER BY m.verified_at DESC, m.id DESC LIMIT ${limit + 1}`.execute(trx);
+    WHERE ${afterPosition('m.verified_at', after, 'm.id')}
+    ${newestFirst('m.verified_at', limit, 'm.id')}`.execute(trx);
   return r.rows;
 }
