@@ -14,8 +14,10 @@ import {
 } from 'kysely';
 import pg from 'pg';
 
-// biome-ignore lint/suspicious/noExplicitAny: tables are addressed through raw SQL in repositories
-export type Db = Kysely<any>;
+import type { DB } from './schema.js';
+
+/** The typed handle: every table's columns come from the generated schema (scripts/db-types.ts). */
+export type Db = Kysely<DB>;
 /** A transaction or the root handle: every repository function takes one. */
 export type Executor = Db;
 
