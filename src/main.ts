@@ -1,7 +1,7 @@
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { openDatabase } from './platform/db/database.js';
-import { migrate } from './platform/db/migrator.js';
+import { MigrationError, migrate } from './platform/db/migrator.js';
 
 function fail(message: string): never {
   // One line, no stack: the operator needs the variable's name, not our internals.
@@ -22,6 +22,7 @@ try {
   database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
   await migrate(database.db);
 } catch (err) {
+  if (err instanceof MigrationError) fail(`cannot migrate the database: ${err.message}`);
   fail(`cannot open or migrate the database: ${(err as { code?: string }).code ?? (err as Error).name}`);
 }
 

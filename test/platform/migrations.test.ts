@@ -2,9 +2,15 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type Database, openDatabase } from '../../src/platform/db/database.js';
-import { migrate, readMigrations } from '../../src/platform/db/migrator.js';
+import {
+  checksumOf,
+  type Migration,
+  MigrationError,
+  migrate,
+  readMigrations,
+} from '../../src/platform/db/migrator.js';
 import { createServerSchema, SERVER_URL } from '../helpers/database.js';
 import { spawnTs, within } from './support.js';
 
@@ -90,5 +96,88 @@ describe('migrations on embedded PGlite', () => {
     expect((await within(run.exited, 30_000, 'migrate')).code).toBe(1);
     expect(run.stderr().trim().split('\n')).toHaveLength(1);
     expect(run.stderr()).toContain('DATABASE_URL');
+  });
+});
+
+describe('migration integrity (forward only, in order, never edited)', () => {
+  const m = (version: number, table: string): Migration => ({
+    version,
+    name: `${String(version).padStart(4, '0')}_${table}`,
+    sql: `CREATE TABLE ${table} (id integer PRIMARY KEY);`,
+  });
+  let db: Database;
+
+  beforeEach(async () => {
+    db = await openDatabase({ url: 'memory://', dataDir: '' });
+  });
+  afterEach(async () => {
+    await db.close();
+  });
+
+  async function tables(): Promise<string[]> {
+    const r = await sql<{ name: string }>`
+      SELECT table_name AS name FROM information_schema.tables
+      WHERE table_name LIKE 't\\_%' ORDER BY table_name`.execute(db.db);
+    return r.rows.map((row) => row.name);
+  }
+
+  it('records the SHA-256 of each applied file', async () => {
+    await migrate(db.db, [m(1, 't_one')]);
+    const r = await sql<{ checksum: string }>`SELECT checksum FROM schema_migrations`.execute(db.db);
+    expect(r.rows).toEqual([{ checksum: checksumOf(m(1, 't_one')) }]);
+    expect(checksumOf(m(1, 't_one'))).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('refuses a pending file numbered below the highest applied one, and applies nothing', async () => {
+    await migrate(db.db, [m(1, 't_one'), m(3, 't_three')]);
+    const late = [m(1, 't_one'), m(2, 't_two'), m(3, 't_three'), m(4, 't_four')];
+    await expect(migrate(db.db, late)).rejects.toThrow(MigrationError);
+    await expect(migrate(db.db, late)).rejects.toThrow(
+      'migration 0002_t_two is numbered below the highest applied version 3',
+    );
+    expect(await tables()).toEqual(['t_one', 't_three']);
+  });
+
+  it('refuses an applied file whose text changed, naming it', async () => {
+    await migrate(db.db, [m(1, 't_one')]);
+    const edited = { ...m(1, 't_one'), sql: 'CREATE TABLE t_one (id bigint PRIMARY KEY);' };
+    await expect(migrate(db.db, [edited, m(2, 't_two')])).rejects.toThrow(
+      'migration 0001_t_one was edited after it was applied (checksum differs)',
+    );
+    expect(await tables()).toEqual(['t_one']);
+  });
+
+  it('refuses when an applied file is missing', async () => {
+    await migrate(db.db, [m(1, 't_one'), m(2, 't_two')]);
+    await expect(migrate(db.db, [m(1, 't_one')])).rejects.toThrow(
+      'migration 0002_t_two is applied but its file is missing',
+    );
+  });
+
+  it('gives a row applied before checksums existed the current checksum once, then holds it', async () => {
+    await migrate(db.db, [m(1, 't_one')]);
+    await sql`UPDATE schema_migrations SET checksum = NULL`.execute(db.db);
+    expect(await migrate(db.db, [m(1, 't_one')])).toEqual([]);
+    const r = await sql<{ checksum: string }>`SELECT checksum FROM schema_migrations`.execute(db.db);
+    expect(r.rows).toEqual([{ checksum: checksumOf(m(1, 't_one')) }]);
+    const edited = { ...m(1, 't_one'), sql: `${m(1, 't_one').sql}\n-- edited` };
+    await expect(migrate(db.db, [edited])).rejects.toThrow(MigrationError);
+  });
+
+  it('start-up refuses an edited migration with one line and exit 1', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'idsvc-edited-'));
+    const env = { NODE_ENV: 'development', DATA_DIR: dataDir };
+    expect((await within(spawnTs('src/migrate.ts', env).exited, 60_000, 'migrate')).code).toBe(0);
+    const pg = await openDatabase({ url: undefined, dataDir });
+    try {
+      await sql`UPDATE schema_migrations SET checksum = 'x' WHERE version = 1`.execute(pg.db);
+    } finally {
+      await pg.close();
+    }
+    const run = spawnTs('src/main.ts', { ...env, PORT: '0' });
+    expect((await within(run.exited, 60_000, 'start-up')).code).toBe(1);
+    expect(run.stderr().trim().split('\n')).toEqual([
+      `cannot migrate the database: migration ${ALL[0].name} was edited after it was applied (checksum differs)`,
+    ]);
   });
 });

@@ -9,11 +9,11 @@ import {
   jwtVerify,
   SignJWT,
 } from 'jose';
-import { sql } from 'kysely';
 import type { Config } from '../../config.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Sealer } from '../../platform/crypto/seal.js';
 import type { Db } from '../../platform/db/database.js';
+import { insertSigningKey, liveSigningKeys, lockKeyCreation } from './repository.js';
 
 export interface AccessClaims {
   sub: string;
@@ -28,8 +28,6 @@ interface SigningKey {
   publicJwk: JWK;
 }
 
-// Any fixed number distinct from the migration lock: instances racing to create the first key.
-const KEY_CREATION_LOCK = 727_011_002;
 const TOKEN_TYPE = 'at+jwt';
 // Verified claims are kept per token until it expires: the signature is checked once per token,
 // while the session row is still read on every request (contract 5).
@@ -66,22 +64,20 @@ export class AccessTokens {
       return new AccessTokens(config, clock, key, new Map([[kid, pair.publicKey]]), [key.publicJwk]);
     }
     const rows = await db.transaction().execute(async (trx) => {
-      await sql`SELECT pg_advisory_xact_lock(${KEY_CREATION_LOCK})`.execute(trx);
-      const existing = await sql<{ kid: string; sealed_private_jwk: string }>`
-        SELECT kid, sealed_private_jwk FROM signing_keys WHERE retired_at IS NULL ORDER BY created_at, kid`.execute(
-        trx,
-      );
-      if (existing.rows.length > 0) return existing.rows;
+      await lockKeyCreation(trx);
+      const existing = await liveSigningKeys(trx);
+      if (existing.length > 0) return existing;
       const { privateKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519', extractable: true });
       const jwk = await exportJWK(privateKey);
       const kid = randomUUID();
       const { d: _d, ...pub } = jwk;
       const sealed = sealer.seal(JSON.stringify(jwk), `signing-key:${kid}`);
-      await sql`
-        INSERT INTO signing_keys (kid, sealed_private_jwk, public_jwk, created_at)
-        VALUES (${kid}, ${sealed}, ${JSON.stringify({ ...pub, kid, alg: 'EdDSA', use: 'sig' })}::jsonb, ${clock.now()})`.execute(
-        trx,
-      );
+      await insertSigningKey(trx, {
+        kid,
+        sealedPrivateJwk: sealed,
+        publicJwk: { ...pub, kid, alg: 'EdDSA', use: 'sig' },
+        now: clock.now(),
+      });
       return [{ kid, sealed_private_jwk: sealed }];
     });
     const keys: SigningKey[] = [];

@@ -211,3 +211,28 @@ export async function attemptsPage(
     ${newestFirst('occurred_at', limit)}`.execute(trx);
   return r.rows;
 }
+
+// Any fixed number distinct from the migration lock: instances racing to create the first key.
+const KEY_CREATION_LOCK = 727_011_002;
+
+/** Serialises key creation across instances until the transaction ends. */
+export async function lockKeyCreation(trx: Executor): Promise<void> {
+  await sql`SELECT pg_advisory_xact_lock(${KEY_CREATION_LOCK})`.execute(trx);
+}
+
+export async function liveSigningKeys(trx: Executor): Promise<{ kid: string; sealed_private_jwk: string }[]> {
+  const r = await sql<{ kid: string; sealed_private_jwk: string }>`
+    SELECT kid, sealed_private_jwk FROM signing_keys WHERE retired_at IS NULL ORDER BY created_at, kid`.execute(
+    trx,
+  );
+  return r.rows;
+}
+
+export async function insertSigningKey(
+  trx: Executor,
+  k: { kid: string; sealedPrivateJwk: string; publicJwk: Record<string, unknown>; now: Date },
+): Promise<void> {
+  await sql`
+    INSERT INTO signing_keys (kid, sealed_private_jwk, public_jwk, created_at)
+    VALUES (${k.kid}, ${k.sealedPrivateJwk}, ${JSON.stringify(k.publicJwk)}::jsonb, ${k.now})`.execute(trx);
+}

@@ -1,7 +1,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
 import type { Clock } from '../clock.js';
 import type { Db, Executor } from '../db/database.js';
+import { insertRecord, lockHead, readHead, recordsAfter, snapshot } from './repository.js';
 
 /**
  * One thing that happened, e.g. identity.sessions.revoked_everywhere, identity.account.locked,
@@ -100,9 +100,7 @@ export class AuditLog {
     const details = event.details ?? {};
     // Fails here, before any lock, on a value the seal cannot cover.
     canonicalJson(details);
-    const head = await sql<{ seq: unknown; seal: string }>`
-      SELECT seq, seal FROM audit_head WHERE id = 1 FOR UPDATE`.execute(trx);
-    const row = head.rows[0];
+    const row = await lockHead(trx);
     if (!row) throw new Error('audit_head is missing: run the migrations');
     const seq = Number(row.seq) + 1;
     const id = randomUUID();
@@ -118,28 +116,12 @@ export class AuditLog {
       details,
     };
     const seal = computeSeal(this.key, row.seal, record);
-    await sql`
-      INSERT INTO audit_records (seq, id, occurred_at, name, actor, target, outcome, details, seal)
-      VALUES (${seq}, ${id}, ${occurredAt}, ${event.name}, ${event.actor}, ${event.target},
-              ${event.outcome}, ${JSON.stringify(details)}::jsonb, ${seal})`.execute(trx);
-    await sql`UPDATE audit_head SET seq = ${seq}, seal = ${seal} WHERE id = 1`.execute(trx);
+    await insertRecord(trx, { ...record, occurredAt, seal });
     return { id, seq };
   }
 }
 
 const BATCH = 1000;
-
-interface StoredRecord {
-  seq: unknown;
-  id: string;
-  occurred_at: unknown;
-  name: string;
-  actor: string | null;
-  target: string | null;
-  outcome: string;
-  details: unknown;
-  seal: string;
-}
 
 /**
  * Walks every record in seq order, from one snapshot. Broken: the first record whose seal does not
@@ -148,17 +130,14 @@ interface StoredRecord {
  */
 export async function verifyChain(db: Db, key: Buffer): Promise<ChainVerification> {
   return db.transaction().execute(async (trx) => {
-    await sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY`.execute(trx);
-    const head = (await sql<{ seq: unknown }>`SELECT seq FROM audit_head WHERE id = 1`.execute(trx)).rows[0];
+    await snapshot(trx);
+    const head = await readHead(trx);
     let prevSeal = '';
     let expected = 1;
     let count = 0;
     for (;;) {
       // The first batch has no lower bound: a stray record before seq 1 is a skip too.
-      const after = count === 0 ? sql`TRUE` : sql`seq > ${expected - 1}`;
-      const { rows } = await sql<StoredRecord>`
-        SELECT seq, id, occurred_at, name, actor, target, outcome, details, seal
-        FROM audit_records WHERE ${after} ORDER BY seq LIMIT ${BATCH}`.execute(trx);
+      const rows = await recordsAfter(trx, count === 0 ? null : expected - 1, BATCH);
       for (const r of rows) {
         const seq = Number(r.seq);
         const id = String(r.id);

@@ -124,6 +124,7 @@ export interface RefreshTokens {
 
 export interface SchemaMigrations {
   applied_at: Generated<Timestamp>;
+  checksum: string | null;
   name: string;
   version: number;
 }
