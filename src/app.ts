@@ -6,9 +6,11 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import type { Config } from './config.js';
+import { type AppContext, createContext } from './context.js';
 import { healthRoutes } from './features/health/routes.js';
 import { passwordRoutes } from './features/passwords/routes.js';
 import { providerRoutes } from './features/providers/routes.js';
+import { signInWithProvider } from './features/providers/service.js';
 import { recoveryCodeRoutes } from './features/recovery-codes/routes.js';
 import { registrationRoutes } from './features/registration/routes.js';
 import { secondFactorRoutes } from './features/second-factors/routes.js';
@@ -16,7 +18,6 @@ import { jwksRoute, sessionRoutes } from './features/sessions/routes.js';
 import { signInMethodRoutes } from './features/sign-in-methods/routes.js';
 import { stepUpRoutes } from './features/step-up/routes.js';
 import { type Clock, systemClock } from './platform/clock.js';
-import { type AppContext, createContext } from './platform/context.js';
 import type { Database } from './platform/db/database.js';
 import {
   installErrorHandling,
@@ -209,7 +210,10 @@ export async function buildApp(opts: BuildOptions): Promise<{ app: FastifyInstan
     async (api) => {
       // Business routes register here, each feature a plugin under /api/v1.
       await api.register(registrationRoutes, { ctx });
-      await api.register(sessionRoutes, { ctx });
+      await api.register(sessionRoutes, {
+        ctx,
+        signInWithProvider: (input, meta) => signInWithProvider(ctx, ctx.sessions, input, meta),
+      });
       await api.register(stepUpRoutes, { ctx });
       await api.register(secondFactorRoutes, { ctx });
       await api.register(recoveryCodeRoutes, { ctx });

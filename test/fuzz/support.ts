@@ -3,7 +3,7 @@ import formatsModule from 'ajv-formats';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { type CryptoKey, exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
 import { sql } from 'kysely';
-import { mintElevation } from '../../src/features/step-up/guard.js';
+import { mintElevation } from '../../src/features/step-up/service.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createPerson, type Person, signIn } from '../helpers/identities.js';
 

@@ -6,8 +6,8 @@ import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { type Config, loadConfig } from '../../src/config.js';
+import type { AppContext } from '../../src/context.js';
 import { ManualClock } from '../../src/platform/clock.js';
-import type { AppContext } from '../../src/platform/context.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
 
 export interface TestApp {

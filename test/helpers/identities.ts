@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
-import type { AppContext } from '../../src/platform/context.js';
+import type { AppContext } from '../../src/context.js';
 
 export interface Person {
   identityId: string;

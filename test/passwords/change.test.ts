@@ -1,6 +1,5 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SessionService } from '../../src/features/sessions/service.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { bearer, createPerson, signIn } from '../helpers/identities.js';
 import {
@@ -81,7 +80,7 @@ describe('POST /password-changes', () => {
         .statusCode,
     ).toBe(204);
     // ...and its session is issued after the change committed: dead on arrival.
-    const late = await new SessionService(t.ctx).openSession(
+    const late = await t.ctx.sessions.openSession(
       person.identityId,
       before.rows[0].session_epoch,
       'password',

@@ -5,7 +5,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
-import type { AppContext } from '../../src/platform/context.js';
+import type { AppContext } from '../../src/context.js';
 import { type Database, openDatabase } from '../../src/platform/db/database.js';
 import { migrate } from '../../src/platform/db/migrator.js';
 import { createTestApp, type TestApp, testEnv } from '../helpers/app.js';

@@ -25,16 +25,11 @@ export function confirm(app: FastifyInstance, body: unknown): Promise<LightMyReq
   return app.inject({ method: 'POST', url: CONFIRMATIONS, payload: body as object });
 }
 
-export { codeIn, lastCode, type OutboxLine, outbox } from '../helpers/outbox.js';
+export { codeIn, lastCode, outbox } from '../helpers/outbox.js';
 
 /** A numeric code of the same length that is certainly not `code`. */
 export function otherCode(code: string): string {
   return [...code].map((d) => String((Number(d) + 1) % 10)).join('');
-}
-
-export async function count(db: Db, query: ReturnType<typeof sql>): Promise<number> {
-  const r = await query.execute(db);
-  return Number((r.rows[0] as { n: unknown }).n);
 }
 
 export async function identifierRow(db: Db, value: string) {

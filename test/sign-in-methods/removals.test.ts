@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SessionService } from '../../src/features/sessions/service.js';
 import { passwordMethodId } from '../../src/features/sign-in-methods/service.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { bearer, createPerson, signIn } from '../helpers/identities.js';
@@ -64,7 +63,7 @@ describe('POST /sign-in-methods/{id}/removals', () => {
     expect(res.body).toBe('');
     expect(await contextStatus(grant.accessToken)).toBe(200);
     expect(await contextStatus(other.accessToken)).toBe(401);
-    const late = await new SessionService(t.ctx).openSession(
+    const late = await t.ctx.sessions.openSession(
       person.identityId,
       epoch.rows[0].session_epoch,
       'password',

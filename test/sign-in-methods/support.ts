@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
-import type { AppContext } from '../../src/platform/context.js';
+import type { AppContext } from '../../src/context.js';
 import type { TestApp } from '../helpers/app.js';
 import { bearer, createPerson, signIn } from '../helpers/identities.js';
 import { messagesTo, waitForCode } from '../passwords/support.js';

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../../platform/context.js';
+import type { AppContext } from '../../context.js';
 
 const Check = Type.Object({ status: Type.String(), responseTime: Type.Number() });
 const Report = Type.Object(

@@ -47,12 +47,9 @@ export class AccountLock {
     const until = tripped ? new Date(now.getTime() + this.lockSeconds * 1000) : null;
     await setLockCounter(trx, identityId, { failures, lockedUntil: until });
     if (tripped) {
-      await this.audit.append(trx, {
-        name: 'identity.account.locked',
-        actor: identityId,
-        target: identityId,
-        outcome: 'success',
-        details: { route, lockedUntil: until!.toISOString() },
+      await this.audit.appendOwn(trx, 'identity.account.locked', identityId, {
+        route,
+        lockedUntil: until!.toISOString(),
       });
     }
     return { wasLocked: false, tripped, locked: tripped };

@@ -119,14 +119,6 @@ export function toSummary(identityId: string, row: SummaryColumns): IdentitySumm
   return { identifiers, methods };
 }
 
-export async function identitySummary(trx: Executor, identityId: string): Promise<IdentitySummary> {
-  const r =
-    await sql<SummaryColumns>`SELECT ${summaryColumns} FROM identities i WHERE i.id = ${identityId}`.execute(
-      trx,
-    );
-  return r.rows[0] ? toSummary(identityId, r.rows[0]) : { identifiers: [], methods: [] };
-}
-
 export async function insertIdentity(
   trx: Executor,
   identity: { id: string; createdAt: Date },

@@ -1,10 +1,10 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../../platform/context.js';
+import type { AppContext } from '../../context.js';
+import { principalOf, requireSession } from '../../platform/http/auth.js';
 import { envelope } from '../../platform/http/envelope.js';
 import { Data, NoContent, responses } from '../../platform/http/schemas.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
-import { principalOf, requireSession } from '../sessions/guard.js';
 import {
   PasswordChangeBody,
   RecoveryChallengeSchema,
@@ -21,7 +21,7 @@ export async function passwordRoutes(root: FastifyInstance, { ctx }: { ctx: AppC
   app.post(
     '/password-changes',
     {
-      preHandler: requireSession(ctx),
+      preHandler: requireSession(ctx.auth),
       // It proves a password, so a stolen access token cannot be used to guess the current one fast.
       config: limitFor(ctx.config.rateLimits.provesAPassword, 'password-changes'),
       schema: {

@@ -1,5 +1,6 @@
-import type { AppContext } from '../../platform/context.js';
+import type { AppContext } from '../../context.js';
 import { assertPasswordPolicy } from '../../platform/crypto/password-policy.js';
+import type { SessionPrincipal } from '../../platform/http/auth.js';
 import { Problem } from '../../platform/http/problem.js';
 import { verificationText } from '../../platform/notify/notifier.js';
 import { revokeChallenges } from '../challenges/repository.js';
@@ -11,7 +12,6 @@ import {
   lockIdentity,
   setPassword,
 } from '../identities/repository.js';
-import type { SessionPrincipal } from '../sessions/guard.js';
 import { revokeIdentitySessions } from '../sessions/repository.js';
 import { endOtherSessions, lockCallerSession } from '../sessions/revocations.js';
 
@@ -50,13 +50,7 @@ export class PasswordService {
       await lockCallerSession(trx, locked, sessionId);
       await setPassword(trx, identityId, newHash, now);
       const ended = await endOtherSessions(trx, principal, 'password_changed', now);
-      await this.ctx.audit.append(trx, {
-        name: 'identity.password.changed',
-        actor: identityId,
-        target: identityId,
-        outcome: 'success',
-        details: { sessionsEnded: ended },
-      });
+      await this.ctx.audit.appendOwn(trx, 'identity.password.changed', identityId, { sessionsEnded: ended });
     });
   }
 
@@ -141,12 +135,9 @@ export class PasswordService {
         const ended = await revokeIdentitySessions(trx, identityId, 'password_recovered', now);
         // After a recovery, every other recovery code of the identity is dead.
         await revokeChallenges(trx, { identityId, purpose: 'password_recovery' }, now);
-        await this.ctx.audit.append(trx, {
-          name: 'identity.password.recovered',
-          actor: identityId,
-          target: identityId,
-          outcome: 'success',
-          details: { identifierType: known?.type ?? null, sessionsEnded: ended },
+        await this.ctx.audit.appendOwn(trx, 'identity.password.recovered', identityId, {
+          identifierType: known?.type ?? null,
+          sessionsEnded: ended,
         });
       },
     });

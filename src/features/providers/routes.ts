@@ -1,17 +1,16 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../../platform/context.js';
+import type { AppContext } from '../../context.js';
+import { principalOf, requireSession } from '../../platform/http/auth.js';
 import { envelope } from '../../platform/http/envelope.js';
 import { Data, responses } from '../../platform/http/schemas.js';
-import { principalOf, requireSession } from '../sessions/guard.js';
 import { ElevationSchema, ProviderNonceSchema, ProviderStepUpBody } from './schemas.js';
 import { issueNonce, stepUpWithProvider } from './service.js';
-import { providerVerifier } from './verifier.js';
 
 export async function providerRoutes(root: FastifyInstance, { ctx }: { ctx: AppContext }) {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   // Built now so every route of this application shares one cache of provider key sets.
-  providerVerifier(ctx);
+  ctx.providers;
 
   app.post(
     '/provider-nonces',
@@ -32,7 +31,7 @@ export async function providerRoutes(root: FastifyInstance, { ctx }: { ctx: AppC
   app.post(
     '/step-ups/providers',
     {
-      preHandler: requireSession(ctx),
+      preHandler: requireSession(ctx.auth),
       schema: {
         tags: ['step-up'],
         summary: 'Mint an elevation with a provider ID token for a subject linked to the caller',

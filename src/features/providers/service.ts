@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { AppContext } from '../../platform/context.js';
+import type { AppContext } from '../../context.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
+import type { RequestMeta, SessionPrincipal } from '../../platform/http/auth.js';
 import { Problem, type ProblemCode } from '../../platform/http/problem.js';
 import { deleteFreshIdentity, findIdentity, insertIdentity } from '../identities/repository.js';
-import type { SessionPrincipal } from '../sessions/guard.js';
-import type { RequestMeta, SessionService } from '../sessions/service.js';
-import { type Elevation, mintElevation } from '../step-up/guard.js';
+import type { SessionService } from '../sessions/service.js';
+import { type Elevation, mintElevation } from '../step-up/service.js';
 import {
   findLiveLink,
   insertLink,
@@ -14,7 +14,6 @@ import {
   spendNonce,
   touchLink,
 } from './repository.js';
-import { providerVerifier } from './verifier.js';
 
 export interface ProviderInput {
   provider: string;
@@ -45,7 +44,7 @@ export async function signInWithProvider(
   input: ProviderInput,
   meta: RequestMeta,
 ): ReturnType<SessionService['completePrimary']> {
-  const proof = await providerVerifier(ctx).verify(input.provider, input.idToken);
+  const proof = await ctx.providers.verify(input.provider, input.idToken);
   if (!proof) throw new Problem('identity.sign_in_refused');
   const now = ctx.clock.now();
   const found = await ctx.database.db.transaction().execute(async (trx) => {
@@ -56,12 +55,9 @@ export async function signInWithProvider(
       await insertIdentity(trx, { id: identityId, createdAt: now });
       const linkId = await insertLink(trx, { id: randomUUID(), identityId, ...proof, now });
       if (linkId) {
-        await ctx.audit.append(trx, {
-          name: 'identity.provider.registered',
-          actor: identityId,
-          target: identityId,
-          outcome: 'success',
-          details: { provider: proof.provider, linkId },
+        await ctx.audit.appendOwn(trx, 'identity.provider.registered', identityId, {
+          provider: proof.provider,
+          linkId,
         });
         // The epoch of a brand-new identity is its initial one.
         return { identityId, linkId, epoch: 0 };
@@ -98,7 +94,7 @@ export async function stepUpWithProvider(
   input: ProviderInput,
 ): Promise<Elevation> {
   const refusal = () => new Problem('identity.step_up_confirmation_refused');
-  const proof = await providerVerifier(ctx).verify(input.provider, input.idToken);
+  const proof = await ctx.providers.verify(input.provider, input.idToken);
   if (!proof) throw refusal();
   const now = ctx.clock.now();
   const elevation = await ctx.database.db.transaction().execute(async (trx) => {
@@ -123,19 +119,17 @@ export async function linkProvider(
   input: ProviderInput,
   refusalCode: ProblemCode,
 ): Promise<{ id: string }> {
-  const proof = await providerVerifier(ctx).verify(input.provider, input.idToken);
+  const proof = await ctx.providers.verify(input.provider, input.idToken);
   if (!proof) throw new Problem(refusalCode);
   const now = ctx.clock.now();
   const outcome = await ctx.database.db.transaction().execute(async (trx) => {
     if (!(await spendNonce(trx, proof.nonceHash, now))) return { refused: true as const };
     const id = await insertLink(trx, { id: randomUUID(), identityId, ...proof, now });
     if (!id) return { taken: true as const };
-    await ctx.audit.append(trx, {
-      name: 'identity.sign_in_method.verified',
-      actor: identityId,
-      target: identityId,
-      outcome: 'success',
-      details: { kind: 'provider', provider: proof.provider, methodId: id },
+    await ctx.audit.appendOwn(trx, 'identity.sign_in_method.verified', identityId, {
+      kind: 'provider',
+      provider: proof.provider,
+      methodId: id,
     });
     return { id };
   });

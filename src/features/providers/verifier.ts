@@ -1,6 +1,6 @@
 import { createLocalJWKSet, createRemoteJWKSet, errors, type JWTVerifyGetKey, jwtVerify } from 'jose';
 import type { IdentityProviderConfig } from '../../config.js';
-import type { AppContext } from '../../platform/context.js';
+import type { AppContext } from '../../context.js';
 
 /** What a verified ID token proves: this provider vouches for this subject, for this nonce hash. */
 export interface ProviderProof {
@@ -93,7 +93,7 @@ interface Provider {
 
 /**
  * Verifies provider ID tokens against the configured providers. Built once per application, so a
- * remote key set is fetched once and shared by every route (see `providerVerifier`).
+ * remote key set is fetched once and shared by every route (src/context.ts builds it).
  */
 export class ProviderVerifier {
   readonly #providers = new Map<string, Provider>();
@@ -142,16 +142,4 @@ export class ProviderVerifier {
       return null;
     }
   }
-}
-
-const verifiers = new WeakMap<AppContext, ProviderVerifier>();
-
-/** The application's one verifier (its remote key sets are caches shared by every route). */
-export function providerVerifier(ctx: AppContext): ProviderVerifier {
-  let verifier = verifiers.get(ctx);
-  if (!verifier) {
-    verifier = new ProviderVerifier(ctx);
-    verifiers.set(ctx, verifier);
-  }
-  return verifier;
 }

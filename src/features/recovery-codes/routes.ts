@@ -1,18 +1,17 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../../platform/context.js';
+import type { AppContext } from '../../context.js';
+import { principalOf, requireElevation, requireSession } from '../../platform/http/auth.js';
 import { envelope } from '../../platform/http/envelope.js';
 import { Data, responses } from '../../platform/http/schemas.js';
-import { principalOf, requireSession } from '../sessions/guard.js';
-import { requireElevation } from '../step-up/guard.js';
 import { RecoveryCodeBatchSchema, RecoveryCodeStatusSchema } from './schemas.js';
 import { RecoveryCodeService } from './service.js';
 
 export async function recoveryCodeRoutes(root: FastifyInstance, { ctx }: { ctx: AppContext }) {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   const service = new RecoveryCodeService(ctx);
-  const session = requireSession(ctx);
-  const elevation = requireElevation(ctx);
+  const session = requireSession(ctx.auth);
+  const elevation = requireElevation(ctx.auth);
 
   app.get(
     '/recovery-codes',

@@ -1,5 +1,5 @@
 import { randomInt, randomUUID } from 'node:crypto';
-import type { AppContext } from '../../platform/context.js';
+import type { AppContext } from '../../context.js';
 import type { Executor } from '../../platform/db/database.js';
 import { findIdentity } from '../identities/repository.js';
 import * as repo from './repository.js';
@@ -61,12 +61,8 @@ export class RecoveryCodeService {
         codeHashes: recoveryCodes.map((c) => this.ctx.codes.hash(normaliseRecoveryCode(c))),
         now,
       });
-      await this.ctx.audit.append(trx, {
-        name: 'identity.recovery_codes.issued',
-        actor: identityId,
-        target: identityId,
-        outcome: 'success',
-        details: { count: BATCH_SIZE },
+      await this.ctx.audit.appendOwn(trx, 'identity.recovery_codes.issued', identityId, {
+        count: BATCH_SIZE,
       });
     });
     return { recoveryCodes, issuedAt: now.toISOString() };
@@ -97,12 +93,6 @@ export async function useRecoveryCode(
   if (!NORMALISED.test(normalised)) return false;
   if (!(await repo.useCode(trx, identityId, hash, now))) return false;
   const { remaining } = await repo.liveStatus(trx, identityId);
-  await ctx.audit.append(trx, {
-    name: 'identity.recovery_code.used',
-    actor: identityId,
-    target: identityId,
-    outcome: 'success',
-    details: { remaining },
-  });
+  await ctx.audit.appendOwn(trx, 'identity.recovery_code.used', identityId, { remaining });
   return true;
 }

@@ -34,7 +34,6 @@ export function confirmationBody(config: Pick<Config, 'verificationCodeFormat' |
     ['password', 'code'],
   );
 }
-export type ConfirmationBody = Static<ReturnType<typeof confirmationBody>>;
 
 /**
  * Sign-up result (interface 2.5, contract 3). `identity` carries no id and no timestamp, so a first

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { AppContext } from '../../platform/context.js';
+import type { AppContext } from '../../context.js';
 import { assertPasswordPolicy } from '../../platform/crypto/password-policy.js';
 import { Problem } from '../../platform/http/problem.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
@@ -138,12 +138,10 @@ export async function confirmSignUp(ctx: AppContext, input: ConfirmationInput): 
       }
       // Contract 3a: once one registration is confirmed, nobody else's pending password can claim it.
       await revokeChallenges(trx, { identifierId, purpose: 'sign_up', exceptId: challenge.id }, now);
-      await ctx.audit.append(trx, {
-        name: 'identity.identifier.verified',
-        actor: identityId,
-        target: identityId,
-        outcome: 'success',
-        details: { identifierType: ident.type, identifierId, via: 'sign_up' },
+      await ctx.audit.appendOwn(trx, 'identity.identifier.verified', identityId, {
+        identifierType: ident.type,
+        identifierId,
+        via: 'sign_up',
       });
     },
   });

@@ -1,11 +1,10 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../../platform/context.js';
+import type { AppContext } from '../../context.js';
+import { listScope, principalOf, requireElevation, requireSession } from '../../platform/http/auth.js';
 import { envelope, page } from '../../platform/http/envelope.js';
 import { Data, NoContent, responses } from '../../platform/http/schemas.js';
 import { PageQuerySchema } from '../../platform/pagination/page.js';
-import { principalOf, requireSession } from '../sessions/guard.js';
-import { requireElevation } from '../step-up/guard.js';
 import {
   ConfirmationBody,
   EnrolmentBody,
@@ -19,9 +18,9 @@ import { secondFactorSignInRoutes } from './sign-in-routes.js';
 export async function secondFactorRoutes(root: FastifyInstance, { ctx }: { ctx: AppContext }) {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   const service = new SecondFactorService(ctx);
-  const session = requireSession(ctx);
+  const session = requireSession(ctx.auth);
   // Session first (a dead session answers 401), then the elevation (403): interface 5.3.
-  const elevated = [session, requireElevation(ctx)];
+  const elevated = [session, requireElevation(ctx.auth)];
   const bearer = [{ bearer: [] }];
   const bearerAndElevation = [{ bearer: [], elevation: [] }];
 
@@ -45,7 +44,7 @@ export async function secondFactorRoutes(root: FastifyInstance, { ctx }: { ctx: 
       },
     },
     async (request) => {
-      const { items, pageInfo } = await service.list(principalOf(request).identityId, request.query);
+      const { items, pageInfo } = await service.list(listScope(request), request.query);
       return page(items, pageInfo);
     },
   );

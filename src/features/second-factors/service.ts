@@ -1,18 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import type { AppContext } from '../../platform/context.js';
+import type { AppContext } from '../../context.js';
 import { sha256Hex } from '../../platform/crypto/tokens.js';
 import type { Executor } from '../../platform/db/database.js';
+import type { RequestMeta } from '../../platform/http/auth.js';
 import { Problem } from '../../platform/http/problem.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
-import { keysetPage } from '../../platform/pagination/page.js';
+import type { CursorScope } from '../../platform/pagination/cursor.js';
+import { type KeysetPosition, keysetPage, type PageQuery } from '../../platform/pagination/page.js';
 import { findIdentity, verifiedIdentifiers } from '../identities/repository.js';
 import { useRecoveryCode } from '../recovery-codes/service.js';
 import { recordAttempt } from '../sessions/repository.js';
-import { type RequestMeta, type SessionGrant, SessionService } from '../sessions/service.js';
+import type { SessionGrant, SessionService } from '../sessions/service.js';
 import * as repo from './repository.js';
 import { matchStep, newSecret, otpauthUri, type TotpPolicy } from './totp.js';
-
-const LIST_ROUTE = 'GET /api/v1/second-factors';
 
 export interface Enrolment {
   id: string;
@@ -57,7 +57,7 @@ export class SecondFactorService {
   private readonly sessions: SessionService;
 
   constructor(private readonly ctx: AppContext) {
-    this.sessions = new SessionService(ctx);
+    this.sessions = ctx.sessions;
   }
 
   /**
@@ -126,15 +126,10 @@ export class SecondFactorService {
     }
   }
 
-  async list(identityId: string, query: { limit?: number; after?: string; cursorTtl?: number }) {
-    const { items, pageInfo } = await keysetPage(
-      this.ctx.cursors,
-      { route: LIST_ROUTE, subject: identityId },
-      query,
-      (limit, after) => repo.verifiedPage(this.ctx.database.db, identityId, limit, after),
-      (r) => r.verified_at,
-      (r) => r.id,
-    );
+  async list(scope: CursorScope, query: PageQuery) {
+    const fetch = (limit: number, after?: KeysetPosition) =>
+      repo.verifiedPage(this.ctx.database.db, scope.subject, limit, after);
+    const { items, pageInfo } = await keysetPage(this.ctx.cursors, scope, query, fetch, (r) => r.verified_at);
     const data: SecondFactorListItem[] = items.map((r) => ({
       id: r.id,
       label: r.label,

@@ -1,10 +1,10 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../../platform/context.js';
+import type { AppContext } from '../../context.js';
+import { requestMeta } from '../../platform/http/auth.js';
 import { envelope } from '../../platform/http/envelope.js';
 import { Data, responses } from '../../platform/http/schemas.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
-import { requestMeta } from '../sessions/routes.js';
 import { SecondStepBody, SecondStepGrantSchema } from './schemas.js';
 import { SecondFactorService } from './service.js';
 

@@ -1,14 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { AppContext } from '../../platform/context.js';
+import type { AppContext } from '../../context.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
+import type { SecondFactorTicket } from '../sessions/service.js';
 import { hasVerifiedFactor, insertTicket } from './repository.js';
-
-/** Interface 2.5 / contract 5: what a sign-in answers when a second step is needed. No token. */
-export interface SecondFactorTicket {
-  kind: 'second_factor_required';
-  secondFactorTicket: string;
-  ticketExpiresAt: string;
-}
 
 /** Interface 8: 5 attempts per ticket. */
 export const TICKET_ATTEMPTS = 5;

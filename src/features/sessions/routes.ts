@@ -1,15 +1,20 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { AppContext } from '../../platform/context.js';
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../../context.js';
+import {
+  listScope,
+  principalOf,
+  type RequestMeta,
+  requestMeta,
+  requireSession,
+} from '../../platform/http/auth.js';
 import { conditionalGet } from '../../platform/http/conditional.js';
 import { envelope, page } from '../../platform/http/envelope.js';
 import { Data, NoContent, responses } from '../../platform/http/schemas.js';
 import { PageQuerySchema } from '../../platform/pagination/page.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
 import type { SummaryColumns } from '../identities/repository.js';
-import { signInWithProvider } from '../providers/service.js';
-import { principalOf, requireSession } from './guard.js';
 import { type SessionState, sessionStateWithSummary } from './repository.js';
 import {
   HistoryPageSchema,
@@ -19,17 +24,24 @@ import {
   SessionGrantSchema,
   SignInBody,
 } from './schemas.js';
-import { type RequestMeta, SessionService } from './service.js';
+import type { SecondFactorTicket, SessionGrant } from './service.js';
 
-export function requestMeta(request: FastifyRequest): RequestMeta {
-  const ua = request.headers['user-agent'];
-  return { ip: request.ip ?? null, userAgent: typeof ua === 'string' ? ua.slice(0, 512) : null };
-}
+/**
+ * The provider path of POST /sign-ins, handed in by app.ts: providers build on sessions, so
+ * sessions cannot import them.
+ */
+export type ProviderSignIn = (
+  input: { provider: string; idToken: string },
+  meta: RequestMeta,
+) => Promise<SessionGrant | SecondFactorTicket>;
 
-export async function sessionRoutes(root: FastifyInstance, { ctx }: { ctx: AppContext }) {
+export async function sessionRoutes(
+  root: FastifyInstance,
+  { ctx, signInWithProvider }: { ctx: AppContext; signInWithProvider: ProviderSignIn },
+) {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
-  const service = new SessionService(ctx);
-  const guard = requireSession(ctx);
+  const service = ctx.sessions;
+  const guard = requireSession(ctx.auth);
   const bearer = [{ bearer: [] }];
   app.addSchema(SessionGrantSchema);
   app.addSchema(SecondFactorTicketSchema);
@@ -54,8 +66,6 @@ export async function sessionRoutes(root: FastifyInstance, { ctx }: { ctx: AppCo
       if (body.identifierType === 'provider') {
         // Every provider failure is the same 401 as a wrong password (providers/service.ts).
         const result = await signInWithProvider(
-          ctx,
-          service,
           { provider: body.provider!, idToken: body.idToken! },
           requestMeta(request),
         );
@@ -129,7 +139,9 @@ export async function sessionRoutes(root: FastifyInstance, { ctx }: { ctx: AppCo
     '/session/context',
     {
       // The guard's session read also brings the identity summary: one round trip per request.
-      preHandler: requireSession(ctx, sessionStateWithSummary),
+      preHandler: requireSession(ctx.auth, (sessionId) =>
+        sessionStateWithSummary(ctx.database.db, sessionId),
+      ),
       schema: {
         tags: ['sessions'],
         summary: 'The caller, its masked identifiers and active methods (weak ETag)',
@@ -167,7 +179,7 @@ export async function sessionRoutes(root: FastifyInstance, { ctx }: { ctx: AppCo
       },
     },
     async (request, reply) => {
-      const { items, pageInfo } = await service.history(principalOf(request).identityId, request.query);
+      const { items, pageInfo } = await service.history(listScope(request), request.query);
       const body = page(items, pageInfo);
       // The tag covers the items and the pageInfo but not the freshly signed cursor's expiry, so an
       // unchanged page revalidates to 304.

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { AppContext } from '../../platform/context.js';
+import type { AppContext } from '../../context.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
+import type { RequestMeta } from '../../platform/http/auth.js';
 import { Problem } from '../../platform/http/problem.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
-import { keysetPage } from '../../platform/pagination/page.js';
+import type { CursorScope } from '../../platform/pagination/cursor.js';
+import { type KeysetPosition, keysetPage, type PageQuery } from '../../platform/pagination/page.js';
 import { type IdentifierInput, normaliseIdentifier } from '../identities/identifier.js';
 import {
   bumpSessionEpoch as bumpEpoch,
@@ -12,13 +14,21 @@ import {
   type SummaryColumns,
   toSummary,
 } from '../identities/repository.js';
-import { type SecondFactorTicket, secondFactorTicketFor } from '../second-factors/tickets.js';
 import * as repo from './repository.js';
 
-export interface RequestMeta {
-  ip: string | null;
-  userAgent: string | null;
+/** Interface 2.5 / contract 5: what a sign-in answers when a second step is needed. No token. */
+export interface SecondFactorTicket {
+  kind: 'second_factor_required';
+  secondFactorTicket: string;
+  ticketExpiresAt: string;
 }
+
+/** A ticket when the identity holds an active second factor, else null (second-factors/tickets.ts). */
+export type SecondStep = (
+  identityId: string,
+  epoch: number,
+  method: string,
+) => Promise<SecondFactorTicket | null>;
 
 export interface SessionGrant {
   kind: 'session';
@@ -29,7 +39,10 @@ export interface SessionGrant {
 }
 
 export class SessionService {
-  constructor(private readonly ctx: AppContext) {}
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly secondStep: SecondStep,
+  ) {}
 
   /**
    * Password path of POST /sign-ins. Unknown account, unverified identifier and wrong password
@@ -69,7 +82,7 @@ export class SessionService {
   ): Promise<SessionGrant | SecondFactorTicket> {
     // No token of any kind before the second step: the ticket carries the epoch read before the
     // first proof and the primary method, and is completed at POST /sign-ins/second-factors.
-    const ticket = await secondFactorTicketFor(this.ctx, identityId, epoch, method);
+    const ticket = await this.secondStep(identityId, epoch, method);
     if (ticket) return ticket;
     return this.openSession(identityId, epoch, method, meta);
   }
@@ -154,12 +167,7 @@ export class SessionService {
     await this.ctx.database.db.transaction().execute(async (trx) => {
       await bumpEpoch(trx, identityId);
       await repo.revokeIdentitySessions(trx, identityId, 'signed_out_everywhere', now);
-      await this.ctx.audit.append(trx, {
-        name: 'identity.sessions.revoked_everywhere',
-        actor: identityId,
-        target: identityId,
-        outcome: 'success',
-      });
+      await this.ctx.audit.appendOwn(trx, 'identity.sessions.revoked_everywhere', identityId);
     });
   }
 
@@ -180,15 +188,10 @@ export class SessionService {
     };
   }
 
-  async history(identityId: string, query: { limit?: number; after?: string; cursorTtl?: number }) {
-    const { items, pageInfo } = await keysetPage(
-      this.ctx.cursors,
-      { route: 'GET /api/v1/sign-ins/history', subject: identityId },
-      query,
-      (limit, after) => repo.attemptsPage(this.ctx.database.db, identityId, limit, after),
-      (r) => r.occurred_at,
-      (r) => r.id,
-    );
+  async history(scope: CursorScope, query: PageQuery) {
+    const fetch = (limit: number, after?: KeysetPosition) =>
+      repo.attemptsPage(this.ctx.database.db, scope.subject, limit, after);
+    const { items, pageInfo } = await keysetPage(this.ctx.cursors, scope, query, fetch, (r) => r.occurred_at);
     return {
       items: items.map((r) => ({
         id: r.id,

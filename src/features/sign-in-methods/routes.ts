@@ -1,14 +1,13 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../../platform/context.js';
+import type { AppContext } from '../../context.js';
+import { listScope, principalOf, requireElevation, requireSession } from '../../platform/http/auth.js';
 import { conditionalGet } from '../../platform/http/conditional.js';
 import { envelope, page } from '../../platform/http/envelope.js';
 import { Data, NoContent, responses } from '../../platform/http/schemas.js';
 import { PageQuerySchema } from '../../platform/pagination/page.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
-import { principalOf, requireSession } from '../sessions/guard.js';
-import { requireElevation } from '../step-up/guard.js';
 import {
   AddMethodBody,
   ChallengeStarted,
@@ -22,8 +21,8 @@ import { type AddMethodInput, SignInMethodService } from './service.js';
 export async function signInMethodRoutes(root: FastifyInstance, { ctx }: { ctx: AppContext }) {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   const service = new SignInMethodService(ctx);
-  const session = requireSession(ctx);
-  const elevation = requireElevation(ctx);
+  const session = requireSession(ctx.auth);
+  const elevation = requireElevation(ctx.auth);
   // Session first (401), then the elevation (403): interface 5.3.
   const elevated = [session, elevation];
   const ConfirmationBody = confirmationBody(ctx.config);
@@ -50,7 +49,7 @@ export async function signInMethodRoutes(root: FastifyInstance, { ctx }: { ctx: 
       },
     },
     async (request, reply) => {
-      const { items, pageInfo } = await service.list(principalOf(request).identityId, request.query);
+      const { items, pageInfo } = await service.list(listScope(request), request.query);
       if (conditionalGet(request, reply, { items, hasNextPage: pageInfo.hasNextPage }))
         return reply.code(304).send();
       return page(items, pageInfo);

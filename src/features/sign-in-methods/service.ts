@@ -1,10 +1,12 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { AppContext } from '../../platform/context.js';
+import type { AppContext } from '../../context.js';
 import type { Executor } from '../../platform/db/database.js';
+import type { SessionPrincipal } from '../../platform/http/auth.js';
 import { Problem } from '../../platform/http/problem.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
 import { verificationText } from '../../platform/notify/notifier.js';
-import { keysetPage } from '../../platform/pagination/page.js';
+import type { CursorScope } from '../../platform/pagination/cursor.js';
+import { type KeysetPosition, keysetPage, type PageQuery } from '../../platform/pagination/page.js';
 import { type ChallengeRow, revokeChallenges } from '../challenges/repository.js';
 import { type IdentifierInput, type IdentifierType, normaliseIdentifier } from '../identities/identifier.js';
 import {
@@ -18,8 +20,6 @@ import {
 } from '../identities/repository.js';
 import { liveLinks, removeLink } from '../providers/repository.js';
 import { linkProvider, type ProviderInput } from '../providers/service.js';
-import { providerVerifier } from '../providers/verifier.js';
-import type { SessionPrincipal } from '../sessions/guard.js';
 import { endOtherSessions, lockCallerSession } from '../sessions/revocations.js';
 import { methodsPage } from './repository.js';
 
@@ -45,16 +45,11 @@ export type AddMethodInput =
 export class SignInMethodService {
   constructor(private readonly ctx: AppContext) {}
 
-  async list(identityId: string, query: { limit?: number; after?: string; cursorTtl?: number }) {
-    const { items, pageInfo } = await keysetPage(
-      this.ctx.cursors,
-      { route: 'GET /api/v1/sign-in-methods', subject: identityId },
-      query,
-      (limit, after) =>
-        methodsPage(this.ctx.database.db, identityId, passwordMethodId(identityId), limit, after),
-      (r) => r.verified_at,
-      (r) => r.id,
-    );
+  async list(scope: CursorScope, query: PageQuery) {
+    const identityId = scope.subject;
+    const fetch = (limit: number, after?: KeysetPosition) =>
+      methodsPage(this.ctx.database.db, identityId, passwordMethodId(identityId), limit, after);
+    const { items, pageInfo } = await keysetPage(this.ctx.cursors, scope, query, fetch, (r) => r.verified_at);
     return {
       items: items.map((r) => ({
         id: r.id,
@@ -106,12 +101,9 @@ export class SignInMethodService {
         identityId,
         address: ident,
       });
-      await this.ctx.audit.append(trx, {
-        name: 'identity.sign_in_method.requested',
-        actor: identityId,
-        target: identityId,
-        outcome: 'success',
-        details: { kind: ident.type, challengeId: issued.id },
+      await this.ctx.audit.appendOwn(trx, 'identity.sign_in_method.requested', identityId, {
+        kind: ident.type,
+        challengeId: issued.id,
       });
       return issued;
     });
@@ -191,12 +183,9 @@ export class SignInMethodService {
     await revokeChallenges(trx, { identityId, purpose: 'sign_in_method', address: ident }, now);
     // A correct code clears the lock (interface 3), even when it was locked.
     await this.ctx.lock.clear(trx, identityId);
-    await this.ctx.audit.append(trx, {
-      name: 'identity.sign_in_method.verified',
-      actor: identityId,
-      target: identityId,
-      outcome: 'success',
-      details: { kind: ident.type, methodId: identifierId },
+    await this.ctx.audit.appendOwn(trx, 'identity.sign_in_method.verified', identityId, {
+      kind: ident.type,
+      methodId: identifierId,
     });
     return 'verified';
   }
@@ -210,7 +199,7 @@ export class SignInMethodService {
   async remove(principal: SessionPrincipal, methodId: string): Promise<void> {
     const { identityId, sessionId } = principal;
     const now = this.ctx.clock.now();
-    const enabled = providerVerifier(this.ctx).names;
+    const enabled = this.ctx.providers.names;
     await this.ctx.database.db.transaction().execute(async (trx) => {
       const identity = await lockIdentity(trx, identityId);
       await lockCallerSession(trx, identity, sessionId);
@@ -242,13 +231,7 @@ export class SignInMethodService {
       if (!removed) throw new Problem('identity.sign_in_method_not_found');
 
       await endOtherSessions(trx, principal, 'sign_in_method_removed', now);
-      await this.ctx.audit.append(trx, {
-        name: 'identity.sign_in_method.removed',
-        actor: identityId,
-        target: identityId,
-        outcome: 'success',
-        details: { kind, methodId },
-      });
+      await this.ctx.audit.appendOwn(trx, 'identity.sign_in_method.removed', identityId, { kind, methodId });
     });
   }
 

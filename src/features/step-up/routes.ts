@@ -1,16 +1,16 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../../platform/context.js';
+import type { AppContext } from '../../context.js';
+import { principalOf, requireSession } from '../../platform/http/auth.js';
 import { envelope } from '../../platform/http/envelope.js';
 import { Data, responses } from '../../platform/http/schemas.js';
-import { principalOf, requireSession } from '../sessions/guard.js';
 import { ElevationSchema, StepUpBody, StepUpChallengeSchema, StepUpConfirmationBody } from './schemas.js';
 import { StepUpService } from './service.js';
 
 export async function stepUpRoutes(root: FastifyInstance, { ctx }: { ctx: AppContext }) {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   const service = new StepUpService(ctx);
-  const session = requireSession(ctx);
+  const session = requireSession(ctx.auth);
   const bearer = [{ bearer: [] }];
 
   app.post(

@@ -1,14 +1,45 @@
-import type { AppContext } from '../../platform/context.js';
+import type { AppContext } from '../../context.js';
+import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
+import type { Executor } from '../../platform/db/database.js';
+import type { SessionPrincipal } from '../../platform/http/auth.js';
 import { Problem } from '../../platform/http/problem.js';
 import { verificationText } from '../../platform/notify/notifier.js';
 import { revokeChallenges, type StepUpChannel } from '../challenges/repository.js';
 import { verifiedIdentifiers } from '../identities/repository.js';
 import { hasVerifiedFactor } from '../second-factors/repository.js';
 import { acceptCurrentCode } from '../second-factors/service.js';
-import type { SessionPrincipal } from '../sessions/guard.js';
-import { type Elevation, mintElevation } from './guard.js';
+import { insertElevation } from './repository.js';
 
 export type { StepUpChannel };
+
+export interface Elevation {
+  elevationToken: string;
+  /** ISO 8601 instant. */
+  elevationExpiresAt: string;
+}
+
+/**
+ * Mints an elevation for one session of one identity, inside the caller's transaction (so a
+ * provider step-up spends its nonce and mints in one commit). Opaque 256-bit value; only its
+ * SHA-256 is stored. It can be presented for several writes until it expires or its session ends.
+ */
+export async function mintElevation(
+  trx: Executor,
+  ctx: AppContext,
+  target: { identityId: string; sessionId: string },
+): Promise<Elevation> {
+  const now = ctx.clock.now();
+  const expiresAt = new Date(now.getTime() + ctx.config.lifetimes.elevation * 1000);
+  const token = opaqueToken();
+  await insertElevation(trx, {
+    tokenHash: sha256Hex(token),
+    identityId: target.identityId,
+    sessionId: target.sessionId,
+    now,
+    expiresAt,
+  });
+  return { elevationToken: token, elevationExpiresAt: expiresAt.toISOString() };
+}
 
 export interface StepUpChallenge {
   challengeId: string;

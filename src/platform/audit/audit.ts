@@ -119,6 +119,16 @@ export class AuditLog {
     await insertRecord(trx, { ...record, occurredAt, seal });
     return { id, seq };
   }
+
+  /** The commonest record: an identity's own successful act on itself (sign-out everywhere...). */
+  appendOwn(
+    trx: Executor,
+    name: string,
+    identityId: string,
+    details?: AuditEvent['details'],
+  ): Promise<{ id: string; seq: number }> {
+    return this.append(trx, { name, actor: identityId, target: identityId, outcome: 'success', details });
+  }
 }
 
 const BATCH = 1000;

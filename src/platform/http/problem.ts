@@ -171,7 +171,3 @@ export class Problem extends Error {
 export function sessionRequired(): Problem {
   return new Problem('identity.session_required', { headers: { 'www-authenticate': 'Bearer' } });
 }
-
-export function problemCodesFor(status: number): ProblemCode[] {
-  return (Object.keys(CATALOGUE) as ProblemCode[]).filter((c) => CATALOGUE[c][0] === status);
-}

@@ -106,7 +106,7 @@ export async function keysetPage<R>(
   query: PageQuery,
   fetch: (limit: number, after: KeysetPosition | undefined) => Promise<R[]>,
   positionOf: (row: R) => Date,
-  idOf: (row: R) => string,
+  idOf: (row: R) => string = (row) => (row as { id: string }).id,
 ): Promise<{ items: R[]; pageInfo: PageInfo }> {
   const req = readPageQuery(query, codec, scope);
   const after = req.after;

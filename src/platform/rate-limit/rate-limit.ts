@@ -1,10 +1,8 @@
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
-import type { Config, RateLimitSetting } from '../../config.js';
+import type { RateLimitSetting } from '../../config.js';
 import { Problem } from '../http/problem.js';
-
-export type LimitName = keyof Config['rateLimits'];
 
 /**
  * Registers the limiter without a global limit: only routes that name one of the three limits of

@@ -1,0 +1,107 @@
+import type { FastifyBaseLogger } from 'fastify';
+import { type Config, deriveKey } from './config.js';
+import { ChallengeFlow } from './features/challenges/service.js';
+import { AccountLock } from './features/identities/lock.js';
+import { ProviderVerifier } from './features/providers/verifier.js';
+import { secondFactorTicketFor } from './features/second-factors/tickets.js';
+import { AccessTokens } from './features/sessions/access-tokens.js';
+import { sessionState } from './features/sessions/repository.js';
+import { SessionService } from './features/sessions/service.js';
+import { findElevation } from './features/step-up/repository.js';
+import { AuditLog } from './platform/audit/audit.js';
+import type { Clock } from './platform/clock.js';
+import { createPasswordHasher, type PasswordHasher } from './platform/crypto/passwords.js';
+import { Sealer } from './platform/crypto/seal.js';
+import { CodeHasher } from './platform/crypto/tokens.js';
+import type { Database } from './platform/db/database.js';
+import type { AuthDeps } from './platform/http/auth.js';
+import { createNotifier, type Notifier } from './platform/notify/notifier.js';
+import { CursorCodec } from './platform/pagination/cursor.js';
+
+/**
+ * What every feature plugin is handed: the collaborators shared by several features, each built
+ * once here (app.ts calls createContext before any route registers). This is the wiring level,
+ * above features and platform alike: features import its type only, and no feature constructs
+ * another feature's service.
+ */
+export interface AppContext {
+  config: Config;
+  database: Database;
+  clock: Clock;
+  log: FastifyBaseLogger;
+  passwords: PasswordHasher;
+  audit: AuditLog;
+  lock: AccountLock;
+  /** Issues and answers every out-of-band and step-up challenge. */
+  challenges: ChallengeFlow;
+  notifier: Notifier;
+  /** Keyed hashes of out-of-band codes. */
+  codes: CodeHasher;
+  /** AES-256-GCM for secrets at rest. */
+  sealer: Sealer;
+  cursors: CursorCodec;
+  /** Access-token signer and verifier (loaded before features register). */
+  tokens: AccessTokens;
+  /** Provider ID-token verification; its remote key sets are caches shared by every route. */
+  providers: ProviderVerifier;
+  /** Opens sessions after a first proof (password, provider) or the second step. */
+  sessions: SessionService;
+  /** What the session and elevation guards read. */
+  auth: AuthDeps;
+}
+
+export async function createContext(
+  config: Config,
+  database: Database,
+  clock: Clock,
+  log: FastifyBaseLogger,
+): Promise<AppContext> {
+  const sealer = new Sealer(deriveKey(config.secretsKey, 'sealing'));
+  // Each purpose gets its own key derived from SECRETS_KEY, so no key serves two algorithms.
+  const audit = new AuditLog(deriveKey(config.secretsKey, 'audit-seal'), clock);
+  const lock = new AccountLock(audit, clock, config.lifetimes.lock);
+  const codes = new CodeHasher(deriveKey(config.secretsKey, 'out-of-band-codes'));
+  const tokens = await AccessTokens.load(database.db, config, clock, sealer);
+  const ctx = {
+    config,
+    database,
+    clock,
+    log,
+    passwords: createPasswordHasher({
+      memoryKiB: config.argon2MemoryKiB,
+      concurrency: config.argon2Concurrency,
+    }),
+    audit,
+    lock,
+    challenges: new ChallengeFlow(database.db, codes, lock, clock, {
+      format: config.verificationCodeFormat,
+      length: config.verificationCodeLength,
+      lifetime: config.lifetimes.challenge,
+    }),
+    notifier: createNotifier({
+      production: config.production,
+      dataDir: config.dataDir,
+      smtpUrl: config.smtpUrl,
+      mailFrom: config.mailFrom,
+      smsWebhookUrl: config.smsWebhookUrl,
+      timeoutMs: config.notifyTimeoutMs,
+      log,
+    }),
+    codes,
+    sealer,
+    cursors: new CursorCodec({ id: config.cursorKeyId, secret: config.cursorSigningKey }, clock),
+    tokens,
+    auth: {
+      clock,
+      verifyAccessToken: (token: string) => tokens.verify(token),
+      loadSession: (sessionId: string) => sessionState(database.db, sessionId),
+      findElevation: (tokenHash: string) => findElevation(database.db, tokenHash),
+    },
+  } as AppContext;
+  // The two that need the finished context.
+  ctx.providers = new ProviderVerifier(ctx);
+  ctx.sessions = new SessionService(ctx, (identityId, epoch, method) =>
+    secondFactorTicketFor(ctx, identityId, epoch, method),
+  );
+  return ctx;
+}
