@@ -14,7 +14,7 @@ import {
   SIGN_IN_REFUSED,
   STEP_UP_REFUSED,
   shape,
-} from './support.js';
+} from '../providers/support.js';
 
 let t: TestApp;
 let sink: ProviderSink;

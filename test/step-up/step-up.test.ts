@@ -13,7 +13,7 @@ import {
   post,
   totp,
   wrongCode,
-} from './helpers.js';
+} from '../second-factors/helpers.js';
 
 let t: TestApp;
 
