@@ -1,17 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  conditionalGet,
-  ifMatchHolds,
-  ifNoneMatchHits,
-  parseEntityTagList,
-  strongEtag,
-  weakEtag,
-} from './conditional.js';
+import { conditionalGet, ifNoneMatchHits, parseEntityTagList, weakEtag } from './conditional.js';
 
 const REP = { id: 'f1', kind: 'totp', label: 'Phone' };
 const W = weakEtag(REP);
-const S = strongEtag(REP);
+// The strong form of the same tag, as a client may send it in If-None-Match.
+const S = W.slice(2);
 const OPAQUE = S.slice(1, -1);
 
 function fakeReply() {
@@ -25,17 +19,14 @@ function fakeReply() {
   };
 }
 
-describe('weakEtag / strongEtag', () => {
-  it('have the documented shapes and share the opaque part', () => {
+describe('weakEtag', () => {
+  it('has the documented shape', () => {
     expect(W).toMatch(/^W\/"[A-Za-z0-9_-]{27}"$/);
-    expect(S).toMatch(/^"[A-Za-z0-9_-]{27}"$/);
-    expect(W).toBe(`W/${S}`);
   });
 
   it('are deterministic and change with the representation', () => {
     expect(weakEtag({ ...REP })).toBe(W);
     expect(weakEtag({ ...REP, label: 'Tablet' })).not.toBe(W);
-    expect(strongEtag({ ...REP, label: 'Tablet' })).not.toBe(S);
   });
 
   it('tag undefined (no JSON) like null rather than throwing', () => {
@@ -45,7 +36,7 @@ describe('weakEtag / strongEtag', () => {
   it('property: the opaque part never contains a double quote, backslash or control character', () => {
     fc.assert(
       fc.property(fc.jsonValue(), (value) => {
-        for (const tag of [weakEtag(value), strongEtag(value)]) {
+        for (const tag of [weakEtag(value)]) {
           const opaque = tag.replace(/^W\//, '').slice(1, -1);
           expect(tag.startsWith('"') || tag.startsWith('W/"')).toBe(true);
           expect(tag.endsWith('"')).toBe(true);
@@ -141,33 +132,6 @@ describe('ifNoneMatchHits (weak comparison)', () => {
   });
 });
 
-describe('ifMatchHolds (strong comparison)', () => {
-  it.each([
-    [undefined, true], // no precondition
-    ['*', true],
-    [S, true],
-    [`"other", ${S}`, true],
-    [`  "other" ,${S}  `, true],
-    [W, false], // a weak validator never satisfies If-Match
-    [`W/"other", ${W}`, false],
-    ['"other"', false],
-    ['', false], // present but empty: fails closed
-    ['garbage', false],
-    [`${OPAQUE}`, false],
-  ])('%j against the current strong tag → %s', (header, holds) => {
-    expect(ifMatchHolds(header, S)).toBe(holds);
-  });
-
-  it('a weak current tag never satisfies a listed tag, strong or weak', () => {
-    expect(ifMatchHolds(S, W)).toBe(false);
-    expect(ifMatchHolds(W, W)).toBe(false);
-  });
-
-  it("'*' matches any current representation, even one with a weak tag", () => {
-    expect(ifMatchHolds('*', W)).toBe(true);
-  });
-});
-
 describe('conditionalGet', () => {
   it('sets a weak ETag and answers 200 without If-None-Match', () => {
     const reply = fakeReply();
@@ -196,12 +160,5 @@ describe('conditionalGet', () => {
     expect(conditionalGet({ headers, method: 'HEAD' }, fakeReply(), REP)).toBe(true);
     expect(conditionalGet({ headers, method: 'GET' }, fakeReply(), REP)).toBe(true);
     expect(conditionalGet({ headers, method: 'POST' }, fakeReply(), REP)).toBe(false);
-  });
-
-  it('emits a strong tag on request, which then satisfies If-Match', () => {
-    const reply = fakeReply();
-    conditionalGet({ headers: {} }, reply, REP, { strong: true });
-    expect(reply.headers.etag).toBe(S);
-    expect(ifMatchHolds(reply.headers.etag, strongEtag(REP))).toBe(true);
   });
 });

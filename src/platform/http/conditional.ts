@@ -32,11 +32,6 @@ export function weakEtag(representation: unknown): string {
   return `W/"${opaqueOf(representation)}"`;
 }
 
-/** Strong ETag "<base64url sha256 of the JSON>" for a representation. */
-export function strongEtag(representation: unknown): string {
-  return `"${opaqueOf(representation)}"`;
-}
-
 function parseTag(value: string): EntityTag | null {
   const m = ENTITY_TAG.exec(value);
   if (!m || m[0].length !== value.length) return null;
@@ -91,19 +86,6 @@ export function ifNoneMatchHits(header: string | undefined, etag: string): boole
   return list.some((t) => t.opaque === current.opaque);
 }
 
-/**
- * RFC 9110 strong comparison for If-Match: '*' matches any current representation; a weak tag never matches.
- * An absent header is no precondition (holds); a present header with no usable tag fails (412).
- */
-export function ifMatchHolds(header: string | undefined, etag: string): boolean {
-  const current = currentTag(etag);
-  if (header === undefined) return true;
-  const list = parseEntityTagList(header);
-  if (list === '*') return true;
-  if (current.weak) return false;
-  return list.some((t) => !t.weak && t.opaque === current.opaque);
-}
-
 function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value.join(', ') : value;
 }
@@ -111,15 +93,13 @@ function headerValue(value: string | string[] | undefined): string | undefined {
 /**
  * For Fastify handlers: sets ETag; returns true when the caller must answer 304 (reply.code(304).send()).
  * Only GET and HEAD answer 304; when `request.method` is given and is anything else this returns false.
- * The tag is weak unless `options.strong` is set (use a strong tag where the same tag feeds If-Match).
  */
 export function conditionalGet(
   request: { headers: Record<string, string | string[] | undefined>; method?: string },
   reply: { header(name: string, value: string): unknown },
   representation: unknown,
-  options: { strong?: boolean } = {},
 ): boolean {
-  const etag = options.strong ? strongEtag(representation) : weakEtag(representation);
+  const etag = weakEtag(representation);
   reply.header('ETag', etag);
   if (request.method !== undefined && request.method !== 'GET' && request.method !== 'HEAD') return false;
   return ifNoneMatchHits(headerValue(request.headers['if-none-match']), etag);

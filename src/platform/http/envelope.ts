@@ -1,7 +1,4 @@
-export interface PageInfo {
-  hasNextPage: boolean;
-  nextCursor: string | null;
-}
+import type { PageInfo } from '../pagination/page.js';
 
 /** Success envelope (interface 2.2): `data` always, `meta` only when there is something in it. */
 export function envelope<T>(

@@ -9,7 +9,6 @@ export const ProblemSchema = Type.Object(
     detail: Type.String(),
     code: Type.String(),
     retryable: Type.Boolean(),
-    traceId: Type.Optional(Type.String()),
     errors: Type.Optional(
       Type.Array(
         Type.Object({
