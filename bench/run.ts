@@ -14,6 +14,7 @@ import { hash as argonHash, verify as argonVerify } from '@node-rs/argon2';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { SMTPServer } from 'smtp-server';
+import { adminQuery } from '../test/helpers/database.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const SERVER = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -42,16 +43,6 @@ async function freePort(): Promise<number> {
       s.close(() => resolve(port));
     });
   });
-}
-
-async function admin(sql: string): Promise<void> {
-  const c = new pg.Client({ connectionString: SERVER });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
 }
 
 /** A real SMTP sink that keeps the last code sent to each address. */
@@ -134,7 +125,7 @@ function row(scenario: string, r: autocannon.Result, floor: number | null, note 
 
 async function main() {
   const dbName = `bench_${randomBytes(4).toString('hex')}`;
-  await admin(`CREATE DATABASE ${dbName}`);
+  await adminQuery(SERVER, `CREATE DATABASE ${dbName}`);
   const dbUrl = SERVER.replace(/\/[^/]*$/, `/${dbName}`);
   const sink = await smtpSink();
   const password = 'bench password that is long enough';
@@ -363,7 +354,7 @@ ${readFileSync(join(ROOT, 'bench/analysis.md'), 'utf8')}`;
     proc.kill('SIGTERM');
     await new Promise((r) => proc.once('exit', r));
     await sink.close();
-    await admin(`DROP DATABASE IF EXISTS ${dbName}`);
+    await adminQuery(SERVER, `DROP DATABASE IF EXISTS ${dbName}`);
   }
 }
 

@@ -1,30 +1,19 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import pg from 'pg';
 import { expect } from 'vitest';
-import { SERVER_URL } from '../helpers/database.js';
+import { adminQuery, SERVER_URL } from '../helpers/database.js';
 
 /** A fresh PostgreSQL database on the test server (for spawned processes, which take no schema option). */
 export async function createFreshDatabase(): Promise<{ name: string; url: string; drop(): Promise<void> }> {
   const name = `t_${randomBytes(6).toString('hex')}`;
-  await adminQuery(`CREATE DATABASE ${name}`);
+  await adminQuery(SERVER_URL, `CREATE DATABASE ${name}`);
   const url = new URL(SERVER_URL);
   url.pathname = `/${name}`;
   return {
     name,
     url: url.toString(),
-    drop: () => adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+    drop: () => adminQuery(SERVER_URL, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
   };
-}
-
-async function adminQuery(text: string): Promise<void> {
-  const client = new pg.Client({ connectionString: SERVER_URL });
-  await client.connect();
-  try {
-    await client.query(text);
-  } finally {
-    await client.end();
-  }
 }
 
 /** How one HTTP exchange ended, as seen from the client's socket. */

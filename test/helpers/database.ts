@@ -15,7 +15,8 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-async function adminQuery(url: string, text: string): Promise<void> {
+/** One statement on its own connection (CREATE/DROP DATABASE or SCHEMA): tests, bench and scripts. */
+export async function adminQuery(url: string, text: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
