@@ -3,7 +3,6 @@ import type { Writable } from 'node:stream';
 import cors from '@fastify/cors';
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { Redis } from 'ioredis';
 import pino from 'pino';
 import type { Config } from './config.js';
 import { type AppContext, createContext } from './context.js';
@@ -19,16 +18,13 @@ import { signInMethodRoutes } from './features/sign-in-methods/routes.js';
 import { stepUpRoutes } from './features/step-up/routes.js';
 import { type Clock, systemClock } from './platform/clock.js';
 import type { Database } from './platform/db/database.js';
-import {
-  installErrorHandling,
-  RETRY_AFTER_UNAVAILABLE,
-  sendProblem,
-  toProblem,
-} from './platform/http/errors.js';
-import { Problem } from './platform/http/problem.js';
+import { installJsonBodies } from './platform/http/content-type.js';
+import { installErrorHandling, sendProblem, toProblem } from './platform/http/errors.js';
+import { installRequestLifecycle } from './platform/http/lifecycle.js';
 import { ProblemSchema } from './platform/http/schemas.js';
 import { addSharedSchema, validatorCompiler } from './platform/http/validation.js';
 import { registerRateLimits } from './platform/rate-limit/rate-limit.js';
+import { connectRedis } from './platform/rate-limit/redis.js';
 
 export interface BuildOptions {
   config: Config;
@@ -38,13 +34,6 @@ export interface BuildOptions {
   logStream?: Writable;
   /** Rate-limit key namespace (tests isolate themselves on a shared Redis). */
   rateLimitNamespace?: string;
-}
-
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** The JSON body may be omitted entirely (treated as `{}`). */
-    optionalBody?: boolean;
-  }
 }
 
 export const BODY_LIMIT = 16 * 1024;
@@ -71,12 +60,6 @@ const REDACT = [
   '*.accessToken',
   '*.idToken',
 ];
-
-function isJson(contentType: string | undefined): boolean {
-  if (!contentType) return false;
-  const type = contentType.split(';')[0].trim().toLowerCase();
-  return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
-}
 
 export async function buildApp(opts: BuildOptions): Promise<{ app: FastifyInstance; ctx: AppContext }> {
   const { config, database } = opts;
@@ -122,44 +105,11 @@ export async function buildApp(opts: BuildOptions): Promise<{ app: FastifyInstan
 
   app.addSchema(ProblemSchema);
   addSharedSchema(ProblemSchema as { $id: string });
-  // Only JSON bodies exist here; anything else is a 415 from Fastify itself.
-  app.removeContentTypeParser(['text/plain']);
+  // Platform policies in the order they act on a request: errors answered as Problem Details, the
+  // request id and shutdown draining (onRequest), JSON-only bodies (preValidation).
   installErrorHandling(app);
-
-  // Set as close() begins: a request still reaching the server (on a busy keep-alive connection)
-  // while in-flight work drains is refused as a retryable 503; Fastify adds Connection: close.
-  let draining = false;
-  app.addHook('preClose', async () => {
-    draining = true;
-  });
-  // An answer sent while draining closes its connection. Node keeps a keep-alive connection whose
-  // request was in flight at server.close() open after the answer, idle until the keep-alive
-  // timeout, which would hold the shutdown past its deadline (exit 1 instead of 0).
-  app.addHook('onSend', async (_request, reply, payload) => {
-    if (draining) reply.header('connection', 'close');
-    return payload;
-  });
-  app.addHook('onRequest', async (request, reply) => {
-    // The id is always the server's own; a client-supplied X-Request-Id is never echoed.
-    reply.header('x-request-id', request.id);
-    if (draining) {
-      throw new Problem('service.unavailable', { headers: { 'retry-after': RETRY_AFTER_UNAVAILABLE } });
-    }
-  });
-  app.addHook('preValidation', async (request) => {
-    const schema = request.routeOptions.schema;
-    if (!schema?.body) return;
-    const hasBody =
-      request.headers['content-length'] !== undefined && request.headers['content-length'] !== '0';
-    if (!isJson(request.headers['content-type'])) {
-      // A route whose body is optional accepts an empty request as `{}`.
-      if (!hasBody && !request.headers['transfer-encoding'] && request.routeOptions.config?.optionalBody) {
-        request.body = {};
-        return;
-      }
-      throw new Problem('request.unsupported_media_type');
-    }
-  });
+  installRequestLifecycle(app);
+  installJsonBodies(app);
 
   await app.register(cors, {
     origin: config.corsOrigins.length > 0 ? config.corsOrigins : false,
@@ -188,18 +138,7 @@ export async function buildApp(opts: BuildOptions): Promise<{ app: FastifyInstan
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => (json.$id as string) || `def-${i}` },
   });
 
-  let redis: Redis | undefined;
-  if (config.redisUrl) {
-    redis = new Redis(config.redisUrl, {
-      maxRetriesPerRequest: 1,
-      enableOfflineQueue: false,
-      lazyConnect: false,
-    });
-    redis.on('error', (err) => app.log.warn({ errCode: (err as { code?: string }).code }, 'redis error'));
-    app.addHook('onClose', async () => {
-      redis?.disconnect();
-    });
-  }
+  const redis = connectRedis(app, config.redisUrl);
   await registerRateLimits(app, redis, opts.rateLimitNamespace ?? 'identity-rl:');
 
   // Platform first (above), then features: every feature relies on the error handling, the

@@ -1,0 +1,29 @@
+import type { FastifyInstance } from 'fastify';
+import { RETRY_AFTER_UNAVAILABLE } from './errors.js';
+import { Problem } from './problem.js';
+
+/**
+ * Every answer names its attempt with the server's own X-Request-Id (a client-supplied one is
+ * never echoed), and a shutdown drains: once close() begins, a request still reaching the server
+ * on a busy keep-alive connection is refused as a retryable 503, and every answer sent while
+ * draining closes its connection.
+ */
+export function installRequestLifecycle(app: FastifyInstance): void {
+  let draining = false;
+  app.addHook('preClose', async () => {
+    draining = true;
+  });
+  // Node keeps a keep-alive connection whose request was in flight at server.close() open after
+  // the answer, idle until the keep-alive timeout, which would hold the shutdown past its deadline
+  // (exit 1 instead of 0).
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (draining) reply.header('connection', 'close');
+    return payload;
+  });
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    if (draining) {
+      throw new Problem('service.unavailable', { headers: { 'retry-after': RETRY_AFTER_UNAVAILABLE } });
+    }
+  });
+}
