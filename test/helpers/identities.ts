@@ -50,16 +50,22 @@ export function bearer(token: string): Record<string, string> {
   return { authorization: `Bearer ${token}` };
 }
 
-/** A barrier: every task starts only when all are ready, so the requests really race. */
-export async function race<T>(n: number, task: (i: number) => Promise<T>): Promise<T[]> {
-  let release!: () => void;
+/** A gate that holds every waiter until it is opened. */
+export function barrier() {
+  let open!: () => void;
   const gate = new Promise<void>((r) => {
-    release = r;
+    open = r;
   });
+  return { gate, open };
+}
+
+/** Every task starts only when all are ready, so the requests really race. */
+export async function race<T>(n: number, task: (i: number) => Promise<T>): Promise<T[]> {
+  const { gate, open } = barrier();
   const runs = Array.from({ length: n }, async (_, i) => {
     await gate;
     return task(i);
   });
-  release();
+  open();
   return Promise.all(runs);
 }

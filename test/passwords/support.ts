@@ -38,10 +38,7 @@ export function settle(ms = 150): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-/** A numeric code of the same length that is certainly not `code`. */
-export function otherCode(code: string): string {
-  return [...code].map((d) => String((Number(d) + 1) % 10)).join('');
-}
+export { otherCode } from '../registration/helpers.js';
 
 export function post(
   app: FastifyInstance,

@@ -60,10 +60,4 @@ export function shape(res: LightMyRequestResponse) {
 }
 
 /** A gate every concurrent request waits on, so they all start together. */
-export function barrier() {
-  let open!: () => void;
-  const gate = new Promise<void>((r) => {
-    open = r;
-  });
-  return { gate, open };
-}
+export { barrier } from '../helpers/identities.js';
