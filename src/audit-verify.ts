@@ -1,5 +1,6 @@
-import { ConfigError, deriveKey, loadConfig } from './config.js';
+import { ConfigError, loadConfig } from './config.js';
 import { verifyChain } from './platform/audit/audit.js';
+import { deriveKey } from './platform/crypto/keys.js';
 import { openDatabase } from './platform/db/database.js';
 import { migrate } from './platform/db/migrator.js';
 

@@ -1,7 +1,8 @@
-import { createHmac, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
+import { type Static, type TSchema, Type } from '@sinclair/typebox';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { deriveKey, loadOrCreateDevKey } from './platform/crypto/keys.js';
 
 /** A configuration error names the variable; start-up prints its message alone and exits 1. */
 export class ConfigError extends Error {
@@ -19,14 +20,6 @@ export type TotpAlgorithm = 'SHA1' | 'SHA256' | 'SHA512';
 export interface RateLimitSetting {
   max: number;
   windowSeconds: number;
-}
-
-export interface IdentityProviderConfig {
-  name: string;
-  issuer: string;
-  audience: string;
-  jwksUri?: string;
-  jwks?: { keys: Record<string, unknown>[] };
 }
 
 export interface Config {
@@ -79,52 +72,21 @@ export interface Config {
   notifyTimeoutMs: number;
 }
 
-type Env = Record<string, string | undefined>;
+/*
+ * The environment is described by one TypeBox schema and checked by Ajv. Every variable carries
+ * its `refusal`: the words after its name in the one line start-up prints when Ajv rejects it.
+ * Integers are coerced from text (and only integers: the JSON inside IDENTITY_PROVIDERS and
+ * ACCESS_TOKEN_SIGNING_KEY is checked by a second, non-coercing instance). An empty variable
+ * counts as unset.
+ */
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-
-function intVar(env: Env, name: string, def: number, min: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return def;
-  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be an integer from ${min} to ${max}`);
-  const n = Number(raw);
-  if (n < min || n > max) throw new ConfigError(name, `must be an integer from ${min} to ${max}`);
-  return n;
+function makeAjv(coerceTypes: boolean): Ajv {
+  const ajv = new Ajv({ coerceTypes, useDefaults: true, allErrors: false, verbose: true, strict: true });
+  ajv.addKeyword('refusal');
+  return ajv;
 }
-
-function enumVar<T extends string>(env: Env, name: string, def: T, allowed: readonly T[]): T {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return def;
-  if (!(allowed as readonly string[]).includes(raw)) {
-    throw new ConfigError(name, `must be one of ${allowed.join(', ')}`);
-  }
-  return raw as T;
-}
-
-function rateVar(env: Env, name: string, def: RateLimitSetting): RateLimitSetting {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return def;
-  const m = /^(\d{1,9})\/(\d{1,9})$/.exec(raw);
-  if (!m || Number(m[1]) < 1 || Number(m[2]) < 1) {
-    throw new ConfigError(name, 'must be <count>/<seconds> with both at least 1');
-  }
-  return { max: Number(m[1]), windowSeconds: Number(m[2]) };
-}
-
-function urlVar(env: Env, name: string, protocols: string[]): string | undefined {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return undefined;
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ConfigError(name, 'must be an absolute URL');
-  }
-  if (!protocols.includes(url.protocol)) {
-    throw new ConfigError(name, `must use ${protocols.join(' or ')}`);
-  }
-  return raw;
-}
+const jsonAjv = makeAjv(false);
+const envAjv = makeAjv(true);
 
 /** An origin is scheme://host[:port] with nothing after it; no wildcard. */
 export function parseOrigin(entry: string): string | null {
@@ -141,208 +103,251 @@ export function parseOrigin(entry: string): string | null {
   return url.origin;
 }
 
-function keyVar(env: Env, name: string): Buffer | undefined {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return undefined;
-  const key = Buffer.from(raw, 'base64');
-  if (key.length !== 32 || key.toString('base64').replace(/=+$/, '') !== raw.replace(/=+$/, '')) {
-    throw new ConfigError(name, 'must be 32 bytes in base64');
-  }
-  return key;
-}
-
-function loadOrCreateDevKey(dataDir: string): Buffer {
-  const path = join(dataDir, 'secrets.key');
-  if (existsSync(path)) {
-    const key = Buffer.from(readFileSync(path, 'utf8').trim(), 'base64');
-    if (key.length === 32) return key;
-  }
-  mkdirSync(dataDir, { recursive: true });
-  const key = randomBytes(32);
-  writeFileSync(path, key.toString('base64'), { mode: 0o600 });
-  return key;
-}
-
-function providersVar(env: Env): IdentityProviderConfig[] {
-  const raw = env.IDENTITY_PROVIDERS;
-  if (raw === undefined || raw === '') return [];
-  const fail = (): never => {
-    throw new ConfigError(
-      'IDENTITY_PROVIDERS',
-      'must be a JSON array of { name, issuer, audience, jwksUri | jwks }',
-    );
-  };
-  let parsed: unknown;
+function absoluteUrl(value: string, protocols: string[]): boolean {
   try {
-    parsed = JSON.parse(raw);
+    return protocols.includes(new URL(value).protocol);
   } catch {
-    return fail();
+    return false;
   }
-  if (!Array.isArray(parsed)) return fail();
-  const names = new Set<string>();
-  return parsed.map((p) => {
-    if (typeof p !== 'object' || p === null) return fail();
-    const { name, issuer, audience, jwksUri, jwks } = p as Record<string, unknown>;
-    if (typeof name !== 'string' || !/^[a-z0-9][a-z0-9_-]{0,62}$/.test(name)) return fail();
-    if (typeof issuer !== 'string' || typeof audience !== 'string') return fail();
-    if (names.has(name)) return fail();
-    names.add(name);
-    if (jwksUri !== undefined) {
-      if (typeof jwksUri !== 'string') return fail();
-      try {
-        const u = new URL(jwksUri);
-        if (u.protocol !== 'https:' && u.protocol !== 'http:') return fail();
-      } catch {
-        return fail();
-      }
-      return { name, issuer, audience, jwksUri };
+}
+
+/** A format holding JSON text that must match `schema`. */
+function jsonText(schema: TSchema, also: (value: never) => boolean = () => true) {
+  let check: ValidateFunction | undefined;
+  return (text: string): boolean => {
+    check ??= jsonAjv.compile(schema); // on first use, once every format is registered
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      return false;
     }
-    if (typeof jwks !== 'object' || jwks === null || !Array.isArray((jwks as { keys?: unknown }).keys)) {
-      return fail();
-    }
-    return { name, issuer, audience, jwks: jwks as { keys: Record<string, unknown>[] } };
+    return check(value) && also(value as never);
+  };
+}
+
+const ProviderName = Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}$' });
+const IdentityProvider = Type.Union([
+  Type.Object({
+    name: ProviderName,
+    issuer: Type.String(),
+    audience: Type.String(),
+    jwksUri: Type.String({ format: 'http-url' }),
+  }),
+  Type.Object({
+    name: ProviderName,
+    issuer: Type.String(),
+    audience: Type.String(),
+    jwksUri: Type.Optional(Type.Never()),
+    jwks: Type.Object({ keys: Type.Array(Type.Record(Type.String(), Type.Unknown())) }),
+  }),
+]);
+export type IdentityProviderConfig = Static<typeof IdentityProvider>;
+
+const PrivateEd25519Jwk = Type.Object({
+  kty: Type.Literal('OKP'),
+  crv: Type.Literal('Ed25519'),
+  d: Type.String(),
+});
+
+const FORMATS: Record<string, (value: string) => boolean> = {
+  'http-url': (v) => absoluteUrl(v, ['http:', 'https:']),
+  'postgres-url': (v) => v === 'memory://' || absoluteUrl(v, ['postgres:', 'postgresql:']),
+  'redis-url': (v) => absoluteUrl(v, ['redis:', 'rediss:']),
+  'smtp-url': (v) => absoluteUrl(v, ['smtp:', 'smtps:']),
+  origin: (v) => parseOrigin(v) !== null,
+  'origin-list': (v) => v.split(',').every((entry) => parseOrigin(entry.trim()) !== null),
+  'base64-32-bytes': (v) => {
+    const bytes = Buffer.from(v, 'base64');
+    return bytes.length === 32 && bytes.toString('base64').replace(/=+$/, '') === v.replace(/=+$/, '');
+  },
+  'at-least-32-bytes': (v) => Buffer.byteLength(v, 'utf8') >= 32,
+  'private-ed25519-jwk': jsonText(PrivateEd25519Jwk),
+  'identity-providers': jsonText(Type.Array(IdentityProvider), (list: IdentityProviderConfig[]) => {
+    return new Set(list.map((p) => p.name)).size === list.length;
+  }),
+};
+for (const ajv of [jsonAjv, envAjv]) {
+  for (const [name, validate] of Object.entries(FORMATS)) ajv.addFormat(name, { type: 'string', validate });
+}
+
+const integer = (def: number, minimum: number, maximum: number) =>
+  Type.Integer({
+    default: def,
+    minimum,
+    maximum,
+    refusal: `must be an integer from ${minimum} to ${maximum}`,
   });
+const oneOf = <T extends string>(def: T, allowed: readonly T[]) =>
+  Type.Unsafe<T>({
+    type: 'string',
+    enum: allowed,
+    default: def,
+    refusal: `must be one of ${allowed.join(', ')}`,
+  });
+const text = (def: string) => Type.String({ default: def });
+const formatted = (format: string, refusal: string) => Type.Optional(Type.String({ format, refusal }));
+const rate = (def: string) =>
+  Type.String({
+    default: def,
+    pattern: '^0*[1-9][0-9]{0,8}/0*[1-9][0-9]{0,8}$',
+    refusal: 'must be <count>/<seconds> with both at least 1',
+  });
+
+const ARGON2_PRODUCTION_FLOOR_KIB = 19456;
+
+const Environment = Type.Object(
+  {
+    NODE_ENV: text('development'),
+    HOST: text('127.0.0.1'),
+    PORT: integer(3000, 0, 65535),
+    DATA_DIR: text('./data'),
+    DATABASE_URL: formatted('postgres-url', 'must be an absolute URL using postgres: or postgresql:'),
+    REDIS_URL: formatted('redis-url', 'must be an absolute URL using redis: or rediss:'),
+    PUBLIC_ORIGIN: formatted('origin', 'must be an absolute origin'),
+    CORS_ORIGINS: formatted(
+      'origin-list',
+      'entries must be absolute origins without path, query, fragment or wildcard',
+    ),
+    SECRETS_KEY: formatted('base64-32-bytes', 'must be 32 bytes in base64'),
+    CURSOR_SIGNING_KEY: formatted('at-least-32-bytes', 'must be at least 32 bytes'),
+    CURSOR_KEY_ID: Type.String({
+      default: 'k1',
+      pattern: '^[A-Za-z0-9_-]{1,32}$',
+      refusal: 'must be 1 to 32 characters of A-Z a-z 0-9 _ -',
+    }),
+    ACCESS_TOKEN_SIGNING_KEY: formatted('private-ed25519-jwk', 'must be a private Ed25519 JWK in JSON'),
+    SMTP_URL: formatted('smtp-url', 'must be an absolute URL using smtp: or smtps:'),
+    MAIL_FROM: text('Identity <no-reply@localhost>'),
+    SMS_WEBHOOK_URL: formatted('http-url', 'must be an absolute URL using http: or https:'),
+    IDENTITY_PROVIDERS: formatted(
+      'identity-providers',
+      'must be a JSON array of { name, issuer, audience, jwksUri | jwks } with distinct names',
+    ),
+    VERIFICATION_CODE_FORMAT: oneOf<CodeFormat>('numeric', ['numeric', 'alphabetic', 'alphanumeric']),
+    VERIFICATION_CODE_LENGTH: integer(6, 6, 12),
+    TOTP_ALGORITHM: oneOf<TotpAlgorithm>('SHA1', ['SHA1', 'SHA256', 'SHA512']),
+    TOTP_DIGITS: integer(6, 6, 8),
+    TOTP_PERIOD: integer(30, 15, 120),
+    RATE_LIMIT_SENDS_A_MESSAGE: rate('5/900'),
+    RATE_LIMIT_ANSWERS_A_CHALLENGE: rate('10/60'),
+    RATE_LIMIT_PROVES_A_PASSWORD: rate('10/60'),
+    TRUST_PROXY: Type.String({
+      default: 'off',
+      pattern: '^(off|false|[1-9]|1[0-6])$',
+      refusal: 'must be off or an integer from 1 to 16',
+    }),
+    LOG_LEVEL: oneOf('info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    ACCESS_TOKEN_TTL: integer(900, 60, 86400),
+    SESSION_TTL: integer(30 * 86400, 300, 365 * 86400),
+    SECOND_FACTOR_TICKET_TTL: integer(300, 60, 3600),
+    CHALLENGE_TTL: integer(900, 60, 86400),
+    ELEVATION_TTL: integer(300, 30, 3600),
+    ACCOUNT_LOCK_TTL: integer(900, 60, 86400),
+    ARGON2_MEMORY_KIB: integer(ARGON2_PRODUCTION_FLOOR_KIB, 8, 1048576),
+    // One core stays free for the event loop and the database driver.
+    ARGON2_CONCURRENCY: integer(Math.max(1, availableParallelism() - 1), 1, 256),
+    SHUTDOWN_TIMEOUT_MS: integer(10000, 0, 600000),
+    NOTIFY_TIMEOUT_MS: integer(10000, 100, 120000),
+  },
+  {
+    // Production refuses to start without its own root secret or below the OWASP Argon2id floor.
+    if: { type: 'object', required: ['NODE_ENV'], properties: { NODE_ENV: { const: 'production' } } },
+    then: {
+      type: 'object',
+      required: ['SECRETS_KEY'],
+      refusal: 'is required in production',
+      properties: {
+        SECRETS_KEY: { type: 'string' },
+        ARGON2_MEMORY_KIB: {
+          type: 'integer',
+          minimum: ARGON2_PRODUCTION_FLOOR_KIB,
+          refusal: `must be at least ${ARGON2_PRODUCTION_FLOOR_KIB} in production`,
+        },
+      },
+    },
+  },
+);
+type Environment = Static<typeof Environment>;
+
+const checkEnvironment: ValidateFunction = envAjv.compile(Environment);
+
+/** The first error's variable, and the refusal written beside the schema that rejected it. */
+function refusal(errors: ErrorObject[]): ConfigError {
+  const [first] = errors;
+  const variable =
+    first.keyword === 'required'
+      ? (first.params as { missingProperty: string }).missingProperty
+      : first.instancePath.split('/')[1];
+  const reason = (first.parentSchema as { refusal?: string } | undefined)?.refusal ?? 'is invalid';
+  return new ConfigError(variable, reason);
+}
+
+function rateOf(value: string): RateLimitSetting {
+  const [max, windowSeconds] = value.split('/').map(Number);
+  return { max, windowSeconds };
 }
 
 /** Reads and validates every variable; throws ConfigError naming the first bad one. */
-export function loadConfig(env: Env = process.env): Config {
-  const nodeEnv = env.NODE_ENV || 'development';
-  const production = nodeEnv === 'production';
-  const host = env.HOST || '127.0.0.1';
-  const port = intVar(env, 'PORT', 3000, 0, 65535);
-  const dataDir = resolve(env.DATA_DIR || './data');
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const raw: Record<string, string> = {};
+  for (const name of Object.keys(Environment.properties)) {
+    const value = env[name];
+    if (value !== undefined && value !== '') raw[name] = value;
+  }
+  if (!checkEnvironment(raw)) throw refusal(checkEnvironment.errors ?? []);
+  const e = raw as unknown as Environment;
 
-  const databaseUrl = env.DATABASE_URL || undefined;
-  if (databaseUrl !== undefined && databaseUrl !== 'memory://') {
-    urlVar(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
-  }
-  const redisUrl = urlVar(env, 'REDIS_URL', ['redis:', 'rediss:']);
-
-  let publicOrigin = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  if (env.PUBLIC_ORIGIN) {
-    const origin = parseOrigin(env.PUBLIC_ORIGIN);
-    if (!origin) throw new ConfigError('PUBLIC_ORIGIN', 'must be an absolute origin');
-    publicOrigin = origin;
-  }
-
-  const corsOrigins: string[] = [];
-  if (env.CORS_ORIGINS) {
-    for (const entry of env.CORS_ORIGINS.split(',').map((s) => s.trim())) {
-      const origin = parseOrigin(entry);
-      if (!origin) {
-        throw new ConfigError(
-          'CORS_ORIGINS',
-          'entries must be absolute origins without path, query, fragment or wildcard',
-        );
-      }
-      corsOrigins.push(origin);
-    }
-  }
-
-  let secretsKey = keyVar(env, 'SECRETS_KEY');
-  if (!secretsKey) {
-    if (production) throw new ConfigError('SECRETS_KEY', 'is required in production');
-    secretsKey = loadOrCreateDevKey(dataDir);
-  }
-  let cursorSigningKey: Buffer;
-  if (env.CURSOR_SIGNING_KEY) {
-    cursorSigningKey = Buffer.from(env.CURSOR_SIGNING_KEY, 'utf8');
-    if (cursorSigningKey.length < 32) {
-      throw new ConfigError('CURSOR_SIGNING_KEY', 'must be at least 32 bytes');
-    }
-  } else {
-    cursorSigningKey = deriveKey(secretsKey, 'cursor-signing-key');
-  }
-  const cursorKeyId = env.CURSOR_KEY_ID || 'k1';
-  if (!/^[A-Za-z0-9_-]{1,32}$/.test(cursorKeyId)) {
-    throw new ConfigError('CURSOR_KEY_ID', 'must be 1 to 32 characters of A-Z a-z 0-9 _ -');
-  }
-
-  let accessTokenSigningKey: Record<string, unknown> | undefined;
-  if (env.ACCESS_TOKEN_SIGNING_KEY) {
-    try {
-      accessTokenSigningKey = JSON.parse(env.ACCESS_TOKEN_SIGNING_KEY);
-    } catch {
-      throw new ConfigError('ACCESS_TOKEN_SIGNING_KEY', 'must be a private Ed25519 JWK in JSON');
-    }
-    const k = accessTokenSigningKey as Record<string, unknown>;
-    if (k.kty !== 'OKP' || k.crv !== 'Ed25519' || typeof k.d !== 'string') {
-      throw new ConfigError('ACCESS_TOKEN_SIGNING_KEY', 'must be a private Ed25519 JWK in JSON');
-    }
-  }
-
-  const smtpUrl = urlVar(env, 'SMTP_URL', ['smtp:', 'smtps:']);
-  const mailFrom = env.MAIL_FROM || 'Identity <no-reply@localhost>';
-  const smsWebhookUrl = urlVar(env, 'SMS_WEBHOOK_URL', ['http:', 'https:']);
-
-  const trustRaw = env.TRUST_PROXY;
-  let trustProxy: number | false = false;
-  if (trustRaw && trustRaw !== 'off' && trustRaw !== 'false') {
-    trustProxy = intVar(env, 'TRUST_PROXY', 0, 1, 16);
-  }
+  const production = e.NODE_ENV === 'production';
+  const dataDir = resolve(e.DATA_DIR);
+  const secretsKey = e.SECRETS_KEY ? Buffer.from(e.SECRETS_KEY, 'base64') : loadOrCreateDevKey(dataDir);
+  const ownOrigin = `http://${e.HOST.includes(':') ? `[${e.HOST}]` : e.HOST}:${e.PORT}`;
 
   const config: Config = {
-    nodeEnv,
+    nodeEnv: e.NODE_ENV,
     production,
-    host,
-    port,
-    databaseUrl,
+    host: e.HOST,
+    port: e.PORT,
+    databaseUrl: e.DATABASE_URL,
     dataDir,
-    redisUrl,
-    publicOrigin,
-    corsOrigins,
+    redisUrl: e.REDIS_URL,
+    publicOrigin: (e.PUBLIC_ORIGIN && parseOrigin(e.PUBLIC_ORIGIN)) || ownOrigin,
+    corsOrigins: (e.CORS_ORIGINS?.split(',') ?? []).flatMap((entry) => parseOrigin(entry.trim()) ?? []),
     secretsKey,
-    cursorSigningKey,
-    cursorKeyId,
-    accessTokenSigningKey,
-    smtpUrl,
-    mailFrom,
-    smsWebhookUrl,
-    identityProviders: providersVar(env),
-    verificationCodeFormat: enumVar<CodeFormat>(env, 'VERIFICATION_CODE_FORMAT', 'numeric', [
-      'numeric',
-      'alphabetic',
-      'alphanumeric',
-    ]),
-    verificationCodeLength: intVar(env, 'VERIFICATION_CODE_LENGTH', 6, 6, 12),
-    totpAlgorithm: enumVar<TotpAlgorithm>(env, 'TOTP_ALGORITHM', 'SHA1', ['SHA1', 'SHA256', 'SHA512']),
-    totpDigits: intVar(env, 'TOTP_DIGITS', 6, 6, 8),
-    totpPeriod: intVar(env, 'TOTP_PERIOD', 30, 15, 120),
+    cursorSigningKey: e.CURSOR_SIGNING_KEY
+      ? Buffer.from(e.CURSOR_SIGNING_KEY, 'utf8')
+      : deriveKey(secretsKey, 'cursor-signing-key'),
+    cursorKeyId: e.CURSOR_KEY_ID,
+    accessTokenSigningKey: e.ACCESS_TOKEN_SIGNING_KEY ? JSON.parse(e.ACCESS_TOKEN_SIGNING_KEY) : undefined,
+    smtpUrl: e.SMTP_URL,
+    mailFrom: e.MAIL_FROM,
+    smsWebhookUrl: e.SMS_WEBHOOK_URL,
+    identityProviders: e.IDENTITY_PROVIDERS ? JSON.parse(e.IDENTITY_PROVIDERS) : [],
+    verificationCodeFormat: e.VERIFICATION_CODE_FORMAT,
+    verificationCodeLength: e.VERIFICATION_CODE_LENGTH,
+    totpAlgorithm: e.TOTP_ALGORITHM,
+    totpDigits: e.TOTP_DIGITS,
+    totpPeriod: e.TOTP_PERIOD,
     rateLimits: {
-      sendsAMessage: rateVar(env, 'RATE_LIMIT_SENDS_A_MESSAGE', { max: 5, windowSeconds: 900 }),
-      answersAChallenge: rateVar(env, 'RATE_LIMIT_ANSWERS_A_CHALLENGE', {
-        max: 10,
-        windowSeconds: 60,
-      }),
-      provesAPassword: rateVar(env, 'RATE_LIMIT_PROVES_A_PASSWORD', {
-        max: 10,
-        windowSeconds: 60,
-      }),
+      sendsAMessage: rateOf(e.RATE_LIMIT_SENDS_A_MESSAGE),
+      answersAChallenge: rateOf(e.RATE_LIMIT_ANSWERS_A_CHALLENGE),
+      provesAPassword: rateOf(e.RATE_LIMIT_PROVES_A_PASSWORD),
     },
-    trustProxy,
-    logLevel: enumVar(env, 'LOG_LEVEL', 'info', LOG_LEVELS),
+    trustProxy: /^\d+$/.test(e.TRUST_PROXY) ? Number(e.TRUST_PROXY) : false,
+    logLevel: e.LOG_LEVEL,
     lifetimes: {
-      accessToken: intVar(env, 'ACCESS_TOKEN_TTL', 900, 60, 86400),
-      session: intVar(env, 'SESSION_TTL', 30 * 86400, 300, 365 * 86400),
-      ticket: intVar(env, 'SECOND_FACTOR_TICKET_TTL', 300, 60, 3600),
-      challenge: intVar(env, 'CHALLENGE_TTL', 900, 60, 86400),
-      elevation: intVar(env, 'ELEVATION_TTL', 300, 30, 3600),
-      lock: intVar(env, 'ACCOUNT_LOCK_TTL', 900, 60, 86400),
+      accessToken: e.ACCESS_TOKEN_TTL,
+      session: e.SESSION_TTL,
+      ticket: e.SECOND_FACTOR_TICKET_TTL,
+      challenge: e.CHALLENGE_TTL,
+      elevation: e.ELEVATION_TTL,
+      lock: e.ACCOUNT_LOCK_TTL,
       nonce: 600,
     },
-    argon2MemoryKiB: intVar(env, 'ARGON2_MEMORY_KIB', 19456, 8, 1048576),
-    // One core stays free for the event loop and the database driver.
-    argon2Concurrency: intVar(env, 'ARGON2_CONCURRENCY', Math.max(1, availableParallelism() - 1), 1, 256),
-    shutdownTimeoutMs: intVar(env, 'SHUTDOWN_TIMEOUT_MS', 10000, 0, 600000),
-    notifyTimeoutMs: intVar(env, 'NOTIFY_TIMEOUT_MS', 10000, 100, 120000),
+    argon2MemoryKiB: e.ARGON2_MEMORY_KIB,
+    argon2Concurrency: e.ARGON2_CONCURRENCY,
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    notifyTimeoutMs: e.NOTIFY_TIMEOUT_MS,
   };
-  if (production && config.argon2MemoryKiB < 19456) {
-    throw new ConfigError('ARGON2_MEMORY_KIB', 'must be at least 19456 in production');
-  }
   return Object.freeze(config);
-}
-
-/** Derives a sub-key so one configured secret never serves two purposes directly. */
-export function deriveKey(key: Buffer, purpose: string): Buffer {
-  return createHmac('sha256', key).update(purpose).digest();
 }

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { type Config, deriveKey } from './config.js';
+import type { Config } from './config.js';
 import { ChallengeFlow } from './features/challenges/service.js';
 import { AccountLock } from './features/identities/lock.js';
 import { ProviderVerifier } from './features/providers/verifier.js';
@@ -10,6 +10,7 @@ import { SessionService } from './features/sessions/service.js';
 import { findElevation } from './features/step-up/repository.js';
 import { AuditLog } from './platform/audit/audit.js';
 import type { Clock } from './platform/clock.js';
+import { deriveKey } from './platform/crypto/keys.js';
 import { createPasswordHasher, type PasswordHasher } from './platform/crypto/passwords.js';
 import { Sealer } from './platform/crypto/seal.js';
 import { CodeHasher } from './platform/crypto/tokens.js';

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
+import { deriveKey } from '../../src/platform/crypto/keys.js';
 import { spawnTs, within } from './support.js';
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'idsvc-cfg-'));
@@ -35,6 +36,30 @@ const INVALID: Array<[string, Record<string, string>, string]> = [
   ['TOTP_DIGITS out of range', { TOTP_DIGITS: '9' }, 'TOTP_DIGITS'],
   ['LOG_LEVEL unknown', { LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
   ['PUBLIC_ORIGIN with a path', { PUBLIC_ORIGIN: 'https://id.example/x' }, 'PUBLIC_ORIGIN'],
+  [
+    'production below the Argon2id floor',
+    { NODE_ENV: 'production', ARGON2_MEMORY_KIB: '19455' },
+    'ARGON2_MEMORY_KIB',
+  ],
+  [
+    'IDENTITY_PROVIDERS with a repeated name',
+    {
+      IDENTITY_PROVIDERS: JSON.stringify(
+        ['a', 'a'].map((name) => ({ name, issuer: 'https://i.example', audience: 'x', jwks: { keys: [] } })),
+      ),
+    },
+    'IDENTITY_PROVIDERS',
+  ],
+  [
+    'ACCESS_TOKEN_SIGNING_KEY not Ed25519',
+    { ACCESS_TOKEN_SIGNING_KEY: '{"kty":"RSA","d":"x"}' },
+    'ACCESS_TOKEN_SIGNING_KEY',
+  ],
+  ['TRUST_PROXY above 16 hops', { TRUST_PROXY: '17' }, 'TRUST_PROXY'],
+  ['CURSOR_KEY_ID with a space', { CURSOR_KEY_ID: 'k 1' }, 'CURSOR_KEY_ID'],
+  ['CURSOR_SIGNING_KEY under 32 bytes', { CURSOR_SIGNING_KEY: 'x'.repeat(31) }, 'CURSOR_SIGNING_KEY'],
+  ['ARGON2_CONCURRENCY of zero', { ARGON2_CONCURRENCY: '0' }, 'ARGON2_CONCURRENCY'],
+  ['SESSION_TTL not an integer', { SESSION_TTL: '1.5' }, 'SESSION_TTL'],
 ];
 
 // One process per class of variable (each start costs about a second of CPU).
@@ -71,6 +96,7 @@ describe('loadConfig', () => {
     expect(c.secretsKey.toString('base64')).toBe(secretsKey);
     expect(c.cursorSigningKey.length).toBeGreaterThanOrEqual(32);
     expect(c.cursorSigningKey.equals(c.secretsKey)).toBe(false);
+    expect(c.cursorSigningKey.equals(deriveKey(c.secretsKey, 'cursor-signing-key'))).toBe(true);
     expect(c.accessTokenSigningKey).toBeUndefined();
     expect(c.smtpUrl).toBeUndefined();
     expect(c.smsWebhookUrl).toBeUndefined();

@@ -100,9 +100,10 @@ export class ProviderVerifier {
 
   constructor(private readonly ctx: AppContext) {
     for (const config of ctx.config.identityProviders) {
-      const keys = config.jwksUri
-        ? new RemoteKeys(config.jwksUri, ctx).resolve
-        : createLocalJWKSet(config.jwks as Parameters<typeof createLocalJWKSet>[0]);
+      const keys =
+        config.jwksUri !== undefined
+          ? new RemoteKeys(config.jwksUri, ctx).resolve
+          : createLocalJWKSet(config.jwks as Parameters<typeof createLocalJWKSet>[0]);
       this.#providers.set(config.name, { config, keys });
     }
   }

@@ -1,0 +1,38 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * Every use of the root secret (SECRETS_KEY) goes through its own derived key, so one configured
+ * secret never serves two purposes directly. The purpose strings are part of the stored data's
+ * format: changing one makes every sealed value, audit seal or code hash made under it unreadable.
+ */
+export type KeyPurpose =
+  /** AES-256-GCM sealing of TOTP secrets and generated signing keys. */
+  | 'sealing'
+  /** HMAC chain over the audit trail. */
+  | 'audit-seal'
+  /** Keyed hashes of out-of-band codes. */
+  | 'out-of-band-codes'
+  /** Pagination cursors, when CURSOR_SIGNING_KEY is not set. */
+  | 'cursor-signing-key';
+
+export function deriveKey(root: Buffer, purpose: KeyPurpose): Buffer {
+  return createHmac('sha256', root).update(purpose).digest();
+}
+
+/**
+ * Outside production only: the root secret is generated once into DATA_DIR/secrets.key (mode 0600)
+ * and read back on every later start, so sealed data survives a restart.
+ */
+export function loadOrCreateDevKey(dataDir: string): Buffer {
+  const path = join(dataDir, 'secrets.key');
+  if (existsSync(path)) {
+    const key = Buffer.from(readFileSync(path, 'utf8').trim(), 'base64');
+    if (key.length === 32) return key;
+  }
+  mkdirSync(dataDir, { recursive: true });
+  const key = randomBytes(32);
+  writeFileSync(path, key.toString('base64'), { mode: 0o600 });
+  return key;
+}
