@@ -1,9 +1,9 @@
-import { Ajv, type ErrorObject } from 'ajv';
-import formatsModule from 'ajv-formats';
+import type { ErrorObject } from 'ajv';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { type CryptoKey, exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
 import { sql } from 'kysely';
 import { mintElevation } from '../../src/features/step-up/service.js';
+import { makeAjv } from '../../src/platform/http/validation.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createPerson, type Person, signIn } from '../helpers/identities.js';
 
@@ -34,13 +34,9 @@ export function fuzzParameters() {
 
 type JsonSchema = Record<string, unknown>;
 
-const addFormats = formatsModule as unknown as { default: (ajv: Ajv, formats: string[]) => Ajv };
-// Same rules as the service's body validator (no coercion, unknown formats ignored); verbose so a
-// failing `not` names the sub-schema, which the body generator uses to repair a candidate.
-const ajv = addFormats.default(
-  new Ajv({ strict: false, allErrors: false, verbose: true, coerceTypes: false }),
-  ['uuid', 'date-time', 'email', 'uri'],
-);
+// The service's own body validator set-up (no coercion, its formats, its discriminator); verbose so
+// a failing `not` names the sub-schema, which the body generator uses to repair a candidate.
+const ajv = makeAjv(false, true);
 
 function deref(schema: unknown, components: Record<string, JsonSchema>, depth = 0): unknown {
   if (depth > 20 || !schema || typeof schema !== 'object') return schema;

@@ -1,25 +1,29 @@
 import { type TProperties, Type } from '@sinclair/typebox';
+import { TaggedUnion } from '../../platform/http/schemas.js';
 
 /** interface 2.4: identifier 1..320 characters; country two upper-case letters, phone only. */
-export const identifierProperties = {
-  identifierType: Type.Union([Type.Literal('email'), Type.Literal('phone')]),
-  identifier: Type.String({ minLength: 1, maxLength: 320 }),
-  country: Type.Optional(Type.String({ pattern: '^[A-Z]{2}$' })),
-};
+const identifier = Type.String({ minLength: 1, maxLength: 320 });
+const country = Type.String({ pattern: '^[A-Z]{2}$' });
+
+/** The two identifier forms of contract 1, each a strict object, with `extra` merged into both. */
+export function identifierForms<P extends TProperties>(extra: P) {
+  return [
+    Type.Object(
+      { identifierType: Type.Literal('email'), identifier, ...extra },
+      { additionalProperties: false },
+    ),
+    Type.Object(
+      { identifierType: Type.Literal('phone'), identifier, country, ...extra },
+      { additionalProperties: false },
+    ),
+  ] as const;
+}
 
 /**
- * The two identifier forms of contract 1 as one strict object: `country` is required with a phone
- * and refused with an email. Further properties (password, code…) are merged in by each route.
+ * A body in one of the identifier forms: `country` is required with a phone and refused with an
+ * email. Further properties (password, code…) are merged in by each route; each is required unless
+ * wrapped in `Type.Optional`.
  */
-export function IdentifierForm<P extends TProperties>(extra: P, required: (keyof P & string)[] = []) {
-  return Type.Object(
-    { ...identifierProperties, ...extra },
-    {
-      additionalProperties: false,
-      required: ['identifierType', 'identifier', ...required],
-      if: { properties: { identifierType: { const: 'phone' } } },
-      then: { required: ['country'] },
-      else: { not: { required: ['country'] } },
-    },
-  );
+export function IdentifierForm<P extends TProperties>(extra: P) {
+  return TaggedUnion('identifierType', [...identifierForms(extra)]);
 }

@@ -23,16 +23,13 @@ export const RecoveryStartBody = IdentifierForm({});
 export function recoveryConfirmationBody(
   config: Pick<Config, 'verificationCodeFormat' | 'verificationCodeLength'>,
 ) {
-  return IdentifierForm(
-    {
-      code: Type.String({
-        pattern: codePattern(config.verificationCodeFormat, config.verificationCodeLength),
-        description: 'the recovery code that was sent; lower case is accepted',
-      }),
-      newPassword,
-    },
-    ['code', 'newPassword'],
-  );
+  return IdentifierForm({
+    code: Type.String({
+      pattern: codePattern(config.verificationCodeFormat, config.verificationCodeLength),
+      description: 'the recovery code that was sent; lower case is accepted',
+    }),
+    newPassword,
+  });
 }
 
 export const RecoveryChallengeSchema = Type.Object(

@@ -6,12 +6,9 @@ import { Instant } from '../../platform/http/schemas.js';
 import { IdentifierForm } from '../identities/schemas.js';
 
 /** POST /sign-ups (contract 2): identifier form + the password of this registration. */
-export const SignUpBody = IdentifierForm(
-  {
-    password: Type.String({ minLength: MIN_PASSWORD_LENGTH, maxLength: MAX_PASSWORD_LENGTH }),
-  },
-  ['password'],
-);
+export const SignUpBody = IdentifierForm({
+  password: Type.String({ minLength: MIN_PASSWORD_LENGTH, maxLength: MAX_PASSWORD_LENGTH }),
+});
 export type SignUpBody = Static<typeof SignUpBody>;
 
 /**
@@ -20,19 +17,16 @@ export type SignUpBody = Static<typeof SignUpBody>;
  * lookup, and the pattern's anchors refuse surrounding whitespace (interface 2.4).
  */
 export function confirmationBody(config: Pick<Config, 'verificationCodeFormat' | 'verificationCodeLength'>) {
-  return IdentifierForm(
-    {
-      password: Type.String({ minLength: 1, maxLength: MAX_PASSWORD_LENGTH }),
-      code: Type.String({
-        pattern: codePattern(config.verificationCodeFormat, config.verificationCodeLength),
-        description:
-          config.verificationCodeFormat === 'numeric'
-            ? `the ${config.verificationCodeLength}-digit code that was sent`
-            : `the ${config.verificationCodeLength}-character ${config.verificationCodeFormat} code that was sent; lower case is accepted`,
-      }),
-    },
-    ['password', 'code'],
-  );
+  return IdentifierForm({
+    password: Type.String({ minLength: 1, maxLength: MAX_PASSWORD_LENGTH }),
+    code: Type.String({
+      pattern: codePattern(config.verificationCodeFormat, config.verificationCodeLength),
+      description:
+        config.verificationCodeFormat === 'numeric'
+          ? `the ${config.verificationCodeLength}-digit code that was sent`
+          : `the ${config.verificationCodeLength}-character ${config.verificationCodeFormat} code that was sent; lower case is accepted`,
+    }),
+  });
 }
 
 /**

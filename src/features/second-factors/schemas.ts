@@ -42,19 +42,24 @@ export const SecondFactorPageSchema = Type.Object({
 
 /**
  * POST /sign-ins/second-factors: the ticket and exactly one of an authenticator code or a recovery
- * code; both or neither fails `oneOf` (400 validation.failed). A recovery code is accepted in
- * either case and with or without its hyphens.
+ * code, as two strict forms; both or neither matches no form (400 validation.failed). A recovery
+ * code is accepted in either case and with or without its hyphens.
  */
-export const SecondStepBody = Type.Object(
-  {
-    secondFactorTicket: Type.String({ minLength: 1, maxLength: 512 }),
-    code: Type.Optional(totpCode),
-    recoveryCode: Type.Optional(
-      Type.String({ pattern: '^(?:[A-Za-z0-9]{4}-?){3}[A-Za-z0-9]{4}$', minLength: 16, maxLength: 19 }),
-    ),
-  },
-  { additionalProperties: false, oneOf: [{ required: ['code'] }, { required: ['recoveryCode'] }] },
-);
+const secondFactorTicket = Type.String({ minLength: 1, maxLength: 512 });
+export const SecondStepBody = Type.Union([
+  Type.Object({ secondFactorTicket, code: totpCode }, { additionalProperties: false }),
+  Type.Object(
+    {
+      secondFactorTicket,
+      recoveryCode: Type.String({
+        pattern: '^(?:[A-Za-z0-9]{4}-?){3}[A-Za-z0-9]{4}$',
+        minLength: 16,
+        maxLength: 19,
+      }),
+    },
+    { additionalProperties: false },
+  ),
+]);
 
 /** The session grant, inlined: the shared schema is registered inside the sessions plugin. */
 export const SecondStepGrantSchema = Type.Object(SessionGrantSchema.properties);

@@ -29,8 +29,7 @@ export async function secondFactorSignInRoutes(root: FastifyInstance, { ctx }: {
       },
     },
     async (request, reply) => {
-      const { secondFactorTicket, code, recoveryCode } = request.body;
-      const proof = code !== undefined ? { code } : { recoveryCode: recoveryCode! };
+      const { secondFactorTicket, ...proof } = request.body;
       const grant = await service.completeSignIn(secondFactorTicket, proof, requestMeta(request));
       return reply.code(201).send(envelope(grant));
     },

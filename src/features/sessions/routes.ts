@@ -66,20 +66,12 @@ export async function sessionRoutes(
       if (body.identifierType === 'provider') {
         // Every provider failure is the same 401 as a wrong password (providers/service.ts).
         const result = await signInWithProvider(
-          { provider: body.provider!, idToken: body.idToken! },
+          { provider: body.provider, idToken: body.idToken },
           requestMeta(request),
         );
         return reply.code(201).send(envelope(result));
       }
-      const grant = await service.signInWithPassword(
-        {
-          identifierType: body.identifierType,
-          identifier: body.identifier!,
-          country: body.country,
-          password: body.password!,
-        },
-        requestMeta(request),
-      );
+      const grant = await service.signInWithPassword(body, requestMeta(request));
       return reply.code(201).send(envelope(grant));
     },
   );

@@ -1,50 +1,24 @@
 import { Type } from '@sinclair/typebox';
+import { TaggedUnion } from '../../platform/http/schemas.js';
 import { PageInfoSchema } from '../../platform/pagination/page.js';
-import { identifierProperties } from '../identities/schemas.js';
+import { identifierForms } from '../identities/schemas.js';
+
+export const providerForm = {
+  identifierType: Type.Literal('provider'),
+  provider: Type.String({ minLength: 1, maxLength: 64 }),
+  idToken: Type.String({ minLength: 1, maxLength: 8192 }),
+};
 
 const password = Type.String({ minLength: 1, maxLength: 200 });
 
 /**
- * POST /sign-ins: the password path (identifier form + password) or the provider path
- * ({ identifierType: "provider", provider, idToken }), discriminated by identifierType. Strict.
+ * POST /sign-ins: the password path (an identifier form + password) or the provider path
+ * ({ identifierType: "provider", provider, idToken }), told apart by identifierType. Strict.
  */
-export const SignInBody = Type.Object(
-  {
-    identifierType: Type.Union([Type.Literal('email'), Type.Literal('phone'), Type.Literal('provider')]),
-    identifier: Type.Optional(identifierProperties.identifier),
-    country: identifierProperties.country,
-    password: Type.Optional(password),
-    provider: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    idToken: Type.Optional(Type.String({ minLength: 1, maxLength: 8192 })),
-  },
-  {
-    additionalProperties: false,
-    required: ['identifierType'],
-    allOf: [
-      {
-        if: { properties: { identifierType: { const: 'provider' } } },
-        then: {
-          required: ['provider', 'idToken'],
-          not: {
-            anyOf: [{ required: ['identifier'] }, { required: ['password'] }, { required: ['country'] }],
-          },
-        },
-        else: {
-          required: ['identifier', 'password'],
-          not: { anyOf: [{ required: ['provider'] }, { required: ['idToken'] }] },
-        },
-      },
-      {
-        if: { properties: { identifierType: { const: 'phone' } } },
-        then: { required: ['country'] },
-      },
-      {
-        if: { properties: { identifierType: { const: 'email' } } },
-        then: { not: { required: ['country'] } },
-      },
-    ],
-  },
-);
+export const SignInBody = TaggedUnion('identifierType', [
+  ...identifierForms({ password }),
+  Type.Object(providerForm, { additionalProperties: false }),
+]);
 
 export const RenewalBody = Type.Object(
   { refreshToken: Type.String({ minLength: 1, maxLength: 512 }) },

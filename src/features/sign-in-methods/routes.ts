@@ -16,7 +16,7 @@ import {
   ProviderLinked,
   SignInMethodPage,
 } from './schemas.js';
-import { type AddMethodInput, SignInMethodService } from './service.js';
+import { SignInMethodService } from './service.js';
 
 export async function signInMethodRoutes(root: FastifyInstance, { ctx }: { ctx: AppContext }) {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
@@ -87,7 +87,7 @@ export async function signInMethodRoutes(root: FastifyInstance, { ctx }: { ctx: 
       },
     },
     async (request, reply) => {
-      const result = await service.add(principalOf(request), request.body as AddMethodInput);
+      const result = await service.add(principalOf(request), request.body);
       return reply.code(201).send(envelope(result));
     },
   );

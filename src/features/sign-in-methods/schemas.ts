@@ -1,53 +1,19 @@
 import { Type } from '@sinclair/typebox';
 import type { Config } from '../../config.js';
 import { codePattern } from '../../platform/crypto/tokens.js';
-import { Instant, Uuid } from '../../platform/http/schemas.js';
+import { Instant, TaggedUnion, Uuid } from '../../platform/http/schemas.js';
 import { PageInfoSchema } from '../../platform/pagination/page.js';
-import { identifierProperties } from '../identities/schemas.js';
+import { identifierForms } from '../identities/schemas.js';
+import { providerForm } from '../sessions/schemas.js';
 
 /**
  * POST /sign-in-methods (contract 2): an identifier form, or the provider form
- * `{ identifierType: "provider", provider, idToken }`. Strict; discriminated by identifierType.
+ * `{ identifierType: "provider", provider, idToken }`, told apart by identifierType. Strict.
  */
-export const AddMethodBody = Type.Object(
-  {
-    identifierType: Type.Union([Type.Literal('email'), Type.Literal('phone'), Type.Literal('provider')]),
-    identifier: Type.Optional(identifierProperties.identifier),
-    country: identifierProperties.country,
-    provider: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    idToken: Type.Optional(Type.String({ minLength: 1, maxLength: 8192 })),
-  },
-  {
-    additionalProperties: false,
-    required: ['identifierType'],
-    // Implications written as anyOf/not (valid OpenAPI 3.0, which has no if/then).
-    allOf: [
-      {
-        oneOf: [
-          {
-            properties: { identifierType: { const: 'provider' } },
-            required: ['provider', 'idToken'],
-            not: { anyOf: [{ required: ['identifier'] }, { required: ['country'] }] },
-          },
-          {
-            properties: { identifierType: { enum: ['email', 'phone'] } },
-            required: ['identifier'],
-            not: { anyOf: [{ required: ['provider'] }, { required: ['idToken'] }] },
-          },
-        ],
-      },
-      // phone → country
-      { anyOf: [{ not: { properties: { identifierType: { const: 'phone' } } } }, { required: ['country'] }] },
-      // email → no country
-      {
-        anyOf: [
-          { not: { properties: { identifierType: { const: 'email' } } } },
-          { not: { required: ['country'] } },
-        ],
-      },
-    ],
-  },
-);
+export const AddMethodBody = TaggedUnion('identifierType', [
+  ...identifierForms({}),
+  Type.Object(providerForm, { additionalProperties: false }),
+]);
 
 export const ChallengeStarted = Type.Object(
   {

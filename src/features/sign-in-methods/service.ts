@@ -38,7 +38,7 @@ export function passwordMethodId(identityId: string): string {
   return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20, 32)}`;
 }
 
-export type AddMethodInput =
+type AddMethodInput =
   | (IdentifierInput & { identifierType: IdentifierType })
   | ({ identifierType: 'provider' } & ProviderInput);
 

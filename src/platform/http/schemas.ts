@@ -1,4 +1,4 @@
-import { type TSchema, Type } from '@sinclair/typebox';
+import { type TSchema, type TUnion, Type } from '@sinclair/typebox';
 import { CATALOGUE, type ProblemCode } from './problem.js';
 
 export const ProblemSchema = Type.Object(
@@ -25,6 +25,31 @@ export const ProblemSchema = Type.Object(
 
 export const Uuid = Type.String({ format: 'uuid' });
 export const Instant = Type.String({ format: 'date-time' });
+
+/**
+ * A body that takes one of several strict object forms told apart by one property (`tag`, a
+ * `Type.Literal` in each form). Its TypeScript type is the union of the forms, so a route narrows
+ * on the tag instead of asserting; Ajv's discriminator checks only the form the tag names, so a
+ * refusal lists that form's faults and none of the others'.
+ */
+export function TaggedUnion<T extends TSchema[]>(
+  tag: string,
+  forms: [...T],
+  options: { description?: string } = {},
+) {
+  const { anyOf, ...union } = Type.Union(forms, options);
+  // Ajv's discriminator works on oneOf, which TypeBox does not build; the forms are disjoint on the
+  // tag, so oneOf and anyOf accept the same bodies, and the type stays TypeBox's union of the forms
+  // (which the Fastify type provider reads).
+  const schema = {
+    ...union,
+    type: 'object',
+    required: [tag],
+    discriminator: { propertyName: tag },
+    oneOf: anyOf,
+  };
+  return schema as unknown as TUnion<T>;
+}
 
 /** Success envelope with `data` (interface 2.2). */
 export function Data<T extends TSchema>(data: T, meta?: TSchema) {

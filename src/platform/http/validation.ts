@@ -6,8 +6,13 @@ const addFormats = formatsModule as unknown as { default: (ajv: Ajv, formats: st
 
 import type { ValidationEntry } from './problem.js';
 
-function makeAjv(coerce: boolean) {
+/**
+ * The service's Ajv set-up. `verbose` (errors carry their schema) is for the fuzz suite, which
+ * repairs generated bodies from the errors; the service never needs it.
+ */
+export function makeAjv(coerce: boolean, verbose = false) {
   const ajv = new Ajv({
+    verbose,
     // Strict bodies: an undeclared property is an error, never silently dropped.
     removeAdditional: false,
     useDefaults: true,
@@ -15,6 +20,8 @@ function makeAjv(coerce: boolean) {
     // number sent as a string (or the reverse) is refused.
     coerceTypes: coerce ? 'array' : false,
     allErrors: false,
+    // TaggedUnion bodies (schemas.ts): only the form the tag names is checked.
+    discriminator: true,
     strict: false,
   });
   addFormats.default(ajv, ['uuid', 'date-time', 'email', 'uri']);
@@ -55,7 +62,9 @@ function fieldOf(e: ErrorObject): string {
       ? (e.params as { missingProperty: string }).missingProperty
       : e.keyword === 'additionalProperties'
         ? (e.params as { additionalProperty: string }).additionalProperty
-        : undefined;
+        : e.keyword === 'discriminator'
+          ? (e.params as { tag: string }).tag
+          : undefined;
   if (extra === undefined) return base;
   const name = SAFE_NAME.test(extra) ? extra : '(property)';
   return base ? `${base}.${name}` : name;
@@ -81,6 +90,16 @@ const MESSAGES: Record<string, string> = {
   maxProperties: 'has too many properties',
 };
 
+/**
+ * A TaggedUnion's tag that is missing, not text, or names no form is reported as the keyword the
+ * same fault gets anywhere else.
+ */
+function keywordOf(e: ErrorObject): string {
+  if (e.keyword !== 'discriminator') return e.keyword;
+  const { tagValue } = e.params as { tagValue?: unknown };
+  return tagValue === undefined ? 'required' : typeof tagValue === 'string' ? 'enum' : 'type';
+}
+
 /** Maps Ajv errors to the interface's entries; the messages are fixed text, never the value. */
 export function validationEntries(errors: ErrorObject[], context: string | undefined): ValidationEntry[] {
   const location = LOCATIONS[context ?? 'body'] ?? 'body';
@@ -88,14 +107,15 @@ export function validationEntries(errors: ErrorObject[], context: string | undef
   const out: ValidationEntry[] = [];
   for (const e of errors) {
     const field = fieldOf(e);
-    const key = `${field}|${e.keyword}`;
+    const keyword = keywordOf(e);
+    const key = `${field}|${keyword}`;
     if (seen.has(key)) continue;
     seen.add(key);
     out.push({
       location,
       field,
-      code: e.keyword,
-      message: `${field || location} ${MESSAGES[e.keyword] ?? 'is not valid'}`,
+      code: keyword,
+      message: `${field || location} ${MESSAGES[keyword] ?? 'is not valid'}`,
     });
   }
   return out;
