@@ -6,15 +6,16 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { hash as argonHash, verify as argonVerify } from '@node-rs/argon2';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { SMTPServer } from 'smtp-server';
+import { loadConfig } from '../src/config.js';
+import { createPasswordHasher } from '../src/platform/crypto/passwords.js';
 import { adminQuery } from '../test/helpers/database.js';
+import { freePort } from '../test/helpers/net.js';
+import { startSmtpSink } from '../test/helpers/smtp.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const SERVER = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -33,40 +34,6 @@ interface Row {
   ratio: number | null;
   non2xx: number;
   note: string;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-/** A real SMTP sink that keeps the last code sent to each address. */
-async function smtpSink(): Promise<{ port: number; codes: Map<string, string>; close(): Promise<void> }> {
-  const codes = new Map<string, string>();
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'],
-    logger: false,
-    onData(stream, session, cb) {
-      let text = '';
-      stream.on('data', (c: Buffer) => {
-        text += c.toString('utf8');
-      });
-      stream.on('end', () => {
-        const code = /\n(\d{6})\r?\n/.exec(text)?.[1];
-        for (const rcpt of session.envelope.rcptTo) if (code) codes.set(rcpt.address.toLowerCase(), code);
-        cb();
-      });
-    },
-  });
-  const port = await freePort();
-  await new Promise<void>((r) => server.listen(port, '127.0.0.1', () => r()));
-  return { port, codes, close: () => new Promise<void>((r) => server.close(() => r())) };
 }
 
 async function startService(env: Record<string, string>): Promise<{ proc: ChildProcess; base: string }> {
@@ -127,9 +94,9 @@ async function main() {
   const dbName = `bench_${randomBytes(4).toString('hex')}`;
   await adminQuery(SERVER, `CREATE DATABASE ${dbName}`);
   const dbUrl = SERVER.replace(/\/[^/]*$/, `/${dbName}`);
-  const sink = await smtpSink();
+  const sink = await startSmtpSink();
   const password = 'bench password that is long enough';
-  const { proc, base } = await startService({
+  const serviceEnv = {
     NODE_ENV: 'production',
     SECRETS_KEY: randomBytes(32).toString('base64'),
     DATABASE_URL: dbUrl,
@@ -140,7 +107,10 @@ async function main() {
     RATE_LIMIT_SENDS_A_MESSAGE: '100000000/1',
     RATE_LIMIT_ANSWERS_A_CHALLENGE: '100000000/1',
     RATE_LIMIT_PROVES_A_PASSWORD: '100000000/1',
-  });
+  };
+  // The service's own reading of that environment: the Argon2id cost below is the one it uses.
+  const serviceConfig = loadConfig(serviceEnv);
+  const { proc, base } = await startService(serviceEnv);
   const rows: Row[] = [];
   try {
     // Accounts through the real routes: sign-up, code from the SMTP sink, confirmation, sign-in.
@@ -153,8 +123,7 @@ async function main() {
         password,
       });
       if (su.status !== 201) throw new Error(`sign-up ${su.status}`);
-      const code = sink.codes.get(email);
-      if (!code) throw new Error('no code delivered');
+      const code = sink.lastCode(email);
       const cf = await post(base, '/api/v1/sign-ups/confirmations', {
         identifierType: 'email',
         identifier: email,
@@ -219,10 +188,11 @@ async function main() {
 
     // The hash bound: what the cores can verify, measured in this run with the same parameters.
     const cores = os.availableParallelism();
-    const h = await argonHash(password, { algorithm: 2, memoryCost: 19456, timeCost: 2, parallelism: 1 });
+    const hasher = createPasswordHasher({ memoryKiB: serviceConfig.argon2MemoryKiB, concurrency: cores });
+    const h = await hasher.hash(password);
     const t0 = performance.now();
     const samples = 20;
-    for (let i = 0; i < samples; i++) await argonVerify(h, password);
+    for (let i = 0; i < samples; i++) await hasher.verify(h, password);
     const verifyMs = (performance.now() - t0) / samples;
     const hashBound = (cores * 1000) / verifyMs;
     // What the cores actually verify when every one of them runs a chain (memory bandwidth and
@@ -230,7 +200,7 @@ async function main() {
     const tp = performance.now();
     await Promise.all(
       Array.from({ length: cores }, async () => {
-        for (let i = 0; i < samples; i++) await argonVerify(h, password);
+        for (let i = 0; i < samples; i++) await hasher.verify(h, password);
       }),
     );
     const parallelRate = (cores * samples * 1000) / (performance.now() - tp);
@@ -337,7 +307,7 @@ database (log level \`${process.env.BENCH_LOG_LEVEL ?? 'warn'}\`, rate limits ra
 autocannon runs in the benchmark process on the same machine, ${CONNECTIONS} connections, ${DURATION} s per
 scenario. Ratios are to the bare \`GET /health/live\` floor measured in the same run. The accounts
 are made through the real routes (sign-up, the code read from a real SMTP sink, confirmation,
-sign-in). Argon2id: m=19456 KiB, t=2, p=1.
+sign-in). Argon2id: m=${serviceConfig.argon2MemoryKiB} KiB, t=2, p=1 (the service's own hasher and default).
 
 ${table}
 

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { delay, freePort, type Spawned, spawnTs, tryConnect, waitFor, within } from '../platform/support.js';
+import { freePort } from '../helpers/net.js';
+import { delay, type Spawned, spawnTs, tryConnect, waitFor, within } from '../platform/support.js';
 import {
   call,
   createFreshDatabase,

@@ -4,8 +4,8 @@ import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/platform/db/database.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { freePort } from '../helpers/net.js';
 import { startSmtpSink } from '../helpers/smtp.js';
-import { freePort } from '../platform/support.js';
 
 /**
  * Issue 7 item 3: the mail server is down or hangs. The registration commits on the PostgreSQL

@@ -36,3 +36,27 @@ export function lastCode(dataDir: string, to: string, length?: number): string {
   if (mine.length === 0) throw new Error(`no message for ${to}`);
   return codeIn(mine[mine.length - 1].text, length);
 }
+
+/** Every outbox message sent to `to`, oldest first. */
+export function messagesTo(dataDir: string, to: string): OutboxLine[] {
+  return outbox(dataDir).filter((m) => m.to === to);
+}
+
+/**
+ * Waits for the `count`-th message to `to` (recovery messages leave just after the answer) and
+ * returns its code.
+ */
+export async function waitForCode(
+  dataDir: string,
+  to: string,
+  count: number,
+  timeoutMs = 3000,
+): Promise<string> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const mine = messagesTo(dataDir, to);
+    if (mine.length >= count) return codeIn(mine[count - 1].text);
+    if (Date.now() > until) throw new Error(`no message #${count} for ${to}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

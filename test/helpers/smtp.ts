@@ -1,5 +1,6 @@
 import type net from 'node:net';
 import { SMTPServer } from 'smtp-server';
+import { codeIn } from './outbox.js';
 
 export interface ReceivedMail {
   to: string[];
@@ -9,7 +10,15 @@ export interface ReceivedMail {
 export interface SmtpSink {
   received: ReceivedMail[];
   port: number;
+  /** The code in the newest message to `to`; throws when none came. */
+  lastCode(to: string): string;
   close(): Promise<void>;
+}
+
+/** The body of a raw message (after the header block). */
+export function bodyOf(raw: string): string {
+  const at = raw.indexOf('\r\n\r\n');
+  return at === -1 ? raw : raw.slice(at + 4);
 }
 
 /** A real SMTP server on loopback (port 0: any free one) that keeps every message it accepts. */
@@ -35,6 +44,11 @@ export async function startSmtpSink(port = 0): Promise<SmtpSink> {
   return {
     received,
     port: (server.server.address() as net.AddressInfo).port,
+    lastCode(to) {
+      const mail = received.filter((m) => m.to.includes(to)).at(-1);
+      if (!mail) throw new Error(`no mail for ${to}`);
+      return codeIn(bodyOf(mail.raw));
+    },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

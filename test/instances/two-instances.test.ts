@@ -5,8 +5,9 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { answered, call, createFreshDatabase, randomLoopback } from '../faults/support.js';
+import { freePort } from '../helpers/net.js';
 import { lastCode } from '../helpers/outbox.js';
-import { freePort, type Spawned, spawnTs, waitFor, within } from '../platform/support.js';
+import { type Spawned, spawnTs, waitFor, within } from '../platform/support.js';
 
 /**
  * Issue 7 item 6 (contract 10): two service processes on one PostgreSQL database and one Redis.

@@ -3,16 +3,15 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { bearer, createPerson, signIn } from '../helpers/identities.js';
+import { messagesTo, waitForCode } from '../helpers/outbox.js';
 import {
   auditNames,
-  messagesTo,
   NEW_PASSWORD,
   otherCode,
   PASSWORD_RECOVERY_REFUSED,
   post,
   settle,
   shape,
-  waitForCode,
 } from './support.js';
 
 let t: TestApp;

@@ -6,33 +6,6 @@ import type { Db } from '../../src/platform/db/database.js';
 export const COMMON_PASSWORD = 'unbelievable';
 export const NEW_PASSWORD = 'lantern-orchard-velvet-73';
 
-import { codeIn, type OutboxLine, outbox } from '../helpers/outbox.js';
-
-export { codeIn, type OutboxLine, outbox };
-
-export function messagesTo(dataDir: string, to: string): OutboxLine[] {
-  return outbox(dataDir).filter((m) => m.to === to);
-}
-
-/**
- * Waits for the `count`-th message to `to` (recovery messages leave just after the answer) and
- * returns its code.
- */
-export async function waitForCode(
-  dataDir: string,
-  to: string,
-  count: number,
-  timeoutMs = 3000,
-): Promise<string> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const mine = messagesTo(dataDir, to);
-    if (mine.length >= count) return codeIn(mine[count - 1].text);
-    if (Date.now() > until) throw new Error(`no message #${count} for ${to}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 /** Lets fire-and-forget deliveries run before asserting that nothing was sent. */
 export function settle(ms = 150): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));

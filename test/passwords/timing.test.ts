@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createPerson } from '../helpers/identities.js';
-import { messagesTo, post, settle, waitForCode } from './support.js';
+import { messagesTo, waitForCode } from '../helpers/outbox.js';
+import { post, settle } from './support.js';
 
 let t: TestApp;
 

@@ -4,7 +4,8 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, type Spawned, spawnTs, tryConnect, waitFor, within } from './support.js';
+import { freePort } from '../helpers/net.js';
+import { type Spawned, spawnTs, tryConnect, waitFor, within } from './support.js';
 
 let running: Spawned | undefined;
 

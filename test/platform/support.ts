@@ -84,18 +84,6 @@ export async function waitFor<T>(
   }
 }
 
-/** A loopback port that was free a moment ago. */
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
-  });
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
-
 /** Resolves with the connect error code (e.g. ECONNREFUSED), or 'connected' if a connection opened. */
 export function tryConnect(port: number, host = '127.0.0.1'): Promise<string> {
   return new Promise((resolve) => {

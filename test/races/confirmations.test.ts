@@ -1,8 +1,10 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers/app.js';
+import { auditCount } from '../helpers/audit.js';
+import { elevatedPerson } from '../helpers/elevation.js';
 import { race, signIn } from '../helpers/identities.js';
-import { waitForCode } from '../passwords/support.js';
+import { waitForCode } from '../helpers/outbox.js';
 import {
   challengesOf,
   confirm,
@@ -15,17 +17,7 @@ import {
 } from '../registration/helpers.js';
 import { DEFAULT_POLICY, type Factor, post, totp } from '../second-factors/helpers.js';
 import { addMethod, CONFIRMATION_REFUSED, confirmMethod, listMethods } from '../sign-in-methods/support.js';
-import {
-  auditCount,
-  elevatedPerson,
-  expectRefusals,
-  identityRow,
-  ROUNDS,
-  raceApp,
-  scalar,
-  statuses,
-  times,
-} from './support.js';
+import { expectRefusals, identityRow, ROUNDS, raceApp, scalar, statuses, times } from './support.js';
 
 // Race 3 (interface 4.2, 4.4, 4.6): several confirmations with one code, exactly one consumes it.
 let t: TestApp;

@@ -1,9 +1,10 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers/app.js';
+import { elevatedPerson } from '../helpers/elevation.js';
 import { race } from '../helpers/identities.js';
 import { DEFAULT_POLICY, type Factor, get, post, totp } from '../second-factors/helpers.js';
-import { elevatedPerson, expectRefusals, ROUNDS, raceApp, statuses, times } from './support.js';
+import { expectRefusals, ROUNDS, raceApp, statuses, times } from './support.js';
 
 // Race 5 (interface 3, 4.6): concurrent second-factor enrolments of one identity.
 let t: TestApp;

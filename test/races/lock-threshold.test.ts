@@ -4,8 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCK_THRESHOLD } from '../../src/features/identities/lock.js';
 import { sha256Hex } from '../../src/platform/crypto/tokens.js';
 import type { TestApp } from '../helpers/app.js';
+import { elevate, elevated } from '../helpers/elevation.js';
 import { race } from '../helpers/identities.js';
-import { messagesTo, waitForCode } from '../passwords/support.js';
+import { messagesTo, waitForCode } from '../helpers/outbox.js';
 import {
   challengesOf,
   confirm,
@@ -20,14 +21,13 @@ import {
 import {
   completeSignIn,
   DEFAULT_POLICY,
-  elevateByIdentifier,
   personWithFactor,
   post,
   ticketFor,
   totp,
   wrongCode,
 } from '../second-factors/helpers.js';
-import { addMethod, confirmMethod, elevated } from '../sign-in-methods/support.js';
+import { addMethod, confirmMethod } from '../sign-in-methods/support.js';
 import { expectRefusals, identityRow, ROUNDS, raceApp, scalar, statuses, times } from './support.js';
 
 // Race 9 (interface 3, 4.2, 4.3, 4.4, 4.6, step-up): concurrent wrong guesses crossing the identity-wide
@@ -154,10 +154,7 @@ describe('wrong guesses crossing the lock threshold at once', () => {
     ];
     for (let round = 0; round < ROUNDS; round++) {
       const { person, grant, factor } = await personWithFactor(t);
-      const headers = elevated(
-        grant.accessToken,
-        await elevateByIdentifier(t, grant.accessToken, person.email),
-      );
+      const headers = elevated(grant.accessToken, await elevate(t, grant.accessToken, person.email));
       const address = uniqueEmail(`race9-${round}`);
       expect(
         (await addMethod(t.app, headers, { identifierType: 'email', identifier: address })).statusCode,

@@ -2,9 +2,11 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { normaliseRecoveryCode } from '../../src/features/recovery-codes/service.js';
 import type { TestApp } from '../helpers/app.js';
+import { auditCount } from '../helpers/audit.js';
+import { elevatedPerson } from '../helpers/elevation.js';
 import { race } from '../helpers/identities.js';
 import { get, post } from '../second-factors/helpers.js';
-import { auditCount, elevatedPerson, ROUNDS, raceApp, statuses, times } from './support.js';
+import { ROUNDS, raceApp, statuses, times } from './support.js';
 
 // Race 4 (interface 3, 4.7): concurrent recovery-code issuances of one identity.
 let t: TestApp;

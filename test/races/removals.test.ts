@@ -1,6 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers/app.js';
+import { auditCount } from '../helpers/audit.js';
+import { elevatedPerson } from '../helpers/elevation.js';
 import { race, signIn } from '../helpers/identities.js';
 import { context, sessionRow, sidOf } from '../sessions/support.js';
 import {
@@ -10,15 +12,7 @@ import {
   listMethods,
   removeMethod,
 } from '../sign-in-methods/support.js';
-import {
-  auditCount,
-  elevatedPerson,
-  expectRefusals,
-  identityRow,
-  ROUNDS,
-  raceApp,
-  statuses,
-} from './support.js';
+import { expectRefusals, identityRow, ROUNDS, raceApp, statuses } from './support.js';
 
 // Race 6 (interface 4.4): concurrent removals of different sign-in methods of one identity.
 let t: TestApp;

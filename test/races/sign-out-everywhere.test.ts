@@ -1,9 +1,10 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers/app.js';
+import { auditCount } from '../helpers/audit.js';
 import { createPerson, type Grant, race, signIn } from '../helpers/identities.js';
 import { context, renew, sessionsOf, sidOf, signInRaw, signOutEverywhere } from '../sessions/support.js';
-import { auditCount, expectRefusals, identityRow, ROUNDS, raceApp } from './support.js';
+import { expectRefusals, identityRow, ROUNDS, raceApp } from './support.js';
 
 // Race 7 (interface 3, 4.3): sign-out everywhere against sign-ins still committing.
 let t: TestApp;

@@ -2,8 +2,6 @@ import type { LightMyRequestResponse } from 'fastify';
 import { type RawBuilder, sql } from 'kysely';
 import { expect } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { createPerson, type Grant, type Person, signIn } from '../helpers/identities.js';
-import { elevateByIdentifier } from '../second-factors/helpers.js';
 
 /**
  * Every race of this suite is repeated this many times, each round on fresh subjects (a new
@@ -33,13 +31,6 @@ export function raceApp(env: Record<string, string> = {}): Promise<TestApp> {
 export async function scalar(t: TestApp, query: RawBuilder<unknown>): Promise<number> {
   const r = await query.execute(t.ctx.database.db);
   return Number((r.rows[0] as { n: unknown }).n);
-}
-
-export function auditCount(t: TestApp, name: string, identityId: string): Promise<number> {
-  return scalar(
-    t,
-    sql`SELECT count(*)::int AS n FROM audit_records WHERE name = ${name} AND target = ${identityId}`,
-  );
 }
 
 export async function identityRow(t: TestApp, identityId: string) {
@@ -72,25 +63,4 @@ export function expectRefusals(answers: LightMyRequestResponse[], status: number
     expect(String(r.headers['content-type'])).toMatch(/^application\/problem\+json/);
   }
   if (answers.length > 0) expect(new Set(answers.map((r) => r.body)).size).toBe(1);
-}
-
-export interface ElevatedPerson {
-  person: Person;
-  grant: Grant;
-  elevation: string;
-  /** Bearer plus x-elevation-token, for the routes that need both. */
-  headers: Record<string, string>;
-}
-
-/** A fresh verified person, signed in, with a live elevation minted through the real step-up routes. */
-export async function elevatedPerson(t: TestApp): Promise<ElevatedPerson> {
-  const person = await createPerson(t.ctx);
-  const grant = await signIn(t.app, person);
-  const elevation = await elevateByIdentifier(t, grant.accessToken, person.email);
-  return {
-    person,
-    grant,
-    elevation,
-    headers: { authorization: `Bearer ${grant.accessToken}`, 'x-elevation-token': elevation },
-  };
 }

@@ -2,11 +2,11 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../src/platform/crypto/tokens.js';
 import type { TestApp } from '../helpers/app.js';
+import { elevate } from '../helpers/elevation.js';
 import { type Grant, race } from '../helpers/identities.js';
 import {
   completeSignIn,
   DEFAULT_POLICY,
-  elevateByIdentifier,
   get,
   personWithFactor,
   post,
@@ -80,7 +80,7 @@ describe('two simultaneous completions of one ticket', () => {
   it(`with two different recovery codes: exactly one session, only the winner's code used (${ROUNDS} rounds)`, async () => {
     for (let round = 0; round < ROUNDS; round++) {
       const { person, grant } = await personWithFactor(t);
-      const elevation = await elevateByIdentifier(t, grant.accessToken, person.email);
+      const elevation = await elevate(t, grant.accessToken, person.email);
       const issued = await post(t.app, '/recovery-codes', { token: grant.accessToken, elevation });
       expect(issued.statusCode, issued.body).toBe(201);
       const codes = issued.json().data.recoveryCodes as string[];

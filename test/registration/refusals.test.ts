@@ -2,6 +2,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { auditCount } from '../helpers/audit.js';
 import {
   CONFIRMATIONS,
   challengesOf,
@@ -49,14 +50,6 @@ async function identityOf(t: TestApp, address: string) {
     t.db.database.db,
   );
   return { identifier: row, identity: r.rows[0] };
-}
-
-async function auditCount(t: TestApp, name: string, target: string): Promise<number> {
-  const r = await sql<{ n: unknown }>`
-    SELECT count(*) AS n FROM audit_records WHERE name = ${name} AND target = ${target}`.execute(
-    t.db.database.db,
-  );
-  return Number(r.rows[0].n);
 }
 
 describe('registration refusals (default configuration)', () => {

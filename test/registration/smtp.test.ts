@@ -2,15 +2,9 @@ import net from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { type SmtpSink, startSmtpSink } from '../helpers/smtp.js';
-import { freePort } from '../platform/support.js';
+import { freePort } from '../helpers/net.js';
+import { bodyOf, type SmtpSink, startSmtpSink } from '../helpers/smtp.js';
 import { codeIn, confirm, emailForm, identifierRow, PASSWORD, signUp, uniqueEmail } from './helpers.js';
-
-/** The body of a raw message (after the header block). */
-function bodyOf(raw: string): string {
-  const at = raw.indexOf('\r\n\r\n');
-  return at === -1 ? raw : raw.slice(at + 4);
-}
 
 describe('sign-up over SMTP', () => {
   let sink: SmtpSink;

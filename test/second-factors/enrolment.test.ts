@@ -4,13 +4,13 @@ import { Secret, TOTP, URI } from 'otpauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { auditCount } from '../helpers/audit.js';
 import { createTestDatabase } from '../helpers/database.js';
+import { elevate } from '../helpers/elevation.js';
 import { createPerson, signIn } from '../helpers/identities.js';
 import {
-  auditCount,
   completeSignIn,
   DEFAULT_POLICY,
-  elevateByIdentifier,
   enrolVerified,
   expectIdentical,
   type Factor,
@@ -37,7 +37,7 @@ afterAll(async () => {
 async function setUp() {
   const person = await createPerson(t.ctx);
   const grant = await signIn(t.app, person);
-  const elevation = await elevateByIdentifier(t, grant.accessToken, person.email);
+  const elevation = await elevate(t, grant.accessToken, person.email);
   const enrol = async (payload: unknown = {}) => {
     const res = await post(t.app, '/second-factors', { token: grant.accessToken, elevation, payload });
     expect(res.statusCode, res.body).toBe(201);
@@ -154,7 +154,7 @@ describe('POST /second-factors/confirmations', () => {
     expect(statuses).toEqual([403, 403, 403, 403, 423, 423]);
     const locked = await confirm(wrong);
     expect(locked.json().code).toBe('identity.second_factor_locked');
-    expect(await auditCount(t, 'identity.account.locked', person.identityId)).toBe(1);
+    expect(await auditCount(t, 'identity.account.locked', { actor: person.identityId })).toBe(1);
     const ok = await confirm(totp(factor.secret, DEFAULT_POLICY, t.clock.now()));
     expect(ok.statusCode, ok.body).toBe(204);
     expect(await isLocked(t, person.identityId)).toBe(true);
@@ -225,7 +225,7 @@ describe('GET /second-factors', () => {
 describe('POST /second-factors/{id}/removals', () => {
   it('removes a verified factor (audited), down to zero; unknown, foreign, pending and removed ids are the identical 404', async () => {
     const { person, grant, factor } = await personWithFactor(t);
-    const elevation = await elevateByIdentifier(t, grant.accessToken, person.email);
+    const elevation = await elevate(t, grant.accessToken, person.email);
     const remove = (id: string) =>
       post(t.app, `/second-factors/${id}/removals`, { token: grant.accessToken, elevation });
 
@@ -242,7 +242,7 @@ describe('POST /second-factors/{id}/removals', () => {
     expect(ok.statusCode, ok.body).toBe(204);
     refusals.push(await remove(factor.id));
     expectIdentical(refusals, 404, 'identity.second_factor_not_found');
-    expect(await auditCount(t, 'identity.second_factor.removed', person.identityId)).toBe(1);
+    expect(await auditCount(t, 'identity.second_factor.removed', { actor: person.identityId })).toBe(1);
     expect((await get(t.app, '/second-factors', grant.accessToken)).json().data).toEqual([]);
     // The stranger's factor is untouched, and sign-in no longer asks this person for a second step.
     expect((await get(t.app, '/second-factors', stranger.grant.accessToken)).json().data).toHaveLength(1);
@@ -252,7 +252,7 @@ describe('POST /second-factors/{id}/removals', () => {
 
   it('refuses a non-UUID id with 400 and requires a session and an elevation', async () => {
     const { person, grant } = await personWithFactor(t);
-    const elevation = await elevateByIdentifier(t, grant.accessToken, person.email);
+    const elevation = await elevate(t, grant.accessToken, person.email);
     const bad = await post(t.app, '/second-factors/not-a-uuid/removals', {
       token: grant.accessToken,
       elevation,
@@ -273,7 +273,7 @@ describe('TOTP policy', () => {
     try {
       const person = await createPerson(wide.ctx);
       const grant = await signIn(wide.app, person);
-      const elevation = await elevateByIdentifier(wide, grant.accessToken, person.email);
+      const elevation = await elevate(wide, grant.accessToken, person.email);
       const res = await post(wide.app, '/second-factors', {
         token: grant.accessToken,
         elevation,

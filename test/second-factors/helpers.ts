@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { Secret, TOTP } from 'otpauth';
 import { expect } from 'vitest';
 import type { TestApp } from '../helpers/app.js';
+import { elevate } from '../helpers/elevation.js';
 import { bearer, createPerson, type Grant, type Person, signIn } from '../helpers/identities.js';
 import { lastCode, outbox } from '../helpers/outbox.js';
 
@@ -61,19 +62,6 @@ export const lastOutboxCode = (dataDir: string, to: string): string => lastCode(
 
 export const outboxCount = (dataDir: string): number => outbox(dataDir).length;
 
-/** Step-up through the identifier channel (the code comes from the outbox). */
-export async function elevateByIdentifier(t: TestApp, token: string, email: string): Promise<string> {
-  const start = await post(t.app, '/step-ups', { token, payload: { channel: 'identifier' } });
-  expect(start.statusCode, start.body).toBe(201);
-  const code = lastOutboxCode(t.config.dataDir, email);
-  const res = await post(t.app, '/step-ups/confirmations', {
-    token,
-    payload: { challengeId: start.json().data.challengeId, code },
-  });
-  expect(res.statusCode, res.body).toBe(201);
-  return res.json().data.elevationToken as string;
-}
-
 export interface Factor {
   id: string;
   secret: string;
@@ -91,7 +79,7 @@ export async function enrolVerified(
   policy: Policy,
   label?: string,
 ) {
-  const elevation = await elevateByIdentifier(t, grant.accessToken, person.email);
+  const elevation = await elevate(t, grant.accessToken, person.email);
   const res = await post(t.app, '/second-factors', {
     token: grant.accessToken,
     elevation,
@@ -145,14 +133,6 @@ export function expectIdentical(responses: LightMyRequestResponse[], status: num
   expect(JSON.parse(responses[0].body).code).toBe(code);
   const bodies = new Set(responses.map((r) => r.body));
   expect([...bodies]).toHaveLength(1);
-}
-
-export async function auditCount(t: TestApp, name: string, actor: string): Promise<number> {
-  const r = await sql<{ n: number }>`
-    SELECT count(*)::int AS n FROM audit_records WHERE name = ${name} AND actor = ${actor}`.execute(
-    t.ctx.database.db,
-  );
-  return r.rows[0].n;
 }
 
 /** Read straight from the row: the service itself never asks whether an account is locked. */

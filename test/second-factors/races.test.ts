@@ -1,12 +1,12 @@
 import { type RawBuilder, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { auditCount } from '../helpers/audit.js';
+import { elevate } from '../helpers/elevation.js';
 import { createPerson, race, signIn } from '../helpers/identities.js';
 import {
-  auditCount,
   completeSignIn,
   DEFAULT_POLICY,
-  elevateByIdentifier,
   type Factor,
   get,
   personWithFactor,
@@ -52,7 +52,7 @@ describe('races on the PostgreSQL server', () => {
 
   it('two simultaneous completions with one recovery code on two tickets: one session', async () => {
     const { person, grant } = await personWithFactor(t);
-    const elevation = await elevateByIdentifier(t, grant.accessToken, person.email);
+    const elevation = await elevate(t, grant.accessToken, person.email);
     const codes = (await post(t.app, '/recovery-codes', { token: grant.accessToken, elevation })).json().data
       .recoveryCodes as string[];
     for (let round = 0; round < ROUNDS; round++) {
@@ -69,7 +69,7 @@ describe('races on the PostgreSQL server', () => {
     for (let round = 0; round < ROUNDS; round++) {
       const person = await createPerson(t.ctx);
       const grant = await signIn(t.app, person);
-      const elevation = await elevateByIdentifier(t, grant.accessToken, person.email);
+      const elevation = await elevate(t, grant.accessToken, person.email);
       const factor = (
         await post(t.app, '/second-factors', { token: grant.accessToken, elevation, payload: {} })
       ).json().data as Factor;
@@ -86,7 +86,7 @@ describe('races on the PostgreSQL server', () => {
     for (let round = 0; round < 3; round++) {
       const person = await createPerson(t.ctx);
       const grant = await signIn(t.app, person);
-      const elevation = await elevateByIdentifier(t, grant.accessToken, person.email);
+      const elevation = await elevate(t, grant.accessToken, person.email);
       const results = await race(10, () =>
         post(t.app, '/recovery-codes', { token: grant.accessToken, elevation }),
       );
@@ -118,7 +118,7 @@ describe('races on the PostgreSQL server', () => {
       // Counted one by one under the identity row lock: five before and including the trip, five after.
       expect(statuses.filter((s) => s === 401)).toHaveLength(5);
       expect(statuses.filter((s) => s === 423)).toHaveLength(5);
-      expect(await auditCount(t, 'identity.account.locked', person.identityId)).toBe(1);
+      expect(await auditCount(t, 'identity.account.locked', { actor: person.identityId })).toBe(1);
     }
   });
 
@@ -126,7 +126,7 @@ describe('races on the PostgreSQL server', () => {
     for (let round = 0; round < 3; round++) {
       const person = await createPerson(t.ctx);
       const grant = await signIn(t.app, person);
-      const elevation = await elevateByIdentifier(t, grant.accessToken, person.email);
+      const elevation = await elevate(t, grant.accessToken, person.email);
       const results = await race(10, () =>
         post(t.app, '/second-factors', { token: grant.accessToken, elevation, payload: {} }),
       );

@@ -1,12 +1,12 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { elevate } from '../helpers/elevation.js';
 import { bearer, createPerson, signIn } from '../helpers/identities.js';
 import {
   API,
   completeSignIn,
   DEFAULT_POLICY,
-  elevateByIdentifier,
   expectIdentical,
   get,
   isLocked,
@@ -27,7 +27,7 @@ afterAll(async () => {
 });
 
 async function issueCodes(person: { email: string }, accessToken: string): Promise<string[]> {
-  const elevation = await elevateByIdentifier(t, accessToken, person.email);
+  const elevation = await elevate(t, accessToken, person.email);
   const res = await post(t.app, '/recovery-codes', { token: accessToken, elevation });
   expect(res.statusCode, res.body).toBe(201);
   return res.json().data.recoveryCodes as string[];

@@ -3,16 +3,10 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { passwordMethodId } from '../../src/features/sign-in-methods/service.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { elevate, elevated, elevatedPerson } from '../helpers/elevation.js';
 import { bearer, createPerson, signIn } from '../helpers/identities.js';
-import {
-  auditNames,
-  messagesTo,
-  NEW_PASSWORD,
-  otherCode,
-  post,
-  shape,
-  waitForCode,
-} from '../passwords/support.js';
+import { messagesTo, waitForCode } from '../helpers/outbox.js';
+import { auditNames, NEW_PASSWORD, otherCode, post, shape } from '../passwords/support.js';
 import {
   freshToken,
   idToken,
@@ -28,9 +22,6 @@ import {
   CONFIRMATION_REFUSED,
   confirmMethod,
   ELEVATION_REQUIRED,
-  elevate,
-  elevated,
-  elevatedPerson,
   IDENTIFIER_TAKEN,
   listMethods,
   METHOD_LOCKED,

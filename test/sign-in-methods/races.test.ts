@@ -2,13 +2,12 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { passwordMethodId } from '../../src/features/sign-in-methods/service.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { elevate, elevated } from '../helpers/elevation.js';
 import { createPerson, race, signIn } from '../helpers/identities.js';
-import { waitForCode } from '../passwords/support.js';
+import { waitForCode } from '../helpers/outbox.js';
 import {
   addMethod,
   confirmMethod,
-  elevate,
-  elevated,
   identifierIdOf,
   insertVerifiedEmail,
   listMethods,

@@ -3,13 +3,12 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { passwordMethodId } from '../../src/features/sign-in-methods/service.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { elevated, elevatedPerson } from '../helpers/elevation.js';
 import { bearer, createPerson, signIn } from '../helpers/identities.js';
 import { auditNames, post, shape } from '../passwords/support.js';
 import { freshToken, PROVIDER, ProviderSink, providerSignIn, providerStepUp } from '../providers/support.js';
 import {
   addMethod,
-  elevated,
-  elevatedPerson,
   identifierIdOf,
   insertVerifiedEmail,
   LAST_METHOD,

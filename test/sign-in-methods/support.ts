@@ -3,40 +3,11 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import type { AppContext } from '../../src/context.js';
 import type { TestApp } from '../helpers/app.js';
-import { bearer, createPerson, signIn } from '../helpers/identities.js';
-import { messagesTo, waitForCode } from '../passwords/support.js';
+import { bearer } from '../helpers/identities.js';
+import { messagesTo, waitForCode } from '../helpers/outbox.js';
 
 export function uniqueEmail(label = 'm'): string {
   return `${label}-${randomBytes(5).toString('hex')}@example.com`;
-}
-
-/**
- * An elevation through the real step-up routes: channel `identifier` sends a code to the identity's
- * first verified identifier (the development outbox), which is read back and confirmed.
- */
-export async function elevate(t: TestApp, accessToken: string, firstIdentifier: string): Promise<string> {
-  const before = messagesTo(t.config.dataDir, firstIdentifier).length;
-  const start = await t.app.inject({
-    method: 'POST',
-    url: '/api/v1/step-ups',
-    headers: bearer(accessToken),
-    payload: { channel: 'identifier' },
-  });
-  if (start.statusCode !== 201) throw new Error(`step-up start failed: ${start.statusCode} ${start.body}`);
-  const code = await waitForCode(t.config.dataDir, firstIdentifier, before + 1);
-  const confirm = await t.app.inject({
-    method: 'POST',
-    url: '/api/v1/step-ups/confirmations',
-    headers: bearer(accessToken),
-    payload: { challengeId: start.json().data.challengeId, code },
-  });
-  if (confirm.statusCode !== 201)
-    throw new Error(`step-up confirm failed: ${confirm.statusCode} ${confirm.body}`);
-  return confirm.json().data.elevationToken;
-}
-
-export function elevated(accessToken: string, elevationToken: string): Record<string, string> {
-  return { ...bearer(accessToken), 'x-elevation-token': elevationToken };
 }
 
 export function addMethod(
@@ -168,11 +139,3 @@ export const ELEVATION_REQUIRED = {
   code: 'identity.elevation_required',
   retryable: false,
 };
-
-/** A verified person, signed in and elevated through the identifier channel. */
-export async function elevatedPerson(t: TestApp) {
-  const person = await createPerson(t.ctx);
-  const grant = await signIn(t.app, person);
-  const headers = elevated(grant.accessToken, await elevate(t, grant.accessToken, person.email));
-  return { person, grant, headers };
-}

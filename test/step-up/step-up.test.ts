@@ -1,10 +1,10 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { elevate } from '../helpers/elevation.js';
 import { bearer, createPerson, signIn } from '../helpers/identities.js';
 import {
   DEFAULT_POLICY,
-  elevateByIdentifier,
   expectIdentical,
   isLocked,
   lastOutboxCode,
@@ -254,7 +254,7 @@ describe('elevation guard', () => {
   it('admits a live elevation of the same session for several writes within its life', async () => {
     const person = await createPerson(t.ctx);
     const grant = await signIn(t.app, person);
-    const elevation = await elevateByIdentifier(t, grant.accessToken, person.email);
+    const elevation = await elevate(t, grant.accessToken, person.email);
     expect((await post(t.app, '/recovery-codes', { token: grant.accessToken, elevation })).statusCode).toBe(
       201,
     );
@@ -273,9 +273,9 @@ describe('elevation guard', () => {
     const other = await signIn(t.app, person);
     const stranger = await createPerson(t.ctx);
     const strangerGrant = await signIn(t.app, stranger);
-    const otherElevation = await elevateByIdentifier(t, other.accessToken, person.email);
-    const strangerElevation = await elevateByIdentifier(t, strangerGrant.accessToken, stranger.email);
-    const expiring = await elevateByIdentifier(t, grant.accessToken, person.email);
+    const otherElevation = await elevate(t, other.accessToken, person.email);
+    const strangerElevation = await elevate(t, strangerGrant.accessToken, stranger.email);
+    const expiring = await elevate(t, grant.accessToken, person.email);
     t.clock.advance(300);
 
     const refusals = [];
@@ -301,7 +301,7 @@ describe('elevation guard', () => {
   it('checks the session first: a dead session answers 401 even with its elevation', async () => {
     const person = await createPerson(t.ctx);
     const grant = await signIn(t.app, person);
-    const elevation = await elevateByIdentifier(t, grant.accessToken, person.email);
+    const elevation = await elevate(t, grant.accessToken, person.email);
     expect((await post(t.app, '/sign-outs', { token: grant.accessToken })).statusCode).toBe(204);
     for (const url of elevatedRoutes) {
       const res = await post(t.app, url, {
@@ -321,7 +321,7 @@ describe('elevation guard', () => {
   it('refuses an elevation token presented as a Bearer credential with the session refusal', async () => {
     const person = await createPerson(t.ctx);
     const grant = await signIn(t.app, person);
-    const elevation = await elevateByIdentifier(t, grant.accessToken, person.email);
+    const elevation = await elevate(t, grant.accessToken, person.email);
     const asBearer = await post(t.app, '/recovery-codes', { token: elevation, elevation });
     const none = await post(t.app, '/recovery-codes', { elevation });
     expect(asBearer.statusCode).toBe(401);

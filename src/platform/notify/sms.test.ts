@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import http from 'node:http';
 import type net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort } from '../../../test/platform/support.js';
+import { freePort } from '../../../test/helpers/net.js';
 import { createNotifier, type Notifier } from './notifier.js';
 
 const cleanups: Array<() => Promise<void>> = [];

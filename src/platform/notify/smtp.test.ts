@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort } from '../../../test/platform/support.js';
+import { freePort } from '../../../test/helpers/net.js';
 import { createNotifier, type Notifier, verificationText } from './notifier.js';
 
 const cleanups: Array<() => Promise<void>> = [];
