@@ -9,7 +9,7 @@ import { type AppContext, createContext } from './context.js';
 import { healthRoutes } from './features/health/routes.js';
 import { passwordRoutes } from './features/passwords/routes.js';
 import { providerRoutes } from './features/providers/routes.js';
-import { signInWithProvider } from './features/providers/service.js';
+import { ProviderService } from './features/providers/service.js';
 import { recoveryCodeRoutes } from './features/recovery-codes/routes.js';
 import { registrationRoutes } from './features/registration/routes.js';
 import { secondFactorRoutes } from './features/second-factors/routes.js';
@@ -149,9 +149,10 @@ export async function buildApp(opts: BuildOptions): Promise<{ app: FastifyInstan
     async (api) => {
       // Business routes register here, each feature a plugin under /api/v1.
       await api.register(registrationRoutes, { ctx });
+      const providers = new ProviderService(ctx);
       await api.register(sessionRoutes, {
         ctx,
-        signInWithProvider: (input, meta) => signInWithProvider(ctx, ctx.sessions, input, meta),
+        signInWithProvider: (input, meta) => providers.signIn(input, meta),
       });
       await api.register(stepUpRoutes, { ctx });
       await api.register(secondFactorRoutes, { ctx });

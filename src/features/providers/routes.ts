@@ -5,12 +5,11 @@ import { principalOf, requireSession } from '../../platform/http/auth.js';
 import { envelope } from '../../platform/http/envelope.js';
 import { Data, responses } from '../../platform/http/schemas.js';
 import { ElevationSchema, ProviderNonceSchema, ProviderStepUpBody } from './schemas.js';
-import { issueNonce, stepUpWithProvider } from './service.js';
+import { ProviderService } from './service.js';
 
 export async function providerRoutes(root: FastifyInstance, { ctx }: { ctx: AppContext }) {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
-  // Built now so every route of this application shares one cache of provider key sets.
-  ctx.providers;
+  const service = new ProviderService(ctx);
 
   app.post(
     '/provider-nonces',
@@ -25,7 +24,7 @@ export async function providerRoutes(root: FastifyInstance, { ctx }: { ctx: AppC
         response: responses({ 201: Data(ProviderNonceSchema) }),
       },
     },
-    async (_request, reply) => reply.code(201).send(envelope(await issueNonce(ctx))),
+    async (_request, reply) => reply.code(201).send(envelope(await service.issueNonce())),
   );
 
   app.post(
@@ -48,6 +47,6 @@ export async function providerRoutes(root: FastifyInstance, { ctx }: { ctx: AppC
       },
     },
     async (request, reply) =>
-      reply.code(201).send(envelope(await stepUpWithProvider(ctx, principalOf(request), request.body))),
+      reply.code(201).send(envelope(await service.stepUp(principalOf(request), request.body))),
   );
 }

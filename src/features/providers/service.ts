@@ -20,120 +20,112 @@ export interface ProviderInput {
   idToken: string;
 }
 
-/** POST /provider-nonces: the nonce is shown once; only its hex SHA-256 is stored. */
-export async function issueNonce(ctx: AppContext): Promise<{ nonce: string; expiresAt: string }> {
-  const nonce = opaqueToken();
-  const now = ctx.clock.now();
-  const expiresAt = new Date(now.getTime() + ctx.config.lifetimes.nonce * 1000);
-  await ctx.database.db.transaction().execute(async (trx) => {
-    await pruneExpiredNonces(trx, now);
-    await insertNonce(trx, { id: randomUUID(), hash: sha256Hex(nonce), now, expiresAt });
-  });
-  return { nonce, expiresAt: expiresAt.toISOString() };
-}
+/** Provider nonces, and ID tokens as a way in, a step-up and a sign-in method. */
+export class ProviderService {
+  constructor(private readonly ctx: AppContext) {}
 
-/**
- * Provider path of POST /sign-ins. Every failure (unknown or disabled provider, a token the
- * verifier refuses, a missing, unissued, expired or spent nonce, a replayed token) is the same
- * 401. The nonce is spent and the identity found or created in one transaction; the session (or
- * second-factor ticket) then comes from SessionService.completePrimary like a password sign-in.
- */
-export async function signInWithProvider(
-  ctx: AppContext,
-  sessions: SessionService,
-  input: ProviderInput,
-  meta: RequestMeta,
-): ReturnType<SessionService['completePrimary']> {
-  const proof = await ctx.providers.verify(input.provider, input.idToken);
-  if (!proof) throw new Problem('identity.sign_in_refused');
-  const now = ctx.clock.now();
-  const found = await ctx.database.db.transaction().execute(async (trx) => {
-    if (!(await spendNonce(trx, proof.nonceHash, now))) return undefined;
-    let link = await findLiveLink(trx, proof.provider, proof.subject);
-    if (!link) {
-      const identityId = randomUUID();
-      await insertIdentity(trx, { id: identityId, createdAt: now });
-      const linkId = await insertLink(trx, { id: randomUUID(), identityId, ...proof, now });
-      if (linkId) {
-        await ctx.audit.appendOwn(trx, 'identity.provider.registered', identityId, {
-          provider: proof.provider,
-          linkId,
-        });
-        // The epoch of a brand-new identity is its initial one.
-        return { identityId, linkId, epoch: 0 };
-      }
-      // A concurrent first visit committed the link first: that identity is the one.
-      await deleteFreshIdentity(trx, identityId);
-      link = await findLiveLink(trx, proof.provider, proof.subject);
-      if (!link) throw new Problem('service.unavailable');
-    }
-    await touchLink(trx, link.id, now);
-    // Read here, before the session is opened: a removal of this link committed in between moves
-    // the epoch on, and the session issued below is dead on arrival.
-    const epoch = (await findIdentity(trx, link.identity_id))?.session_epoch;
-    if (epoch === undefined) return undefined;
-    return { identityId: link.identity_id, linkId: link.id, epoch };
-  });
-  if (!found) {
-    // A replay of a token whose subject is known is recorded in that identity's history.
-    const link = await findLiveLink(ctx.database.db, proof.provider, proof.subject);
-    if (link) await sessions.recordAttempt(link.identity_id, 'provider', 'refused', meta);
-    throw new Problem('identity.sign_in_refused');
-  }
-  return sessions.completePrimary(found.identityId, found.epoch, 'provider', meta);
-}
-
-/**
- * POST /step-ups/providers: the ID token must prove a subject linked to the caller's identity.
- * The nonce is spent and the elevation minted in one transaction. A nonce presented here is
- * burned even when the subject belongs to someone else, so one nonce never serves two acts.
- */
-export async function stepUpWithProvider(
-  ctx: AppContext,
-  principal: SessionPrincipal,
-  input: ProviderInput,
-): Promise<Elevation> {
-  const refusal = () => new Problem('identity.step_up_confirmation_refused');
-  const proof = await ctx.providers.verify(input.provider, input.idToken);
-  if (!proof) throw refusal();
-  const now = ctx.clock.now();
-  const elevation = await ctx.database.db.transaction().execute(async (trx) => {
-    if (!(await spendNonce(trx, proof.nonceHash, now))) return undefined;
-    const link = await findLiveLink(trx, proof.provider, proof.subject);
-    if (!link || link.identity_id !== principal.identityId) return undefined;
-    await touchLink(trx, link.id, now);
-    return mintElevation(trx, ctx, principal);
-  });
-  if (!elevation) throw refusal();
-  return elevation;
-}
-
-/**
- * The provider form of POST /sign-in-methods: the ID token proves the subject, so it is linked at
- * once. The nonce rules of sign-in apply. A subject already linked (to anyone) is 409
- * identity.identifier_taken; the nonce is spent either way.
- */
-export async function linkProvider(
-  ctx: AppContext,
-  identityId: string,
-  input: ProviderInput,
-  refusalCode: ProblemCode,
-): Promise<{ id: string }> {
-  const proof = await ctx.providers.verify(input.provider, input.idToken);
-  if (!proof) throw new Problem(refusalCode);
-  const now = ctx.clock.now();
-  const outcome = await ctx.database.db.transaction().execute(async (trx) => {
-    if (!(await spendNonce(trx, proof.nonceHash, now))) return { refused: true as const };
-    const id = await insertLink(trx, { id: randomUUID(), identityId, ...proof, now });
-    if (!id) return { taken: true as const };
-    await ctx.audit.appendOwn(trx, 'identity.sign_in_method.verified', identityId, {
-      kind: 'provider',
-      provider: proof.provider,
-      methodId: id,
+  /** POST /provider-nonces: the nonce is shown once; only its hex SHA-256 is stored. */
+  async issueNonce(): Promise<{ nonce: string; expiresAt: string }> {
+    const nonce = opaqueToken();
+    const now = this.ctx.clock.now();
+    const expiresAt = new Date(now.getTime() + this.ctx.config.lifetimes.nonce * 1000);
+    await this.ctx.database.db.transaction().execute(async (trx) => {
+      await pruneExpiredNonces(trx, now);
+      await insertNonce(trx, { id: randomUUID(), hash: sha256Hex(nonce), now, expiresAt });
     });
-    return { id };
-  });
-  if ('refused' in outcome) throw new Problem(refusalCode);
-  if ('taken' in outcome) throw new Problem('identity.identifier_taken');
-  return { id: outcome.id };
+    return { nonce, expiresAt: expiresAt.toISOString() };
+  }
+
+  /**
+   * Provider path of POST /sign-ins. Every failure (unknown or disabled provider, a token the
+   * verifier refuses, a missing, unissued, expired or spent nonce, a replayed token) is the same
+   * 401. The nonce is spent and the identity found or created in one transaction; the session (or
+   * second-factor ticket) then comes from SessionService.completePrimary like a password sign-in.
+   */
+  async signIn(input: ProviderInput, meta: RequestMeta): ReturnType<SessionService['completePrimary']> {
+    const { sessions } = this.ctx;
+    const proof = await this.ctx.providers.verify(input.provider, input.idToken);
+    if (!proof) throw new Problem('identity.sign_in_refused');
+    const now = this.ctx.clock.now();
+    const found = await this.ctx.database.db.transaction().execute(async (trx) => {
+      if (!(await spendNonce(trx, proof.nonceHash, now))) return undefined;
+      let link = await findLiveLink(trx, proof.provider, proof.subject);
+      if (!link) {
+        const identityId = randomUUID();
+        await insertIdentity(trx, { id: identityId, createdAt: now });
+        const linkId = await insertLink(trx, { id: randomUUID(), identityId, ...proof, now });
+        if (linkId) {
+          await this.ctx.audit.appendOwn(trx, 'identity.provider.registered', identityId, {
+            provider: proof.provider,
+            linkId,
+          });
+          // The epoch of a brand-new identity is its initial one.
+          return { identityId, linkId, epoch: 0 };
+        }
+        // A concurrent first visit committed the link first: that identity is the one.
+        await deleteFreshIdentity(trx, identityId);
+        link = await findLiveLink(trx, proof.provider, proof.subject);
+        if (!link) throw new Problem('service.unavailable');
+      }
+      await touchLink(trx, link.id, now);
+      // Read here, before the session is opened: a removal of this link committed in between moves
+      // the epoch on, and the session issued below is dead on arrival.
+      const epoch = (await findIdentity(trx, link.identity_id))?.session_epoch;
+      if (epoch === undefined) return undefined;
+      return { identityId: link.identity_id, linkId: link.id, epoch };
+    });
+    if (!found) {
+      // A replay of a token whose subject is known is recorded in that identity's history.
+      const link = await findLiveLink(this.ctx.database.db, proof.provider, proof.subject);
+      if (link) await sessions.recordAttempt(link.identity_id, 'provider', 'refused', meta);
+      throw new Problem('identity.sign_in_refused');
+    }
+    return sessions.completePrimary(found.identityId, found.epoch, 'provider', meta);
+  }
+
+  /**
+   * POST /step-ups/providers: the ID token must prove a subject linked to the caller's identity.
+   * The nonce is spent and the elevation minted in one transaction. A nonce presented here is
+   * burned even when the subject belongs to someone else, so one nonce never serves two acts.
+   */
+  async stepUp(principal: SessionPrincipal, input: ProviderInput): Promise<Elevation> {
+    const refusal = () => new Problem('identity.step_up_confirmation_refused');
+    const proof = await this.ctx.providers.verify(input.provider, input.idToken);
+    if (!proof) throw refusal();
+    const now = this.ctx.clock.now();
+    const elevation = await this.ctx.database.db.transaction().execute(async (trx) => {
+      if (!(await spendNonce(trx, proof.nonceHash, now))) return undefined;
+      const link = await findLiveLink(trx, proof.provider, proof.subject);
+      if (!link || link.identity_id !== principal.identityId) return undefined;
+      await touchLink(trx, link.id, now);
+      return mintElevation(trx, this.ctx, principal);
+    });
+    if (!elevation) throw refusal();
+    return elevation;
+  }
+
+  /**
+   * The provider form of POST /sign-in-methods: the ID token proves the subject, so it is linked at
+   * once. The nonce rules of sign-in apply. A subject already linked (to anyone) is 409
+   * identity.identifier_taken; the nonce is spent either way.
+   */
+  async link(identityId: string, input: ProviderInput, refusalCode: ProblemCode): Promise<{ id: string }> {
+    const proof = await this.ctx.providers.verify(input.provider, input.idToken);
+    if (!proof) throw new Problem(refusalCode);
+    const now = this.ctx.clock.now();
+    const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
+      if (!(await spendNonce(trx, proof.nonceHash, now))) return { refused: true as const };
+      const id = await insertLink(trx, { id: randomUUID(), identityId, ...proof, now });
+      if (!id) return { taken: true as const };
+      await this.ctx.audit.appendOwn(trx, 'identity.sign_in_method.verified', identityId, {
+        kind: 'provider',
+        provider: proof.provider,
+        methodId: id,
+      });
+      return { id };
+    });
+    if ('refused' in outcome) throw new Problem(refusalCode);
+    if ('taken' in outcome) throw new Problem('identity.identifier_taken');
+    return { id: outcome.id };
+  }
 }

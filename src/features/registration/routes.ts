@@ -6,7 +6,7 @@ import { envelope } from '../../platform/http/envelope.js';
 import { Data, responses } from '../../platform/http/schemas.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
 import { confirmationBody, SignUpBody, SignUpResult } from './schemas.js';
-import { confirmSignUp, signUp } from './service.js';
+import { RegistrationService } from './service.js';
 
 // `type: 'null'` makes the OpenAPI document show the 204 without a body.
 const Confirmed = Type.Null({ description: 'No content: the identifier is verified and the password set' });
@@ -15,6 +15,7 @@ export async function registrationRoutes(fastify: FastifyInstance, { ctx }: { ct
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   // Built from the configuration here, once: the code's shape depends on the configured format.
   const ConfirmationBody = confirmationBody(ctx.config);
+  const service = new RegistrationService(ctx);
 
   app.post(
     '/sign-ups',
@@ -41,7 +42,7 @@ export async function registrationRoutes(fastify: FastifyInstance, { ctx }: { ct
       },
     },
     async (request, reply) => {
-      const result = await signUp(ctx, request.body);
+      const result = await service.signUp(request.body);
       return reply.code(201).send(envelope(result));
     },
   );
@@ -65,7 +66,7 @@ export async function registrationRoutes(fastify: FastifyInstance, { ctx }: { ct
       },
     },
     async (request, reply) => {
-      await confirmSignUp(ctx, request.body);
+      await service.confirm(request.body);
       return reply.code(204).send();
     },
   );

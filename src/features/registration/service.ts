@@ -28,123 +28,129 @@ export interface ConfirmationInput extends IdentifierInput {
   code: string;
 }
 
-/**
- * POST /sign-ups. Every refusal that needs no database (policy, normalisation, channel) comes
- * before the transaction, so a refused request writes nothing and sends nothing.
- */
-export async function signUp(ctx: AppContext, input: SignUpInput): Promise<SignUpResult> {
-  assertPasswordPolicy(input.password, 'password');
-  const ident = normaliseIdentifier(input);
-  if (!ident) throw new Problem('identity.identifier_unusable');
-  if (!ctx.notifier.canDeliver(ident.type)) throw new Problem('identity.identifier_channel_unavailable');
+/** Registration: an identifier and a password, proven by a code sent to the identifier. */
+export class RegistrationService {
+  constructor(private readonly ctx: AppContext) {}
 
-  // Argon2 runs before the transaction so no row lock is held during the hash.
-  const passwordHash = await ctx.passwords.hash(input.password);
-  const now = ctx.clock.now();
+  /**
+   * POST /sign-ups. Every refusal that needs no database (policy, normalisation, channel) comes
+   * before the transaction, so a refused request writes nothing and sends nothing.
+   */
+  async signUp(input: SignUpInput): Promise<SignUpResult> {
+    assertPasswordPolicy(input.password, 'password');
+    const ident = normaliseIdentifier(input);
+    if (!ident) throw new Problem('identity.identifier_unusable');
+    if (!this.ctx.notifier.canDeliver(ident.type))
+      throw new Problem('identity.identifier_channel_unavailable');
 
-  const challenge = await ctx.database.db.transaction().execute(async (trx) => {
-    const newIdentityId = randomUUID();
-    await insertIdentity(trx, { id: newIdentityId, createdAt: now });
-    let identityId: string = newIdentityId;
-    let identifierId = await claimIdentifier(trx, {
-      id: randomUUID(),
-      identityId: newIdentityId,
-      identifier: ident,
-      now,
-      verified: false,
-    });
-    if (!identifierId) {
-      // Lost the claim (a repeat registration, or a concurrent one that committed first): the
-      // address keeps its one identity, and this registration becomes another challenge on it.
-      await deleteFreshIdentity(trx, newIdentityId);
-      const existing = await findIdentifier(trx, ident);
-      // The winner's row was removed between the conflict and this read: a rare race; the client
-      // may retry, and nothing of this attempt is kept.
-      if (!existing) throw new Problem('service.unavailable');
-      if (existing.verified_at !== null) throw new Problem('identity.identifier_taken');
-      identityId = existing.identity_id;
-      identifierId = existing.id;
-    }
-    // Earlier live challenges stay live (contract 3a): a stranger's registration must not
-    // invalidate the owner's code in flight.
-    const issued = await ctx.challenges.issue(trx, {
-      purpose: 'sign_up',
-      identityId,
-      identifierId,
-      passwordHash,
-    });
-    // Last statement: the append holds the chain's head lock until commit.
-    await ctx.audit.append(trx, {
-      name: 'identity.sign_up.requested',
-      actor: null,
-      target: identityId,
-      outcome: 'success',
-      details: { identifierType: ident.type, challengeId: issued.id },
-    });
-    return issued;
-  });
+    // Argon2 runs before the transaction so no row lock is held during the hash.
+    const passwordHash = await this.ctx.passwords.hash(input.password);
+    const now = this.ctx.clock.now();
 
-  // After the commit: a failed delivery still leaves the registration in place (interface 4.2),
-  // and a slow channel never holds a transaction open.
-  const delivery = await ctx.notifier.send({
-    to: ident.value,
-    type: ident.type,
-    ...verificationText('sign_up', challenge.code!, ctx.config.lifetimes.challenge / 60),
-  });
-
-  return {
-    identity: { identifierType: ident.type, identifier: maskIdentifier(ident.type, ident.value) },
-    challengeDelivery: { status: delivery.status, resendable: delivery.resendable },
-    challengeExpiresAt: challenge.expiresAt.toISOString(),
-  };
-}
-
-/**
- * POST /sign-ups/confirmations. Every cause of failure ends in the same refusal, and each costs one
- * Argon2 verification (a real one, or a burn against the dummy hash), so neither the answer nor its
- * timing tells an unknown address from a wrong code or a wrong password.
- */
-export async function confirmSignUp(ctx: AppContext, input: ConfirmationInput): Promise<void> {
-  const ident = normaliseIdentifier(input);
-  if (!ident) throw new Problem('identity.identifier_unusable');
-  // Read outside a transaction: the Argon2 work below must not run while holding row locks.
-  const identifier = await findIdentifier(ctx.database.db, ident);
-  const answer = await ctx.challenges.answer({
-    purpose: 'sign_up',
-    owner: identifier ? { identifierId: identifier.id } : undefined,
-    identityId: identifier?.identity_id,
-    code: input.code,
-    route: LOCK_ROUTE,
-    // Two registrations can draw the same code, so each match is tried with the password until
-    // one verifies; with no match the password is verified against the dummy hash all the same.
-    select: async (matches) => {
-      for (const candidate of matches) {
-        if (await ctx.passwords.verify(candidate.password_hash!, input.password)) return candidate;
-      }
-      if (matches.length === 0) await ctx.passwords.burn(input.password);
-      return undefined;
-    },
-    // The lock is never consulted here: a correct code on a locked account still confirms.
-    admit: async (trx, challenge, now) => {
-      const { identifier_id: identifierId, identity_id: identityId } = challenge;
-      if (!identifierId || !(await markIdentifierVerified(trx, identifierId, now))) {
-        throw new Problem('identity.verification_refused');
-      }
-      // Contract 3a: the identity's password becomes the password of the challenge that confirmed.
-      // It only ever fills a pending identity's empty password; an established account's password
-      // is never replaced through a sign-up challenge.
-      if (!(await setPassword(trx, identityId, challenge.password_hash!, now, { onlyIfUnset: true }))) {
-        throw new Problem('identity.verification_refused');
-      }
-      // Contract 3a: once one registration is confirmed, nobody else's pending password can claim it.
-      await revokeChallenges(trx, { identifierId, purpose: 'sign_up', exceptId: challenge.id }, now);
-      await ctx.audit.appendOwn(trx, 'identity.identifier.verified', identityId, {
-        identifierType: ident.type,
-        identifierId,
-        via: 'sign_up',
+    const challenge = await this.ctx.database.db.transaction().execute(async (trx) => {
+      const newIdentityId = randomUUID();
+      await insertIdentity(trx, { id: newIdentityId, createdAt: now });
+      let identityId: string = newIdentityId;
+      let identifierId = await claimIdentifier(trx, {
+        id: randomUUID(),
+        identityId: newIdentityId,
+        identifier: ident,
+        now,
+        verified: false,
       });
-    },
-  });
-  // Locked or not, a failure is the same 422: the lock only stops guessing.
-  if (!answer.ok) throw new Problem('identity.verification_refused');
+      if (!identifierId) {
+        // Lost the claim (a repeat registration, or a concurrent one that committed first): the
+        // address keeps its one identity, and this registration becomes another challenge on it.
+        await deleteFreshIdentity(trx, newIdentityId);
+        const existing = await findIdentifier(trx, ident);
+        // The winner's row was removed between the conflict and this read: a rare race; the client
+        // may retry, and nothing of this attempt is kept.
+        if (!existing) throw new Problem('service.unavailable');
+        if (existing.verified_at !== null) throw new Problem('identity.identifier_taken');
+        identityId = existing.identity_id;
+        identifierId = existing.id;
+      }
+      // Earlier live challenges stay live (contract 3a): a stranger's registration must not
+      // invalidate the owner's code in flight.
+      const issued = await this.ctx.challenges.issue(trx, {
+        purpose: 'sign_up',
+        identityId,
+        identifierId,
+        passwordHash,
+      });
+      // Last statement: the append holds the chain's head lock until commit.
+      await this.ctx.audit.append(trx, {
+        name: 'identity.sign_up.requested',
+        actor: null,
+        target: identityId,
+        outcome: 'success',
+        details: { identifierType: ident.type, challengeId: issued.id },
+      });
+      return issued;
+    });
+
+    // After the commit: a failed delivery still leaves the registration in place (interface 4.2),
+    // and a slow channel never holds a transaction open.
+    const delivery = await this.ctx.notifier.send({
+      to: ident.value,
+      type: ident.type,
+      ...verificationText('sign_up', challenge.code!, this.ctx.config.lifetimes.challenge / 60),
+    });
+
+    return {
+      identity: { identifierType: ident.type, identifier: maskIdentifier(ident.type, ident.value) },
+      challengeDelivery: { status: delivery.status, resendable: delivery.resendable },
+      challengeExpiresAt: challenge.expiresAt.toISOString(),
+    };
+  }
+
+  /**
+   * POST /sign-ups/confirmations. Every cause of failure ends in the same refusal, and each costs one
+   * Argon2 verification (a real one, or a burn against the dummy hash), so neither the answer nor its
+   * timing tells an unknown address from a wrong code or a wrong password.
+   */
+  async confirm(input: ConfirmationInput): Promise<void> {
+    const ident = normaliseIdentifier(input);
+    if (!ident) throw new Problem('identity.identifier_unusable');
+    // Read outside a transaction: the Argon2 work below must not run while holding row locks.
+    const identifier = await findIdentifier(this.ctx.database.db, ident);
+    const answer = await this.ctx.challenges.answer({
+      purpose: 'sign_up',
+      owner: identifier ? { identifierId: identifier.id } : undefined,
+      identityId: identifier?.identity_id,
+      code: input.code,
+      route: LOCK_ROUTE,
+      // Two registrations can draw the same code, so each match is tried with the password until
+      // one verifies; with no match the password is verified against the dummy hash all the same.
+      select: async (matches) => {
+        for (const candidate of matches) {
+          if (await this.ctx.passwords.verify(candidate.password_hash!, input.password)) return candidate;
+        }
+        if (matches.length === 0) await this.ctx.passwords.burn(input.password);
+        return undefined;
+      },
+      // The lock is never consulted here: a correct code on a locked account still confirms.
+      admit: async (trx, challenge, now) => {
+        const { identifier_id: identifierId, identity_id: identityId } = challenge;
+        if (!identifierId || !(await markIdentifierVerified(trx, identifierId, now))) {
+          throw new Problem('identity.verification_refused');
+        }
+        // Contract 3a: the identity's password becomes the password of the challenge that confirmed.
+        // It only ever fills a pending identity's empty password; an established account's password
+        // is never replaced through a sign-up challenge.
+        if (!(await setPassword(trx, identityId, challenge.password_hash!, now, { onlyIfUnset: true }))) {
+          throw new Problem('identity.verification_refused');
+        }
+        // Contract 3a: once one registration is confirmed, nobody else's pending password can claim it.
+        await revokeChallenges(trx, { identifierId, purpose: 'sign_up', exceptId: challenge.id }, now);
+        await this.ctx.audit.appendOwn(trx, 'identity.identifier.verified', identityId, {
+          identifierType: ident.type,
+          identifierId,
+          via: 'sign_up',
+        });
+      },
+    });
+    // Locked or not, a failure is the same 422: the lock only stops guessing.
+    if (!answer.ok) throw new Problem('identity.verification_refused');
+  }
 }

@@ -19,7 +19,7 @@ import {
   verifiedIdentifiers,
 } from '../identities/repository.js';
 import { liveLinks, removeLink } from '../providers/repository.js';
-import { linkProvider, type ProviderInput } from '../providers/service.js';
+import { type ProviderInput, ProviderService } from '../providers/service.js';
 import { endOtherSessions, lockCallerSession } from '../sessions/revocations.js';
 import { methodsPage } from './repository.js';
 
@@ -43,7 +43,11 @@ type AddMethodInput =
   | ({ identifierType: 'provider' } & ProviderInput);
 
 export class SignInMethodService {
-  constructor(private readonly ctx: AppContext) {}
+  readonly #providers: ProviderService;
+
+  constructor(private readonly ctx: AppContext) {
+    this.#providers = new ProviderService(ctx);
+  }
 
   async list(scope: CursorScope, query: PageQuery) {
     const identityId = scope.subject;
@@ -71,8 +75,7 @@ export class SignInMethodService {
   async add(principal: SessionPrincipal, input: AddMethodInput) {
     if (input.identifierType === 'provider') {
       // A refused ID token is a refused proof of the new method: the confirmation refusal.
-      return linkProvider(
-        this.ctx,
+      return this.#providers.link(
         principal.identityId,
         { provider: input.provider, idToken: input.idToken },
         'identity.sign_in_method_confirmation_refused',
