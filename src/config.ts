@@ -295,6 +295,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const value = env[name];
     if (value !== undefined && value !== '') raw[name] = value;
   }
+  // Ajv would also read "0x10", "1e3" or " 5" as integers; an integer variable is plain digits.
+  for (const [name, schema] of Object.entries(Environment.properties)) {
+    if (schema.type === 'integer' && name in raw && !/^[0-9]{1,10}$/.test(raw[name])) {
+      throw new ConfigError(name, schema.refusal);
+    }
+  }
   if (!checkEnvironment(raw)) throw refusal(checkEnvironment.errors ?? []);
   const e = raw as unknown as Environment;
 

@@ -60,6 +60,9 @@ const INVALID: Array<[string, Record<string, string>, string]> = [
   ['CURSOR_SIGNING_KEY under 32 bytes', { CURSOR_SIGNING_KEY: 'x'.repeat(31) }, 'CURSOR_SIGNING_KEY'],
   ['ARGON2_CONCURRENCY of zero', { ARGON2_CONCURRENCY: '0' }, 'ARGON2_CONCURRENCY'],
   ['SESSION_TTL not an integer', { SESSION_TTL: '1.5' }, 'SESSION_TTL'],
+  ['PORT in hexadecimal', { PORT: '0x10' }, 'PORT'],
+  ['PORT in exponent form', { PORT: '1e3' }, 'PORT'],
+  ['PORT with a space', { PORT: ' 80' }, 'PORT'],
 ];
 
 // One process per class of variable (each start costs about a second of CPU).
