@@ -61,6 +61,15 @@ export async function createContext(
   // Each purpose gets its own key derived from SECRETS_KEY, so no key serves two algorithms.
   const audit = new AuditLog(deriveKey(config.secretsKey, 'audit-seal'), clock);
   const lock = new AccountLock(audit, clock, config.lifetimes.lock);
+  const notifier = createNotifier({
+    production: config.production,
+    dataDir: config.dataDir,
+    smtpUrl: config.smtpUrl,
+    mailFrom: config.mailFrom,
+    smsWebhookUrl: config.smsWebhookUrl,
+    timeoutMs: config.notifyTimeoutMs,
+    log,
+  });
   const codes = new CodeHasher(deriveKey(config.secretsKey, 'out-of-band-codes'));
   const tokens = await AccessTokens.load(database.db, config, clock, sealer);
   const ctx = {
@@ -74,20 +83,19 @@ export async function createContext(
     }),
     audit,
     lock,
-    challenges: new ChallengeFlow(database.db, codes, lock, clock, {
-      format: config.verificationCodeFormat,
-      length: config.verificationCodeLength,
-      lifetime: config.lifetimes.challenge,
-    }),
-    notifier: createNotifier({
-      production: config.production,
-      dataDir: config.dataDir,
-      smtpUrl: config.smtpUrl,
-      mailFrom: config.mailFrom,
-      smsWebhookUrl: config.smsWebhookUrl,
-      timeoutMs: config.notifyTimeoutMs,
-      log,
-    }),
+    challenges: new ChallengeFlow(
+      database.db,
+      codes,
+      lock,
+      clock,
+      {
+        format: config.verificationCodeFormat,
+        length: config.verificationCodeLength,
+        lifetime: config.lifetimes.challenge,
+      },
+      notifier,
+    ),
+    notifier,
     codes,
     sealer,
     cursors: new CursorCodec({ id: config.cursorKeyId, secret: config.cursorSigningKey }, clock),

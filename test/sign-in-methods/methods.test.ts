@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { passwordMethodId } from '../../src/features/sign-in-methods/service.js';
+import { passwordMethodId } from '../../src/features/sign-in-methods/password-method.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { elevate, elevated, elevatedPerson } from '../helpers/elevation.js';
 import { bearer, createPerson, signIn } from '../helpers/identities.js';

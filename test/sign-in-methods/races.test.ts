@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { passwordMethodId } from '../../src/features/sign-in-methods/service.js';
+import { passwordMethodId } from '../../src/features/sign-in-methods/password-method.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { elevate, elevated } from '../helpers/elevation.js';
 import { createPerson, race, signIn } from '../helpers/identities.js';

@@ -3,6 +3,13 @@ import type { CodeFormat } from '../../config.js';
 import type { Clock } from '../../platform/clock.js';
 import { type CodeHasher, generateCode, safeEqual } from '../../platform/crypto/tokens.js';
 import type { Db, Executor } from '../../platform/db/database.js';
+import { Problem } from '../../platform/http/problem.js';
+import { type DeliveryResult, type Notifier, verificationText } from '../../platform/notify/notifier.js';
+import {
+  type IdentifierInput,
+  type NormalisedIdentifier,
+  normaliseIdentifier,
+} from '../identities/identifier.js';
 import type { AccountLock, FailureOutcome } from '../identities/lock.js';
 import { lockIdentity } from '../identities/repository.js';
 import {
@@ -40,6 +47,13 @@ export interface IssuedChallenge {
   expiresAt: Date;
 }
 
+/** A code offered by an identity at an instant, to check inside the caller's transaction. */
+export interface CodeAttempt {
+  identityId: string;
+  code: string;
+  now: Date;
+}
+
 /** The outcome of a failed answer, for the route to word its refusal. */
 export interface Refused {
   ok: false;
@@ -70,6 +84,18 @@ export interface OutOfBandAnswer<T> {
   admit: (trx: Executor, challenge: ChallengeRow, now: Date) => Promise<T>;
 }
 
+/**
+ * Who answers a code sent to an identifier: the identifier's challenges, and its identity's lock.
+ * An unknown identifier owns nothing, so nothing is read or charged.
+ */
+export function identifierOwner(
+  identifier: { id: string; identity_id: string } | undefined,
+): Pick<OutOfBandAnswer<unknown>, 'owner' | 'identityId'> {
+  return identifier
+    ? { owner: { identifierId: identifier.id }, identityId: identifier.identity_id }
+    : { owner: undefined, identityId: undefined };
+}
+
 export interface StepUpAnswer {
   challengeId: string;
   identityId: string;
@@ -94,7 +120,25 @@ export class ChallengeFlow {
     private readonly lock: AccountLock,
     private readonly clock: Clock,
     private readonly settings: ChallengeSettings,
+    private readonly notifier: Notifier,
   ) {}
+
+  /**
+   * The address a code is to be sent to, normalised. Refused as unusable (its shape) or its channel
+   * unavailable (the configuration): never for anything about an account, so both can come first.
+   */
+  reachableAddress(input: IdentifierInput): NormalisedIdentifier {
+    const address = normaliseIdentifier(input);
+    if (!address) throw new Problem('identity.identifier_unusable');
+    if (!this.notifier.canDeliver(address.type)) throw new Problem('identity.identifier_channel_unavailable');
+    return address;
+  }
+
+  /** Sends an issued challenge's code to its address; after the commit, never inside it. */
+  deliver(purpose: ChallengePurpose, to: NormalisedIdentifier, code: string): Promise<DeliveryResult> {
+    const minutes = this.settings.lifetime / 60;
+    return this.notifier.send({ to: to.value, type: to.type, ...verificationText(purpose, code, minutes) });
+  }
 
   /** Writes a challenge in the caller's transaction and returns its code for delivery. */
   async issue(trx: Executor, spec: IssueSpec): Promise<IssuedChallenge> {

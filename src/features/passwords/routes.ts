@@ -1,27 +1,21 @@
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.js';
-import { principalOf, requireSession } from '../../platform/http/auth.js';
+import { guards, principalOf } from '../../platform/http/auth.js';
 import { envelope } from '../../platform/http/envelope.js';
+import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, NoContent, responses } from '../../platform/http/schemas.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
-import {
-  PasswordChangeBody,
-  RecoveryChallengeSchema,
-  RecoveryStartBody,
-  recoveryConfirmationBody,
-} from './schemas.js';
+import * as schema from './schemas.js';
 import { PasswordService } from './service.js';
 
-export async function passwordRoutes(root: FastifyInstance, { ctx }: { ctx: AppContext }) {
-  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+export const passwordRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }) => {
+  const { session, security } = guards(ctx.auth);
   const service = new PasswordService(ctx);
-  const ConfirmationBody = recoveryConfirmationBody(ctx.config);
+  const ConfirmationBody = schema.recoveryConfirmationBody(ctx.config);
 
   app.post(
     '/password-changes',
     {
-      preHandler: requireSession(ctx.auth),
+      preHandler: session,
       // It proves a password, so a stolen access token cannot be used to guess the current one fast.
       config: limitFor(ctx.config.rateLimits.provesAPassword, 'password-changes'),
       schema: {
@@ -31,8 +25,8 @@ export async function passwordRoutes(root: FastifyInstance, { ctx }: { ctx: AppC
           'Every failure (wrong current password, an identity without a password, a password changed meanwhile) ' +
           'answers the identical 422 identity.password_change_refused. A new password outside 12..200 characters ' +
           'or on the common-password list is 400 validation.failed, decided before the current password is checked.',
-        security: [{ bearer: [] }],
-        body: PasswordChangeBody,
+        security: security.session,
+        body: schema.PasswordChangeBody,
         response: responses(
           { 204: NoContent },
           ['identity.session_required', 'identity.password_change_refused'],
@@ -56,9 +50,9 @@ export async function passwordRoutes(root: FastifyInstance, { ctx }: { ctx: AppC
         description:
           'Answers the same 201, in the same time, whether or not the address belongs to an account. The code ' +
           'is sent only to a verified address of an account, just after the answer.',
-        body: RecoveryStartBody,
+        body: schema.RecoveryStartBody,
         response: responses(
-          { 201: Data(RecoveryChallengeSchema) },
+          { 201: Data(schema.RecoveryChallengeSchema) },
           ['identity.identifier_unusable', 'identity.identifier_channel_unavailable'],
           { body: true, rateLimited: true },
         ),
@@ -89,4 +83,4 @@ export async function passwordRoutes(root: FastifyInstance, { ctx }: { ctx: AppC
       return reply.code(204).send();
     },
   );
-}
+});

@@ -2,8 +2,8 @@ import type { AppContext } from '../../context.js';
 import { assertPasswordPolicy } from '../../platform/crypto/password-policy.js';
 import type { SessionPrincipal } from '../../platform/http/auth.js';
 import { Problem } from '../../platform/http/problem.js';
-import { verificationText } from '../../platform/notify/notifier.js';
 import { revokeChallenges } from '../challenges/repository.js';
+import { identifierOwner } from '../challenges/service.js';
 import { type IdentifierInput, normaliseIdentifier } from '../identities/identifier.js';
 import {
   bumpSessionEpoch,
@@ -60,11 +60,8 @@ export class PasswordService {
    * address), and the message leaves after the answer, so a slow channel cannot be timed.
    */
   async start(input: IdentifierInput): Promise<{ challengeExpiresAt: string }> {
-    const ident = normaliseIdentifier(input);
     // Both refusals depend on the address's shape and the configuration only, never on an account.
-    if (!ident) throw new Problem('identity.identifier_unusable');
-    if (!this.ctx.notifier.canDeliver(ident.type))
-      throw new Problem('identity.identifier_channel_unavailable');
+    const ident = this.ctx.challenges.reachableAddress(input);
     const { db } = this.ctx.database;
     const identifier = await findIdentifier(db, ident);
     const known = identifier?.verified_at ? identifier : undefined;
@@ -87,15 +84,11 @@ export class PasswordService {
       });
       return challenge;
     });
-    if (known && issued.code) {
-      const message = {
-        to: ident.value,
-        type: ident.type,
-        ...verificationText('password_recovery', issued.code, this.ctx.config.lifetimes.challenge / 60),
-      };
+    const code = issued.code;
+    if (known && code) {
       // After the answer is on its way; the notifier reports failures as results and logs them.
       setImmediate(() => {
-        this.ctx.notifier.send(message).catch((err: unknown) => {
+        this.ctx.challenges.deliver('password_recovery', ident, code).catch((err: unknown) => {
           this.ctx.log.error({ errClass: (err as Error)?.name }, 'recovery message failed');
         });
       });
@@ -118,8 +111,7 @@ export class PasswordService {
     let newHash = '';
     const answer = await this.ctx.challenges.answer({
       purpose: 'password_recovery',
-      owner: known ? { identifierId: known.id } : undefined,
-      identityId: known?.identity_id,
+      ...identifierOwner(known),
       code: input.code,
       route: LOCK_ROUTE,
       // Hashed before the transaction, so no row lock is held during Argon2.

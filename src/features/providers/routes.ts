@@ -1,14 +1,13 @@
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.js';
-import { principalOf, requireSession } from '../../platform/http/auth.js';
+import { guards, principalOf } from '../../platform/http/auth.js';
 import { envelope } from '../../platform/http/envelope.js';
+import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, responses } from '../../platform/http/schemas.js';
-import { ElevationSchema, ProviderNonceSchema, ProviderStepUpBody } from './schemas.js';
+import * as schema from './schemas.js';
 import { ProviderService } from './service.js';
 
-export async function providerRoutes(root: FastifyInstance, { ctx }: { ctx: AppContext }) {
-  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+export const providerRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }) => {
+  const { session, security } = guards(ctx.auth);
   const service = new ProviderService(ctx);
 
   app.post(
@@ -21,7 +20,7 @@ export async function providerRoutes(root: FastifyInstance, { ctx }: { ctx: AppC
           'No body. The nonce is shown once. The client sends hex(SHA-256(nonce)) to the identity provider as ' +
           'its nonce parameter; the ID token presented to POST /sign-ins, POST /step-ups/providers or ' +
           'POST /sign-in-methods must carry exactly that value in its nonce claim.',
-        response: responses({ 201: Data(ProviderNonceSchema) }),
+        response: responses({ 201: Data(schema.ProviderNonceSchema) }),
       },
     },
     async (_request, reply) => reply.code(201).send(envelope(await service.issueNonce())),
@@ -30,17 +29,17 @@ export async function providerRoutes(root: FastifyInstance, { ctx }: { ctx: AppC
   app.post(
     '/step-ups/providers',
     {
-      preHandler: requireSession(ctx.auth),
+      preHandler: session,
       schema: {
         tags: ['step-up'],
         summary: 'Mint an elevation with a provider ID token for a subject linked to the caller',
         description:
           'Every failure (unknown provider, refused token, a subject not linked to the caller, a missing, ' +
           'unissued, expired or spent nonce) answers the identical 403 identity.step_up_confirmation_refused.',
-        security: [{ bearer: [] }],
-        body: ProviderStepUpBody,
+        security: security.session,
+        body: schema.ProviderStepUpBody,
         response: responses(
-          { 201: Data(ElevationSchema) },
+          { 201: Data(schema.ElevationSchema) },
           ['identity.session_required', 'identity.step_up_confirmation_refused'],
           { body: true },
         ),
@@ -49,4 +48,4 @@ export async function providerRoutes(root: FastifyInstance, { ctx }: { ctx: AppC
     async (request, reply) =>
       reply.code(201).send(envelope(await service.stepUp(principalOf(request), request.body))),
   );
-}
+});

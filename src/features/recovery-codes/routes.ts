@@ -1,17 +1,14 @@
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.js';
-import { principalOf, requireElevation, requireSession } from '../../platform/http/auth.js';
+import { ELEVATION_REFUSALS, guards, principalOf } from '../../platform/http/auth.js';
 import { envelope } from '../../platform/http/envelope.js';
+import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, responses } from '../../platform/http/schemas.js';
-import { RecoveryCodeBatchSchema, RecoveryCodeStatusSchema } from './schemas.js';
+import * as schema from './schemas.js';
 import { RecoveryCodeService } from './service.js';
 
-export async function recoveryCodeRoutes(root: FastifyInstance, { ctx }: { ctx: AppContext }) {
-  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+export const recoveryCodeRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }) => {
   const service = new RecoveryCodeService(ctx);
-  const session = requireSession(ctx.auth);
-  const elevation = requireElevation(ctx.auth);
+  const { session, elevated, security } = guards(ctx.auth);
 
   app.get(
     '/recovery-codes',
@@ -20,8 +17,8 @@ export async function recoveryCodeRoutes(root: FastifyInstance, { ctx }: { ctx: 
       schema: {
         tags: ['recovery-codes'],
         summary: 'How many recovery codes remain (never a code or a hash)',
-        security: [{ bearer: [] }],
-        response: responses({ 200: Data(RecoveryCodeStatusSchema) }, ['identity.session_required']),
+        security: security.session,
+        response: responses({ 200: Data(schema.RecoveryCodeStatusSchema) }, ['identity.session_required']),
       },
     },
     async (request) => envelope(await service.status(principalOf(request).identityId)),
@@ -30,19 +27,15 @@ export async function recoveryCodeRoutes(root: FastifyInstance, { ctx }: { ctx: 
   app.post(
     '/recovery-codes',
     {
-      // Session first (401), then the elevation (403): interface 5.3.
-      preHandler: [session, elevation],
+      preHandler: elevated,
       schema: {
         tags: ['recovery-codes'],
         summary: 'Issue a new batch of ten recovery codes, revoking every live one (shown once)',
-        security: [{ bearer: [], elevation: [] }],
-        response: responses({ 201: Data(RecoveryCodeBatchSchema) }, [
-          'identity.session_required',
-          'identity.elevation_required',
-        ]),
+        security: security.elevated,
+        response: responses({ 201: Data(schema.RecoveryCodeBatchSchema) }, [...ELEVATION_REFUSALS]),
       },
     },
     async (request, reply) =>
       reply.code(201).send(envelope(await service.issue(principalOf(request).identityId))),
   );
-}
+});

@@ -1,6 +1,7 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import type { Executor } from '../../platform/db/database.js';
+import type { CodeAttempt } from '../challenges/service.js';
 import { findIdentity } from '../identities/repository.js';
 import * as repo from './repository.js';
 
@@ -84,10 +85,9 @@ export class RecoveryCodeService {
 export async function useRecoveryCode(
   trx: Executor,
   ctx: AppContext,
-  identityId: string,
-  code: string,
-  now: Date,
+  attempt: CodeAttempt,
 ): Promise<boolean> {
+  const { identityId, code, now } = attempt;
   const normalised = normaliseRecoveryCode(code);
   const hash = ctx.codes.hash(normalised);
   if (!NORMALISED.test(normalised)) return false;

@@ -1,20 +1,18 @@
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { envelope } from '../../platform/http/envelope.js';
+import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, responses } from '../../platform/http/schemas.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
-import { confirmationBody, SignUpBody, SignUpResult } from './schemas.js';
+import * as schema from './schemas.js';
 import { RegistrationService } from './service.js';
 
 // `type: 'null'` makes the OpenAPI document show the 204 without a body.
 const Confirmed = Type.Null({ description: 'No content: the identifier is verified and the password set' });
 
-export async function registrationRoutes(fastify: FastifyInstance, { ctx }: { ctx: AppContext }) {
-  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+export const registrationRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }) => {
   // Built from the configuration here, once: the code's shape depends on the configured format.
-  const ConfirmationBody = confirmationBody(ctx.config);
+  const ConfirmationBody = schema.confirmationBody(ctx.config);
   const service = new RegistrationService(ctx);
 
   app.post(
@@ -29,9 +27,9 @@ export async function registrationRoutes(fastify: FastifyInstance, { ctx }: { ct
           'Answers 201 for a new address and for a repeat of an address still unverified, with the same bytes ' +
           'apart from challengeExpiresAt. Each registration gets its own code and keeps its own password; earlier ' +
           'codes stay valid. A failed delivery still registers (challengeDelivery.status NOT_DELIVERED).',
-        body: SignUpBody,
+        body: schema.SignUpBody,
         response: responses(
-          { 201: Data(SignUpResult) },
+          { 201: Data(schema.SignUpResult) },
           [
             'identity.identifier_taken',
             'identity.identifier_unusable',
@@ -70,4 +68,4 @@ export async function registrationRoutes(fastify: FastifyInstance, { ctx }: { ct
       return reply.code(204).send();
     },
   );
-}
+});

@@ -3,8 +3,8 @@ import type { AppContext } from '../../context.js';
 import { assertPasswordPolicy } from '../../platform/crypto/password-policy.js';
 import { Problem } from '../../platform/http/problem.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
-import { verificationText } from '../../platform/notify/notifier.js';
 import { revokeChallenges } from '../challenges/repository.js';
+import { identifierOwner } from '../challenges/service.js';
 import { type IdentifierInput, normaliseIdentifier } from '../identities/identifier.js';
 import {
   claimIdentifier,
@@ -38,10 +38,7 @@ export class RegistrationService {
    */
   async signUp(input: SignUpInput): Promise<SignUpResult> {
     assertPasswordPolicy(input.password, 'password');
-    const ident = normaliseIdentifier(input);
-    if (!ident) throw new Problem('identity.identifier_unusable');
-    if (!this.ctx.notifier.canDeliver(ident.type))
-      throw new Problem('identity.identifier_channel_unavailable');
+    const ident = this.ctx.challenges.reachableAddress(input);
 
     // Argon2 runs before the transaction so no row lock is held during the hash.
     const passwordHash = await this.ctx.passwords.hash(input.password);
@@ -91,11 +88,7 @@ export class RegistrationService {
 
     // After the commit: a failed delivery still leaves the registration in place (interface 4.2),
     // and a slow channel never holds a transaction open.
-    const delivery = await this.ctx.notifier.send({
-      to: ident.value,
-      type: ident.type,
-      ...verificationText('sign_up', challenge.code!, this.ctx.config.lifetimes.challenge / 60),
-    });
+    const delivery = await this.ctx.challenges.deliver('sign_up', ident, challenge.code!);
 
     return {
       identity: { identifierType: ident.type, identifier: maskIdentifier(ident.type, ident.value) },
@@ -116,8 +109,7 @@ export class RegistrationService {
     const identifier = await findIdentifier(this.ctx.database.db, ident);
     const answer = await this.ctx.challenges.answer({
       purpose: 'sign_up',
-      owner: identifier ? { identifierId: identifier.id } : undefined,
-      identityId: identifier?.identity_id,
+      ...identifierOwner(identifier),
       code: input.code,
       route: LOCK_ROUTE,
       // Two registrations can draw the same code, so each match is tried with the password until

@@ -1,8 +1,9 @@
-import { sql } from 'kysely';
+import { type NotNull, sql } from 'kysely';
 import type { TotpAlgorithm } from '../../config.js';
 import { changedOne } from '../../platform/db/compare-and-set.js';
 import type { Executor } from '../../platform/db/database.js';
-import { afterPosition, newestFirst } from '../../platform/pagination/repository.js';
+import type { KeysetWindow } from '../../platform/pagination/page.js';
+import { afterPosition, rowsToFetch } from '../../platform/pagination/repository.js';
 
 export interface FactorSecretRow {
   id: string;
@@ -32,9 +33,13 @@ export interface TicketRow {
 
 /** Any earlier pending enrolment stops confirming once a new one starts (interface 4.6). */
 export async function revokePending(trx: Executor, identityId: string, now: Date): Promise<void> {
-  await sql`
-    UPDATE second_factors SET revoked_at = ${now}
-    WHERE identity_id = ${identityId} AND verified_at IS NULL AND revoked_at IS NULL`.execute(trx);
+  await trx
+    .updateTable('second_factors')
+    .set({ revoked_at: now })
+    .where('identity_id', '=', identityId)
+    .where('verified_at', 'is', null)
+    .where('revoked_at', 'is', null)
+    .execute();
 }
 
 export async function insertPending(
@@ -78,21 +83,27 @@ export function verifyPending(trx: Executor, id: string, step: number, now: Date
   );
 }
 
-export async function verifiedFactors(trx: Executor, identityId: string): Promise<FactorSecretRow[]> {
-  const r = await sql<FactorSecretRow>`
-    SELECT id, sealed_secret, algorithm, digits, period FROM second_factors
-    WHERE identity_id = ${identityId} AND verified_at IS NOT NULL AND revoked_at IS NULL
-    ORDER BY verified_at, id`.execute(trx);
-  return r.rows;
+/** The identity's verified, live factors: the ones whose codes it may answer with. */
+function verifiedOf(trx: Executor, identityId: string) {
+  return trx
+    .selectFrom('second_factors')
+    .where('identity_id', '=', identityId)
+    .where('verified_at', 'is not', null)
+    .where('revoked_at', 'is', null);
+}
+
+/** Oldest verification first, with what checking a code needs. */
+export function verifiedFactors(trx: Executor, identityId: string): Promise<FactorSecretRow[]> {
+  return verifiedOf(trx, identityId)
+    .select(['id', 'sealed_secret', 'algorithm', 'digits', 'period'])
+    .$narrowType<{ algorithm: TotpAlgorithm }>()
+    .orderBy('verified_at')
+    .orderBy('id')
+    .execute();
 }
 
 export async function hasVerifiedFactor(trx: Executor, identityId: string): Promise<boolean> {
-  const r = await sql<{ found: boolean }>`
-    SELECT EXISTS (SELECT 1 FROM second_factors
-                   WHERE identity_id = ${identityId} AND verified_at IS NOT NULL AND revoked_at IS NULL) AS found`.execute(
-    trx,
-  );
-  return r.rows[0]?.found === true;
+  return (await verifiedOf(trx, identityId).select('id').limit(1).executeTakeFirst()) !== undefined;
 }
 
 /** Compare-and-set on the last used step: a code is accepted once per factor and time step. */
@@ -107,30 +118,39 @@ export function useFactor(trx: Executor, id: string, step: number, now: Date): P
   );
 }
 
-/** Newest verification first, the id as unique tiebreak; `after` is the last row of the previous page. */
-export async function verifiedPage(
+/** Newest verification first, the id as unique tiebreak. */
+export function verifiedPage(
   trx: Executor,
   identityId: string,
-  limit: number,
-  after?: { t: string; id: string },
+  window: KeysetWindow,
 ): Promise<FactorListRow[]> {
-  const r = await sql<FactorListRow>`
-    SELECT id, label, verified_at, last_used_at FROM second_factors
-    WHERE identity_id = ${identityId} AND verified_at IS NOT NULL AND revoked_at IS NULL
-      AND ${afterPosition('verified_at', after)}
-    ${newestFirst('verified_at', limit)}`.execute(trx);
-  return r.rows;
+  return verifiedOf(trx, identityId)
+    .select(['id', 'label', 'verified_at', 'last_used_at'])
+    .$narrowType<{ verified_at: NotNull }>()
+    .where(afterPosition('verified_at', window))
+    .orderBy('verified_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(rowsToFetch(window))
+    .execute();
 }
 
 /** Only a verified, live factor of this identity can be removed; anything else is "not found". */
-export function revokeVerified(trx: Executor, id: string, identityId: string, now: Date): Promise<boolean> {
-  return changedOne(
-    trx,
-    sql`
-    UPDATE second_factors SET revoked_at = ${now}
-    WHERE id = ${id} AND identity_id = ${identityId} AND verified_at IS NOT NULL AND revoked_at IS NULL
-    RETURNING id`,
-  );
+export async function revokeVerified(
+  trx: Executor,
+  id: string,
+  identityId: string,
+  now: Date,
+): Promise<boolean> {
+  const revoked = await trx
+    .updateTable('second_factors')
+    .set({ revoked_at: now })
+    .where('id', '=', id)
+    .where('identity_id', '=', identityId)
+    .where('verified_at', 'is not', null)
+    .where('revoked_at', 'is', null)
+    .returning('id')
+    .execute();
+  return revoked.length === 1;
 }
 
 export async function insertTicket(

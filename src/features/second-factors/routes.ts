@@ -1,53 +1,28 @@
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.js';
-import { listScope, principalOf, requireElevation, requireSession } from '../../platform/http/auth.js';
-import { envelope, page } from '../../platform/http/envelope.js';
+import { ELEVATION_REFUSALS, guards, principalOf } from '../../platform/http/auth.js';
+import { envelope } from '../../platform/http/envelope.js';
+import { listRoute } from '../../platform/http/list-route.js';
+import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, NoContent, responses } from '../../platform/http/schemas.js';
-import { PageQuerySchema } from '../../platform/pagination/page.js';
-import {
-  ConfirmationBody,
-  EnrolmentBody,
-  EnrolmentSchema,
-  FactorParams,
-  SecondFactorPageSchema,
-} from './schemas.js';
+import * as schema from './schemas.js';
 import { SecondFactorService } from './service.js';
 import { secondFactorSignInRoutes } from './sign-in-routes.js';
 
-export async function secondFactorRoutes(root: FastifyInstance, { ctx }: { ctx: AppContext }) {
-  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+export const secondFactorRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }) => {
   const service = new SecondFactorService(ctx);
-  const session = requireSession(ctx.auth);
-  // Session first (a dead session answers 401), then the elevation (403): interface 5.3.
-  const elevated = [session, requireElevation(ctx.auth)];
-  const bearer = [{ bearer: [] }];
-  const bearerAndElevation = [{ bearer: [], elevation: [] }];
+  const { session, elevated, security } = guards(ctx.auth);
 
   await app.register(secondFactorSignInRoutes, { ctx });
 
-  app.get(
-    '/second-factors',
-    {
-      preHandler: session,
-      schema: {
-        tags: ['second-factors'],
-        summary: 'Verified second factors of the caller, newest first (paged)',
-        security: bearer,
-        querystring: PageQuerySchema,
-        response: responses({ 200: SecondFactorPageSchema }, [
-          'identity.session_required',
-          'collection.cursor_tampered',
-          'collection.cursor_invalid',
-          'collection.cursor_expired',
-        ]),
-      },
-    },
-    async (request) => {
-      const { items, pageInfo } = await service.list(listScope(request), request.query);
-      return page(items, pageInfo);
-    },
-  );
+  listRoute(app, '/second-factors', {
+    tags: ['second-factors'],
+    summary: 'Verified second factors of the caller, newest first (paged)',
+    guard: session,
+    security: security.session,
+    page: schema.SecondFactorPageSchema,
+    revalidates: false,
+    list: (scope, query) => service.list(scope, query),
+  });
 
   app.post(
     '/second-factors',
@@ -57,13 +32,9 @@ export async function secondFactorRoutes(root: FastifyInstance, { ctx }: { ctx: 
       schema: {
         tags: ['second-factors'],
         summary: 'Start an authenticator enrolment (secret shown once; earlier pending enrolment revoked)',
-        security: bearerAndElevation,
-        body: EnrolmentBody,
-        response: responses(
-          { 201: Data(EnrolmentSchema) },
-          ['identity.session_required', 'identity.elevation_required'],
-          { body: true },
-        ),
+        security: security.elevated,
+        body: schema.EnrolmentBody,
+        response: responses({ 201: Data(schema.EnrolmentSchema) }, [...ELEVATION_REFUSALS], { body: true }),
       },
     },
     async (request, reply) => {
@@ -79,8 +50,8 @@ export async function secondFactorRoutes(root: FastifyInstance, { ctx }: { ctx: 
       schema: {
         tags: ['second-factors'],
         summary: 'Confirm the pending enrolment with its current code',
-        security: bearer,
-        body: ConfirmationBody,
+        security: security.session,
+        body: schema.ConfirmationBody,
         response: responses(
           { 204: NoContent },
           [
@@ -105,13 +76,9 @@ export async function secondFactorRoutes(root: FastifyInstance, { ctx }: { ctx: 
       schema: {
         tags: ['second-factors'],
         summary: 'Remove a verified second factor (audited)',
-        security: bearerAndElevation,
-        params: FactorParams,
-        response: responses({ 204: NoContent }, [
-          'identity.session_required',
-          'identity.elevation_required',
-          'identity.second_factor_not_found',
-        ]),
+        security: security.elevated,
+        params: schema.FactorParams,
+        response: responses({ 204: NoContent }, [...ELEVATION_REFUSALS, 'identity.second_factor_not_found']),
       },
     },
     async (request, reply) => {
@@ -119,4 +86,4 @@ export async function secondFactorRoutes(root: FastifyInstance, { ctx }: { ctx: 
       return reply.code(204).send();
     },
   );
-}
+});

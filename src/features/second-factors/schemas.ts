@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { Instant, Uuid } from '../../platform/http/schemas.js';
-import { PageInfoSchema } from '../../platform/pagination/page.js';
+import { Page } from '../../platform/pagination/page.js';
 import { SessionGrantSchema } from '../sessions/schemas.js';
 
 /** Interface 2.4: a second-factor code is 6 to 8 digits. */
@@ -35,10 +35,7 @@ export const SecondFactorItemSchema = Type.Object(
   { additionalProperties: false },
 );
 
-export const SecondFactorPageSchema = Type.Object({
-  data: Type.Array(SecondFactorItemSchema),
-  meta: Type.Object({ pageInfo: PageInfoSchema }),
-});
+export const SecondFactorPageSchema = Page(SecondFactorItemSchema);
 
 /**
  * POST /sign-ins/second-factors: the ticket and exactly one of an authenticator code or a recovery

@@ -6,7 +6,8 @@ import type { RequestMeta } from '../../platform/http/auth.js';
 import { Problem } from '../../platform/http/problem.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
 import type { CursorScope } from '../../platform/pagination/cursor.js';
-import { type KeysetPosition, keysetPage, type PageQuery } from '../../platform/pagination/page.js';
+import { type KeysetWindow, keysetPage, type PageQuery } from '../../platform/pagination/page.js';
+import type { CodeAttempt } from '../challenges/service.js';
 import { findIdentity, verifiedIdentifiers } from '../identities/repository.js';
 import { useRecoveryCode } from '../recovery-codes/service.js';
 import { recordAttempt } from '../sessions/repository.js';
@@ -39,10 +40,9 @@ function policyOf(row: repo.FactorSecretRow): TotpPolicy {
 export async function acceptCurrentCode(
   trx: Executor,
   ctx: AppContext,
-  identityId: string,
-  code: string,
-  now: Date,
+  attempt: CodeAttempt,
 ): Promise<boolean> {
+  const { identityId, code, now } = attempt;
   for (const factor of await repo.verifiedFactors(trx, identityId)) {
     const secret = ctx.sealer.open(factor.sealed_secret, factor.id);
     const step = matchStep(secret, policyOf(factor), code, now);
@@ -127,8 +127,7 @@ export class SecondFactorService {
   }
 
   async list(scope: CursorScope, query: PageQuery) {
-    const fetch = (limit: number, after?: KeysetPosition) =>
-      repo.verifiedPage(this.ctx.database.db, scope.subject, limit, after);
+    const fetch = (window: KeysetWindow) => repo.verifiedPage(this.ctx.database.db, scope.subject, window);
     const { items, pageInfo } = await keysetPage(this.ctx.cursors, scope, query, fetch, (r) => r.verified_at);
     const data: SecondFactorListItem[] = items.map((r) => ({
       id: r.id,
@@ -173,8 +172,12 @@ export class SecondFactorService {
       await findIdentity(trx, t.identity_id, true);
       const proven =
         'code' in proof
-          ? await acceptCurrentCode(trx, this.ctx, t.identity_id, proof.code, now)
-          : await useRecoveryCode(trx, this.ctx, t.identity_id, proof.recoveryCode, now);
+          ? await acceptCurrentCode(trx, this.ctx, { identityId: t.identity_id, code: proof.code, now })
+          : await useRecoveryCode(trx, this.ctx, {
+              identityId: t.identity_id,
+              code: proof.recoveryCode,
+              now,
+            });
       if (proven) {
         // Cannot fail under the row lock; if it ever did, the rollback also un-spends the code.
         if (!(await repo.spendTicket(trx, t.id, now))) throw new Problem('identity.second_factor_refused');

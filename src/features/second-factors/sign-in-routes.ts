@@ -1,16 +1,14 @@
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { requestMeta } from '../../platform/http/auth.js';
 import { envelope } from '../../platform/http/envelope.js';
+import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, responses } from '../../platform/http/schemas.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
-import { SecondStepBody, SecondStepGrantSchema } from './schemas.js';
+import * as schema from './schemas.js';
 import { SecondFactorService } from './service.js';
 
 /** The second step of a sign-in: no session yet, the ticket is the credential. */
-export async function secondFactorSignInRoutes(root: FastifyInstance, { ctx }: { ctx: AppContext }) {
-  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+export const secondFactorSignInRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }) => {
   const service = new SecondFactorService(ctx);
 
   app.post(
@@ -20,9 +18,9 @@ export async function secondFactorSignInRoutes(root: FastifyInstance, { ctx }: {
       schema: {
         tags: ['sessions'],
         summary: 'Complete a sign-in with an authenticator code or a recovery code',
-        body: SecondStepBody,
+        body: schema.SecondStepBody,
         response: responses(
-          { 201: Data(SecondStepGrantSchema) },
+          { 201: Data(schema.SecondStepGrantSchema) },
           ['identity.second_factor_refused', 'identity.sign_in_second_factor_locked'],
           { body: true, rateLimited: true },
         ),
@@ -34,4 +32,4 @@ export async function secondFactorSignInRoutes(root: FastifyInstance, { ctx }: {
       return reply.code(201).send(envelope(grant));
     },
   );
-}
+});

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { changedOne } from '../../platform/db/compare-and-set.js';
 import type { Executor } from '../../platform/db/database.js';
+import type { KeysetWindow } from '../../platform/pagination/page.js';
 import { afterPosition, newestFirst } from '../../platform/pagination/repository.js';
 import { type SummaryColumns, summaryColumns } from '../identities/repository.js';
 
@@ -198,17 +199,16 @@ export async function recordAttempt(
   );
 }
 
-/** Newest first with the id as unique tiebreak; `after` is the last row of the previous page. */
+/** Newest first with the id as unique tiebreak. */
 export async function attemptsPage(
   trx: Executor,
   identityId: string,
-  limit: number,
-  after?: { t: string; id: string },
+  window: KeysetWindow,
 ): Promise<AttemptRow[]> {
   const r = await sql<AttemptRow>`
     SELECT id, occurred_at, method, outcome, ip_address, user_agent FROM sign_in_attempts
-    WHERE identity_id = ${identityId} AND ${afterPosition('occurred_at', after)}
-    ${newestFirst('occurred_at', limit)}`.execute(trx);
+    WHERE identity_id = ${identityId} AND ${afterPosition('occurred_at', window)}
+    ${newestFirst('occurred_at', window)}`.execute(trx);
   return r.rows;
 }
 

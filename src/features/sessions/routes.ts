@@ -1,29 +1,22 @@
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.js';
 import {
-  listScope,
+  guards,
   principalOf,
   type RequestMeta,
   requestMeta,
   requireSession,
 } from '../../platform/http/auth.js';
 import { conditionalGet } from '../../platform/http/conditional.js';
-import { envelope, page } from '../../platform/http/envelope.js';
+import { envelope } from '../../platform/http/envelope.js';
+import { listRoute } from '../../platform/http/list-route.js';
+import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, NoContent, responses } from '../../platform/http/schemas.js';
-import { PageQuerySchema } from '../../platform/pagination/page.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
 import type { SummaryColumns } from '../identities/repository.js';
 import { type SessionState, sessionStateWithSummary } from './repository.js';
-import {
-  HistoryPageSchema,
-  RenewalBody,
-  SecondFactorTicketSchema,
-  SessionContextSchema,
-  SessionGrantSchema,
-  SignInBody,
-} from './schemas.js';
+import * as schema from './schemas.js';
 import type { SecondFactorTicket, SessionGrant } from './service.js';
 
 /**
@@ -35,154 +28,142 @@ export type ProviderSignIn = (
   meta: RequestMeta,
 ) => Promise<SessionGrant | SecondFactorTicket>;
 
-export async function sessionRoutes(
-  root: FastifyInstance,
-  { ctx, signInWithProvider }: { ctx: AppContext; signInWithProvider: ProviderSignIn },
-) {
-  const app = root.withTypeProvider<TypeBoxTypeProvider>();
-  const service = ctx.sessions;
-  const guard = requireSession(ctx.auth);
-  const bearer = [{ bearer: [] }];
-  app.addSchema(SessionGrantSchema);
-  app.addSchema(SecondFactorTicketSchema);
+export const sessionRoutes = featureRoutes(
+  async (app, { ctx, signInWithProvider }: { ctx: AppContext; signInWithProvider: ProviderSignIn }) => {
+    const service = ctx.sessions;
+    const { session: guard, security } = guards(ctx.auth);
+    app.addSchema(schema.SessionGrantSchema);
+    app.addSchema(schema.SecondFactorTicketSchema);
 
-  app.post(
-    '/sign-ins',
-    {
-      config: limitFor(ctx.config.rateLimits.provesAPassword, 'sign-ins'),
-      schema: {
-        tags: ['sessions'],
-        summary: 'Sign in with a password or a provider ID token',
-        body: SignInBody,
-        response: responses(
-          { 201: Data(Type.Union([Type.Ref(SessionGrantSchema), Type.Ref(SecondFactorTicketSchema)])) },
-          ['identity.sign_in_refused'],
-          { body: true, rateLimited: true },
+    app.post(
+      '/sign-ins',
+      {
+        config: limitFor(ctx.config.rateLimits.provesAPassword, 'sign-ins'),
+        schema: {
+          tags: ['sessions'],
+          summary: 'Sign in with a password or a provider ID token',
+          body: schema.SignInBody,
+          response: responses(
+            {
+              201: Data(
+                Type.Union([Type.Ref(schema.SessionGrantSchema), Type.Ref(schema.SecondFactorTicketSchema)]),
+              ),
+            },
+            ['identity.sign_in_refused'],
+            { body: true, rateLimited: true },
+          ),
+        },
+      },
+      async (request, reply) => {
+        const body = request.body;
+        if (body.identifierType === 'provider') {
+          // Every provider failure is the same 401 as a wrong password (providers/service.ts).
+          const result = await signInWithProvider(
+            { provider: body.provider, idToken: body.idToken },
+            requestMeta(request),
+          );
+          return reply.code(201).send(envelope(result));
+        }
+        const grant = await service.signInWithPassword(body, requestMeta(request));
+        return reply.code(201).send(envelope(grant));
+      },
+    );
+
+    app.post(
+      '/sign-ins/renewals',
+      {
+        config: limitFor(ctx.config.rateLimits.provesAPassword, 'sign-ins/renewals'),
+        schema: {
+          tags: ['sessions'],
+          summary: 'Exchange a refresh token for a new pair (single use; replay ends the session)',
+          body: schema.RenewalBody,
+          response: responses(
+            { 201: Data(Type.Ref(schema.SessionGrantSchema)) },
+            ['identity.renewal_refused'],
+            {
+              body: true,
+              rateLimited: true,
+            },
+          ),
+        },
+      },
+      async (request, reply) =>
+        reply.code(201).send(envelope(await service.renew(request.body.refreshToken))),
+    );
+
+    app.post(
+      '/sign-outs',
+      {
+        preHandler: guard,
+        schema: {
+          tags: ['sessions'],
+          summary: 'End the calling session',
+          security: security.session,
+          response: responses({ 204: NoContent }, ['identity.session_required']),
+        },
+      },
+      async (request, reply) => {
+        await service.signOut(principalOf(request).sessionId);
+        return reply.code(204).send();
+      },
+    );
+
+    app.post(
+      '/sign-outs/everywhere',
+      {
+        preHandler: guard,
+        schema: {
+          tags: ['sessions'],
+          summary: 'End every session of the identity (audited)',
+          security: security.session,
+          response: responses({ 204: NoContent }, ['identity.session_required']),
+        },
+      },
+      async (request, reply) => {
+        await service.signOutEverywhere(principalOf(request).identityId);
+        return reply.code(204).send();
+      },
+    );
+
+    app.get(
+      '/session/context',
+      {
+        // The guard's session read also brings the identity summary: one round trip per request.
+        preHandler: requireSession(ctx.auth, (sessionId) =>
+          sessionStateWithSummary(ctx.database.db, sessionId),
         ),
+        schema: {
+          tags: ['sessions'],
+          summary: 'The caller, its masked identifiers and active methods (weak ETag)',
+          security: security.session,
+          response: responses({ 200: Data(schema.SessionContextSchema), 304: NoContent }, [
+            'identity.session_required',
+          ]),
+        },
       },
-    },
-    async (request, reply) => {
-      const body = request.body;
-      if (body.identifierType === 'provider') {
-        // Every provider failure is the same 401 as a wrong password (providers/service.ts).
-        const result = await signInWithProvider(
-          { provider: body.provider, idToken: body.idToken },
-          requestMeta(request),
+      async (request, reply) => {
+        const { identityId, sessionId } = principalOf(request);
+        const body = envelope(
+          service.context(identityId, sessionId, request.sessionRow as SessionState & SummaryColumns),
         );
-        return reply.code(201).send(envelope(result));
-      }
-      const grant = await service.signInWithPassword(body, requestMeta(request));
-      return reply.code(201).send(envelope(grant));
-    },
-  );
-
-  app.post(
-    '/sign-ins/renewals',
-    {
-      config: limitFor(ctx.config.rateLimits.provesAPassword, 'sign-ins/renewals'),
-      schema: {
-        tags: ['sessions'],
-        summary: 'Exchange a refresh token for a new pair (single use; replay ends the session)',
-        body: RenewalBody,
-        response: responses({ 201: Data(Type.Ref(SessionGrantSchema)) }, ['identity.renewal_refused'], {
-          body: true,
-          rateLimited: true,
-        }),
+        if (conditionalGet(request, reply, body)) return reply.code(304).send();
+        return body;
       },
-    },
-    async (request, reply) => reply.code(201).send(envelope(await service.renew(request.body.refreshToken))),
-  );
+    );
 
-  app.post(
-    '/sign-outs',
-    {
-      preHandler: guard,
-      schema: {
-        tags: ['sessions'],
-        summary: 'End the calling session',
-        security: bearer,
-        response: responses({ 204: NoContent }, ['identity.session_required']),
-      },
-    },
-    async (request, reply) => {
-      await service.signOut(principalOf(request).sessionId);
-      return reply.code(204).send();
-    },
-  );
+    listRoute(app, '/sign-ins/history', {
+      tags: ['sessions'],
+      summary: 'Sign-in attempts attributed to the caller, newest first (paged, weak ETag)',
+      guard: guard,
+      security: security.session,
+      page: schema.HistoryPageSchema,
+      revalidates: true,
+      list: (scope, query) => service.history(scope, query),
+    });
 
-  app.post(
-    '/sign-outs/everywhere',
-    {
-      preHandler: guard,
-      schema: {
-        tags: ['sessions'],
-        summary: 'End every session of the identity (audited)',
-        security: bearer,
-        response: responses({ 204: NoContent }, ['identity.session_required']),
-      },
-    },
-    async (request, reply) => {
-      await service.signOutEverywhere(principalOf(request).identityId);
-      return reply.code(204).send();
-    },
-  );
-
-  app.get(
-    '/session/context',
-    {
-      // The guard's session read also brings the identity summary: one round trip per request.
-      preHandler: requireSession(ctx.auth, (sessionId) =>
-        sessionStateWithSummary(ctx.database.db, sessionId),
-      ),
-      schema: {
-        tags: ['sessions'],
-        summary: 'The caller, its masked identifiers and active methods (weak ETag)',
-        security: bearer,
-        response: responses({ 200: Data(SessionContextSchema), 304: NoContent }, [
-          'identity.session_required',
-        ]),
-      },
-    },
-    async (request, reply) => {
-      const { identityId, sessionId } = principalOf(request);
-      const body = envelope(
-        service.context(identityId, sessionId, request.sessionRow as SessionState & SummaryColumns),
-      );
-      if (conditionalGet(request, reply, body)) return reply.code(304).send();
-      return body;
-    },
-  );
-
-  app.get(
-    '/sign-ins/history',
-    {
-      preHandler: guard,
-      schema: {
-        tags: ['sessions'],
-        summary: 'Sign-in attempts attributed to the caller, newest first (paged, weak ETag)',
-        security: bearer,
-        querystring: PageQuerySchema,
-        response: responses({ 200: HistoryPageSchema, 304: NoContent }, [
-          'identity.session_required',
-          'collection.cursor_tampered',
-          'collection.cursor_invalid',
-          'collection.cursor_expired',
-        ]),
-      },
-    },
-    async (request, reply) => {
-      const { items, pageInfo } = await service.history(listScope(request), request.query);
-      const body = page(items, pageInfo);
-      // The tag covers the items and the pageInfo but not the freshly signed cursor's expiry, so an
-      // unchanged page revalidates to 304.
-      if (conditionalGet(request, reply, { items, hasNextPage: pageInfo.hasNextPage }))
-        return reply.code(304).send();
-      return body;
-    },
-  );
-
-  // Public signing keys (contract 5): outside /api, registered on the root instance by app.ts.
-}
+    // Public signing keys (contract 5): outside /api, registered on the root instance by app.ts.
+  },
+);
 
 export async function jwksRoute(app: FastifyInstance, { ctx }: { ctx: AppContext }) {
   app.get(

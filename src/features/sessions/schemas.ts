@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { TaggedUnion } from '../../platform/http/schemas.js';
-import { PageInfoSchema } from '../../platform/pagination/page.js';
+import { Page } from '../../platform/pagination/page.js';
 import { identifierForms } from '../identities/schemas.js';
 
 export const providerForm = {
@@ -69,7 +69,4 @@ export const HistoryEntrySchema = Type.Object({
   userAgent: Type.Union([Type.String(), Type.Null()]),
 });
 
-export const HistoryPageSchema = Type.Object({
-  data: Type.Array(HistoryEntrySchema),
-  meta: Type.Object({ pageInfo: PageInfoSchema }),
-});
+export const HistoryPageSchema = Page(HistoryEntrySchema);

@@ -5,7 +5,7 @@ import type { RequestMeta } from '../../platform/http/auth.js';
 import { Problem } from '../../platform/http/problem.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
 import type { CursorScope } from '../../platform/pagination/cursor.js';
-import { type KeysetPosition, keysetPage, type PageQuery } from '../../platform/pagination/page.js';
+import { type KeysetWindow, keysetPage, type PageQuery } from '../../platform/pagination/page.js';
 import { type IdentifierInput, normaliseIdentifier } from '../identities/identifier.js';
 import {
   bumpSessionEpoch as bumpEpoch,
@@ -189,8 +189,7 @@ export class SessionService {
   }
 
   async history(scope: CursorScope, query: PageQuery) {
-    const fetch = (limit: number, after?: KeysetPosition) =>
-      repo.attemptsPage(this.ctx.database.db, scope.subject, limit, after);
+    const fetch = (window: KeysetWindow) => repo.attemptsPage(this.ctx.database.db, scope.subject, window);
     const { items, pageInfo } = await keysetPage(this.ctx.cursors, scope, query, fetch, (r) => r.occurred_at);
     return {
       items: items.map((r) => ({

@@ -1,6 +1,8 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../platform/db/database.js';
+import type { KeysetWindow } from '../../platform/pagination/page.js';
 import { afterPosition, newestFirst } from '../../platform/pagination/repository.js';
+import { passwordMethodId } from './password-method.js';
 
 export interface MethodRow {
   id: string;
@@ -14,15 +16,14 @@ export interface MethodRow {
 /**
  * Every verified method of an identity, newest first with the id as unique tiebreak: verified
  * identifiers, the password (under its derived id; last used = its latest successful sign-in) and
- * live provider links. `after` is the last row of the previous page.
+ * live provider links.
  */
 export async function methodsPage(
   trx: Executor,
   identityId: string,
-  passwordId: string,
-  limit: number,
-  after?: { t: string; id: string },
+  window: KeysetWindow,
 ): Promise<MethodRow[]> {
+  const passwordId = passwordMethodId(identityId);
   const r = await sql<MethodRow>`
     SELECT m.id, m.kind, m.detail, m.verified_at, m.last_used_at FROM (
       SELECT f.id, f.type AS kind, f.value AS detail, f.verified_at, f.last_used_at
@@ -37,7 +38,7 @@ export async function methodsPage(
       SELECT l.id, 'provider', l.provider, l.created_at, l.last_used_at
       FROM provider_links l WHERE l.identity_id = ${identityId} AND l.removed_at IS NULL
     ) m
-    WHERE ${afterPosition('m.verified_at', after, 'm.id')}
-    ${newestFirst('m.verified_at', limit, 'm.id')}`.execute(trx);
+    WHERE ${afterPosition('m.verified_at', window, 'm.id')}
+    ${newestFirst('m.verified_at', window, 'm.id')}`.execute(trx);
   return r.rows;
 }

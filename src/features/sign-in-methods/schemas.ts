@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { Config } from '../../config.js';
 import { codePattern } from '../../platform/crypto/tokens.js';
 import { Instant, TaggedUnion, Uuid } from '../../platform/http/schemas.js';
-import { PageInfoSchema } from '../../platform/pagination/page.js';
+import { Page } from '../../platform/pagination/page.js';
 import { identifierForms } from '../identities/schemas.js';
 import { providerForm } from '../sessions/schemas.js';
 
@@ -64,7 +64,4 @@ export const SignInMethodSchema = Type.Object(
   { additionalProperties: false },
 );
 
-export const SignInMethodPage = Type.Object({
-  data: Type.Array(SignInMethodSchema),
-  meta: Type.Object({ pageInfo: PageInfoSchema }),
-});
+export const SignInMethodPage = Page(SignInMethodSchema);

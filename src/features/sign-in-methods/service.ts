@@ -1,14 +1,13 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import type { Executor } from '../../platform/db/database.js';
 import type { SessionPrincipal } from '../../platform/http/auth.js';
 import { Problem } from '../../platform/http/problem.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
-import { verificationText } from '../../platform/notify/notifier.js';
 import type { CursorScope } from '../../platform/pagination/cursor.js';
-import { type KeysetPosition, keysetPage, type PageQuery } from '../../platform/pagination/page.js';
+import { type KeysetWindow, keysetPage, type PageQuery } from '../../platform/pagination/page.js';
 import { type ChallengeRow, revokeChallenges } from '../challenges/repository.js';
-import { type IdentifierInput, type IdentifierType, normaliseIdentifier } from '../identities/identifier.js';
+import type { IdentifierInput, IdentifierType } from '../identities/identifier.js';
 import {
   claimIdentifier,
   findIdentifier,
@@ -21,22 +20,10 @@ import {
 import { liveLinks, removeLink } from '../providers/repository.js';
 import { type ProviderInput, ProviderService } from '../providers/service.js';
 import { endOtherSessions, lockCallerSession } from '../sessions/revocations.js';
+import { passwordMethodId } from './password-method.js';
 import { methodsPage } from './repository.js';
 
 const LOCK_ROUTE = 'sign-in-method-confirmation';
-
-/**
- * The password has no row of its own, so its method id is derived from the identity id: the
- * SHA-256 of "password-method:<identityId>" laid out as an RFC 9562 version-8 UUID. Stable across
- * password changes, different for every identity, and never equal to the identity id itself.
- */
-export function passwordMethodId(identityId: string): string {
-  const h = createHash('sha256').update(`password-method:${identityId}`).digest();
-  h[6] = (h[6] & 0x0f) | 0x80;
-  h[8] = (h[8] & 0x3f) | 0x80;
-  const x = h.subarray(0, 16).toString('hex');
-  return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20, 32)}`;
-}
 
 type AddMethodInput =
   | (IdentifierInput & { identifierType: IdentifierType })
@@ -51,8 +38,7 @@ export class SignInMethodService {
 
   async list(scope: CursorScope, query: PageQuery) {
     const identityId = scope.subject;
-    const fetch = (limit: number, after?: KeysetPosition) =>
-      methodsPage(this.ctx.database.db, identityId, passwordMethodId(identityId), limit, after);
+    const fetch = (window: KeysetWindow) => methodsPage(this.ctx.database.db, identityId, window);
     const { items, pageInfo } = await keysetPage(this.ctx.cursors, scope, query, fetch, (r) => r.verified_at);
     return {
       items: items.map((r) => ({
@@ -90,10 +76,7 @@ export class SignInMethodService {
    * held only by someone else's unconfirmed registration is not: proving the code claims it.
    */
   private async addIdentifier(identityId: string, input: IdentifierInput) {
-    const ident = normaliseIdentifier(input);
-    if (!ident) throw new Problem('identity.identifier_unusable');
-    if (!this.ctx.notifier.canDeliver(ident.type))
-      throw new Problem('identity.identifier_channel_unavailable');
+    const ident = this.ctx.challenges.reachableAddress(input);
     const { db } = this.ctx.database;
     const existing = await findIdentifier(db, ident);
     if (existing?.verified_at) throw new Problem('identity.identifier_taken');
@@ -111,11 +94,7 @@ export class SignInMethodService {
       return issued;
     });
     // After the commit, so a slow channel never holds a transaction open.
-    const delivery = await this.ctx.notifier.send({
-      to: ident.value,
-      type: ident.type,
-      ...verificationText('sign_in_method', challenge.code!, this.ctx.config.lifetimes.challenge / 60),
-    });
+    const delivery = await this.ctx.challenges.deliver('sign_in_method', ident, challenge.code!);
     return {
       challengeExpiresAt: challenge.expiresAt.toISOString(),
       challengeDelivery: { status: delivery.status, resendable: delivery.resendable },

@@ -1,17 +1,14 @@
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.js';
-import { principalOf, requireSession } from '../../platform/http/auth.js';
+import { guards, principalOf } from '../../platform/http/auth.js';
 import { envelope } from '../../platform/http/envelope.js';
+import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, responses } from '../../platform/http/schemas.js';
-import { ElevationSchema, StepUpBody, StepUpChallengeSchema, StepUpConfirmationBody } from './schemas.js';
+import * as schema from './schemas.js';
 import { StepUpService } from './service.js';
 
-export async function stepUpRoutes(root: FastifyInstance, { ctx }: { ctx: AppContext }) {
-  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+export const stepUpRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }) => {
   const service = new StepUpService(ctx);
-  const session = requireSession(ctx.auth);
-  const bearer = [{ bearer: [] }];
+  const { session, security } = guards(ctx.auth);
 
   app.post(
     '/step-ups',
@@ -22,10 +19,10 @@ export async function stepUpRoutes(root: FastifyInstance, { ctx }: { ctx: AppCon
         tags: ['step-up'],
         summary:
           'Start a step-up: authenticator code (default when enrolled) or a code sent to the identifier',
-        security: bearer,
-        body: StepUpBody,
+        security: security.session,
+        body: schema.StepUpBody,
         response: responses(
-          { 201: Data(StepUpChallengeSchema) },
+          { 201: Data(schema.StepUpChallengeSchema) },
           ['identity.session_required', 'identity.step_up_unavailable'],
           { body: true },
         ),
@@ -44,10 +41,10 @@ export async function stepUpRoutes(root: FastifyInstance, { ctx }: { ctx: AppCon
       schema: {
         tags: ['step-up'],
         summary: 'Answer a step-up and receive an elevation token bound to this session (5 minutes)',
-        security: bearer,
-        body: StepUpConfirmationBody,
+        security: security.session,
+        body: schema.StepUpConfirmationBody,
         response: responses(
-          { 201: Data(ElevationSchema) },
+          { 201: Data(schema.ElevationSchema) },
           ['identity.session_required', 'identity.step_up_confirmation_refused', 'identity.step_up_locked'],
           { body: true },
         ),
@@ -58,4 +55,4 @@ export async function stepUpRoutes(root: FastifyInstance, { ctx }: { ctx: AppCon
       return reply.code(201).send(envelope(await service.confirm(principalOf(request), challengeId, code)));
     },
   );
-}
+});

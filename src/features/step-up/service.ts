@@ -3,7 +3,6 @@ import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
 import type { Executor } from '../../platform/db/database.js';
 import type { SessionPrincipal } from '../../platform/http/auth.js';
 import { Problem } from '../../platform/http/problem.js';
-import { verificationText } from '../../platform/notify/notifier.js';
 import { revokeChallenges, type StepUpChannel } from '../challenges/repository.js';
 import { verifiedIdentifiers } from '../identities/repository.js';
 import { hasVerifiedFactor } from '../second-factors/repository.js';
@@ -83,11 +82,7 @@ export class StepUpService {
     });
     if (recipient && challenge.code) {
       // Delivery failures are logged by the notifier; the caller may start again.
-      await this.ctx.notifier.send({
-        to: recipient.value,
-        type: recipient.type,
-        ...verificationText('step_up', challenge.code, this.ctx.config.lifetimes.challenge / 60),
-      });
+      await this.ctx.challenges.deliver('step_up', recipient, challenge.code);
     }
     return { challengeId: challenge.id, channel, challengeExpiresAt: challenge.expiresAt.toISOString() };
   }
@@ -109,7 +104,7 @@ export class StepUpService {
         sessionId,
         code,
         route: 'step-ups/confirmations',
-        proveWithAuthenticator: (t, now) => acceptCurrentCode(t, this.ctx, identityId, code, now),
+        proveWithAuthenticator: (t, now) => acceptCurrentCode(t, this.ctx, { identityId, code, now }),
       });
       // A spend lost after a correct proof rolls back whatever the proof consumed.
       if (answer === 'lost') throw new Problem('identity.step_up_confirmation_refused');

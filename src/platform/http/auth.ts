@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Clock } from '../clock.js';
 import { sha256Hex } from '../crypto/tokens.js';
-import { Problem, sessionRequired } from './problem.js';
+import { Problem, type ProblemCode, sessionRequired } from './problem.js';
 
 export interface SessionPrincipal {
   identityId: string;
@@ -89,6 +89,9 @@ export function requireSession(deps: AuthDeps, load: SessionLoader = deps.loadSe
   };
 }
 
+/** What a route behind requireElevation can refuse before its own work: 401, then 403. */
+export const ELEVATION_REFUSALS: ProblemCode[] = ['identity.session_required', 'identity.elevation_required'];
+
 /**
  * Interface 5.3: runs after requireSession (a dead session has already answered 401). A missing,
  * unknown or expired elevation, one minted for another session or identity, and one whose session
@@ -131,4 +134,18 @@ export function requestMeta(request: FastifyRequest): RequestMeta {
  */
 export function listScope(request: FastifyRequest): { route: string; subject: string } {
   return { route: `GET ${request.routeOptions.url}`, subject: principalOf(request).identityId };
+}
+
+/**
+ * The guards a feature's routes stand behind, built once per plugin, with the OpenAPI security
+ * each one implies (so the document cannot drift from the check). `elevated` runs the session guard
+ * first (a dead session answers 401), then the elevation guard (403): interface 5.3.
+ */
+export function guards(deps: AuthDeps) {
+  const session = requireSession(deps);
+  return {
+    session,
+    elevated: [session, requireElevation(deps)],
+    security: { session: [{ bearer: [] }], elevated: [{ bearer: [], elevation: [] }] },
+  };
 }

@@ -4,7 +4,14 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../clock.js';
 import { Problem } from '../http/problem.js';
 import { CursorCodec, type CursorScope } from './cursor.js';
-import { buildPage, keysetPage, PageInfoSchema, PageQuerySchema, readPageQuery } from './page.js';
+import {
+  buildPage,
+  type KeysetWindow,
+  keysetPage,
+  PageInfoSchema,
+  PageQuerySchema,
+  readPageQuery,
+} from './page.js';
 
 interface Row {
   t: string;
@@ -245,7 +252,7 @@ describe('keysetPage', () => {
     id: `00000000-0000-4000-8000-00000000000${i}`,
     at: new Date(Date.UTC(2026, 1, 1, 0, 0, 5 - i)),
   }));
-  const fetch = async (limit: number, after?: { t: string; id: string }) =>
+  const fetch = async ({ limit, after }: KeysetWindow) =>
     rows
       .filter(
         (r) =>

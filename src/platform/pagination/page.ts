@@ -1,4 +1,4 @@
-import { type Static, Type } from '@sinclair/typebox';
+import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { Problem } from '../http/problem.js';
 import {
   type CursorCodec,
@@ -43,6 +43,11 @@ export const PageInfoSchema = Type.Object(
 );
 
 export type PageInfo = Static<typeof PageInfoSchema>;
+
+/** The body of a list route: `data` holds the items, `meta.pageInfo` the way on. */
+export function Page<T extends TSchema>(item: T) {
+  return Type.Object({ data: Type.Array(item), meta: Type.Object({ pageInfo: PageInfoSchema }) });
+}
 
 export interface PageRequest {
   limit: number;
@@ -92,6 +97,13 @@ export interface KeysetPosition {
   id: string;
 }
 
+/** What a keyset page asks its repository for: `limit` rows (and one more) after `after`. */
+export interface KeysetWindow {
+  limit: number;
+  /** The last row of the previous page; absent on the first page. */
+  after?: KeysetPosition;
+}
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
@@ -104,7 +116,7 @@ export async function keysetPage<R>(
   codec: CursorCodec,
   scope: CursorScope,
   query: PageQuery,
-  fetch: (limit: number, after: KeysetPosition | undefined) => Promise<R[]>,
+  fetch: (window: KeysetWindow) => Promise<R[]>,
   positionOf: (row: R) => Date,
   idOf: (row: R) => string = (row) => (row as { id: string }).id,
 ): Promise<{ items: R[]; pageInfo: PageInfo }> {
@@ -119,7 +131,10 @@ export async function keysetPage<R>(
   ) {
     throw new Problem('collection.cursor_invalid');
   }
-  const rows = await fetch(req.limit, after ? { t: after.t as string, id: after.id as string } : undefined);
+  const rows = await fetch({
+    limit: req.limit,
+    after: after ? { t: after.t as string, id: after.id as string } : undefined,
+  });
   return buildPage(
     rows,
     req.limit,
