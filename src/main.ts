@@ -26,7 +26,13 @@ try {
   fail(`cannot open or migrate the database: ${(err as { code?: string }).code ?? (err as Error).name}`);
 }
 
-const { app } = await buildApp({ config, database });
+let app: Awaited<ReturnType<typeof buildApp>>['app'];
+try {
+  ({ app } = await buildApp({ config, database }));
+} catch (err) {
+  if (err instanceof ConfigError) fail(err.message);
+  throw err;
+}
 let stopping = false;
 async function shutdown(signal: string) {
   if (stopping) return;

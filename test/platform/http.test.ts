@@ -93,6 +93,18 @@ function expectProblem(
   return body;
 }
 
+describe('caching', () => {
+  it('marks every /api answer no-store: a success, a refusal and an unknown route', async () => {
+    const answers = [
+      await t.app.inject({ method: 'GET', url: '/api/v1/_test/query' }),
+      await t.app.inject({ method: 'GET', url: '/api/v1/_test/query?limit=abc' }),
+      await t.app.inject({ method: 'GET', url: '/api/v1/no-such-route' }),
+    ];
+    expect(answers.map((r) => r.statusCode)).toEqual([200, 400, 404]);
+    for (const r of answers) expect(r.headers['cache-control']).toBe('no-store');
+  });
+});
+
 describe('unknown routes and versioning', () => {
   const paths = [
     '/nope',

@@ -200,6 +200,23 @@ describe('POST /sign-ins, provider path', () => {
     expect(t.logs()).not.toContain('not-a-token');
   });
 
+  it('takes a token for several audiences only when it was issued to us (azp)', async () => {
+    const other = 'another-client';
+    // Issued to another client that merely lists us: the identical 401.
+    for (const opts of [{ aud: [AUDIENCE, other] }, { aud: [AUDIENCE, other], azp: other }, { azp: other }]) {
+      const res = await providerSignIn(t.app, await freshToken(t.app, sink, t.clock, opts));
+      expect({ status: res.statusCode, body: res.json() }, JSON.stringify(opts)).toEqual({
+        status: 401,
+        body: SIGN_IN_REFUSED,
+      });
+    }
+    // Several audiences with azp naming us, and a single audience with a matching azp, are ours.
+    for (const opts of [{ aud: [AUDIENCE, other], azp: AUDIENCE }, { azp: AUDIENCE }]) {
+      const res = await providerSignIn(t.app, await freshToken(t.app, sink, t.clock, opts));
+      expect(res.statusCode, JSON.stringify(opts)).toBe(201);
+    }
+  });
+
   it('refuses an expired, a spent and a replayed nonce identically', async () => {
     const baseline = shape(await providerSignIn(t.app, 'x.y.z'));
 

@@ -93,7 +93,9 @@ export interface TokenOptions {
   sub?: string;
   nonce?: string | null;
   iss?: string;
-  aud?: string;
+  aud?: string | string[];
+  /** The authorized party claim, when the token should carry one. */
+  azp?: string;
   /** Seconds relative to the test clock. */
   iatOffset?: number;
   expOffset?: number;
@@ -111,6 +113,7 @@ export async function idToken(
   const now = Math.floor(clock.now().getTime() / 1000);
   const claims: Record<string, unknown> = {};
   if (opts.nonce !== null && opts.nonce !== undefined) claims.nonce = opts.nonce;
+  if (opts.azp !== undefined) claims.azp = opts.azp;
   return new SignJWT(claims)
     .setProtectedHeader({ alg: opts.alg ?? 'RS256', kid: key.kid, typ: 'JWT' })
     .setIssuer(opts.iss ?? ISSUER)

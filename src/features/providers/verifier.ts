@@ -115,7 +115,8 @@ export class ProviderVerifier {
 
   /**
    * The proof, or null for every failure alike: unknown provider, bad signature, unknown key,
-   * wrong issuer or audience, expired, missing subject or a nonce claim that is not a hex SHA-256.
+   * wrong issuer or audience, several audiences without us as `azp`, expired, missing subject or a
+   * nonce claim that is not a hex SHA-256.
    * Never throws and never logs the token.
    */
   async verify(providerName: string, idToken: string): Promise<ProviderProof | null> {
@@ -131,6 +132,11 @@ export class ProviderVerifier {
       });
       const nonce = (payload as { nonce?: unknown }).nonce;
       const subject = payload.sub;
+      // OIDC Core 3.1.3.7: a token for several audiences names the party it was issued to (azp),
+      // which must be us; a token issued to another client that merely lists us is refused.
+      const azp = (payload as { azp?: unknown }).azp;
+      const audiences = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
+      if ((audiences.length > 1 || azp !== undefined) && azp !== provider.config.audience) return null;
       if (typeof nonce !== 'string' || !NONCE_HASH.test(nonce)) return null;
       if (typeof subject !== 'string' || subject.length === 0 || subject.length > MAX_SUBJECT) return null;
       return { provider: providerName, subject, nonceHash: nonce };

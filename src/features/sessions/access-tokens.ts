@@ -9,7 +9,7 @@ import {
   jwtVerify,
   SignJWT,
 } from 'jose';
-import type { Config } from '../../config.js';
+import { type Config, ConfigError } from '../../config.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Sealer } from '../../platform/crypto/seal.js';
 import type { Db } from '../../platform/db/database.js';
@@ -82,7 +82,17 @@ export class AccessTokens {
     });
     const keys: SigningKey[] = [];
     for (const row of rows) {
-      const jwk = JSON.parse(sealer.open(row.sealed_private_jwk, `signing-key:${row.kid}`)) as JWK;
+      let opened: string;
+      try {
+        opened = sealer.open(row.sealed_private_jwk, `signing-key:${row.kid}`);
+      } catch {
+        // AES-GCM refuses another key's seal: start-up stops with one line (main.ts), no stack.
+        throw new ConfigError(
+          'SECRETS_KEY',
+          'does not open the signing keys stored in the database: it is not the key they were sealed with',
+        );
+      }
+      const jwk = JSON.parse(opened) as JWK;
       const pair = await importPair(jwk);
       keys.push({ kid: row.kid, ...pair, publicJwk: { ...pair.publicJwk, kid: row.kid } });
     }

@@ -6,7 +6,7 @@ import { Problem } from './problem.js';
  * Every answer names its attempt with the server's own X-Request-Id (a client-supplied one is
  * never echoed), and a shutdown drains: once close() begins, a request still reaching the server
  * on a busy keep-alive connection is refused as a retryable 503, and every answer sent while
- * draining closes its connection.
+ * draining closes its connection. No /api answer may be stored by a cache.
  */
 export function installRequestLifecycle(app: FastifyInstance): void {
   let draining = false;
@@ -16,8 +16,11 @@ export function installRequestLifecycle(app: FastifyInstance): void {
   // Node keeps a keep-alive connection whose request was in flight at server.close() open after
   // the answer, idle until the keep-alive timeout, which would hold the shutdown past its deadline
   // (exit 1 instead of 0).
-  app.addHook('onSend', async (_request, reply, payload) => {
+  app.addHook('onSend', async (request, reply, payload) => {
     if (draining) reply.header('connection', 'close');
+    // Grants, elevations, enrolment secrets and recovery codes must never sit in a shared or
+    // browser cache: no /api answer is stored (a client still revalidates its own copy by ETag).
+    if (request.url.startsWith('/api/')) reply.header('cache-control', 'no-store');
     return payload;
   });
   app.addHook('onRequest', async (request, reply) => {

@@ -25,6 +25,22 @@ export function makeAjv(coerce: boolean, verbose = false) {
     strict: false,
   });
   addFormats.default(ajv, ['uuid', 'date-time', 'email', 'uri']);
+  // IdInput (schemas.ts): the validated text replaces itself with its lower-case form.
+  ajv.addKeyword({
+    keyword: 'x-lower-case',
+    type: 'string',
+    modifying: true,
+    schemaType: 'boolean',
+    compile:
+      (on: boolean) =>
+      (
+        data: string,
+        where?: { parentData: Record<string, unknown>; parentDataProperty: string | number },
+      ) => {
+        if (on && where) where.parentData[where.parentDataProperty] = data.toLowerCase();
+        return true;
+      },
+  });
   return ajv;
 }
 
