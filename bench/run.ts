@@ -98,6 +98,7 @@ async function main() {
   const password = 'bench password that is long enough';
   const serviceEnv = {
     NODE_ENV: 'production',
+    PUBLIC_ORIGIN: 'https://id.bench.example',
     SECRETS_KEY: randomBytes(32).toString('base64'),
     DATABASE_URL: dbUrl,
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',

@@ -73,7 +73,9 @@ export async function buildApp(opts: BuildOptions): Promise<{ app: FastifyInstan
     requestIdHeader: false,
     bodyLimit: BODY_LIMIT,
     // Fastify accepts a hop count here; its types only list the other forms.
-    trustProxy: (config.trustProxy === false ? false : config.trustProxy) as unknown as boolean,
+    // A list of proxy addresses or ranges (proxy-addr); never a hop count, which Fastify 5 reads
+    // as "trust nothing".
+    trustProxy: config.trustProxy,
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
     // Draining is answered below as Problem Details: Fastify's own 503 is a bare JSON object

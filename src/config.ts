@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { deriveKey, loadOrCreateDevKey } from './platform/crypto/keys.js';
+import { proxyList } from './platform/rate-limit/address.js';
 
 /** A configuration error names the variable; start-up prints its message alone and exits 1. */
 export class ConfigError extends Error {
@@ -50,8 +51,11 @@ export interface Config {
     sendsAMessage: RateLimitSetting;
     answersAChallenge: RateLimitSetting;
     provesAPassword: RateLimitSetting;
+    /** Per-subject guess budgets (RATE_LIMIT_GUESSES). */
+    guesses: { free: number; maxDelaySeconds: number };
   };
-  trustProxy: number | false;
+  /** Proxies whose X-Forwarded-For is honoured (addresses or CIDR ranges); false: none. */
+  trustProxy: string[] | false;
   logLevel: string;
   /** Lifetimes in seconds (contract section 5). */
   lifetimes: {
@@ -162,6 +166,7 @@ const FORMATS: Record<string, (value: string) => boolean> = {
     return bytes.length === 32 && bytes.toString('base64').replace(/=+$/, '') === v.replace(/=+$/, '');
   },
   'at-least-32-bytes': (v) => Buffer.byteLength(v, 'utf8') >= 32,
+  'proxy-list': (v) => proxyList(v) !== null,
   'private-ed25519-jwk': jsonText(PrivateEd25519Jwk),
   'identity-providers': jsonText(Type.Array(IdentityProvider), (list: IdentityProviderConfig[]) => {
     return new Set(list.map((p) => p.name)).size === list.length;
@@ -232,11 +237,17 @@ const Environment = Type.Object(
     RATE_LIMIT_SENDS_A_MESSAGE: rate('5/900'),
     RATE_LIMIT_ANSWERS_A_CHALLENGE: rate('10/60'),
     RATE_LIMIT_PROVES_A_PASSWORD: rate('10/60'),
-    TRUST_PROXY: Type.String({
-      default: 'off',
-      pattern: '^(off|false|[1-9]|1[0-6])$',
-      refusal: 'must be off or an integer from 1 to 16',
+    // Default: ten free failures, then 1, 2, 4 ... seconds up to eight hours between attempts (the
+    // bound this keeps on guessing an authenticator code is in docs/security.md).
+    RATE_LIMIT_GUESSES: Type.String({
+      default: `10/${8 * 3600}`,
+      pattern: '^0*[1-9][0-9]{1,8}/0*[1-9][0-9]{0,8}$',
+      refusal: 'must be <free failures>/<longest delay in seconds> with at least 10 free failures',
     }),
+    TRUST_PROXY: formatted(
+      'proxy-list',
+      'must be a comma-separated list of proxy addresses or CIDR ranges (a hop count or true is not accepted)',
+    ),
     LOG_LEVEL: oneOf('info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     ACCESS_TOKEN_TTL: integer(900, 60, 86400),
     SESSION_TTL: integer(30 * 86400, 300, 365 * 86400),
@@ -251,14 +262,16 @@ const Environment = Type.Object(
     NOTIFY_TIMEOUT_MS: integer(10000, 100, 120000),
   },
   {
-    // Production refuses to start without its own root secret or below the OWASP Argon2id floor.
+    // Production refuses to start without its own root secret, without its public origin (the
+    // tokens' iss and aud, which every instance must share), or below the OWASP Argon2id floor.
     if: { type: 'object', required: ['NODE_ENV'], properties: { NODE_ENV: { const: 'production' } } },
     then: {
       type: 'object',
-      required: ['SECRETS_KEY'],
+      required: ['SECRETS_KEY', 'PUBLIC_ORIGIN'],
       refusal: 'is required in production',
       properties: {
         SECRETS_KEY: { type: 'string' },
+        PUBLIC_ORIGIN: { type: 'string' },
         ARGON2_MEMORY_KIB: {
           type: 'integer',
           minimum: ARGON2_PRODUCTION_FLOOR_KIB,
@@ -307,6 +320,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const production = e.NODE_ENV === 'production';
   const dataDir = resolve(e.DATA_DIR);
   const secretsKey = e.SECRETS_KEY ? Buffer.from(e.SECRETS_KEY, 'base64') : loadOrCreateDevKey(dataDir);
+  const guesses = rateOf(e.RATE_LIMIT_GUESSES);
   const ownOrigin = `http://${e.HOST.includes(':') ? `[${e.HOST}]` : e.HOST}:${e.PORT}`;
 
   const config: Config = {
@@ -338,8 +352,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       sendsAMessage: rateOf(e.RATE_LIMIT_SENDS_A_MESSAGE),
       answersAChallenge: rateOf(e.RATE_LIMIT_ANSWERS_A_CHALLENGE),
       provesAPassword: rateOf(e.RATE_LIMIT_PROVES_A_PASSWORD),
+      guesses: { free: guesses.max, maxDelaySeconds: guesses.windowSeconds },
     },
-    trustProxy: /^\d+$/.test(e.TRUST_PROXY) ? Number(e.TRUST_PROXY) : false,
+    trustProxy: (e.TRUST_PROXY && proxyList(e.TRUST_PROXY)) || false,
     logLevel: e.LOG_LEVEL,
     lifetimes: {
       accessToken: e.ACCESS_TOKEN_TTL,

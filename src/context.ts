@@ -18,6 +18,7 @@ import type { Database } from './platform/db/database.js';
 import type { AuthDeps } from './platform/http/auth.js';
 import { createNotifier, type Notifier } from './platform/notify/notifier.js';
 import { CursorCodec } from './platform/pagination/cursor.js';
+import { GuessBudgets, MessageLimits } from './platform/rate-limit/guess-budget.js';
 
 /**
  * What every feature plugin is handed: the collaborators shared by several features, each built
@@ -35,6 +36,10 @@ export interface AppContext {
   lock: AccountLock;
   /** Issues and answers every out-of-band and step-up challenge. */
   challenges: ChallengeFlow;
+  /** Per-subject guess budgets (RATE_LIMIT_GUESSES). */
+  guesses: GuessBudgets;
+  /** Messages per identity and per address where the interface counts them (SENDS_A_MESSAGE). */
+  messages: MessageLimits;
   notifier: Notifier;
   /** Keyed hashes of out-of-band codes. */
   codes: CodeHasher;
@@ -61,6 +66,12 @@ export async function createContext(
   // Each purpose gets its own key derived from SECRETS_KEY, so no key serves two algorithms.
   const audit = new AuditLog(deriveKey(config.secretsKey, 'audit-seal'), clock);
   const lock = new AccountLock(audit, clock, config.lifetimes.lock);
+  const guesses = new GuessBudgets(
+    database.db,
+    clock,
+    deriveKey(config.secretsKey, 'guess-budgets'),
+    config.rateLimits.guesses,
+  );
   const notifier = createNotifier({
     production: config.production,
     dataDir: config.dataDir,
@@ -94,6 +105,14 @@ export async function createContext(
         lifetime: config.lifetimes.challenge,
       },
       notifier,
+      guesses,
+    ),
+    guesses,
+    messages: new MessageLimits(
+      database.db,
+      clock,
+      deriveKey(config.secretsKey, 'guess-budgets'),
+      config.rateLimits.sendsAMessage,
     ),
     notifier,
     codes,

@@ -43,6 +43,7 @@ export function testEnv(extra: Record<string, string> = {}): Record<string, stri
     RATE_LIMIT_SENDS_A_MESSAGE: '1000/60',
     RATE_LIMIT_ANSWERS_A_CHALLENGE: '1000/60',
     RATE_LIMIT_PROVES_A_PASSWORD: '1000/60',
+    RATE_LIMIT_GUESSES: '1000/1',
     ...extra,
   };
 }

@@ -1,21 +1,38 @@
+import { Secret, TOTP } from 'otpauth';
 import type { TestApp } from './app.js';
 import { bearer, createPerson, type Grant, type Person, signIn } from './identities.js';
 import { messagesTo, waitForCode } from './outbox.js';
 
+export interface Authenticator {
+  secret: string;
+  policy: { algorithm: string; digits: number; period: number };
+}
+
 /**
- * An elevation through the real step-up routes: channel `identifier` sends a code to the identity's
- * first verified identifier (the development outbox), which is read back and confirmed.
+ * An elevation through the real step-up routes. Without an authenticator, channel `identifier`
+ * sends a code to the identity's first verified identifier (the development outbox), which is read
+ * back and confirmed. An identity holding a verified factor must prove it (contract 3): pass its
+ * `authenticator`; the clock then moves one period on, so the next code computed is unused.
  */
-export async function elevate(t: TestApp, accessToken: string, firstIdentifier: string): Promise<string> {
+export async function elevate(
+  t: TestApp,
+  accessToken: string,
+  firstIdentifier: string,
+  authenticator?: Authenticator,
+): Promise<string> {
   const before = messagesTo(t.config.dataDir, firstIdentifier).length;
   const start = await t.app.inject({
     method: 'POST',
     url: '/api/v1/step-ups',
     headers: bearer(accessToken),
-    payload: { channel: 'identifier' },
+    payload: { channel: authenticator ? 'second_factor' : 'identifier' },
   });
   if (start.statusCode !== 201) throw new Error(`step-up start failed: ${start.statusCode} ${start.body}`);
-  const code = await waitForCode(t.config.dataDir, firstIdentifier, before + 1);
+  const code = authenticator
+    ? new TOTP({ secret: Secret.fromBase32(authenticator.secret), ...authenticator.policy }).generate({
+        timestamp: t.clock.now().getTime(),
+      })
+    : await waitForCode(t.config.dataDir, firstIdentifier, before + 1);
   const confirm = await t.app.inject({
     method: 'POST',
     url: '/api/v1/step-ups/confirmations',
@@ -24,6 +41,7 @@ export async function elevate(t: TestApp, accessToken: string, firstIdentifier: 
   });
   if (confirm.statusCode !== 201)
     throw new Error(`step-up confirm failed: ${confirm.statusCode} ${confirm.body}`);
+  if (authenticator) t.clock.advance(authenticator.policy.period);
   return confirm.json().data.elevationToken;
 }
 

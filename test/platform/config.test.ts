@@ -19,7 +19,12 @@ const INVALID: Array<[string, Record<string, string>, string]> = [
   ['CORS wildcard subdomain', { CORS_ORIGINS: 'https://*.example.com' }, 'CORS_ORIGINS'],
   ['CORS origin with a query', { CORS_ORIGINS: 'https://a.example?x=1' }, 'CORS_ORIGINS'],
   ['CORS relative entry', { CORS_ORIGINS: 'https://ok.example,a.example' }, 'CORS_ORIGINS'],
-  ['production without SECRETS_KEY', { NODE_ENV: 'production', SECRETS_KEY: '' }, 'SECRETS_KEY'],
+  [
+    'production without SECRETS_KEY',
+    { NODE_ENV: 'production', SECRETS_KEY: '', PUBLIC_ORIGIN: 'https://id.example' },
+    'SECRETS_KEY',
+  ],
+  ['production without PUBLIC_ORIGIN', { NODE_ENV: 'production' }, 'PUBLIC_ORIGIN'],
   ['SECRETS_KEY too short', { SECRETS_KEY: 'short' }, 'SECRETS_KEY'],
   ['SECRETS_KEY of 16 bytes', { SECRETS_KEY: randomBytes(16).toString('base64') }, 'SECRETS_KEY'],
   ['VERIFICATION_CODE_LENGTH below 6', { VERIFICATION_CODE_LENGTH: '5' }, 'VERIFICATION_CODE_LENGTH'],
@@ -38,7 +43,7 @@ const INVALID: Array<[string, Record<string, string>, string]> = [
   ['PUBLIC_ORIGIN with a path', { PUBLIC_ORIGIN: 'https://id.example/x' }, 'PUBLIC_ORIGIN'],
   [
     'production below the Argon2id floor',
-    { NODE_ENV: 'production', ARGON2_MEMORY_KIB: '19455' },
+    { NODE_ENV: 'production', PUBLIC_ORIGIN: 'https://id.example', ARGON2_MEMORY_KIB: '19455' },
     'ARGON2_MEMORY_KIB',
   ],
   [
@@ -55,7 +60,11 @@ const INVALID: Array<[string, Record<string, string>, string]> = [
     { ACCESS_TOKEN_SIGNING_KEY: '{"kty":"RSA","d":"x"}' },
     'ACCESS_TOKEN_SIGNING_KEY',
   ],
-  ['TRUST_PROXY above 16 hops', { TRUST_PROXY: '17' }, 'TRUST_PROXY'],
+  ['TRUST_PROXY as a hop count', { TRUST_PROXY: '1' }, 'TRUST_PROXY'],
+  ['TRUST_PROXY as true', { TRUST_PROXY: 'true' }, 'TRUST_PROXY'],
+  ['TRUST_PROXY with a bad range', { TRUST_PROXY: '10.0.0.0/8,10.0.0.0/33' }, 'TRUST_PROXY'],
+  ['TRUST_PROXY with a name', { TRUST_PROXY: 'loadbalancer' }, 'TRUST_PROXY'],
+  ['RATE_LIMIT_GUESSES below ten free failures', { RATE_LIMIT_GUESSES: '9/3600' }, 'RATE_LIMIT_GUESSES'],
   ['CURSOR_KEY_ID with a space', { CURSOR_KEY_ID: 'k 1' }, 'CURSOR_KEY_ID'],
   ['CURSOR_SIGNING_KEY under 32 bytes', { CURSOR_SIGNING_KEY: 'x'.repeat(31) }, 'CURSOR_SIGNING_KEY'],
   ['ARGON2_CONCURRENCY of zero', { ARGON2_CONCURRENCY: '0' }, 'ARGON2_CONCURRENCY'],
@@ -67,6 +76,8 @@ const INVALID: Array<[string, Record<string, string>, string]> = [
 
 // One process per class of variable (each start costs about a second of CPU).
 const SPAWNED = new Set([
+  'TRUST_PROXY as a hop count',
+  'production without PUBLIC_ORIGIN',
   'PORT not a number',
   'CORS origin with a path',
   'CORS wildcard',
@@ -113,6 +124,7 @@ describe('loadConfig', () => {
       sendsAMessage: { max: 5, windowSeconds: 900 },
       answersAChallenge: { max: 10, windowSeconds: 60 },
       provesAPassword: { max: 10, windowSeconds: 60 },
+      guesses: { free: 10, maxDelaySeconds: 28800 },
     });
     expect(c.trustProxy).toBe(false);
     expect(c.logLevel).toBe('info');
@@ -149,7 +161,7 @@ describe('loadConfig', () => {
       VERIFICATION_CODE_LENGTH: '12',
       TOTP_ALGORITHM: 'SHA256',
       RATE_LIMIT_PROVES_A_PASSWORD: '3/30',
-      TRUST_PROXY: '1',
+      TRUST_PROXY: '10.0.0.0/8, 192.0.2.7,2001:db8::/32',
       LOG_LEVEL: 'warn',
     });
     expect(c.host).toBe('0.0.0.0');
@@ -164,14 +176,20 @@ describe('loadConfig', () => {
     expect(c.verificationCodeLength).toBe(12);
     expect(c.totpAlgorithm).toBe('SHA256');
     expect(c.rateLimits.provesAPassword).toEqual({ max: 3, windowSeconds: 30 });
-    expect(c.trustProxy).toBe(1);
+    expect(c.trustProxy).toEqual(['10.0.0.0/8', '192.0.2.7', '2001:db8::/32']);
     expect(c.logLevel).toBe('warn');
     expect(loadConfig({ SECRETS_KEY: key(), DATABASE_URL: 'memory://' }).databaseUrl).toBe('memory://');
   });
 
-  it('production with a SECRETS_KEY starts', () => {
-    const c = loadConfig({ NODE_ENV: 'production', SECRETS_KEY: key(), DATA_DIR: tmp() });
+  it('production with a SECRETS_KEY and a PUBLIC_ORIGIN starts', () => {
+    const c = loadConfig({
+      NODE_ENV: 'production',
+      SECRETS_KEY: key(),
+      PUBLIC_ORIGIN: 'https://id.example',
+      DATA_DIR: tmp(),
+    });
     expect(c.production).toBe(true);
+    expect(c.publicOrigin).toBe('https://id.example');
   });
 
   it.each(INVALID)('refuses %s, naming the variable', (_name, env, variable) => {

@@ -154,7 +154,10 @@ describe('wrong guesses crossing the lock threshold at once', () => {
     ];
     for (let round = 0; round < ROUNDS; round++) {
       const { person, grant, factor } = await personWithFactor(t);
-      const headers = elevated(grant.accessToken, await elevate(t, grant.accessToken, person.email));
+      const headers = elevated(
+        grant.accessToken,
+        await elevate(t, grant.accessToken, person.email, { secret: factor.secret, policy: DEFAULT_POLICY }),
+      );
       const address = uniqueEmail(`race9-${round}`);
       expect(
         (await addMethod(t.app, headers, { identifierType: 'email', identifier: address })).statusCode,

@@ -79,8 +79,11 @@ describe('two simultaneous completions of one ticket', () => {
 
   it(`with two different recovery codes: exactly one session, only the winner's code used (${ROUNDS} rounds)`, async () => {
     for (let round = 0; round < ROUNDS; round++) {
-      const { person, grant } = await personWithFactor(t);
-      const elevation = await elevate(t, grant.accessToken, person.email);
+      const { person, grant, factor } = await personWithFactor(t);
+      const elevation = await elevate(t, grant.accessToken, person.email, {
+        secret: factor.secret,
+        policy: DEFAULT_POLICY,
+      });
       const issued = await post(t.app, '/recovery-codes', { token: grant.accessToken, elevation });
       expect(issued.statusCode, issued.body).toBe(201);
       const codes = issued.json().data.recoveryCodes as string[];

@@ -459,7 +459,9 @@ describe('configured code formats', () => {
 
 describe('no channel for the identifier', () => {
   it('production without SMTP or SMS answers 422 identity.identifier_channel_unavailable and writes nothing', async () => {
-    const t = await createTestApp({ env: { NODE_ENV: 'production', ARGON2_MEMORY_KIB: '19456' } });
+    const t = await createTestApp({
+      env: { NODE_ENV: 'production', PUBLIC_ORIGIN: 'https://id.example', ARGON2_MEMORY_KIB: '19456' },
+    });
     try {
       expect(t.config.production).toBe(true);
       expect(t.config.smtpUrl).toBeUndefined();

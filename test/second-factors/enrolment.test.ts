@@ -174,8 +174,12 @@ describe('GET /second-factors', () => {
   it('pages newest first with signed cursors and exactly the four fields', async () => {
     const person = await createPerson(t.ctx);
     const grant = await signIn(t.app, person);
-    const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push((await enrolVerified(t, person, grant, DEFAULT_POLICY, `f${i}`)).id);
+    const factors: Factor[] = [];
+    for (let i = 0; i < 3; i++) {
+      const held = factors.length > 0 ? { factor: factors[0], policy: DEFAULT_POLICY } : undefined;
+      factors.push(await enrolVerified(t, person, grant, DEFAULT_POLICY, `f${i}`, held));
+    }
+    const ids = factors.map((f) => f.id);
     const first = await get(t.app, '/second-factors?limit=2', grant.accessToken);
     expect(first.statusCode).toBe(200);
     const body = first.json();
@@ -225,7 +229,10 @@ describe('GET /second-factors', () => {
 describe('POST /second-factors/{id}/removals', () => {
   it('removes a verified factor (audited), down to zero; unknown, foreign, pending and removed ids are the identical 404', async () => {
     const { person, grant, factor } = await personWithFactor(t);
-    const elevation = await elevate(t, grant.accessToken, person.email);
+    const elevation = await elevate(t, grant.accessToken, person.email, {
+      secret: factor.secret,
+      policy: DEFAULT_POLICY,
+    });
     const remove = (id: string) =>
       post(t.app, `/second-factors/${id}/removals`, { token: grant.accessToken, elevation });
 
@@ -250,9 +257,36 @@ describe('POST /second-factors/{id}/removals', () => {
     expect(again.kind).toBe('session');
   });
 
+  it('takes an id in upper case as the same id, and refuses a urn:uuid or braced form with 400', async () => {
+    const { person, grant, factor } = await personWithFactor(t);
+    const elevation = await elevate(t, grant.accessToken, person.email, {
+      secret: factor.secret,
+      policy: DEFAULT_POLICY,
+    });
+    const remove = (id: string) =>
+      post(t.app, `/second-factors/${encodeURIComponent(id)}/removals`, {
+        token: grant.accessToken,
+        elevation,
+      });
+    for (const bad of [`urn:uuid:${factor.id}`, `{${factor.id}}`, factor.id.replaceAll('-', '')]) {
+      const res = await remove(bad);
+      expect({ bad, status: res.statusCode, code: res.json().code }).toEqual({
+        bad,
+        status: 400,
+        code: 'validation.failed',
+      });
+    }
+    const ok = await remove(factor.id.toUpperCase());
+    expect(ok.statusCode, ok.body).toBe(204);
+    expect((await get(t.app, '/second-factors', grant.accessToken)).json().data).toEqual([]);
+  });
+
   it('refuses a non-UUID id with 400 and requires a session and an elevation', async () => {
-    const { person, grant } = await personWithFactor(t);
-    const elevation = await elevate(t, grant.accessToken, person.email);
+    const { person, grant, factor } = await personWithFactor(t);
+    const elevation = await elevate(t, grant.accessToken, person.email, {
+      secret: factor.secret,
+      policy: DEFAULT_POLICY,
+    });
     const bad = await post(t.app, '/second-factors/not-a-uuid/removals', {
       token: grant.accessToken,
       elevation,
@@ -342,7 +376,16 @@ describe('TOTP policy', () => {
         expect(ok.statusCode, ok.body).toBe(201);
         // A factor enrolled now carries the new policy; both coexist.
         const session = ok.json().data.accessToken as string;
-        const newer = await enrolVerified(second, person, { ...grant, accessToken: session }, WIDE_POLICY);
+        // The step-up below proves the factor with a code of a step not yet used.
+        clock.advance(DEFAULT_POLICY.period);
+        const newer = await enrolVerified(
+          second,
+          person,
+          { ...grant, accessToken: session },
+          WIDE_POLICY,
+          undefined,
+          { factor, policy: DEFAULT_POLICY },
+        );
         expect(new URL(newer.otpauthUri).searchParams.get('digits')).toBe('8');
         const list = await get(second.app, '/second-factors', session);
         expect(list.json().data).toHaveLength(2);

@@ -70,7 +70,8 @@ export interface Factor {
 
 /**
  * Enrols and confirms a factor, then moves the clock one period on so the next code the test
- * computes belongs to a step that was never used.
+ * computes belongs to a step that was never used. A person who already holds a factor steps up
+ * with it (`held`): the identifier channel is refused to them (contract 3).
  */
 export async function enrolVerified(
   t: TestApp,
@@ -78,8 +79,10 @@ export async function enrolVerified(
   grant: Grant,
   policy: Policy,
   label?: string,
+  held?: { factor: Factor; policy: Policy },
 ) {
-  const elevation = await elevate(t, grant.accessToken, person.email);
+  const authenticator = held && { secret: held.factor.secret, policy: held.policy };
+  const elevation = await elevate(t, grant.accessToken, person.email, authenticator);
   const res = await post(t.app, '/second-factors', {
     token: grant.accessToken,
     elevation,

@@ -51,8 +51,11 @@ describe('races on the PostgreSQL server', () => {
   });
 
   it('two simultaneous completions with one recovery code on two tickets: one session', async () => {
-    const { person, grant } = await personWithFactor(t);
-    const elevation = await elevate(t, grant.accessToken, person.email);
+    const { person, grant, factor } = await personWithFactor(t);
+    const elevation = await elevate(t, grant.accessToken, person.email, {
+      secret: factor.secret,
+      policy: DEFAULT_POLICY,
+    });
     const codes = (await post(t.app, '/recovery-codes', { token: grant.accessToken, elevation })).json().data
       .recoveryCodes as string[];
     for (let round = 0; round < ROUNDS; round++) {

@@ -26,8 +26,14 @@ afterAll(async () => {
   await t.close();
 });
 
-async function issueCodes(person: { email: string }, accessToken: string): Promise<string[]> {
-  const elevation = await elevate(t, accessToken, person.email);
+async function issueCodes(
+  person: { email: string },
+  accessToken: string,
+  factor?: { secret: string },
+): Promise<string[]> {
+  // Holding a factor, the step-up must prove it (contract 3).
+  const authenticator = factor && { secret: factor.secret, policy: DEFAULT_POLICY };
+  const elevation = await elevate(t, accessToken, person.email, authenticator);
   const res = await post(t.app, '/recovery-codes', { token: accessToken, elevation });
   expect(res.statusCode, res.body).toBe(201);
   return res.json().data.recoveryCodes as string[];
@@ -98,9 +104,9 @@ describe('POST /sign-ins/second-factors', () => {
   it('answers the identical 401 for every failed completion', async () => {
     const { person, factor, grant } = await personWithFactor(t);
     const stranger = await personWithFactor(t);
-    const strangerCodes = await issueCodes(stranger.person, stranger.grant.accessToken);
+    const strangerCodes = await issueCodes(stranger.person, stranger.grant.accessToken, stranger.factor);
     // The helper's session was opened before the factor existed, so it is still a plain session.
-    const codes = await issueCodes(person, grant.accessToken);
+    const codes = await issueCodes(person, grant.accessToken, factor);
     const now = () => t.clock.now();
     const refusals = [];
 
@@ -179,7 +185,7 @@ describe('POST /sign-ins/second-factors', () => {
       }),
     );
     // Revoked recovery code (its batch was replaced).
-    await issueCodes(person, grant.accessToken);
+    await issueCodes(person, grant.accessToken, factor);
     refusals.push(
       await completeSignIn(t.app, {
         secondFactorTicket: await ticketFor(t.app, person),
@@ -327,8 +333,8 @@ describe('recovery codes', () => {
   });
 
   it('accepts a code in either case and without hyphens at the second step, and counts it down', async () => {
-    const { person, grant } = await personWithFactor(t);
-    const codes = await issueCodes(person, grant.accessToken);
+    const { person, grant, factor } = await personWithFactor(t);
+    const codes = await issueCodes(person, grant.accessToken, factor);
     const forms = [
       codes[0].toLowerCase(),
       codes[1].replace(/-/g, ''),
@@ -353,8 +359,8 @@ describe('recovery codes', () => {
   });
 
   it('reports no issuedAt once every code is used, and replaces the live batch on reissue', async () => {
-    const { person, grant } = await personWithFactor(t);
-    const codes = await issueCodes(person, grant.accessToken);
+    const { person, grant, factor } = await personWithFactor(t);
+    const codes = await issueCodes(person, grant.accessToken, factor);
     for (const recoveryCode of codes) {
       const res = await completeSignIn(t.app, {
         secondFactorTicket: await ticketFor(t.app, person),
@@ -366,7 +372,7 @@ describe('recovery codes', () => {
       data: { remaining: 0 },
     });
     t.clock.advance(60);
-    const next = await issueCodes(person, grant.accessToken);
+    const next = await issueCodes(person, grant.accessToken, factor);
     const status = (await get(t.app, '/recovery-codes', grant.accessToken)).json().data;
     expect(status).toEqual({ remaining: 10, issuedAt: t.clock.now().toISOString() });
     // Used codes keep their used state; the new batch replaces, it does not add.
@@ -375,7 +381,7 @@ describe('recovery codes', () => {
              count(*) FILTER (WHERE used_at IS NULL AND revoked_at IS NULL)::int AS live
       FROM recovery_codes WHERE identity_id = ${person.identityId}`.execute(t.ctx.database.db);
     expect(counts.rows[0]).toEqual({ used: 10, live: 10 });
-    await issueCodes(person, grant.accessToken);
+    await issueCodes(person, grant.accessToken, factor);
     expect((await get(t.app, '/recovery-codes', grant.accessToken)).json().data.remaining).toBe(10);
     const stale = await completeSignIn(t.app, {
       secondFactorTicket: await ticketFor(t.app, person),

@@ -61,6 +61,27 @@ describe('POST /step-ups', () => {
     expect(new Date(elevation.elevationExpiresAt).getTime() - t.clock.now().getTime()).toBe(300_000);
   });
 
+  it('refuses a challengeId in urn:uuid form with 400 (never a 500) and takes one in upper case', async () => {
+    const person = await createPerson(t.ctx);
+    const grant = await signIn(t.app, person);
+    const res = await start(grant.accessToken, {});
+    const { challengeId } = res.json().data;
+    const code = lastOutboxCode(t.config.dataDir, person.email);
+    const confirm = (id: string) =>
+      post(t.app, '/step-ups/confirmations', {
+        token: grant.accessToken,
+        payload: { challengeId: id, code },
+      });
+    const urn = await confirm(`urn:uuid:${challengeId}`);
+    expect({ status: urn.statusCode, code: urn.json().code }).toEqual({
+      status: 400,
+      code: 'validation.failed',
+    });
+    expect(urn.body).not.toContain(challengeId);
+    const upper = await confirm(challengeId.toUpperCase());
+    expect(upper.statusCode, upper.body).toBe(201);
+  });
+
   it('defaults to the second_factor channel when a verified factor exists, sends nothing and confirms with the current code', async () => {
     const { grant, factor } = await personWithFactor(t);
     const before = outboxCount(t.config.dataDir);
@@ -76,9 +97,42 @@ describe('POST /step-ups', () => {
       },
     });
     expect(ok.statusCode, ok.body).toBe(201);
-    // The identifier channel stays available on request.
+    // Holding a factor, owning the mailbox is not enough: the identifier channel is refused and
+    // nothing is sent (contract 3).
     const byIdentifier = await start(grant.accessToken, { channel: 'identifier' });
-    expect(byIdentifier.json().data.channel).toBe('identifier');
+    expect({ status: byIdentifier.statusCode, code: byIdentifier.json().code }).toEqual({
+      status: 422,
+      code: 'identity.step_up_unavailable',
+    });
+    expect(outboxCount(t.config.dataDir)).toBe(before);
+  });
+
+  it('takes a recovery code on the recovery_code channel when a factor exists, and spends it', async () => {
+    const { person, grant, factor } = await personWithFactor(t);
+    const elevation = await elevate(t, grant.accessToken, person.email, {
+      secret: factor.secret,
+      policy: DEFAULT_POLICY,
+    });
+    const codes: string[] = (
+      await post(t.app, '/recovery-codes', { token: grant.accessToken, elevation })
+    ).json().data.recoveryCodes;
+    const res = await start(grant.accessToken, { channel: 'recovery_code' });
+    expect(res.statusCode, res.body).toBe(201);
+    expect(res.json().data.channel).toBe('recovery_code');
+    const confirm = (challengeId: string, code: string) =>
+      post(t.app, '/step-ups/confirmations', { token: grant.accessToken, payload: { challengeId, code } });
+    const ok = await confirm(res.json().data.challengeId, codes[0]);
+    expect(ok.statusCode, ok.body).toBe(201);
+    // Spent: the same code does not confirm a second step-up.
+    const again = await start(grant.accessToken, { channel: 'recovery_code' });
+    expect((await confirm(again.json().data.challengeId, codes[0])).statusCode).toBe(403);
+    // Without a factor the channel is unavailable.
+    const plain = await signIn(t.app, await createPerson(t.ctx));
+    const none = await start(plain.accessToken, { channel: 'recovery_code' });
+    expect({ status: none.statusCode, code: none.json().code }).toEqual({
+      status: 422,
+      code: 'identity.step_up_unavailable',
+    });
   });
 
   it('answers 422 identity.step_up_unavailable when the asked channel cannot be used', async () => {

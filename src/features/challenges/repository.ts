@@ -4,7 +4,7 @@ import type { Executor } from '../../platform/db/database.js';
 import type { IdentifierType, NormalisedIdentifier } from '../identities/identifier.js';
 
 export type ChallengePurpose = 'sign_up' | 'sign_in_method' | 'password_recovery' | 'step_up';
-export type StepUpChannel = 'second_factor' | 'identifier';
+export type StepUpChannel = 'second_factor' | 'identifier' | 'recovery_code';
 
 /** One row type for every purpose; the columns a purpose does not use are null (migration 0007). */
 export interface ChallengeRow {

@@ -5,6 +5,7 @@ import { type CodeHasher, generateCode, safeEqual } from '../../platform/crypto/
 import type { Db, Executor } from '../../platform/db/database.js';
 import { Problem } from '../../platform/http/problem.js';
 import { type DeliveryResult, type Notifier, verificationText } from '../../platform/notify/notifier.js';
+import type { GuessBudgets } from '../../platform/rate-limit/guess-budget.js';
 import {
   type IdentifierInput,
   type NormalisedIdentifier,
@@ -22,6 +23,7 @@ import {
   insertChallenge,
   liveChallenges,
   type NewChallenge,
+  type StepUpChannel,
   spendChallenge,
 } from './repository.js';
 
@@ -71,6 +73,11 @@ export interface OutOfBandAnswer<T> {
   /** The route name recorded with a lock failure. */
   route: string;
   /**
+   * The guess budget the attempt is charged to (guessSubject), admitted before the code is looked
+   * at; undefined when nothing can be guessed (an address that cannot hold a challenge).
+   */
+  budget: string | undefined;
+  /**
    * A failure is counted on the lock even when the owner has no live challenge (an authenticated
    * caller answering nothing is still guessing); otherwise only when something was charged.
    */
@@ -102,8 +109,11 @@ export interface StepUpAnswer {
   sessionId: string;
   code: string;
   route: string;
-  /** Proves a challenge answered by the authenticator (inside the transaction). */
-  proveWithAuthenticator: (trx: Executor, now: Date) => Promise<boolean>;
+  /**
+   * Proves a challenge with no code of its own, by its channel: the authenticator's current code or
+   * a recovery code (inside the transaction, which rolls the proof back if the spend is lost).
+   */
+  proveWithoutCode: (trx: Executor, channel: StepUpChannel, now: Date) => Promise<boolean>;
 }
 
 /**
@@ -121,6 +131,7 @@ export class ChallengeFlow {
     private readonly clock: Clock,
     private readonly settings: ChallengeSettings,
     private readonly notifier: Notifier,
+    private readonly guesses: GuessBudgets,
   ) {}
 
   /**
@@ -168,6 +179,7 @@ export class ChallengeFlow {
    * compare-and-set in the write transaction re-checks everything that read relied on.
    */
   async answer<T>(a: OutOfBandAnswer<T>): Promise<{ ok: true; value: T } | Refused> {
+    if (a.budget) await this.guesses.admit(a.budget);
     const live = a.owner ? await liveChallenges(this.db, a.purpose, a.owner, this.clock.now()) : [];
     const hash = this.codes.hash(a.code);
     const matches: ChallengeRow[] = [];
@@ -179,6 +191,7 @@ export class ChallengeFlow {
       const outcome = await this.db.transaction().execute(async (trx) => {
         // Of two answers racing with one code, only one spends it.
         if (!(await spendChallenge(trx, chosen.id, now))) return { ok: false as const };
+        if (a.budget) await this.guesses.forgive(trx, a.budget);
         return { ok: true as const, value: await a.admit(trx, chosen, now) };
       });
       return outcome;
@@ -223,7 +236,7 @@ export class ChallengeFlow {
     const proven =
       c.channel === 'identifier'
         ? safeEqual(hash, c.code_hash ?? '')
-        : await a.proveWithAuthenticator(trx, now);
+        : await a.proveWithoutCode(trx, c.channel as StepUpChannel, now);
     if (proven) return (await spendChallenge(trx, c.id, now)) ? { ok: true } : 'lost';
     if (!(await chargeChallenge(trx, c.id, now))) return { ok: false };
     return { ok: false, failure: await this.lock.recordFailure(trx, a.identityId, a.route) };

@@ -2,6 +2,7 @@ import type { AppContext } from '../../context.js';
 import { assertPasswordPolicy } from '../../platform/crypto/password-policy.js';
 import type { SessionPrincipal } from '../../platform/http/auth.js';
 import { Problem } from '../../platform/http/problem.js';
+import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { revokeChallenges } from '../challenges/repository.js';
 import { identifierOwner } from '../challenges/service.js';
 import { type IdentifierInput, normaliseIdentifier } from '../identities/identifier.js';
@@ -50,6 +51,8 @@ export class PasswordService {
       await lockCallerSession(trx, locked, sessionId);
       await setPassword(trx, identityId, newHash, now);
       const ended = await endOtherSessions(trx, principal, 'password_changed', now);
+      // The other sessions (a thief's among them) are gone: the step-up budget starts afresh.
+      await this.ctx.guesses.forgive(trx, guessSubject.session(identityId));
       await this.ctx.audit.appendOwn(trx, 'identity.password.changed', identityId, { sessionsEnded: ended });
     });
   }
@@ -112,6 +115,8 @@ export class PasswordService {
     const answer = await this.ctx.challenges.answer({
       purpose: 'password_recovery',
       ...identifierOwner(known),
+      // Charged per address whether or not an account holds it, so the answer stays the same.
+      budget: ident ? guessSubject.code('password_recovery', ident.value) : undefined,
       code: input.code,
       route: LOCK_ROUTE,
       // Hashed before the transaction, so no row lock is held during Argon2.
@@ -125,6 +130,7 @@ export class PasswordService {
         await setPassword(trx, identityId, newHash, now);
         await bumpSessionEpoch(trx, identityId);
         const ended = await revokeIdentitySessions(trx, identityId, 'password_recovered', now);
+        await this.ctx.guesses.forgive(trx, guessSubject.session(identityId));
         // After a recovery, every other recovery code of the identity is dead.
         await revokeChallenges(trx, { identityId, purpose: 'password_recovery' }, now);
         await this.ctx.audit.appendOwn(trx, 'identity.password.recovered', identityId, {

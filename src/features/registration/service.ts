@@ -3,6 +3,7 @@ import type { AppContext } from '../../context.js';
 import { assertPasswordPolicy } from '../../platform/crypto/password-policy.js';
 import { Problem } from '../../platform/http/problem.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
+import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { revokeChallenges } from '../challenges/repository.js';
 import { identifierOwner } from '../challenges/service.js';
 import { type IdentifierInput, normaliseIdentifier } from '../identities/identifier.js';
@@ -110,6 +111,7 @@ export class RegistrationService {
     const answer = await this.ctx.challenges.answer({
       purpose: 'sign_up',
       ...identifierOwner(identifier),
+      budget: guessSubject.code('sign_up', ident.value),
       code: input.code,
       route: LOCK_ROUTE,
       // Two registrations can draw the same code, so each match is tried with the password until

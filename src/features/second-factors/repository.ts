@@ -173,6 +173,16 @@ export async function insertTicket(
             ${t.expiresAt})`.execute(trx);
 }
 
+/** Whose ticket this is, without a lock (to charge the right guess budget before the answer). */
+export async function ticketHolder(db: Executor, tokenHash: string): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('second_factor_tickets')
+    .select('identity_id')
+    .where('ticket_hash', '=', tokenHash)
+    .executeTakeFirst();
+  return row?.identity_id;
+}
+
 /** Row lock: two completions of one ticket are decided one after the other. */
 export async function lockTicket(trx: Executor, hash: string): Promise<TicketRow | undefined> {
   const r = await sql<TicketRow>`

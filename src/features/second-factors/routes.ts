@@ -59,7 +59,7 @@ export const secondFactorRoutes = featureRoutes(async (app, { ctx }: { ctx: AppC
             'identity.second_factor_confirmation_refused',
             'identity.second_factor_locked',
           ],
-          { body: true },
+          { body: true, rateLimited: true },
         ),
       },
     },

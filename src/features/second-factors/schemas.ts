@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { Instant, Uuid } from '../../platform/http/schemas.js';
+import { IdInput, Instant, Uuid } from '../../platform/http/schemas.js';
 import { Page } from '../../platform/pagination/page.js';
 import { SessionGrantSchema } from '../sessions/schemas.js';
 
@@ -23,7 +23,7 @@ export const EnrolmentSchema = Type.Object(
 
 export const ConfirmationBody = Type.Object({ code: totpCode }, { additionalProperties: false });
 
-export const FactorParams = Type.Object({ id: Uuid }, { additionalProperties: false });
+export const FactorParams = Type.Object({ id: IdInput }, { additionalProperties: false });
 
 export const SecondFactorItemSchema = Type.Object(
   {

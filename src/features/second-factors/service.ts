@@ -7,6 +7,7 @@ import { Problem } from '../../platform/http/problem.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
 import type { CursorScope } from '../../platform/pagination/cursor.js';
 import { type KeysetWindow, keysetPage, type PageQuery } from '../../platform/pagination/page.js';
+import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import type { CodeAttempt } from '../challenges/service.js';
 import { findIdentity, verifiedIdentifiers } from '../identities/repository.js';
 import { useRecoveryCode } from '../recovery-codes/service.js';
@@ -99,6 +100,8 @@ export class SecondFactorService {
    * the lock. The identity row is locked before the pending row, in the same order as enrolment.
    */
   async confirm(identityId: string, code: string): Promise<void> {
+    const budget = guessSubject.session(identityId);
+    await this.ctx.guesses.admit(budget);
     const now = this.ctx.clock.now();
     const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
       await findIdentity(trx, identityId, true);
@@ -113,6 +116,7 @@ export class SecondFactorService {
             target: pending.id,
             outcome: 'success',
           });
+          await this.ctx.guesses.forgive(trx, budget);
           return { ok: true as const };
         }
       }
@@ -164,6 +168,9 @@ export class SecondFactorService {
   async completeSignIn(ticket: string, proof: SecondStepProof, meta: RequestMeta): Promise<SessionGrant> {
     const now = this.ctx.clock.now();
     const method = 'code' in proof ? 'second_factor' : 'recovery_code';
+    // The budget is the ticket's identity's: an unknown ticket has nothing to guess at.
+    const holder = await repo.ticketHolder(this.ctx.database.db, sha256Hex(ticket));
+    if (holder) await this.ctx.guesses.admit(guessSubject.secondStep(holder));
     const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
       const t = await repo.lockTicket(trx, sha256Hex(ticket));
       if (!t || t.spent_at !== null || new Date(t.expires_at) <= now || t.attempts >= t.max_attempts) {
@@ -182,6 +189,7 @@ export class SecondFactorService {
         // Cannot fail under the row lock; if it ever did, the rollback also un-spends the code.
         if (!(await repo.spendTicket(trx, t.id, now))) throw new Problem('identity.second_factor_refused');
         await this.ctx.lock.clear(trx, t.identity_id);
+        await this.ctx.guesses.forgive(trx, guessSubject.secondStep(t.identity_id));
         return { ok: true as const, identityId: t.identity_id, epoch: t.epoch };
       }
       await repo.chargeTicket(trx, t.id);

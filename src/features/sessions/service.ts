@@ -6,6 +6,8 @@ import { Problem } from '../../platform/http/problem.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
 import type { CursorScope } from '../../platform/pagination/cursor.js';
 import { type KeysetWindow, keysetPage, type PageQuery } from '../../platform/pagination/page.js';
+import { addressBucket } from '../../platform/rate-limit/address.js';
+import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { type IdentifierInput, normaliseIdentifier } from '../identities/identifier.js';
 import {
   bumpSessionEpoch as bumpEpoch,
@@ -55,6 +57,10 @@ export class SessionService {
   ): Promise<SessionGrant | SecondFactorTicket> {
     const { db } = this.ctx.database;
     const ident = normaliseIdentifier(input);
+    // Per identifier and address prefix, known account or not: a stranger elsewhere who knows only
+    // the identifier cannot hold back the owner's correct password.
+    const budget = guessSubject.password(ident?.value ?? input.identifier, addressBucket(meta.ip ?? ''));
+    await this.ctx.guesses.admit(budget);
     const identifier = ident ? await findIdentifier(db, ident) : undefined;
     const identity = identifier ? await findIdentity(db, identifier.identity_id) : undefined;
     const hash = identifier?.verified_at && identity?.password_hash ? identity.password_hash : undefined;
@@ -67,6 +73,7 @@ export class SessionService {
       if (identity) await this.recordAttempt(identity.id, 'password', 'refused', meta);
       throw new Problem('identity.sign_in_refused');
     }
+    await this.ctx.guesses.forgive(db, budget);
     return this.completePrimary(identity.id, identity.session_epoch, 'password', meta);
   }
 
@@ -167,6 +174,8 @@ export class SessionService {
     await this.ctx.database.db.transaction().execute(async (trx) => {
       await bumpEpoch(trx, identityId);
       await repo.revokeIdentitySessions(trx, identityId, 'signed_out_everywhere', now);
+      // The thief's sessions are gone, and with them any claim on the step-up budget.
+      await this.ctx.guesses.forgive(trx, guessSubject.session(identityId));
       await this.ctx.audit.appendOwn(trx, 'identity.sessions.revoked_everywhere', identityId);
     });
   }

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { Config } from '../../config.js';
 import { codePattern } from '../../platform/crypto/tokens.js';
-import { Instant, TaggedUnion, Uuid } from '../../platform/http/schemas.js';
+import { IdInput, Instant, TaggedUnion, Uuid } from '../../platform/http/schemas.js';
 import { Page } from '../../platform/pagination/page.js';
 import { identifierForms } from '../identities/schemas.js';
 import { providerForm } from '../sessions/schemas.js';
@@ -44,7 +44,7 @@ export function confirmationBody(config: Pick<Config, 'verificationCodeFormat' |
   );
 }
 
-export const MethodIdParams = Type.Object({ id: Uuid }, { additionalProperties: false });
+export const MethodIdParams = Type.Object({ id: IdInput }, { additionalProperties: false });
 
 export const SignInMethodSchema = Type.Object(
   {

@@ -6,6 +6,7 @@ import { Problem } from '../../platform/http/problem.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
 import type { CursorScope } from '../../platform/pagination/cursor.js';
 import { type KeysetWindow, keysetPage, type PageQuery } from '../../platform/pagination/page.js';
+import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { type ChallengeRow, revokeChallenges } from '../challenges/repository.js';
 import type { IdentifierInput, IdentifierType } from '../identities/identifier.js';
 import {
@@ -113,6 +114,7 @@ export class SignInMethodService {
       purpose: 'sign_in_method',
       owner: { identityId },
       identityId,
+      budget: guessSubject.session(principal.identityId),
       code,
       route: LOCK_ROUTE,
       countWithoutLiveChallenge: true,

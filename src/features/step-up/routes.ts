@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.js';
-import { guards, principalOf } from '../../platform/http/auth.js';
+import { guards, principalOf, requestMeta, SESSION_REFUSALS } from '../../platform/http/auth.js';
 import { envelope } from '../../platform/http/envelope.js';
 import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, responses } from '../../platform/http/schemas.js';
@@ -17,19 +17,22 @@ export const stepUpRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext
       config: { optionalBody: true },
       schema: {
         tags: ['step-up'],
-        summary:
-          'Start a step-up: authenticator code (default when enrolled) or a code sent to the identifier',
+        summary: 'Start a step-up: prove the strongest factor the identity holds',
+        description:
+          'With a verified authenticator: channel second_factor (the default) or recovery_code; the identifier ' +
+          'channel is then refused (422). Without one: identifier, which sends a code to the first verified ' +
+          'identifier and counts against SENDS_A_MESSAGE per identity and per address (429 past it).',
         security: security.session,
         body: schema.StepUpBody,
         response: responses(
           { 201: Data(schema.StepUpChallengeSchema) },
-          ['identity.session_required', 'identity.step_up_unavailable'],
-          { body: true },
+          [...SESSION_REFUSALS, 'identity.step_up_unavailable'],
+          { body: true, rateLimited: true },
         ),
       },
     },
     async (request, reply) => {
-      const challenge = await service.start(principalOf(request), request.body.channel);
+      const challenge = await service.start(principalOf(request), request.body.channel, requestMeta(request));
       return reply.code(201).send(envelope(challenge));
     },
   );
@@ -45,8 +48,8 @@ export const stepUpRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext
         body: schema.StepUpConfirmationBody,
         response: responses(
           { 201: Data(schema.ElevationSchema) },
-          ['identity.session_required', 'identity.step_up_confirmation_refused', 'identity.step_up_locked'],
-          { body: true },
+          [...SESSION_REFUSALS, 'identity.step_up_confirmation_refused', 'identity.step_up_locked'],
+          { body: true, rateLimited: true },
         ),
       },
     },

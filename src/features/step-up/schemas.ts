@@ -1,9 +1,17 @@
 import { Type } from '@sinclair/typebox';
-import { Instant, Uuid } from '../../platform/http/schemas.js';
+import { IdInput, Instant, Uuid } from '../../platform/http/schemas.js';
 
-const channel = Type.Union([Type.Literal('second_factor'), Type.Literal('identifier')]);
+const channel = Type.Union([
+  Type.Literal('second_factor'),
+  Type.Literal('recovery_code'),
+  Type.Literal('identifier'),
+]);
 
-/** `{}` (or no body at all) picks the channel: second_factor when a verified factor exists. */
+/**
+ * `{}` (or no body at all) picks the channel: second_factor when a verified factor exists, else
+ * identifier. With a verified factor the step-up must prove it (second_factor or recovery_code);
+ * without one only identifier is usable.
+ */
 export const StepUpBody = Type.Object({ channel: Type.Optional(channel) }, { additionalProperties: false });
 
 export const StepUpChallengeSchema = Type.Object(
@@ -12,11 +20,18 @@ export const StepUpChallengeSchema = Type.Object(
 );
 
 /**
- * The code is either the authenticator's current code (digits) or the out-of-band code in its
- * configured format; lower case is accepted for alphabetic codes.
+ * The code is the authenticator's current code (digits), a recovery code (16 characters, hyphens
+ * optional, either case) or the out-of-band code in its configured format (lower case accepted).
  */
 export const StepUpConfirmationBody = Type.Object(
-  { challengeId: Uuid, code: Type.String({ pattern: '^[A-Za-z0-9]{6,12}$', minLength: 6, maxLength: 12 }) },
+  {
+    challengeId: IdInput,
+    code: Type.String({
+      pattern: '^(?:[A-Za-z0-9]{6,12}|(?:[A-Za-z0-9]{4}-?){3}[A-Za-z0-9]{4})$',
+      minLength: 6,
+      maxLength: 19,
+    }),
+  },
   { additionalProperties: false },
 );
 

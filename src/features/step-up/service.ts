@@ -1,10 +1,13 @@
 import type { AppContext } from '../../context.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
 import type { Executor } from '../../platform/db/database.js';
-import type { SessionPrincipal } from '../../platform/http/auth.js';
+import type { RequestMeta, SessionPrincipal } from '../../platform/http/auth.js';
 import { Problem } from '../../platform/http/problem.js';
+import { addressBucket } from '../../platform/rate-limit/address.js';
+import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { revokeChallenges, type StepUpChannel } from '../challenges/repository.js';
 import { verifiedIdentifiers } from '../identities/repository.js';
+import { useRecoveryCode } from '../recovery-codes/service.js';
 import { hasVerifiedFactor } from '../second-factors/repository.js';
 import { acceptCurrentCode } from '../second-factors/service.js';
 import { insertElevation } from './repository.js';
@@ -54,20 +57,27 @@ export class StepUpService {
    * so only the newest code confirms. The message goes out after the commit: a slow channel never
    * holds a transaction open, and a challenge never exists without its row.
    */
-  async start(principal: SessionPrincipal, requested: StepUpChannel | undefined): Promise<StepUpChallenge> {
+  async start(
+    principal: SessionPrincipal,
+    requested: StepUpChannel | undefined,
+    meta: RequestMeta,
+  ): Promise<StepUpChallenge> {
     const { db } = this.ctx.database;
     const { identityId, sessionId } = principal;
     const hasFactor = await hasVerifiedFactor(db, identityId);
     const channel: StepUpChannel = requested ?? (hasFactor ? 'second_factor' : 'identifier');
     let recipient: { id: string; type: 'email' | 'phone'; value: string } | undefined;
-    if (channel === 'second_factor') {
-      if (!hasFactor) throw new Problem('identity.step_up_unavailable');
-    } else {
-      // Contract 3: the identity's first verified identifier (oldest verification first).
+    // Contract 3: with a verified factor the step-up proves it (its code, or a recovery code);
+    // owning the mailbox is no longer enough, so the identifier channel is refused.
+    if (hasFactor !== (channel !== 'identifier')) throw new Problem('identity.step_up_unavailable');
+    if (channel === 'identifier') {
+      // The identity's first verified identifier (oldest verification first).
       const first = (await verifiedIdentifiers(db, identityId))[0];
       if (!first || !this.ctx.notifier.canDeliver(first.type))
         throw new Problem('identity.step_up_unavailable');
       recipient = { id: first.id, type: first.type, value: first.value };
+      // A step-up that sends a message counts per identity and per address (SENDS_A_MESSAGE).
+      await this.ctx.messages.count([`step-up:${identityId}`, `step-up:${addressBucket(meta.ip ?? '')}`]);
     }
     const challenge = await db.transaction().execute(async (trx) => {
       await revokeChallenges(trx, { sessionId }, this.ctx.clock.now());
@@ -97,6 +107,9 @@ export class StepUpService {
    */
   async confirm(principal: SessionPrincipal, challengeId: string, code: string): Promise<Elevation> {
     const { identityId, sessionId } = principal;
+    const budget = guessSubject.session(identityId);
+    // Before any look at the code: an attempt made before its time is 429, right or wrong.
+    await this.ctx.guesses.admit(budget);
     const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
       const answer = await this.ctx.challenges.answerStepUp(trx, {
         challengeId,
@@ -104,11 +117,15 @@ export class StepUpService {
         sessionId,
         code,
         route: 'step-ups/confirmations',
-        proveWithAuthenticator: (t, now) => acceptCurrentCode(t, this.ctx, { identityId, code, now }),
+        proveWithoutCode: (t, channel, now) =>
+          channel === 'recovery_code'
+            ? useRecoveryCode(t, this.ctx, { identityId, code, now })
+            : acceptCurrentCode(t, this.ctx, { identityId, code, now }),
       });
       // A spend lost after a correct proof rolls back whatever the proof consumed.
       if (answer === 'lost') throw new Problem('identity.step_up_confirmation_refused');
       if (!answer.ok) return answer;
+      await this.ctx.guesses.forgive(trx, budget);
       return { ok: true as const, elevation: await mintElevation(trx, this.ctx, { identityId, sessionId }) };
     });
     if (!outcome.ok) {

@@ -13,6 +13,7 @@ describe('deriveKey', () => {
     'audit-seal': '726139d8e28ede58c36cd400ba95f967c8ea974134d898b004791291c9ac85ce',
     'out-of-band-codes': 'bce53d71c3771bb27413c9c5f4fa9fcda77efae33f7f0740278545531d095ce7',
     'cursor-signing-key': '15e75b5e5ba5ae4252c4a38771ede01810cf9eefcc379d7dd98c50df0b52b589',
+    'guess-budgets': '690b41457b74d861a8dc77e98682d025020d8c4ce570e2ac14426c3fea23f9e7',
   };
 
   it.each(Object.entries(KNOWN))('derives the %s key as before', (purpose, hex) => {

@@ -15,7 +15,9 @@ export type KeyPurpose =
   /** Keyed hashes of out-of-band codes. */
   | 'out-of-band-codes'
   /** Pagination cursors, when CURSOR_SIGNING_KEY is not set. */
-  | 'cursor-signing-key';
+  | 'cursor-signing-key'
+  /** Keyed hashes of guess-budget subjects (which name identifiers). */
+  | 'guess-budgets';
 
 export function deriveKey(root: Buffer, purpose: KeyPurpose): Buffer {
   return createHmac('sha256', root).update(purpose).digest();

@@ -65,6 +65,13 @@ export interface Elevations {
   token_hash: string;
 }
 
+export interface GuessBudgets {
+  attempts: number;
+  key: string;
+  next_attempt_at: Timestamp | null;
+  updated_at: Timestamp;
+}
+
 export interface Identifiers {
   created_at: Timestamp;
   id: string;
@@ -157,6 +164,12 @@ export interface SecondFactorTickets {
   ticket_hash: string;
 }
 
+export interface SendWindows {
+  key: string;
+  sent: number;
+  window_started_at: Timestamp;
+}
+
 export interface Sessions {
   created_at: Timestamp;
   epoch: number;
@@ -193,6 +206,7 @@ export interface DB {
   audit_records: AuditRecords;
   challenges: Challenges;
   elevations: Elevations;
+  guess_budgets: GuessBudgets;
   identifiers: Identifiers;
   identities: Identities;
   provider_links: ProviderLinks;
@@ -202,6 +216,7 @@ export interface DB {
   schema_migrations: SchemaMigrations;
   second_factor_tickets: SecondFactorTickets;
   second_factors: SecondFactors;
+  send_windows: SendWindows;
   sessions: Sessions;
   sign_in_attempts: SignInAttempts;
   signing_keys: SigningKeys;

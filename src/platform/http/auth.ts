@@ -89,8 +89,11 @@ export function requireSession(deps: AuthDeps, load: SessionLoader = deps.loadSe
   };
 }
 
+/** What a route behind requireSession can refuse before its own work: 401. */
+export const SESSION_REFUSALS: ProblemCode[] = ['identity.session_required'];
+
 /** What a route behind requireElevation can refuse before its own work: 401, then 403. */
-export const ELEVATION_REFUSALS: ProblemCode[] = ['identity.session_required', 'identity.elevation_required'];
+export const ELEVATION_REFUSALS: ProblemCode[] = [...SESSION_REFUSALS, 'identity.elevation_required'];
 
 /**
  * Interface 5.3: runs after requireSession (a dead session has already answered 401). A missing,

@@ -24,6 +24,16 @@ export const ProblemSchema = Type.Object(
 );
 
 export const Uuid = Type.String({ format: 'uuid' });
+
+/**
+ * An id a client sends (path or body): only the canonical 8-4-4-4-12 hex form, in either case
+ * (Ajv's `uuid` format also admits `urn:uuid:…`), lower-cased by the validator (`x-lower-case`,
+ * validation.ts) so every later comparison and lookup sees one spelling.
+ */
+export const IdInput = Type.String({
+  pattern: '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$',
+  'x-lower-case': true,
+});
 export const Instant = Type.String({ format: 'date-time' });
 
 /**

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { RateLimitSetting } from '../../config.js';
 import { Problem } from '../http/problem.js';
+import { addressBucket } from './address.js';
 
 /**
  * Registers the limiter without a global limit: only routes that name one of the three limits of
@@ -33,13 +34,13 @@ export async function registerRateLimits(app: FastifyInstance, redis: Redis | un
   });
 }
 
-/** Route config for one named limit: counted per client address and per route. */
+/** Route config for one named limit: counted per client address (an IPv6 /64 as one) and per route. */
 export function limitFor(setting: RateLimitSetting, route: string) {
   return {
     rateLimit: {
       max: setting.max,
       timeWindow: setting.windowSeconds * 1000,
-      keyGenerator: (req: FastifyRequest) => `${route}|${req.ip}`,
+      keyGenerator: (req: FastifyRequest) => `${route}|${addressBucket(req.ip)}`,
     },
   };
 }

@@ -1,0 +1,92 @@
+import type { RateLimitSetting } from '../../config.js';
+import type { Clock } from '../clock.js';
+import { hmacHex } from '../crypto/tokens.js';
+import type { Db, Executor } from '../db/database.js';
+import { Problem } from '../http/problem.js';
+import { admitAttempt, type BudgetPolicy, countSend, forgiveAttempts } from './repository.js';
+
+/**
+ * Whose guesses share one budget. A subject names who is guessing at what, never the client's
+ * address alone (addresses are unlimited to an attacker):
+ * - `session`: one identity's step-up, enrolment and sign-in-method confirmations, all of which
+ *   need a live session (a stranger without one cannot touch it);
+ * - `secondStep`: one identity's second-factor sign-ins (needs the password's ticket);
+ * - `password`: password sign-ins for one identifier from one address prefix, so a stranger who
+ *   knows only the identifier cannot hold back the owner's correct password from elsewhere;
+ * - `code`: a code sent to one identifier for one purpose (sign-up, recovery), whether or not an
+ *   account holds it, so the answer stays the same.
+ */
+export const guessSubject = {
+  session: (identityId: string) => `session:${identityId}`,
+  secondStep: (identityId: string) => `second-step:${identityId}`,
+  password: (identifier: string, addressPrefix: string) => `password:${identifier}|${addressPrefix}`,
+  code: (purpose: string, identifier: string) => `code:${purpose}:${identifier}`,
+};
+
+/**
+ * Per-subject guess budgets (contract 7, RATE_LIMIT_GUESSES). An attempt is admitted, and counted,
+ * before the secret is looked at; past the free allowance each further attempt must wait a growing
+ * delay, and one made early is 429 rate_limit.exceeded with Retry-After, right or wrong, unchecked.
+ * A success forgives the subject's count. This is rate limiting, apart from the identity-wide lock
+ * (which keeps its statuses and is never consulted for a correct secret that arrives in time).
+ */
+export class GuessBudgets {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    /** deriveKey(secretsKey, 'guess-budgets'): subjects are stored as keyed hashes only. */
+    private readonly key: Buffer,
+    private readonly policy: BudgetPolicy,
+  ) {}
+
+  #stored(subject: string): string {
+    return hmacHex(this.key, subject);
+  }
+
+  /** Admits one attempt, in its own statement (a later rollback cannot undo the count), or throws 429. */
+  async admit(subject: string): Promise<void> {
+    const now = this.clock.now();
+    const nextAt = await admitAttempt(this.db, this.#stored(subject), now, this.policy);
+    if (nextAt === null) return;
+    const seconds = Math.max(1, Math.ceil((nextAt.getTime() - now.getTime()) / 1000));
+    throw new Problem('rate_limit.exceeded', { headers: { 'retry-after': String(seconds) } });
+  }
+
+  /** After a success (in its transaction when there is one): the subject starts afresh. */
+  forgive(exec: Executor, subject: string): Promise<void> {
+    return forgiveAttempts(exec, this.#stored(subject));
+  }
+}
+
+/**
+ * Messages sent per subject, counted in the database so every instance shares the count (a
+ * step-up's code per identity and per address, contract 3). A message past the limit of any of its
+ * subjects is 429 rate_limit.exceeded with Retry-After, and is not sent.
+ */
+export class MessageLimits {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    /** deriveKey(secretsKey, 'guess-budgets'): subjects are stored as keyed hashes only. */
+    private readonly key: Buffer,
+    private readonly setting: RateLimitSetting,
+  ) {}
+
+  /** Counts one message against every subject, or throws 429 when any of them is past its limit. */
+  async count(subjects: string[]): Promise<void> {
+    const now = this.clock.now();
+    let latest: Date | undefined;
+    for (const subject of subjects) {
+      const { sent, windowEndsAt } = await countSend(
+        this.db,
+        hmacHex(this.key, `send:${subject}`),
+        now,
+        this.setting.windowSeconds,
+      );
+      if (sent > this.setting.max && (!latest || windowEndsAt > latest)) latest = windowEndsAt;
+    }
+    if (!latest) return;
+    const seconds = Math.max(1, Math.ceil((latest.getTime() - now.getTime()) / 1000));
+    throw new Problem('rate_limit.exceeded', { headers: { 'retry-after': String(seconds) } });
+  }
+}
