@@ -72,4 +72,27 @@ describe('password hasher', () => {
     expect(await hasher.verify(hash, 'wrong horse battery staple')).toBe(false);
     expect(await hasher.burn('correct horse battery staple')).toBe(false);
   });
+
+  it('sheds a hash whose expected wait passes the bound with a retryable 503, and serves the rest', async () => {
+    const hasher = createPasswordHasher({ memoryKiB: 19456, concurrency: 1, maxWaitMs: 100 });
+    // Nothing is shed before the pace is known; the first hash measures it (tens of ms here).
+    const hash = await hasher.hash('correct horse battery staple');
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 20 }, () => hasher.verify(hash, 'correct horse battery staple')),
+    );
+    const shed = outcomes.filter((o) => o.status === 'rejected');
+    const served = outcomes.filter((o) => o.status === 'fulfilled');
+    expect(shed.length).toBeGreaterThan(0);
+    expect(served.length).toBeGreaterThan(0);
+    for (const o of shed) {
+      expect((o as PromiseRejectedResult).reason).toMatchObject({
+        code: 'service.unavailable',
+        extra: { headers: { 'retry-after': '1' } },
+      });
+    }
+    for (const o of served) expect((o as PromiseFulfilledResult<boolean>).value).toBe(true);
+    // Once the queue has drained, hashes are admitted again.
+    expect(() => hasher.admit()).not.toThrow();
+    expect(await hasher.verify(hash, 'correct horse battery staple')).toBe(true);
+  });
 });

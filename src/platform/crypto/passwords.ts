@@ -1,4 +1,5 @@
 import { type Algorithm, hash, verify } from '@node-rs/argon2';
+import { Problem } from '../http/problem.js';
 
 export interface PasswordHasher {
   hash(password: string): Promise<string>;
@@ -6,6 +7,12 @@ export interface PasswordHasher {
   verify(hash: string, password: string): Promise<boolean>;
   /** Verifies against a fixed dummy hash and returns false: equal-time refusal when there is no account. */
   burn(password: string): Promise<false>;
+  /**
+   * Throws 503 service.unavailable (with Retry-After) when a hash started now would wait longer
+   * than the bound: routes call it before writing anything, so a shed request leaves no trace.
+   * hash, verify and burn apply the same check themselves.
+   */
+  admit(): void;
 }
 
 // `Algorithm` is an ambient const enum, which isolated-module builds (tsx, vitest) cannot inline and
@@ -21,13 +28,32 @@ const ARGON2ID = 2 as Algorithm;
 class Semaphore {
   #active = 0;
   readonly #waiting: (() => void)[] = [];
-  constructor(private readonly limit: number) {}
+  /** Moving average of one operation's duration, once one has finished. */
+  #meanMs: number | undefined;
+  constructor(
+    private readonly limit: number,
+    private readonly maxWaitMs: number,
+  ) {}
+
+  /** Load shedding: the wait a newcomer would face, at the measured pace, against the bound. */
+  admit(): void {
+    if (this.#meanMs === undefined || this.#active < this.limit) return;
+    const expectedWaitMs = ((this.#waiting.length + 1) / this.limit) * this.#meanMs;
+    if (expectedWaitMs <= this.maxWaitMs) return;
+    const retryAfter = String(Math.max(1, Math.ceil(this.maxWaitMs / 1000)));
+    throw new Problem('service.unavailable', { headers: { 'retry-after': retryAfter } });
+  }
+
   async run<T>(task: () => Promise<T>): Promise<T> {
+    this.admit();
     if (this.#active >= this.limit) await new Promise<void>((r) => this.#waiting.push(r));
     this.#active++;
+    const started = performance.now();
     try {
       return await task();
     } finally {
+      const ms = performance.now() - started;
+      this.#meanMs = this.#meanMs === undefined ? ms : 0.8 * this.#meanMs + 0.2 * ms;
       this.#active--;
       this.#waiting.shift()?.();
     }
@@ -35,8 +61,13 @@ class Semaphore {
 }
 
 /** Argon2id, t=2, p=1, memoryCost = memoryKiB (OWASP's floor is 19456). Work runs in the libuv pool. */
-export function createPasswordHasher(opts: { memoryKiB: number; concurrency?: number }): PasswordHasher {
-  const gate = new Semaphore(Math.max(1, opts.concurrency ?? 1));
+export function createPasswordHasher(opts: {
+  memoryKiB: number;
+  concurrency?: number;
+  /** The longest wait a hash may face before it is refused (ARGON2_MAX_WAIT_MS). */
+  maxWaitMs?: number;
+}): PasswordHasher {
+  const gate = new Semaphore(Math.max(1, opts.concurrency ?? 1), opts.maxWaitMs ?? Number.POSITIVE_INFINITY);
   const options = {
     algorithm: ARGON2ID,
     timeCost: 2,
@@ -49,16 +80,19 @@ export function createPasswordHasher(opts: { memoryKiB: number; concurrency?: nu
     dummy ??= gate.run(() => hash('no account has this password', options));
     return dummy;
   };
-  const check = async (hashed: string, password: string): Promise<boolean> => {
-    try {
-      return await gate.run(() => verify(hashed, password));
-    } catch {
-      return false;
-    }
-  };
+  // A malformed hash is a refusal; a shed request (503 from the gate) is not, so it propagates.
+  const check = (hashed: string, password: string): Promise<boolean> =>
+    gate.run(async () => {
+      try {
+        return await verify(hashed, password);
+      } catch {
+        return false;
+      }
+    });
   return {
     hash: (password) => gate.run(() => hash(password, options)),
     verify: check,
+    admit: () => gate.admit(),
     async burn(password) {
       await check(await dummyHash(), password);
       return false;
