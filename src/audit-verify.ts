@@ -25,7 +25,11 @@ async function main(): Promise<number> {
       return 0;
     }
     const { seq, id } = result.brokenAt;
-    console.log(`audit chain broken at record ${seq} (${id ?? 'missing'})`);
+    if (result.truncated) {
+      console.log(`audit chain truncated: records from ${seq} on were removed and the head rewritten`);
+    } else {
+      console.log(`audit chain broken at record ${seq} (${id ?? 'missing'})`);
+    }
     return 2;
   } finally {
     await database.close();

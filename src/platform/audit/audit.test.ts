@@ -9,6 +9,7 @@ import { ManualClock } from '../clock.js';
 import { deriveKey } from '../crypto/keys.js';
 import { type Database, type Db, openDatabase } from '../db/database.js';
 import { migrate } from '../db/migrator.js';
+import { logAuditHead } from './anchor.js';
 import { type AuditEvent, AuditLog, canonicalJson, verifyChain } from './audit.js';
 
 const key = deriveKey(randomBytes(32), 'audit-seal');
@@ -89,7 +90,7 @@ describe('sealed audit chain (PGlite)', () => {
 
   beforeEach(async () => {
     await sql`DELETE FROM audit_records`.execute(db);
-    await sql`UPDATE audit_head SET seq = 0, seal = '' WHERE id = 1`.execute(db);
+    await sql`UPDATE audit_head SET seq = 0, seal = '', head_seal = '' WHERE id = 1`.execute(db);
     clock = new ManualClock('2026-03-01T12:00:00.123Z');
     log = new AuditLog(key, clock);
   });
@@ -188,6 +189,32 @@ describe('sealed audit chain (PGlite)', () => {
     await appendFive();
     await sql`DELETE FROM audit_records WHERE seq = 5`.execute(db);
     expect(await verifyChain(db, key)).toEqual({ ok: false, count: 4, brokenAt: { seq: 5, id: null } });
+  });
+
+  it('names a truncation: the newest records deleted and the head rewritten to an earlier record', async () => {
+    const records = await appendFive();
+    await sql`DELETE FROM audit_records WHERE seq > 3`.execute(db);
+    const third = await sql<{ seal: string }>`SELECT seal FROM audit_records WHERE seq = 3`.execute(db);
+    await sql`UPDATE audit_head SET seq = 3, seal = ${third.rows[0].seal} WHERE id = 1`.execute(db);
+    expect(records).toHaveLength(5);
+    expect(await verifyChain(db, key)).toEqual({
+      ok: false,
+      count: 3,
+      brokenAt: { seq: 4, id: null },
+      truncated: true,
+    });
+  });
+
+  it('logs the head it would verify against, for an anchor outside the database', async () => {
+    await appendFive();
+    const lines: object[] = [];
+    await logAuditHead(db, { info: (details) => lines.push(details) });
+    const head = await sql<{ seal: string; head_seal: string }>`
+      SELECT seal, head_seal FROM audit_head WHERE id = 1`.execute(db);
+    expect(lines).toEqual([
+      { auditHead: { seq: 5, seal: head.rows[0].seal, headSeal: head.rows[0].head_seal } },
+    ]);
+    expect(head.rows[0].head_seal).toMatch(/^[0-9a-f]{64}$/);
   });
 
   it('a renumbered record breaks the chain', async () => {

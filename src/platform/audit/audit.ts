@@ -40,6 +40,11 @@ export type ChainVerification =
       count: number;
       /** id is null when the record is missing from the end of the chain (the head names it). */
       brokenAt: { seq: number; id: string | null };
+      /**
+       * The records verify but the head's own seal does not: the newest records were removed and
+       * the head rewritten to an earlier one (brokenAt names the first record that is gone).
+       */
+      truncated?: true;
     };
 
 /** JSON with object keys sorted (by UTF-16 code units) and no whitespace. */
@@ -65,6 +70,11 @@ export function canonicalJson(value: unknown): string {
     default:
       throw new TypeError(`canonicalJson: cannot encode a ${typeof value}`);
   }
+}
+
+/** The head's own seal: it names the record the chain ends at, and only the key can make it. */
+export function computeHeadSeal(key: Buffer, seq: number, seal: string): string {
+  return createHmac('sha256', key).update(`head:${seq}:${seal}`).digest('hex');
 }
 
 /** hex HMAC-SHA256(key, prevSeal + '\n' + canonicalJson(record)). */
@@ -116,7 +126,7 @@ export class AuditLog {
       details,
     };
     const seal = computeSeal(this.key, row.seal, record);
-    await insertRecord(trx, { ...record, occurredAt, seal });
+    await insertRecord(trx, { ...record, occurredAt, seal, headSeal: computeHeadSeal(this.key, seq, seal) });
     return { id, seq };
   }
 
@@ -136,7 +146,8 @@ const BATCH = 1000;
 /**
  * Walks every record in seq order, from one snapshot. Broken: the first record whose seal does not
  * verify or whose seq skips (a deleted record shows as a skip at the next one), or, past the last
- * record, a head that names a later record (records deleted from the end).
+ * record, a head that names a later record (records deleted from the end), or a head whose own
+ * seal does not verify (records deleted from the end and the head rewritten to match).
  */
 export async function verifyChain(db: Db, key: Buffer): Promise<ChainVerification> {
   return db.transaction().execute(async (trx) => {
@@ -171,6 +182,10 @@ export async function verifyChain(db: Db, key: Buffer): Promise<ChainVerificatio
     }
     if (head && Number(head.seq) >= expected) {
       return { ok: false, count, brokenAt: { seq: expected, id: null } };
+    }
+    // The chain ends where the head says; the head must also be one the key sealed there.
+    if (head && count > 0 && head.head_seal !== computeHeadSeal(key, Number(head.seq), head.seal)) {
+      return { ok: false, count, brokenAt: { seq: expected, id: null }, truncated: true };
     }
     return { ok: true, count };
   });

@@ -20,10 +20,11 @@ export async function lockHead(trx: Executor): Promise<{ seq: unknown; seal: str
   return r.rows[0];
 }
 
-export async function readHead(trx: Executor): Promise<{ seq: unknown; seal: string } | undefined> {
-  const r = await sql<{ seq: unknown; seal: string }>`SELECT seq, seal FROM audit_head WHERE id = 1`.execute(
-    trx,
-  );
+export async function readHead(
+  trx: Executor,
+): Promise<{ seq: unknown; seal: string; head_seal: string } | undefined> {
+  const r = await sql<{ seq: unknown; seal: string; head_seal: string }>`
+    SELECT seq, seal, head_seal FROM audit_head WHERE id = 1`.execute(trx);
   return r.rows[0];
 }
 
@@ -39,13 +40,16 @@ export async function insertRecord(
     outcome: string;
     details: Record<string, unknown>;
     seal: string;
+    headSeal: string;
   },
 ): Promise<void> {
   await sql`
     INSERT INTO audit_records (seq, id, occurred_at, name, actor, target, outcome, details, seal)
     VALUES (${r.seq}, ${r.id}, ${r.occurredAt}, ${r.name}, ${r.actor}, ${r.target},
             ${r.outcome}, ${JSON.stringify(r.details)}::jsonb, ${r.seal})`.execute(trx);
-  await sql`UPDATE audit_head SET seq = ${r.seq}, seal = ${r.seal} WHERE id = 1`.execute(trx);
+  await sql`UPDATE audit_head SET seq = ${r.seq}, seal = ${r.seal}, head_seal = ${r.headSeal} WHERE id = 1`.execute(
+    trx,
+  );
 }
 
 /** A consistent view for the verifier: one snapshot, nothing written. */
