@@ -16,6 +16,7 @@ import { secondFactorRoutes } from './features/second-factors/routes.js';
 import { jwksRoute, sessionRoutes } from './features/sessions/routes.js';
 import { signInMethodRoutes } from './features/sign-in-methods/routes.js';
 import { stepUpRoutes } from './features/step-up/routes.js';
+import { installAuditHeadLog } from './platform/audit/anchor.js';
 import { type Clock, systemClock } from './platform/clock.js';
 import type { Database } from './platform/db/database.js';
 import { installJsonBodies } from './platform/http/content-type.js';
@@ -104,6 +105,8 @@ export async function buildApp(opts: BuildOptions): Promise<{ app: FastifyInstan
   app.addHook('onClose', async () => {
     await ctx.notifier.close();
   });
+  // The audit head, logged now and then, anchors the chain outside the database.
+  installAuditHeadLog(app, database.db, config.auditHeadLogSeconds);
 
   app.addSchema(ProblemSchema);
   addSharedSchema(ProblemSchema as { $id: string });

@@ -71,7 +71,11 @@ export interface Config {
   argon2MemoryKiB: number;
   /** Argon2id operations allowed at once (the rest queue). */
   argon2Concurrency: number;
+  /** The longest expected wait in the Argon2id queue before a request is shed with 503. */
+  argon2MaxWaitMs: number;
   shutdownTimeoutMs: number;
+  /** How often the audit head is written to the log, in seconds (0: never). */
+  auditHeadLogSeconds: number;
   /** Out-of-band delivery timeout (SMTP connection, greeting and socket; SMS webhook total). */
   notifyTimeoutMs: number;
 }
@@ -258,7 +262,9 @@ const Environment = Type.Object(
     ARGON2_MEMORY_KIB: integer(ARGON2_PRODUCTION_FLOOR_KIB, 8, 1048576),
     // One core stays free for the event loop and the database driver.
     ARGON2_CONCURRENCY: integer(Math.max(1, availableParallelism() - 1), 1, 256),
+    ARGON2_MAX_WAIT_MS: integer(3000, 100, 600000),
     SHUTDOWN_TIMEOUT_MS: integer(10000, 0, 600000),
+    AUDIT_HEAD_LOG_SECONDS: integer(3600, 0, 86400),
     NOTIFY_TIMEOUT_MS: integer(10000, 100, 120000),
   },
   {
@@ -367,7 +373,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     argon2MemoryKiB: e.ARGON2_MEMORY_KIB,
     argon2Concurrency: e.ARGON2_CONCURRENCY,
+    argon2MaxWaitMs: e.ARGON2_MAX_WAIT_MS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    auditHeadLogSeconds: e.AUDIT_HEAD_LOG_SECONDS,
     notifyTimeoutMs: e.NOTIFY_TIMEOUT_MS,
   };
   return Object.freeze(config);

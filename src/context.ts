@@ -91,6 +91,7 @@ export async function createContext(
     passwords: createPasswordHasher({
       memoryKiB: config.argon2MemoryKiB,
       concurrency: config.argon2Concurrency,
+      maxWaitMs: config.argon2MaxWaitMs,
     }),
     audit,
     lock,

@@ -6,7 +6,7 @@ import { sha256Hex } from '../../src/platform/crypto/tokens.js';
 import type { TestApp } from '../helpers/app.js';
 import { elevate, elevated } from '../helpers/elevation.js';
 import { race } from '../helpers/identities.js';
-import { messagesTo, waitForCode } from '../helpers/outbox.js';
+import { waitForCode } from '../helpers/outbox.js';
 import {
   challengesOf,
   confirm,
@@ -166,15 +166,14 @@ describe('wrong guesses crossing the lock threshold at once', () => {
       const tickets: string[] = [];
       for (const r of plan) if (r === 'ticket') tickets.push(await ticketFor(t.app, person));
       const wrong = wrongCode(factor.secret, DEFAULT_POLICY, t.clock.now());
-      // A fresh step-up of the same session (its elevation above stays live), answered wrongly.
-      const before = messagesTo(t.config.dataDir, person.email).length;
+      // A fresh step-up of the same session (its elevation above stays live), answered wrongly;
+      // holding a factor, the step-up proves it (contract 3).
       const started = await post(t.app, '/step-ups', {
         token: grant.accessToken,
-        payload: { channel: 'identifier' },
+        payload: { channel: 'second_factor' },
       });
       expect(started.statusCode, started.body).toBe(201);
       const challengeId = started.json().data.challengeId as string;
-      const stepUpCode = await waitForCode(t.config.dataDir, person.email, before + 1);
 
       let nextTicket = 0;
       const requests = plan.map((r) => {
@@ -194,7 +193,7 @@ describe('wrong guesses crossing the lock threshold at once', () => {
           return () =>
             post(t.app, '/step-ups/confirmations', {
               token: grant.accessToken,
-              payload: { challengeId, code: otherCode(stepUpCode) },
+              payload: { challengeId, code: wrong },
             });
         }
         return () => confirmMethod(t.app, headers, otherCode(methodCode));

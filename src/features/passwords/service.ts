@@ -32,6 +32,8 @@ export class PasswordService {
     input: { currentPassword: string; newPassword: string },
   ): Promise<void> {
     assertPasswordPolicy(input.newPassword, 'newPassword');
+    // Shed before anything is written when the Argon2id queue is past its bound (503).
+    this.ctx.passwords.admit();
     const { identityId, sessionId } = principal;
     const { db } = this.ctx.database;
     const refusal = () => new Problem('identity.password_change_refused');
@@ -107,6 +109,8 @@ export class PasswordService {
    */
   async confirm(input: IdentifierInput & { code: string; newPassword: string }): Promise<void> {
     assertPasswordPolicy(input.newPassword, 'newPassword');
+    // Shed before anything is written when the Argon2id queue is past its bound (503).
+    this.ctx.passwords.admit();
     const refusal = () => new Problem('identity.password_recovery_refused');
     const ident = normaliseIdentifier(input);
     const identifier = ident ? await findIdentifier(this.ctx.database.db, ident) : undefined;

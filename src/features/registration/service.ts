@@ -40,6 +40,8 @@ export class RegistrationService {
   async signUp(input: SignUpInput): Promise<SignUpResult> {
     assertPasswordPolicy(input.password, 'password');
     const ident = this.ctx.challenges.reachableAddress(input);
+    // Shed before anything is written when the Argon2id queue is past its bound (503).
+    this.ctx.passwords.admit();
 
     // Argon2 runs before the transaction so no row lock is held during the hash.
     const passwordHash = await this.ctx.passwords.hash(input.password);
@@ -106,6 +108,9 @@ export class RegistrationService {
   async confirm(input: ConfirmationInput): Promise<void> {
     const ident = normaliseIdentifier(input);
     if (!ident) throw new Problem('identity.identifier_unusable');
+    // Shed before anything is written when the Argon2id queue is past its bound (503).
+    this.ctx.passwords.admit();
+
     // Read outside a transaction: the Argon2 work below must not run while holding row locks.
     const identifier = await findIdentifier(this.ctx.database.db, ident);
     const answer = await this.ctx.challenges.answer({

@@ -56,6 +56,8 @@ export class SessionService {
     meta: RequestMeta,
   ): Promise<SessionGrant | SecondFactorTicket> {
     const { db } = this.ctx.database;
+    // Shed before anything is written when the Argon2id queue is past its bound (503).
+    this.ctx.passwords.admit();
     const ident = normaliseIdentifier(input);
     // Per identifier and address prefix, known account or not: a stranger elsewhere who knows only
     // the identifier cannot hold back the owner's correct password.

@@ -21,6 +21,7 @@ export type JsonValue = JsonArray | JsonObject | JsonPrimitive;
 export type Timestamp = ColumnType<Date, Date | string, Date | string>;
 
 export interface AuditHead {
+  head_seal: Generated<string>;
   id: number;
   seal: string;
   seq: number;
