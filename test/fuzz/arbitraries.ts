@@ -104,11 +104,26 @@ function literalValues(s: Schema): J[] {
   return out;
 }
 
+/** Near-UUID spellings: each must be a 400, never reach the SQL (issue 11). */
+const idShapedStrings: fc.Arbitrary<string> = fc.oneof(
+  fc.uuid().map((u) => `urn:uuid:${u}`),
+  fc.uuid().map((u) => `{${u}}`),
+  fc.uuid().map((u) => u.replaceAll('-', '')),
+  fc.uuid().map((u) => ` ${u}`),
+);
+
 /** Values a client could plausibly send for this property (the handler runs with many of them). */
 function plausibleValue(name: string, s: Schema): fc.Arbitrary<J> {
   const literals = literalValues(s);
   if (literals.length > 0) return fc.constantFrom(...literals);
-  if (s.format === 'uuid') return fc.uuid();
+  // An id a client sends (IdInput): canonical in either case, and the near-UUID spellings.
+  if (s.format === 'uuid' || s['x-lower-case'] === true) {
+    return fc.oneof(
+      { arbitrary: fc.uuid(), weight: 3 },
+      fc.uuid().map((u) => u.toUpperCase()),
+      idShapedStrings,
+    );
+  }
   const min = typeof s.minLength === 'number' ? s.minLength : 1;
   const max = typeof s.maxLength === 'number' ? s.maxLength : 64;
   switch (name) {
@@ -653,6 +668,9 @@ const weirdSegment = fc.oneof(
   fc.uuid().map((u) => u.toUpperCase()),
   fc.uuid().map((u) => `${u}%00`),
   fc.uuid().map((u) => `${u}extra`),
+  // Forms a lenient UUID parser accepts and PostgreSQL's uuid type may too (issue 11: urn:uuid:
+  // reached the SQL and answered 500).
+  idShapedStrings.map(encodeURIComponent),
   marker,
   fc.string({ unit: 'grapheme', minLength: 1, maxLength: 30 }).map(encodeURIComponent),
   fc.integer({ min: 90, max: 110 }).map((n) => 'x'.repeat(n)),
