@@ -23,6 +23,12 @@ export const guessSubject = {
   code: (purpose: string, identifier: string) => `code:${purpose}:${identifier}`,
 };
 
+/** The 429 of a budget or a message window: Retry-After is the whole seconds until `until`. */
+function tooEarly(now: Date, until: Date): Problem {
+  const seconds = Math.max(1, Math.ceil((until.getTime() - now.getTime()) / 1000));
+  return new Problem('rate_limit.exceeded', { headers: { 'retry-after': String(seconds) } });
+}
+
 /**
  * Per-subject guess budgets (contract 7, RATE_LIMIT_GUESSES). An attempt is admitted, and counted,
  * before the secret is looked at; past the free allowance each further attempt must wait a growing
@@ -47,9 +53,7 @@ export class GuessBudgets {
   async admit(subject: string): Promise<void> {
     const now = this.clock.now();
     const nextAt = await admitAttempt(this.db, this.#stored(subject), now, this.policy);
-    if (nextAt === null) return;
-    const seconds = Math.max(1, Math.ceil((nextAt.getTime() - now.getTime()) / 1000));
-    throw new Problem('rate_limit.exceeded', { headers: { 'retry-after': String(seconds) } });
+    if (nextAt !== null) throw tooEarly(now, nextAt);
   }
 
   /** After a success (in its transaction when there is one): the subject starts afresh. */
@@ -85,8 +89,6 @@ export class MessageLimits {
       );
       if (sent > this.setting.max && (!latest || windowEndsAt > latest)) latest = windowEndsAt;
     }
-    if (!latest) return;
-    const seconds = Math.max(1, Math.ceil((latest.getTime() - now.getTime()) / 1000));
-    throw new Problem('rate_limit.exceeded', { headers: { 'retry-after': String(seconds) } });
+    if (latest) throw tooEarly(now, latest);
   }
 }
