@@ -12,7 +12,7 @@ import {
   normaliseIdentifier,
 } from '../identities/identifier.js';
 import type { AccountLock, FailureOutcome } from '../identities/lock.js';
-import { lockIdentity } from '../identities/repository.js';
+import { lockIdentity, NOBODY } from '../identities/repository.js';
 import {
   type ChallengeOwner,
   type ChallengePurpose,
@@ -26,6 +26,9 @@ import {
   type StepUpChannel,
   spendChallenge,
 } from './repository.js';
+
+/** Owns no challenge: what an answer for an address no account holds reads and charges. */
+const NO_OWNER: ChallengeOwner = { identifierId: NOBODY };
 
 /** Contract 5: five attempts per challenge; the identity-wide lock counts on top. */
 export const CHALLENGE_MAX_ATTEMPTS = 5;
@@ -65,7 +68,7 @@ export interface Refused {
 
 export interface OutOfBandAnswer<T> {
   purpose: ChallengePurpose;
-  /** Undefined when the address or identity is unknown: nothing is read or charged. */
+  /** Undefined when the address or identity is unknown: the same statements match nothing. */
   owner: ChallengeOwner | undefined;
   /** Whose lock a failure counts on. */
   identityId: string | undefined;
@@ -93,7 +96,7 @@ export interface OutOfBandAnswer<T> {
 
 /**
  * Who answers a code sent to an identifier: the identifier's challenges, and its identity's lock.
- * An unknown identifier owns nothing, so nothing is read or charged.
+ * An unknown identifier owns nothing, so nothing is found or charged.
  */
 export function identifierOwner(
   identifier: { id: string; identity_id: string } | undefined,
@@ -175,38 +178,50 @@ export class ChallengeFlow {
   }
 
   /**
-   * Answers an out-of-band code. The live challenges are read outside a transaction; the
-   * compare-and-set in the write transaction re-checks everything that read relied on.
+   * Answers an out-of-band code. The admission, the read of the live challenges and, for a miss,
+   * the charge and the lock's count are one transaction that commits before any Argon2 work; a
+   * match is spent by the compare-and-set of a second transaction, which re-checks everything the
+   * read relied on. An address no account holds runs the same statements keyed to nobody (they
+   * match no row) in the same one commit, so the answer's time does not tell them apart (issue 11
+   * item 6).
    */
   async answer<T>(a: OutOfBandAnswer<T>): Promise<{ ok: true; value: T } | Refused> {
-    if (a.budget) await this.guesses.admit(a.budget);
-    const live = a.owner ? await liveChallenges(this.db, a.purpose, a.owner, this.clock.now()) : [];
+    const owner = a.owner ?? NO_OWNER;
     const hash = this.codes.hash(a.code);
-    const matches: ChallengeRow[] = [];
-    for (const c of live) if (safeEqual(c.code_hash ?? '', hash)) matches.push(c);
-    const chosen = a.select ? await a.select(matches) : matches[0];
-
-    if (chosen) {
-      const now = this.clock.now();
-      const outcome = await this.db.transaction().execute(async (trx) => {
-        // Of two answers racing with one code, only one spends it.
-        if (!(await spendChallenge(trx, chosen.id, now))) return { ok: false as const };
-        if (a.budget) await this.guesses.forgive(trx, a.budget);
-        return { ok: true as const, value: await a.admit(trx, chosen, now) };
-      });
-      return outcome;
-    }
-
-    const owner = a.owner;
-    const identityId = a.identityId;
-    if (!owner || !identityId || (live.length === 0 && !a.countWithoutLiveChallenge)) return { ok: false };
-    const failure = await this.db.transaction().execute(async (trx) => {
-      const charged = await chargeLiveChallenges(trx, a.purpose, owner, this.clock.now());
-      // One request is one failure on the identity-wide lock, however many challenges it charged.
-      if (charged === 0 && !a.countWithoutLiveChallenge) return undefined;
-      return this.lock.recordFailure(trx, identityId, a.route);
+    const read = await this.db.transaction().execute(async (trx) => {
+      if (a.budget) await this.guesses.admit(a.budget, trx);
+      const live = await liveChallenges(trx, a.purpose, owner, this.clock.now());
+      const matches = live.filter((c) => safeEqual(c.code_hash ?? '', hash));
+      return matches.length > 0 ? { matches } : { matches, failure: await this.#miss(trx, a, owner) };
     });
-    return { ok: false, failure };
+    const chosen = a.select ? await a.select(read.matches) : read.matches[0];
+    if (!chosen) {
+      if (read.matches.length === 0) return { ok: false, failure: read.failure };
+      // A code matched but what came with it did not (a sign-up's password): still a miss.
+      return { ok: false, failure: await this.db.transaction().execute((trx) => this.#miss(trx, a, owner)) };
+    }
+    const now = this.clock.now();
+    return this.db.transaction().execute(async (trx) => {
+      // Of two answers racing with one code, only one spends it.
+      if (!(await spendChallenge(trx, chosen.id, now))) return { ok: false as const };
+      if (a.budget) await this.guesses.forgive(trx, a.budget);
+      return { ok: true as const, value: await a.admit(trx, chosen, now) };
+    });
+  }
+
+  /**
+   * A miss costs one attempt on every live challenge of the owner for the purpose, and one failure
+   * on the identity-wide lock however many it charged; nothing charged, nothing counted (unless
+   * answering nothing is itself a guess). The same two statements run for nobody.
+   */
+  async #miss(
+    trx: Executor,
+    a: OutOfBandAnswer<unknown>,
+    owner: ChallengeOwner,
+  ): Promise<FailureOutcome | undefined> {
+    const charged = await chargeLiveChallenges(trx, a.purpose, owner, this.clock.now());
+    const counts = a.owner !== undefined && (charged > 0 || a.countWithoutLiveChallenge === true);
+    return this.lock.recordFailure(trx, counts ? a.identityId : undefined, a.route);
   }
 
   /**

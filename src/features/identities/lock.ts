@@ -1,7 +1,7 @@
 import type { AuditLog } from '../../platform/audit/audit.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Executor } from '../../platform/db/database.js';
-import { clearLockCounter, lockCounter, setLockCounter } from './repository.js';
+import { clearLockCounter, countLockFailure, NOBODY } from './repository.js';
 
 /** Interface section 3 / 8: failures counted per identity across every code-answering route. */
 export const LOCK_THRESHOLD = 5;
@@ -27,29 +27,33 @@ export class AccountLock {
   ) {}
 
   /**
-   * Counts one failed guess. The identity row is locked FOR UPDATE, so concurrent failures count
-   * one by one and exactly one transaction sees the counter cross the threshold and writes the
-   * audit record (PostgreSQL 15 has no OLD in RETURNING, hence the read-then-write under lock).
+   * Counts one failed guess, in one statement (countLockFailure): concurrent failures count one by
+   * one and exactly one transaction sees the counter cross the threshold and writes the audit
+   * record. `undefined` counts on nobody with the same statement, so a refusal for an address no
+   * account holds costs what one for an account costs; it answers undefined.
    */
-  async recordFailure(trx: Executor, identityId: string, route: string): Promise<FailureOutcome> {
+  async recordFailure(trx: Executor, identityId: string, route: string): Promise<FailureOutcome>;
+  async recordFailure(
+    trx: Executor,
+    identityId: string | undefined,
+    route: string,
+  ): Promise<FailureOutcome | undefined>;
+  async recordFailure(
+    trx: Executor,
+    identityId: string | undefined,
+    route: string,
+  ): Promise<FailureOutcome | undefined> {
     const now = this.clock.now();
-    const current = await lockCounter(trx, identityId);
-    if (!current) return { wasLocked: false, tripped: false, locked: false };
-    const lockedUntil = current.locked_until ? new Date(current.locked_until) : null;
-    const wasLocked = lockedUntil !== null && lockedUntil > now;
-    if (wasLocked) {
-      await setLockCounter(trx, identityId, 'increment');
-      return { wasLocked: true, tripped: false, locked: true };
-    }
-    // A lock that ran out starts the count again.
-    const failures = (lockedUntil ? 0 : current.failed_attempts) + 1;
-    const tripped = failures >= LOCK_THRESHOLD;
-    const until = tripped ? new Date(now.getTime() + this.lockSeconds * 1000) : null;
-    await setLockCounter(trx, identityId, { failures, lockedUntil: until });
+    const until = new Date(now.getTime() + this.lockSeconds * 1000);
+    const counted = await countLockFailure(trx, identityId ?? NOBODY, now, LOCK_THRESHOLD, until);
+    if (!identityId) return undefined;
+    if (!counted) return { wasLocked: false, tripped: false, locked: false };
+    if (counted.wasLocked) return { wasLocked: true, tripped: false, locked: true };
+    const tripped = counted.lockedUntil !== null;
     if (tripped) {
       await this.audit.appendOwn(trx, 'identity.account.locked', identityId, {
         route,
-        lockedUntil: until!.toISOString(),
+        lockedUntil: new Date(counted.lockedUntil!).toISOString(),
       });
     }
     return { wasLocked: false, tripped, locked: tripped };

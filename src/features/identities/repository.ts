@@ -19,6 +19,13 @@ export interface IdentityRow {
   locked_until: Date | null;
 }
 
+/**
+ * The nil UUID: no identity or identifier has it, so a statement keyed by it matches nothing. A
+ * refusal for an address no account holds runs its statements keyed by NOBODY, so it costs what a
+ * refusal for an account costs (equal time).
+ */
+export const NOBODY = '00000000-0000-0000-0000-000000000000';
+
 /** The live (not removed) identifier row for a normalised address, whoever owns it. */
 export async function findIdentifier(
   trx: Executor,
@@ -27,6 +34,25 @@ export async function findIdentifier(
   const r = await sql<IdentifierRow>`
     SELECT id, identity_id, type, value, verified_at FROM identifiers
     WHERE type = ${ident.type} AND value = ${ident.value} AND removed_at IS NULL`.execute(trx);
+  return r.rows[0];
+}
+
+/** What a password sign-in needs of an address, in one statement: its identity, epoch and hash. */
+export interface PasswordHolder {
+  identity_id: string;
+  verified_at: Date | null;
+  password_hash: string | null;
+  session_epoch: number;
+}
+
+export async function findPasswordHolder(
+  trx: Executor,
+  ident: NormalisedIdentifier,
+): Promise<PasswordHolder | undefined> {
+  const r = await sql<PasswordHolder>`
+    SELECT i.identity_id, i.verified_at, p.password_hash, p.session_epoch
+    FROM identifiers i JOIN identities p ON p.id = i.identity_id
+    WHERE i.type = ${ident.type} AND i.value = ${ident.value} AND i.removed_at IS NULL`.execute(trx);
   return r.rows[0];
 }
 
@@ -165,30 +191,42 @@ export function removePassword(trx: Executor, identityId: string, now: Date): Pr
 }
 
 /** The identity-wide lock's counter, read under the row lock (identities/lock.ts). */
-export async function lockCounter(
-  trx: Executor,
-  identityId: string,
-): Promise<{ failed_attempts: number; locked_until: Date | null } | undefined> {
-  const r = await sql<{ failed_attempts: number; locked_until: Date | null }>`
-    SELECT failed_attempts, locked_until FROM identities WHERE id = ${identityId} FOR UPDATE`.execute(trx);
-  return r.rows[0];
+/** What one counted failure did to an identity's lock (countLockFailure). */
+export interface LockCount {
+  /** The lock was running before this failure. */
+  wasLocked: boolean;
+  /** The lock's end after this failure; null when unlocked. */
+  lockedUntil: Date | null;
 }
 
-/** 'increment' adds one failure and leaves the lock as it is (an account locked already). */
-export async function setLockCounter(
+/**
+ * Counts one failure on the identity's lock in one statement, and returns the lock as it was and
+ * as it is. The row is locked FOR UPDATE in the subquery, so concurrent failures count one by one
+ * and exactly one of them sees the count cross `threshold` (PostgreSQL 15 has no OLD in RETURNING:
+ * the subquery carries the old values). A lock that ran out starts the count again; a running lock
+ * keeps its end. An identity that does not exist counts nothing, in the same statement, so a caller
+ * with nobody to charge does the same work as one with somebody (equal time).
+ */
+export async function countLockFailure(
   trx: Executor,
   identityId: string,
-  state: { failures: number; lockedUntil: Date | null } | 'increment',
-): Promise<void> {
-  if (state === 'increment') {
-    await sql`UPDATE identities SET failed_attempts = failed_attempts + 1 WHERE id = ${identityId}`.execute(
-      trx,
-    );
-    return;
-  }
-  await sql`
-    UPDATE identities SET failed_attempts = ${state.failures}, locked_until = ${state.lockedUntil}
-    WHERE id = ${identityId}`.execute(trx);
+  now: Date,
+  threshold: number,
+  lockUntil: Date,
+): Promise<LockCount | undefined> {
+  const running = sql`old.locked_until > ${now}::timestamptz`;
+  const failures = sql`CASE WHEN ${running} THEN old.failed_attempts + 1
+      WHEN old.locked_until IS NOT NULL THEN 1 ELSE old.failed_attempts + 1 END`;
+  const r = await sql<{ was_locked: boolean; locked_until: Date | null }>`
+    UPDATE identities AS i SET
+      failed_attempts = ${failures},
+      locked_until = CASE WHEN ${running} THEN old.locked_until
+        WHEN ${failures} >= ${threshold}::int THEN ${lockUntil}::timestamptz ELSE NULL END
+    FROM (SELECT id, failed_attempts, locked_until FROM identities WHERE id = ${identityId} FOR UPDATE) AS old
+    WHERE i.id = old.id
+    RETURNING coalesce(${running}, false) AS was_locked, i.locked_until`.execute(trx);
+  const row = r.rows[0];
+  return row && { wasLocked: row.was_locked, lockedUntil: row.locked_until };
 }
 
 /**

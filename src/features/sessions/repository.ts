@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { changedOne } from '../../platform/db/compare-and-set.js';
 import type { Executor } from '../../platform/db/database.js';
@@ -184,6 +185,8 @@ export interface AttemptRow {
 export async function recordAttempt(
   trx: Executor,
   a: {
+    /** Given when the row is to be found again (a provisional refusal, deleted on success). */
+    id?: string;
     identityId: string;
     now: Date;
     method: string;
@@ -192,11 +195,16 @@ export async function recordAttempt(
     userAgent: string | null;
   },
 ): Promise<void> {
+  // Written through the identity's row: keyed by NOBODY it writes nothing, in the same statement.
   await sql`
     INSERT INTO sign_in_attempts (id, identity_id, occurred_at, method, outcome, ip_address, user_agent)
-    VALUES (gen_random_uuid(), ${a.identityId}, ${a.now}, ${a.method}, ${a.outcome}, ${a.ip}, ${a.userAgent})`.execute(
-    trx,
-  );
+    SELECT ${a.id ?? randomUUID()}, id, ${a.now}, ${a.method}, ${a.outcome}, ${a.ip}, ${a.userAgent}
+    FROM identities WHERE id = ${a.identityId}`.execute(trx);
+}
+
+/** Withdraws a provisional refusal once the attempt it stood for succeeded. */
+export async function withdrawAttempt(trx: Executor, id: string): Promise<void> {
+  await sql`DELETE FROM sign_in_attempts WHERE id = ${id}`.execute(trx);
 }
 
 /** Newest first with the id as unique tiebreak. */

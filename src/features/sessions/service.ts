@@ -11,8 +11,8 @@ import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { type IdentifierInput, normaliseIdentifier } from '../identities/identifier.js';
 import {
   bumpSessionEpoch as bumpEpoch,
-  findIdentifier,
-  findIdentity,
+  findPasswordHolder,
+  NOBODY,
   type SummaryColumns,
   toSummary,
 } from '../identities/repository.js';
@@ -62,21 +62,35 @@ export class SessionService {
     // Per identifier and address prefix, known account or not: a stranger elsewhere who knows only
     // the identifier cannot hold back the owner's correct password.
     const budget = guessSubject.password(ident?.value ?? input.identifier, addressBucket(meta.ip ?? ''));
-    await this.ctx.guesses.admit(budget);
-    const identifier = ident ? await findIdentifier(db, ident) : undefined;
-    const identity = identifier ? await findIdentity(db, identifier.identity_id) : undefined;
-    const hash = identifier?.verified_at && identity?.password_hash ? identity.password_hash : undefined;
+    const holder = ident ? await findPasswordHolder(db, ident) : undefined;
+    // Admitted and recorded as refused in one commit, before the password is looked at: on the
+    // account when there is one, by the same statement keyed to nobody when there is none. A
+    // refusal then writes nothing more, so its time does not tell an account from no account
+    // (issue 11 item 6); a success withdraws the provisional record.
+    const provisional = randomUUID();
+    await db.transaction().execute(async (trx) => {
+      await this.ctx.guesses.admit(budget, trx);
+      await repo.recordAttempt(trx, {
+        id: provisional,
+        identityId: holder?.identity_id ?? NOBODY,
+        now: this.ctx.clock.now(),
+        method: 'password',
+        outcome: 'refused',
+        ...metaOf(meta),
+      });
+    });
+    const hash = holder?.verified_at ? holder.password_hash : null;
     // The epoch is read before the password is checked: a revocation committed while the check
     // runs moves the epoch on, and the session issued below is dead on arrival.
     const ok = hash
       ? await this.ctx.passwords.verify(hash, input.password)
       : await this.ctx.passwords.burn(input.password);
-    if (!ok || !identity) {
-      if (identity) await this.recordAttempt(identity.id, 'password', 'refused', meta);
-      throw new Problem('identity.sign_in_refused');
-    }
-    await this.ctx.guesses.forgive(db, budget);
-    return this.completePrimary(identity.id, identity.session_epoch, 'password', meta);
+    if (!ok || !holder) throw new Problem('identity.sign_in_refused');
+    await db.transaction().execute(async (trx) => {
+      await this.ctx.guesses.forgive(trx, budget);
+      await repo.withdrawAttempt(trx, provisional);
+    });
+    return this.completePrimary(holder.identity_id, holder.session_epoch, 'password', meta);
   }
 
   /**

@@ -49,10 +49,14 @@ export class GuessBudgets {
     return hmacHex(this.key, subject);
   }
 
-  /** Admits one attempt, in its own statement (a later rollback cannot undo the count), or throws 429. */
-  async admit(subject: string): Promise<void> {
+  /**
+   * Admits one attempt, or throws 429. In its own statement by default; in a caller's transaction
+   * that commits before the secret is checked when the attempt's other bookkeeping belongs with it
+   * (a later rollback must not undo the count).
+   */
+  async admit(subject: string, exec: Executor = this.db): Promise<void> {
     const now = this.clock.now();
-    const nextAt = await admitAttempt(this.db, this.#stored(subject), now, this.policy);
+    const nextAt = await admitAttempt(exec, this.#stored(subject), now, this.policy);
     if (nextAt !== null) throw tooEarly(now, nextAt);
   }
 
