@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Writable } from 'node:stream';
 import cors from '@fastify/cors';
 import swagger from '@fastify/swagger';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import pino from 'pino';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Config } from './config.js';
 import { type AppContext, createContext } from './context.js';
 import { healthRoutes } from './features/health/routes.js';
@@ -24,6 +23,9 @@ import { installErrorHandling, sendProblem, toProblem } from './platform/http/er
 import { installRequestLifecycle } from './platform/http/lifecycle.js';
 import { ProblemSchema } from './platform/http/schemas.js';
 import { addSharedSchema, validatorCompiler } from './platform/http/validation.js';
+import { createLogger, installAccessLog } from './platform/log/logger.js';
+import { PrometheusMetrics, serveMetrics } from './platform/metrics/prometheus.js';
+import { silentSignals } from './platform/metrics/signals.js';
 import { registerRateLimits } from './platform/rate-limit/rate-limit.js';
 import { connectRedis } from './platform/rate-limit/redis.js';
 
@@ -40,36 +42,20 @@ export interface BuildOptions {
 export const BODY_LIMIT = 16 * 1024;
 export const API_PREFIX = '/api/v1';
 
-// Secrets can only reach a log line through headers or bodies; neither is logged, and these paths
-// are censored in case a future log call includes them.
-const REDACT = [
-  'req.headers.authorization',
-  'req.headers["x-elevation-token"]',
-  'req.headers.cookie',
-  'err.detail',
-  // PGlite's query errors carry the bound values (sealed secrets, labels, addresses).
-  'err.params',
-  'err.cause.params',
-  'password',
-  'code',
-  'token',
-  '*.password',
-  '*.newPassword',
-  '*.currentPassword',
-  '*.code',
-  '*.refreshToken',
-  '*.accessToken',
-  '*.idToken',
-];
+export interface BuiltApp {
+  app: FastifyInstance;
+  ctx: AppContext;
+  /** Writes out buffered log lines synchronously (shutdown, fatal errors). */
+  flushLogs(): void;
+}
 
-export async function buildApp(opts: BuildOptions): Promise<{ app: FastifyInstance; ctx: AppContext }> {
+export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
   const { config, database } = opts;
-  const logger = pino(
-    { level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' } },
-    opts.logStream ?? pino.destination(1),
-  );
+  const { logger, flush } = createLogger(config.logLevel, opts.logStream);
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
+    // One access line per request instead of Fastify's two (installAccessLog).
+    logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => randomUUID(),
     requestIdHeader: false,
     bodyLimit: BODY_LIMIT,
@@ -101,10 +87,27 @@ export async function buildApp(opts: BuildOptions): Promise<{ app: FastifyInstan
       sendProblem(reply, toProblem(err, request));
     },
   });
-  const ctx: AppContext = await createContext(config, database, opts.clock ?? systemClock, app.log);
+  // Metrics only with a listener to serve them on (METRICS_PORT): off, every signal is a no-op.
+  const metrics = config.metrics.port > 0 ? new PrometheusMetrics() : undefined;
+  const ctx: AppContext = await createContext(
+    config,
+    database,
+    opts.clock ?? systemClock,
+    app.log,
+    metrics ?? silentSignals,
+  );
   app.addHook('onClose', async () => {
     await ctx.notifier.close();
   });
+  if (metrics) {
+    metrics.sample({ argon2: () => ctx.passwords.stats(), pool: () => database.poolStats() });
+    metrics.observeRequests(app);
+    const server = await serveMetrics(metrics, config.metrics.host, config.metrics.port);
+    app.addHook('onClose', async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    });
+  }
   // The audit head, logged now and then, anchors the chain outside the database.
   installAuditHeadLog(app, database.db, config.auditHeadLogSeconds);
 
@@ -114,6 +117,7 @@ export async function buildApp(opts: BuildOptions): Promise<{ app: FastifyInstan
   // request id and shutdown draining (onRequest), JSON-only bodies (preValidation).
   installErrorHandling(app);
   installRequestLifecycle(app);
+  installAccessLog(app);
   installJsonBodies(app);
 
   await app.register(cors, {
@@ -144,7 +148,7 @@ export async function buildApp(opts: BuildOptions): Promise<{ app: FastifyInstan
   });
 
   const redis = connectRedis(app, config.redisUrl);
-  await registerRateLimits(app, redis, opts.rateLimitNamespace ?? 'identity-rl:');
+  await registerRateLimits(app, redis, opts.rateLimitNamespace ?? 'identity-rl:', ctx.signals);
 
   // Platform first (above), then features: every feature relies on the error handling, the
   // validator, the limiter and the OpenAPI collector being in place when its routes register.
@@ -170,5 +174,5 @@ export async function buildApp(opts: BuildOptions): Promise<{ app: FastifyInstan
   );
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  return { app, ctx };
+  return { app, ctx, flushLogs: flush };
 }

@@ -78,6 +78,8 @@ export interface Config {
   auditHeadLogSeconds: number;
   /** Out-of-band delivery timeout (SMTP connection, greeting and socket; SMS webhook total). */
   notifyTimeoutMs: number;
+  /** The Prometheus listener (GET /metrics), apart from the API; port 0: off. */
+  metrics: { host: string; port: number };
 }
 
 /*
@@ -266,6 +268,8 @@ const Environment = Type.Object(
     SHUTDOWN_TIMEOUT_MS: integer(10000, 0, 600000),
     AUDIT_HEAD_LOG_SECONDS: integer(3600, 0, 86400),
     NOTIFY_TIMEOUT_MS: integer(10000, 100, 120000),
+    METRICS_PORT: integer(0, 0, 65535),
+    METRICS_HOST: Type.Optional(Type.String()),
   },
   {
     // Production refuses to start without its own root secret, without its public origin (the
@@ -377,6 +381,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     auditHeadLogSeconds: e.AUDIT_HEAD_LOG_SECONDS,
     notifyTimeoutMs: e.NOTIFY_TIMEOUT_MS,
+    metrics: { host: e.METRICS_HOST ?? e.HOST, port: e.METRICS_PORT },
   };
   return Object.freeze(config);
 }

@@ -16,6 +16,7 @@ import { Sealer } from './platform/crypto/seal.js';
 import { CodeHasher } from './platform/crypto/tokens.js';
 import type { Database } from './platform/db/database.js';
 import type { AuthDeps } from './platform/http/auth.js';
+import { type Signals, silentSignals } from './platform/metrics/signals.js';
 import { createNotifier, type Notifier } from './platform/notify/notifier.js';
 import { CursorCodec } from './platform/pagination/cursor.js';
 import { GuessBudgets, MessageLimits } from './platform/rate-limit/guess-budget.js';
@@ -54,6 +55,8 @@ export interface AppContext {
   sessions: SessionService;
   /** What the session and elevation guards read. */
   auth: AuthDeps;
+  /** Events an operator counts (Prometheus when METRICS_PORT is set, silent otherwise). */
+  signals: Signals;
 }
 
 export async function createContext(
@@ -61,26 +64,31 @@ export async function createContext(
   database: Database,
   clock: Clock,
   log: FastifyBaseLogger,
+  signals: Signals = silentSignals,
 ): Promise<AppContext> {
   const sealer = new Sealer(deriveKey(config.secretsKey, 'sealing'));
   // Each purpose gets its own key derived from SECRETS_KEY, so no key serves two algorithms.
   const audit = new AuditLog(deriveKey(config.secretsKey, 'audit-seal'), clock);
-  const lock = new AccountLock(audit, clock, config.lifetimes.lock);
+  const lock = new AccountLock(audit, clock, config.lifetimes.lock, signals);
   const guesses = new GuessBudgets(
     database.db,
     clock,
     deriveKey(config.secretsKey, 'guess-budgets'),
     config.rateLimits.guesses,
+    signals,
   );
-  const notifier = createNotifier({
-    production: config.production,
-    dataDir: config.dataDir,
-    smtpUrl: config.smtpUrl,
-    mailFrom: config.mailFrom,
-    smsWebhookUrl: config.smsWebhookUrl,
-    timeoutMs: config.notifyTimeoutMs,
-    log,
-  });
+  const notifier = observed(
+    signals,
+    createNotifier({
+      production: config.production,
+      dataDir: config.dataDir,
+      smtpUrl: config.smtpUrl,
+      mailFrom: config.mailFrom,
+      smsWebhookUrl: config.smsWebhookUrl,
+      timeoutMs: config.notifyTimeoutMs,
+      log,
+    }),
+  );
   const codes = new CodeHasher(deriveKey(config.secretsKey, 'out-of-band-codes'));
   const tokens = await AccessTokens.load(database.db, config, clock, sealer);
   const ctx = {
@@ -92,6 +100,7 @@ export async function createContext(
       memoryKiB: config.argon2MemoryKiB,
       concurrency: config.argon2Concurrency,
       maxWaitMs: config.argon2MaxWaitMs,
+      onWait: (ms) => signals.argon2Waited(ms),
     }),
     audit,
     lock,
@@ -114,12 +123,14 @@ export async function createContext(
       clock,
       deriveKey(config.secretsKey, 'guess-budgets'),
       config.rateLimits.sendsAMessage,
+      signals,
     ),
     notifier,
     codes,
     sealer,
     cursors: new CursorCodec({ id: config.cursorKeyId, secret: config.cursorSigningKey }, clock),
     tokens,
+    signals,
     auth: {
       clock,
       verifyAccessToken: (token: string) => tokens.verify(token),
@@ -133,4 +144,17 @@ export async function createContext(
     secondFactorTicketFor(ctx, identityId, epoch, method),
   );
   return ctx;
+}
+
+/** Every message's outcome is counted by channel. */
+function observed(signals: Signals, notifier: Notifier): Notifier {
+  return {
+    canDeliver: (type) => notifier.canDeliver(type),
+    async send(message) {
+      const result = await notifier.send(message);
+      signals.delivered(message.type, result.status === 'DELIVERED' ? 'delivered' : 'not_delivered');
+      return result;
+    },
+    close: () => notifier.close(),
+  };
 }

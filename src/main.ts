@@ -27,12 +27,23 @@ try {
 }
 
 let app: Awaited<ReturnType<typeof buildApp>>['app'];
+let flushLogs: () => void;
 try {
-  ({ app } = await buildApp({ config, database }));
+  ({ app, flushLogs } = await buildApp({ config, database }));
 } catch (err) {
   if (err instanceof ConfigError) fail(err.message);
   throw err;
 }
+
+// Log lines are buffered: a fatal error writes its line and everything before it, then exits.
+function fatal(err: unknown, kind: string): never {
+  app.log.fatal({ err }, kind);
+  flushLogs();
+  process.exit(1);
+}
+process.on('uncaughtException', (err) => fatal(err, 'uncaught exception'));
+process.on('unhandledRejection', (err) => fatal(err, 'unhandled rejection'));
+
 let stopping = false;
 async function shutdown(signal: string) {
   if (stopping) return;
@@ -40,12 +51,15 @@ async function shutdown(signal: string) {
   app.log.info({ signal }, 'shutting down: refusing new connections, finishing in-flight requests');
   const force = setTimeout(() => {
     app.log.error('shutdown timed out');
+    flushLogs();
     process.exit(1);
   }, config.shutdownTimeoutMs);
   force.unref();
   // Fastify's close stops the listener, waits for in-flight requests, then runs onClose hooks.
   await app.close();
   await database.close();
+  app.log.info('stopped');
+  flushLogs();
   process.exit(0);
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'));

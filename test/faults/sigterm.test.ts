@@ -48,7 +48,8 @@ describe('SIGTERM under load', () => {
       DATABASE_URL: database.url,
       DATA_DIR: dataDir,
       SECRETS_KEY,
-      LOG_LEVEL: 'info',
+      // The arrival of each request is a debug line (the access line comes with the answer).
+      LOG_LEVEL: 'debug',
       ARGON2_MEMORY_KIB: '19456',
       RATE_LIMIT_SENDS_A_MESSAGE: '100000/60',
       RATE_LIMIT_ANSWERS_A_CHALLENGE: '100000/60',
@@ -114,7 +115,7 @@ describe('SIGTERM under load', () => {
           .stdout()
           .slice(logStart)
           .split('\n')
-          .filter((l) => l.includes('"incoming request"') && l.includes('"url":"/api/v1/sign-ups"'));
+          .filter((l) => l.includes('"incoming request"') && l.includes('"route":"/api/v1/sign-ups"'));
         return lines.length >= 30 ? true : undefined;
       },
       15_000,

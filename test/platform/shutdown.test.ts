@@ -54,7 +54,8 @@ describe('graceful shutdown of src/main.ts', () => {
       DATABASE_URL: 'memory://',
       DATA_DIR: mkdtempSync(join(tmpdir(), 'idsvc-shutdown-')),
       SECRETS_KEY: randomBytes(32).toString('base64'),
-      LOG_LEVEL: 'info',
+      // The arrival of each request is a debug line (the access line comes with the answer).
+      LOG_LEVEL: 'debug',
     });
     const proc = running;
 
@@ -64,7 +65,12 @@ describe('graceful shutdown of src/main.ts', () => {
     const before = proc.stdout().length;
     const inFlight = get(port, '/health/ready');
     await waitFor(
-      () => (/"url":"\/health\/ready"/.test(proc.stdout().slice(before)) ? true : undefined),
+      () =>
+        /"incoming request".*"route":"\/health\/ready"|"route":"\/health\/ready".*"incoming request"/.test(
+          proc.stdout().slice(before),
+        )
+          ? true
+          : undefined,
       10_000,
       'the server to receive the request',
       5,

@@ -1,6 +1,7 @@
 import type { AuditLog } from '../../platform/audit/audit.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Executor } from '../../platform/db/database.js';
+import type { Signals } from '../../platform/metrics/signals.js';
 import { clearLockCounter, countLockFailure, NOBODY } from './repository.js';
 
 /** Interface section 3 / 8: failures counted per identity across every code-answering route. */
@@ -24,6 +25,7 @@ export class AccountLock {
     private readonly audit: AuditLog,
     private readonly clock: Clock,
     private readonly lockSeconds: number,
+    private readonly signals: Signals,
   ) {}
 
   /**
@@ -51,6 +53,7 @@ export class AccountLock {
     if (counted.wasLocked) return { wasLocked: true, tripped: false, locked: true };
     const tripped = counted.lockedUntil !== null;
     if (tripped) {
+      this.signals.lockTripped();
       await this.audit.appendOwn(trx, 'identity.account.locked', identityId, {
         route,
         lockedUntil: new Date(counted.lockedUntil!).toISOString(),

@@ -46,7 +46,7 @@ export class PasswordService {
     if (!ok) throw refusal();
     const newHash = await this.ctx.passwords.hash(input.newPassword);
     const now = this.ctx.clock.now();
-    await db.transaction().execute(async (trx) => {
+    const ended = await db.transaction().execute(async (trx) => {
       const locked = await lockIdentity(trx, identityId);
       // Changed or removed since it was verified: the proof no longer holds.
       if (!locked || locked.password_hash !== verifiedHash) throw refusal();
@@ -56,7 +56,9 @@ export class PasswordService {
       // The other sessions (a thief's among them) are gone: the step-up budget starts afresh.
       await this.ctx.guesses.forgive(trx, guessSubject.session(identityId));
       await this.ctx.audit.appendOwn(trx, 'identity.password.changed', identityId, { sessionsEnded: ended });
+      return ended;
     });
+    this.ctx.signals.sessionsRevoked('password_changed', ended);
   }
 
   /**
@@ -141,8 +143,10 @@ export class PasswordService {
           identifierType: known?.type ?? null,
           sessionsEnded: ended,
         });
+        return ended;
       },
     });
     if (!answer.ok) throw refusal();
+    this.ctx.signals.sessionsRevoked('password_recovered', answer.value);
   }
 }

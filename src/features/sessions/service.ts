@@ -173,12 +173,19 @@ export class SessionService {
       owner.session_id,
       this.ctx.clock.now(),
     );
+    if (outcome === 'replayed') this.ctx.signals.sessionsRevoked('refresh_token_replayed', 1);
     if (outcome !== 'rotated') throw new Problem('identity.renewal_refused');
     return grant(access, next, new Date(owner.expires_at));
   }
 
   async signOut(sessionId: string): Promise<void> {
-    await repo.revokeSession(this.ctx.database.db, sessionId, 'signed_out', this.ctx.clock.now());
+    const ended = await repo.revokeSession(
+      this.ctx.database.db,
+      sessionId,
+      'signed_out',
+      this.ctx.clock.now(),
+    );
+    this.ctx.signals.sessionsRevoked('signed_out', ended ? 1 : 0);
   }
 
   /**
@@ -187,13 +194,15 @@ export class SessionService {
    */
   async signOutEverywhere(identityId: string): Promise<void> {
     const now = this.ctx.clock.now();
-    await this.ctx.database.db.transaction().execute(async (trx) => {
+    const ended = await this.ctx.database.db.transaction().execute(async (trx) => {
       await bumpEpoch(trx, identityId);
-      await repo.revokeIdentitySessions(trx, identityId, 'signed_out_everywhere', now);
+      const revoked = await repo.revokeIdentitySessions(trx, identityId, 'signed_out_everywhere', now);
       // The thief's sessions are gone, and with them any claim on the step-up budget.
       await this.ctx.guesses.forgive(trx, guessSubject.session(identityId));
       await this.ctx.audit.appendOwn(trx, 'identity.sessions.revoked_everywhere', identityId);
+      return revoked;
     });
+    this.ctx.signals.sessionsRevoked('signed_out_everywhere', ended);
   }
 
   /** Shapes the context from the row the guard read with the summary columns. */

@@ -184,7 +184,7 @@ export class SignInMethodService {
     const { identityId, sessionId } = principal;
     const now = this.ctx.clock.now();
     const enabled = this.ctx.providers.names;
-    await this.ctx.database.db.transaction().execute(async (trx) => {
+    const ended = await this.ctx.database.db.transaction().execute(async (trx) => {
       const identity = await lockIdentity(trx, identityId);
       await lockCallerSession(trx, identity, sessionId);
       const identifiers = await verifiedIdentifiers(trx, identityId);
@@ -214,9 +214,11 @@ export class SignInMethodService {
             : await removeLink(trx, methodId, identityId, now);
       if (!removed) throw new Problem('identity.sign_in_method_not_found');
 
-      await endOtherSessions(trx, principal, 'sign_in_method_removed', now);
+      const revoked = await endOtherSessions(trx, principal, 'sign_in_method_removed', now);
       await this.ctx.audit.appendOwn(trx, 'identity.sign_in_method.removed', identityId, { kind, methodId });
+      return revoked;
     });
+    this.ctx.signals.sessionsRevoked('sign_in_method_removed', ended);
   }
 
   /** A code in flight to a removed address (step-up, recovery) must not answer for it any more. */

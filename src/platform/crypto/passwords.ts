@@ -13,6 +13,8 @@ export interface PasswordHasher {
    * hash, verify and burn apply the same check themselves.
    */
   admit(): void;
+  /** Operations running and waiting now (metrics). */
+  stats(): { active: number; waiting: number };
 }
 
 // `Algorithm` is an ambient const enum, which isolated-module builds (tsx, vitest) cannot inline and
@@ -33,7 +35,12 @@ class Semaphore {
   constructor(
     private readonly limit: number,
     private readonly maxWaitMs: number,
+    private readonly onWait: (ms: number) => void,
   ) {}
+
+  stats(): { active: number; waiting: number } {
+    return { active: this.#active, waiting: this.#waiting.length };
+  }
 
   /** Load shedding: the wait a newcomer would face, at the measured pace, against the bound. */
   admit(): void {
@@ -46,8 +53,10 @@ class Semaphore {
 
   async run<T>(task: () => Promise<T>): Promise<T> {
     this.admit();
+    const queued = performance.now();
     if (this.#active >= this.limit) await new Promise<void>((r) => this.#waiting.push(r));
     this.#active++;
+    this.onWait(performance.now() - queued);
     const started = performance.now();
     try {
       return await task();
@@ -66,8 +75,14 @@ export function createPasswordHasher(opts: {
   concurrency?: number;
   /** The longest wait a hash may face before it is refused (ARGON2_MAX_WAIT_MS). */
   maxWaitMs?: number;
+  /** Told how long each operation waited for its turn, in milliseconds. */
+  onWait?: (ms: number) => void;
 }): PasswordHasher {
-  const gate = new Semaphore(Math.max(1, opts.concurrency ?? 1), opts.maxWaitMs ?? Number.POSITIVE_INFINITY);
+  const gate = new Semaphore(
+    Math.max(1, opts.concurrency ?? 1),
+    opts.maxWaitMs ?? Number.POSITIVE_INFINITY,
+    opts.onWait ?? (() => {}),
+  );
   const options = {
     algorithm: ARGON2ID,
     timeCost: 2,
@@ -93,6 +108,7 @@ export function createPasswordHasher(opts: {
     hash: (password) => gate.run(() => hash(password, options)),
     verify: check,
     admit: () => gate.admit(),
+    stats: () => gate.stats(),
     async burn(password) {
       await check(await dummyHash(), password);
       return false;

@@ -26,6 +26,8 @@ export interface Database {
   readonly kind: 'postgres' | 'pglite';
   /** One round trip; throws when the database cannot answer. */
   ping(): Promise<void>;
+  /** The pool's connections and waiting callers (metrics); undefined on PGlite, which has none. */
+  poolStats(): { total: number; idle: number; waiting: number } | undefined;
   close(): Promise<void>;
 }
 
@@ -144,6 +146,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     return {
       db,
       kind: 'postgres',
+      poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
       async ping() {
         const client = await pool.connect();
         try {
@@ -177,6 +180,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   return {
     db,
     kind: 'pglite',
+    poolStats: () => undefined,
     async ping() {
       await client.query('SELECT 1');
     },

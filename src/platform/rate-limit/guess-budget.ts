@@ -3,6 +3,7 @@ import type { Clock } from '../clock.js';
 import { hmacHex } from '../crypto/tokens.js';
 import type { Db, Executor } from '../db/database.js';
 import { Problem } from '../http/problem.js';
+import type { Signals } from '../metrics/signals.js';
 import { admitAttempt, type BudgetPolicy, countSend, forgiveAttempts } from './repository.js';
 
 /**
@@ -43,6 +44,7 @@ export class GuessBudgets {
     /** deriveKey(secretsKey, 'guess-budgets'): subjects are stored as keyed hashes only. */
     private readonly key: Buffer,
     private readonly policy: BudgetPolicy,
+    private readonly signals: Signals,
   ) {}
 
   #stored(subject: string): string {
@@ -57,7 +59,11 @@ export class GuessBudgets {
   async admit(subject: string, exec: Executor = this.db): Promise<void> {
     const now = this.clock.now();
     const nextAt = await admitAttempt(exec, this.#stored(subject), now, this.policy);
-    if (nextAt !== null) throw tooEarly(now, nextAt);
+    if (nextAt !== null) {
+      // The kind of subject only (session, second-step, password, code): never who.
+      this.signals.refused(`guesses:${subject.slice(0, subject.indexOf(':'))}`);
+      throw tooEarly(now, nextAt);
+    }
   }
 
   /** After a success (in its transaction when there is one): the subject starts afresh. */
@@ -78,6 +84,7 @@ export class MessageLimits {
     /** deriveKey(secretsKey, 'guess-budgets'): subjects are stored as keyed hashes only. */
     private readonly key: Buffer,
     private readonly setting: RateLimitSetting,
+    private readonly signals: Signals,
   ) {}
 
   /** Counts one message against every subject, or throws 429 when any of them is past its limit. */
@@ -93,6 +100,9 @@ export class MessageLimits {
       );
       if (sent > this.setting.max && (!latest || windowEndsAt > latest)) latest = windowEndsAt;
     }
-    if (latest) throw tooEarly(now, latest);
+    if (latest) {
+      this.signals.refused('messages');
+      throw tooEarly(now, latest);
+    }
   }
 }

@@ -3,13 +3,19 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { RateLimitSetting } from '../../config.js';
 import { Problem } from '../http/problem.js';
+import type { Signals } from '../metrics/signals.js';
 import { addressBucket } from './address.js';
 
 /**
  * Registers the limiter without a global limit: only routes that name one of the three limits of
  * interface 8 are counted. With a Redis client the counts are shared by every instance.
  */
-export async function registerRateLimits(app: FastifyInstance, redis: Redis | undefined, nameSpace: string) {
+export async function registerRateLimits(
+  app: FastifyInstance,
+  redis: Redis | undefined,
+  nameSpace: string,
+  signals: Signals,
+) {
   await app.register(rateLimit, {
     global: false,
     redis,
@@ -27,10 +33,12 @@ export async function registerRateLimits(app: FastifyInstance, redis: Redis | un
       'x-ratelimit-reset': false,
       'retry-after': true,
     },
-    errorResponseBuilder: (_req, ctx) =>
-      new Problem('rate_limit.exceeded', {
+    errorResponseBuilder: (req, ctx) => {
+      signals.refused(`route:${req.routeOptions.url}`);
+      return new Problem('rate_limit.exceeded', {
         headers: { 'retry-after': String(Math.max(1, Math.ceil(ctx.ttl / 1000))) },
-      }),
+      });
+    },
   });
 }
 

@@ -1,0 +1,83 @@
+import type { Writable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import pino, { type Logger } from 'pino';
+
+// Secrets can only reach a log line through headers or bodies; neither is logged, and these paths
+// are censored in case a future log call includes them.
+const REDACT = [
+  'req.headers.authorization',
+  'req.headers["x-elevation-token"]',
+  'req.headers.cookie',
+  'err.detail',
+  // PGlite's query errors carry the bound values (sealed secrets, labels, addresses).
+  'err.params',
+  'err.cause.params',
+  'password',
+  'code',
+  'token',
+  '*.password',
+  '*.newPassword',
+  '*.currentPassword',
+  '*.code',
+  '*.refreshToken',
+  '*.accessToken',
+  '*.idToken',
+];
+
+export interface ServiceLogger {
+  logger: Logger;
+  /** Writes out whatever is buffered, synchronously: at shutdown and on a fatal error. */
+  flush(): void;
+}
+
+/**
+ * The service's logger. To stdout through an asynchronous destination (SonicBoom): a log line
+ * never waits for the terminal or the pipe on the request's path; lines that arrive while a write
+ * is in flight are buffered and go out together in the next one, so under load many lines cost
+ * one write and at rest none waits. flush() writes what is buffered synchronously, at shutdown
+ * and on a fatal error. Tests hand in their own stream.
+ */
+export function createLogger(level: string, stream?: Writable): ServiceLogger {
+  const options = { level, redact: { paths: REDACT, censor: '[redacted]' } };
+  if (stream) return { logger: pino(options, stream), flush: () => {} };
+  const destination = pino.destination({ dest: 1, sync: false });
+  return {
+    logger: pino(options, destination),
+    flush: () => {
+      try {
+        destination.flushSync();
+      } catch {
+        // Not ready yet (nothing was ever written) or stdout is gone: nothing more can be done.
+      }
+    },
+  };
+}
+
+/**
+ * One access line per request, when its answer has gone out: request id (on every line of the
+ * request), method, route pattern, status, duration and client address. Never headers, bodies or
+ * the query string, which carry credentials and personal data. The request's arrival is a debug
+ * line only, so at the production level it costs a level check.
+ */
+export function installAccessLog(app: FastifyInstance): void {
+  app.addHook('onRequest', (request, _reply, done) => {
+    request.log.debug(
+      { method: request.method, route: request.routeOptions.url ?? null },
+      'incoming request',
+    );
+    done();
+  });
+  app.addHook('onResponse', (request, reply, done) => {
+    request.log.info(
+      {
+        method: request.method,
+        route: request.routeOptions.url ?? null,
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime * 100) / 100,
+        ip: request.ip,
+      },
+      'request',
+    );
+    done();
+  });
+}

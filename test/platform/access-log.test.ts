@@ -1,0 +1,96 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { createPerson, type Person, signIn } from '../helpers/identities.js';
+
+/**
+ * Issue 12 item 1: one access line per request (request id, method, route pattern, status,
+ * duration, client address), and nothing a client sent in headers, bodies or the query string.
+ */
+
+let t: TestApp;
+let person: Person;
+
+beforeAll(async () => {
+  t = await createTestApp();
+  person = await createPerson(t.ctx);
+});
+afterAll(async () => {
+  await t.close();
+});
+
+interface Line {
+  msg: string;
+  reqId?: string;
+  method?: string;
+  route?: string | null;
+  status?: number;
+  ms?: number;
+  ip?: string;
+  level: number;
+}
+
+function linesSince(offset: number): Line[] {
+  return t
+    .logs()
+    .slice(offset)
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Line);
+}
+
+describe('access log', () => {
+  it('writes exactly one line per request, with the route pattern and never the values sent', async () => {
+    const grant = await signIn(t.app, person);
+    const start = t.logs().length;
+    const cursorSecret = 'c2VjcmV0LWN1cnNvci12YWx1ZQ';
+    const history = await t.app.inject({
+      method: 'GET',
+      url: `/api/v1/sign-ins/history?limit=5&cursor=${cursorSecret}`,
+      headers: { authorization: `Bearer ${grant.accessToken}`, 'user-agent': 'ua-marker-4711' },
+    });
+    const refused = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/sign-ins',
+      payload: { identifierType: 'email', identifier: person.email, password: 'wrong-password-marker' },
+    });
+    expect(refused.statusCode).toBe(401);
+    const lines = linesSince(start);
+    const access = lines.filter((l) => l.msg === 'request');
+    expect(access).toHaveLength(2);
+    expect(access[0]).toMatchObject({
+      reqId: history.headers['x-request-id'],
+      method: 'GET',
+      route: '/api/v1/sign-ins/history',
+      status: history.statusCode,
+      ip: '127.0.0.1',
+    });
+    expect(access[1]).toMatchObject({
+      reqId: refused.headers['x-request-id'],
+      method: 'POST',
+      route: '/api/v1/sign-ins',
+      status: 401,
+    });
+    for (const line of access) expect(line.ms).toBeGreaterThanOrEqual(0);
+    // At the default level (info) the arrival line is not written: one line, not Fastify's two.
+    expect(lines.filter((l) => l.msg === 'incoming request')).toEqual([]);
+    const text = t.logs().slice(start);
+    for (const secret of [
+      grant.accessToken,
+      cursorSecret,
+      'ua-marker-4711',
+      'wrong-password-marker',
+      person.email,
+    ]) {
+      expect(text).not.toContain(secret);
+    }
+  });
+
+  it('names a request no route matched without its path', async () => {
+    const start = t.logs().length;
+    const res = await t.app.inject({ method: 'GET', url: '/api/v1/no-such-route/person@example.com' });
+    expect(res.statusCode).toBe(404);
+    const [line] = linesSince(start).filter((l) => l.msg === 'request');
+    expect(line).toMatchObject({ method: 'GET', route: null, status: 404 });
+    expect(t.logs().slice(start)).not.toContain('person@example.com');
+  });
+});
