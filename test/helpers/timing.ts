@@ -1,5 +1,7 @@
 import { randomInt } from 'node:crypto';
+import { expect } from 'vitest';
 import type { AppContext } from '../../src/context.js';
+import type { TestApp } from './app.js';
 
 /**
  * Answer-time comparison for the equal-time tests (issue 11 item 6): two kinds of call, made one
@@ -8,7 +10,7 @@ import type { AppContext } from '../../src/context.js';
  */
 
 /** Contract of the equal-time tests: medians within this many milliseconds. */
-export const MAX_MEDIAN_DIFFERENCE_MS = 2;
+const MAX_MEDIAN_DIFFERENCE_MS = 2;
 
 export interface TimedPair {
   /** Milliseconds of each call of the first kind. */
@@ -94,4 +96,36 @@ export async function oneIsLive(ctx: AppContext, purpose: 'sign_up' | 'password_
     .whereRef('attempts', '<', 'max_attempts')
     .executeTakeFirstOrThrow();
   return Number(row.live) > 0;
+}
+
+/**
+ * Logs both medians under `[timing]` and asserts they are within MAX_MEDIAN_DIFFERENCE_MS. With
+ * `atLeastMs`, both must also exceed it: the comparison means something only if each refusal really
+ * paid for its Argon2id verify.
+ */
+export function expectEqualTime(
+  t: TestApp,
+  r: TimedPair,
+  names: [first: string, second: string],
+  atLeastMs?: number,
+): void {
+  const backend = t.db.url ? 'PostgreSQL' : 'PGlite';
+  const report = `${backend}: ${names[0]} median ${r.firstMedian.toFixed(2)} ms, ${names[1]} median ${r.secondMedian.toFixed(2)} ms`;
+  console.info(`[timing] ${report}`);
+  if (atLeastMs !== undefined)
+    expect(Math.min(r.firstMedian, r.secondMedian), report).toBeGreaterThan(atLeastMs);
+  expect(Math.abs(r.firstMedian - r.secondMedian), report).toBeLessThan(MAX_MEDIAN_DIFFERENCE_MS);
+}
+
+/** Attempts charged on every code of `purpose`: proof that the misses really were counted. */
+export async function attemptsCharged(
+  ctx: AppContext,
+  purpose: 'sign_up' | 'password_recovery',
+): Promise<number> {
+  const row = await ctx.database.db
+    .selectFrom('challenges')
+    .select((eb) => eb.fn.sum<number>('attempts').as('attempts'))
+    .where('purpose', '=', purpose)
+    .executeTakeFirstOrThrow();
+  return Number(row.attempts);
 }

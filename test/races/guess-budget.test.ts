@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers/app.js';
-import { createPerson, race, signIn } from '../helpers/identities.js';
+import { race } from '../helpers/identities.js';
 import { post } from '../second-factors/helpers.js';
-import { expectRefusals, ROUNDS, raceApp } from './support.js';
+import { expectRefusals, identifierStepUp, ROUNDS, raceApp } from './support.js';
 
 // The guess budget's admission is one upsert whose row lock orders concurrent attempts: however
 // many wrong guesses arrive at once, no more than the free allowance are looked at.
@@ -20,12 +20,7 @@ describe('per-identity guess budget', () => {
   it(`20 wrong step-up codes at once on one identity: exactly 10 are checked, 10 answer 429 (${ROUNDS} rounds)`, async () => {
     expect(t.config.rateLimits.guesses.free).toBe(10);
     for (let round = 0; round < ROUNDS; round++) {
-      const person = await createPerson(t.ctx);
-      const grant = await signIn(t.app, person);
-      const token = grant.accessToken;
-      const start = await post(t.app, '/step-ups', { token, payload: { channel: 'identifier' } });
-      expect(start.statusCode, start.body).toBe(201);
-      const challengeId = start.json().data.challengeId as string;
+      const { token, challengeId } = await identifierStepUp(t);
 
       const answers = await race(20, () =>
         post(t.app, '/step-ups/confirmations', { token, payload: { challengeId, code: '000000' } }),

@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers/app.js';
-import { createPerson, race, signIn } from '../helpers/identities.js';
+import { race } from '../helpers/identities.js';
 import { lastOutboxCode, post } from '../second-factors/helpers.js';
-import { expectRefusals, ROUNDS, raceApp, scalar, statuses, times } from './support.js';
+import { expectRefusals, identifierStepUp, ROUNDS, raceApp, scalar, statuses, times } from './support.js';
 
 // Step-up challenges share the one challenge state machine (migration 0007): of several
 // confirmations of one challenge with its correct code, exactly one mints an elevation.
@@ -19,12 +19,7 @@ afterAll(async () => {
 describe('step-up confirmations of one challenge', () => {
   it(`10 at once with the correct code: one elevation, the challenge spent once (${ROUNDS} rounds)`, async () => {
     for (let round = 0; round < ROUNDS; round++) {
-      const person = await createPerson(t.ctx);
-      const grant = await signIn(t.app, person);
-      const token = grant.accessToken;
-      const start = await post(t.app, '/step-ups', { token, payload: { channel: 'identifier' } });
-      expect(start.statusCode, start.body).toBe(201);
-      const challengeId = start.json().data.challengeId as string;
+      const { person, token, challengeId } = await identifierStepUp(t);
       const code = lastOutboxCode(t.config.dataDir, person.email);
 
       const answers = await race(10, () =>

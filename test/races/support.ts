@@ -2,6 +2,8 @@ import type { LightMyRequestResponse } from 'fastify';
 import { type RawBuilder, sql } from 'kysely';
 import { expect } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { createPerson, type Person, signIn } from '../helpers/identities.js';
+import { post } from '../second-factors/helpers.js';
 
 /**
  * Every race of this suite is repeated this many times, each round on fresh subjects (a new
@@ -63,4 +65,15 @@ export function expectRefusals(answers: LightMyRequestResponse[], status: number
     expect(String(r.headers['content-type'])).toMatch(/^application\/problem\+json/);
   }
   if (answers.length > 0) expect(new Set(answers.map((r) => r.body)).size).toBe(1);
+}
+
+/** A fresh person, signed in, with a step-up started on the identifier channel (a code in flight). */
+export async function identifierStepUp(
+  t: TestApp,
+): Promise<{ person: Person; token: string; challengeId: string }> {
+  const person = await createPerson(t.ctx);
+  const token = (await signIn(t.app, person)).accessToken;
+  const start = await post(t.app, '/step-ups', { token, payload: { channel: 'identifier' } });
+  expect(start.statusCode, start.body).toBe(201);
+  return { person, token, challengeId: start.json().data.challengeId as string };
 }
