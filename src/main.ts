@@ -1,75 +1,14 @@
-import { buildApp } from './app.js';
-import { ConfigError, loadConfig } from './config.js';
-import { openDatabase } from './platform/db/database.js';
-import { MigrationError, migrate } from './platform/db/migrator.js';
+// The entry point. Tracing, when OTEL_EXPORTER_OTLP_ENDPOINT asks for it, must hook node:http and pg
+// before anything loads them, so the service (src/serve.ts) is imported only once it has started.
+import { ConfigError } from './config.js';
+import { startTracing } from './platform/trace/tracing.js';
 
-function fail(message: string): never {
-  // One line, no stack: the operator needs the variable's name, not our internals.
-  process.stderr.write(`${message}\n`);
+try {
+  await startTracing(process.env);
+} catch (err) {
+  if (!(err instanceof ConfigError)) throw err;
+  // One line, no stack (as every configuration error).
+  process.stderr.write(`${err.message}\n`);
   process.exit(1);
 }
-
-let config: ReturnType<typeof loadConfig>;
-try {
-  config = loadConfig();
-} catch (err) {
-  if (err instanceof ConfigError) fail(err.message);
-  throw err;
-}
-
-let database: Awaited<ReturnType<typeof openDatabase>>;
-try {
-  database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
-  await migrate(database.db);
-} catch (err) {
-  if (err instanceof MigrationError) fail(`cannot migrate the database: ${err.message}`);
-  fail(`cannot open or migrate the database: ${(err as { code?: string }).code ?? (err as Error).name}`);
-}
-
-let app: Awaited<ReturnType<typeof buildApp>>['app'];
-let flushLogs: () => void;
-try {
-  ({ app, flushLogs } = await buildApp({ config, database }));
-} catch (err) {
-  if (err instanceof ConfigError) fail(err.message);
-  throw err;
-}
-
-// Log lines are buffered: a fatal error writes its line and everything before it, then exits.
-function fatal(err: unknown, kind: string): never {
-  app.log.fatal({ err }, kind);
-  flushLogs();
-  process.exit(1);
-}
-process.on('uncaughtException', (err) => fatal(err, 'uncaught exception'));
-process.on('unhandledRejection', (err) => fatal(err, 'unhandled rejection'));
-
-let stopping = false;
-async function shutdown(signal: string) {
-  if (stopping) return;
-  stopping = true;
-  app.log.info({ signal }, 'shutting down: refusing new connections, finishing in-flight requests');
-  const force = setTimeout(() => {
-    app.log.error('shutdown timed out');
-    flushLogs();
-    process.exit(1);
-  }, config.shutdownTimeoutMs);
-  force.unref();
-  // Fastify's close stops the listener, waits for in-flight requests, then runs onClose hooks.
-  await app.close();
-  await database.close();
-  app.log.info('stopped');
-  flushLogs();
-  process.exit(0);
-}
-process.on('SIGTERM', () => void shutdown('SIGTERM'));
-process.on('SIGINT', () => void shutdown('SIGINT'));
-
-// The handlers are in place before the port opens, so a SIGTERM at any moment after it is graceful.
-try {
-  await app.listen({ host: config.host, port: config.port });
-} catch (err) {
-  if (!stopping) {
-    fail(`cannot listen on ${config.host}:${config.port}: ${(err as { code?: string }).code ?? 'error'}`);
-  }
-}
+await import('./serve.js');
