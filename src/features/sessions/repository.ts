@@ -65,48 +65,40 @@ export async function lockSession(trx: Executor, sessionId: string): Promise<Ses
   return r.rows[0];
 }
 
-/**
- * Who a refresh token belongs to, read without a lock: enough to sign the next access token
- * (the session's expiry never changes after sign-in).
- */
-export async function refreshTokenOwner(
-  trx: Executor,
-  hash: string,
-): Promise<{ session_id: string; identity_id: string; expires_at: Date } | undefined> {
-  const r = await sql<{ session_id: string; identity_id: string; expires_at: Date }>`
-    SELECT t.session_id, s.identity_id, s.expires_at FROM refresh_tokens t JOIN sessions s ON s.id = t.session_id
-    WHERE t.hash = ${hash}`.execute(trx);
-  return r.rows[0];
-}
-
-export type RenewalOutcome = 'rotated' | 'replayed' | 'refused';
+export type RenewalOutcome =
+  | { outcome: 'rotated'; sessionId: string; identityId: string; expiresAt: Date }
+  | { outcome: 'replayed' | 'refused' };
 
 /**
- * Renewal as one atomic statement. It locks the presented token and its session (token row, then
- * session row, the same order for every renewal; under READ COMMITTED a row changed by a
- * concurrent commit is re-read after the lock), then either
+ * Renewal as one atomic statement, found by the presented token's hash alone. It locks the token
+ * and its session (token row, then session row, the same order for every renewal; under READ
+ * COMMITTED a row changed by a concurrent commit is re-read after the lock), then either
  * - rotates: spends the presented generation, moves the session to the next and stores the new
  *   token, only if the token is the session's current generation, unspent, and the session is
- *   live (not revoked, not expired, its epoch still the identity's); or
+ *   live (not revoked, not expired, its epoch still the identity's), and answers whose session it
+ *   is (to sign the next access token); or
  * - on a spent or older generation, revokes the session (replay), keeping a first reason;
- * and otherwise writes nothing. A session changed between the caller's lookup and the lock is
- * judged on its state after the lock.
+ * and otherwise (an unknown token, a dead session) writes nothing.
  */
 export async function renewSession(
   trx: Executor,
   oldHash: string,
   newHash: string,
-  sessionId: string,
   now: Date,
 ): Promise<RenewalOutcome> {
-  const r = await sql<{ rotated: number; replayed: number }>`
+  const r = await sql<{
+    session_id: string | null;
+    identity_id: string | null;
+    expires_at: Date | null;
+    replayed: number;
+  }>`
     WITH cur AS (
-      SELECT t.hash, t.generation AS token_generation, t.spent_at, s.id, s.generation, s.revoked_at,
-             s.expires_at, s.epoch, i.session_epoch
+      SELECT t.hash, t.generation AS token_generation, t.spent_at, s.id, s.identity_id, s.generation,
+             s.revoked_at, s.expires_at, s.epoch, i.session_epoch
       FROM refresh_tokens t
       JOIN sessions s ON s.id = t.session_id
       JOIN identities i ON i.id = s.identity_id
-      WHERE t.hash = ${oldHash} AND s.id = ${sessionId}
+      WHERE t.hash = ${oldHash}
       FOR UPDATE OF t, s
     ), live AS (
       SELECT * FROM cur
@@ -114,7 +106,7 @@ export async function renewSession(
         AND expires_at > ${now} AND epoch = session_epoch
     ), spent AS (
       UPDATE refresh_tokens r SET spent_at = ${now} FROM live WHERE r.hash = live.hash
-      RETURNING live.id, live.generation
+      RETURNING live.id, live.generation, live.identity_id, live.expires_at
     ), moved AS (
       UPDATE sessions s SET generation = spent.generation + 1, renewed_at = ${now}
       FROM spent WHERE s.id = spent.id
@@ -130,13 +122,43 @@ export async function renewSession(
         AND (cur.spent_at IS NOT NULL OR cur.token_generation <> cur.generation)
       RETURNING s.id
     )
-    SELECT (SELECT count(*) FROM stored)::int AS rotated, (SELECT count(*) FROM replay)::int AS replayed`.execute(
+    SELECT stored.session_id, spent.identity_id, spent.expires_at,
+           (SELECT count(*) FROM replay)::int AS replayed
+    FROM (SELECT 1) one
+    LEFT JOIN stored ON true
+    LEFT JOIN spent ON spent.id = stored.session_id`.execute(trx);
+  const row = r.rows[0];
+  if (row?.session_id && row.identity_id && row.expires_at) {
+    return {
+      outcome: 'rotated',
+      sessionId: row.session_id,
+      identityId: row.identity_id,
+      expiresAt: new Date(row.expires_at),
+    };
+  }
+  return { outcome: row?.replayed === 1 ? 'replayed' : 'refused' };
+}
+
+/**
+ * Takes back a rotation whose answer could not be built (the next access token failed to sign),
+ * so the client's retry with the token it still holds is a renewal, not a replay that would end
+ * its session. One statement: the new token is deleted only while unspent (it never left the
+ * process), the session moves back only from the generation that token made, and only then is
+ * the presented token unspent again. A revocation in between stays.
+ */
+export async function undoRenewal(trx: Executor, oldHash: string, newHash: string): Promise<void> {
+  await sql`
+    WITH gone AS (
+      DELETE FROM refresh_tokens WHERE hash = ${newHash} AND spent_at IS NULL
+      RETURNING session_id, generation
+    ), back AS (
+      UPDATE sessions s SET generation = gone.generation - 1
+      FROM gone WHERE s.id = gone.session_id AND s.generation = gone.generation
+      RETURNING s.id
+    )
+    UPDATE refresh_tokens t SET spent_at = NULL FROM back WHERE t.hash = ${oldHash} AND t.session_id = back.id`.execute(
     trx,
   );
-  const row = r.rows[0];
-  if (row?.rotated === 1) return 'rotated';
-  if (row?.replayed === 1) return 'replayed';
-  return 'refused';
 }
 
 /** Compare-and-set: the first revocation's time and reason are kept. */

@@ -154,28 +154,28 @@ export class SessionService {
   }
 
   /**
-   * Rotation in two round trips: find the token's session, sign the next access token, then one
-   * atomic statement rotates (only the current generation of a live session), or revokes the
-   * session when a spent generation is presented, or writes nothing. Signing comes first, so a
-   * signing failure rotates nothing; an unknown token touches nothing.
+   * Rotation in one round trip: one atomic statement rotates (only the current generation of a
+   * live session) and answers whose session it is, or revokes the session when a spent generation
+   * is presented, or writes nothing (an unknown token). The next access token is signed after the
+   * commit, in memory with a key loaded at start-up; should that ever fail, the rotation is taken
+   * back, so the client's retry with the token it holds is not mistaken for a replay.
    */
   async renew(refreshToken: string): Promise<SessionGrant> {
     const { db } = this.ctx.database;
-    const hash = sha256Hex(refreshToken);
-    const owner = await repo.refreshTokenOwner(db, hash);
-    if (!owner) throw new Problem('identity.renewal_refused');
-    const access = await this.ctx.tokens.sign(owner.identity_id, owner.session_id);
+    const presented = sha256Hex(refreshToken);
     const next = opaqueToken();
-    const outcome = await repo.renewSession(
-      db,
-      hash,
-      sha256Hex(next),
-      owner.session_id,
-      this.ctx.clock.now(),
-    );
-    if (outcome === 'replayed') this.ctx.signals.sessionsRevoked('refresh_token_replayed', 1);
-    if (outcome !== 'rotated') throw new Problem('identity.renewal_refused');
-    return grant(access, next, new Date(owner.expires_at));
+    const nextHash = sha256Hex(next);
+    const renewal = await repo.renewSession(db, presented, nextHash, this.ctx.clock.now());
+    if (renewal.outcome === 'replayed') this.ctx.signals.sessionsRevoked('refresh_token_replayed', 1);
+    if (renewal.outcome !== 'rotated') throw new Problem('identity.renewal_refused');
+    let access: Awaited<ReturnType<AppContext['tokens']['sign']>>;
+    try {
+      access = await this.ctx.tokens.sign(renewal.identityId, renewal.sessionId);
+    } catch (err) {
+      await repo.undoRenewal(db, presented, nextHash);
+      throw err;
+    }
+    return grant(access, next, renewal.expiresAt);
   }
 
   async signOut(sessionId: string): Promise<void> {
