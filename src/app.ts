@@ -51,7 +51,7 @@ export interface BuiltApp {
 
 export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
   const { config, database } = opts;
-  const { logger, flush } = createLogger(config.logLevel, opts.logStream);
+  const { logger, access, flush } = createLogger(config.logLevel, opts.logStream);
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     // One access line per request instead of Fastify's two (installAccessLog).
@@ -117,7 +117,7 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
   // request id and shutdown draining (onRequest), JSON-only bodies (preValidation).
   installErrorHandling(app);
   installRequestLifecycle(app);
-  installAccessLog(app);
+  installAccessLog(app, access);
   installJsonBodies(app);
 
   await app.register(cors, {

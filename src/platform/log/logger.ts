@@ -26,6 +26,12 @@ const REDACT = [
 
 export interface ServiceLogger {
   logger: Logger;
+  /**
+   * The access line's own logger, on the same destination and level but without redaction: its
+   * fields are fixed and hold no secret by construction, and redaction (wildcard paths checked on
+   * every line) cost more than the rest of the line together (about 10 µs of 15 per request).
+   */
+  access: Logger;
   /** Writes out whatever is buffered, synchronously: at shutdown and on a fatal error. */
   flush(): void;
 }
@@ -39,10 +45,11 @@ export interface ServiceLogger {
  */
 export function createLogger(level: string, stream?: Writable): ServiceLogger {
   const options = { level, redact: { paths: REDACT, censor: '[redacted]' } };
-  if (stream) return { logger: pino(options, stream), flush: () => {} };
+  if (stream) return { logger: pino(options, stream), access: pino({ level }, stream), flush: () => {} };
   const destination = pino.destination({ dest: 1, sync: false });
   return {
     logger: pino(options, destination),
+    access: pino({ level }, destination),
     flush: () => {
       try {
         destination.flushSync();
@@ -57,19 +64,23 @@ export function createLogger(level: string, stream?: Writable): ServiceLogger {
  * One access line per request, when its answer has gone out: request id (on every line of the
  * request), method, route pattern, status, duration and client address. Never headers, bodies or
  * the query string, which carry credentials and personal data. The request's arrival is a debug
- * line only, so at the production level it costs a level check.
+ * line, whose hook is installed only when the level is debug or finer.
  */
-export function installAccessLog(app: FastifyInstance): void {
-  app.addHook('onRequest', (request, _reply, done) => {
-    request.log.debug(
-      { method: request.method, route: request.routeOptions.url ?? null },
-      'incoming request',
-    );
-    done();
-  });
+export function installAccessLog(app: FastifyInstance, access: Logger): void {
+  if (access.isLevelEnabled('debug')) {
+    app.addHook('onRequest', (request, _reply, done) => {
+      request.log.debug(
+        { method: request.method, route: request.routeOptions.url ?? null },
+        'incoming request',
+      );
+      done();
+    });
+  }
+  if (!access.isLevelEnabled('info')) return;
   app.addHook('onResponse', (request, reply, done) => {
-    request.log.info(
+    access.info(
       {
+        reqId: request.id,
         method: request.method,
         route: request.routeOptions.url ?? null,
         status: reply.statusCode,
