@@ -188,6 +188,18 @@ describe('OpenTelemetry traces (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     }
   }, 90_000);
 
+  it('off (no endpoint): nothing of the SDK is loaded and no tracer is registered', async () => {
+    const { startTracing } = await import('../../src/platform/trace/tracing.js');
+    await startTracing({});
+    // The API registers its globals under this symbol when an SDK installs a provider.
+    const registered = Object.getOwnPropertySymbols(globalThis).filter((s) =>
+      String(s).includes('opentelemetry'),
+    );
+    expect(registered).toEqual([]);
+    const loaded = Object.keys((await import('node:module')).createRequire(import.meta.url).cache);
+    expect(loaded.filter((path) => path.includes('@opentelemetry/sdk-'))).toEqual([]);
+  });
+
   it('a collector URL that is not http(s) stops start-up with one line naming the variable', async () => {
     running = spawnTs('src/main.ts', {
       NODE_ENV: 'test',
