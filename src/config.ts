@@ -80,6 +80,16 @@ export interface Config {
   notifyTimeoutMs: number;
   /** The Prometheus listener (GET /metrics), apart from the API; port 0: off. */
   metrics: { host: string; port: number };
+  /** The WebAuthn relying party; undefined: passkey routes are off (production without WEBAUTHN_*). */
+  webauthn: WebAuthnConfig | undefined;
+}
+
+export interface WebAuthnConfig {
+  /** The relying party id: a registrable domain every origin is on (or `localhost`). */
+  rpId: string;
+  rpName: string;
+  /** The exact origins a browser may assert from (clientDataJSON.origin). */
+  origins: string[];
 }
 
 /*
@@ -270,6 +280,16 @@ const Environment = Type.Object(
     NOTIFY_TIMEOUT_MS: integer(10000, 100, 120000),
     METRICS_PORT: integer(0, 0, 65535),
     METRICS_HOST: Type.Optional(Type.String()),
+    WEBAUTHN_RP_ID: Type.Optional(
+      Type.String({
+        pattern: '^(localhost|([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\\.)+[a-z]{2,63})$',
+        refusal: 'must be a lower-case domain name (no scheme, port or path), or localhost',
+      }),
+    ),
+    WEBAUTHN_RP_NAME: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 64, refusal: 'must be 1 to 64 characters' }),
+    ),
+    WEBAUTHN_ORIGINS: Type.Optional(Type.String()),
   },
   {
     // Production refuses to start without its own root secret, without its public origin (the
@@ -382,6 +402,45 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     auditHeadLogSeconds: e.AUDIT_HEAD_LOG_SECONDS,
     notifyTimeoutMs: e.NOTIFY_TIMEOUT_MS,
     metrics: { host: e.METRICS_HOST ?? e.HOST, port: e.METRICS_PORT },
+    webauthn: undefined,
   };
+  config.webauthn = webauthnOf(e, production, config.publicOrigin);
   return Object.freeze(config);
+}
+
+/**
+ * Passkeys' relying party. In production it is on only when WEBAUTHN_RP_ID, WEBAUTHN_RP_NAME and
+ * WEBAUTHN_ORIGINS are all set (none set: off; some: start-up stops naming the first missing).
+ * Elsewhere, what is not set comes from PUBLIC_ORIGIN. Every origin must be an exact absolute
+ * origin on the RP ID (the same host or a subdomain of it), as browsers require.
+ */
+function webauthnOf(e: Environment, production: boolean, publicOrigin: string): WebAuthnConfig | undefined {
+  const names = ['WEBAUTHN_RP_ID', 'WEBAUTHN_RP_NAME', 'WEBAUTHN_ORIGINS'] as const;
+  const set = names.filter((n) => e[n] !== undefined);
+  if (production && set.length === 0) return undefined;
+  if (production && set.length < names.length) {
+    throw new ConfigError(
+      names.find((n) => e[n] === undefined) as string,
+      'must be set with the other WEBAUTHN_ variables (passkeys need all three in production)',
+    );
+  }
+  const origins: string[] = [];
+  for (const entry of e.WEBAUTHN_ORIGINS?.split(',') ?? [publicOrigin]) {
+    const origin = parseOrigin(entry.trim());
+    if (!origin) {
+      throw new ConfigError(
+        'WEBAUTHN_ORIGINS',
+        `entry "${entry.trim()}" is not an absolute http(s) origin without path, query or wildcard`,
+      );
+    }
+    origins.push(origin);
+  }
+  const rpId = e.WEBAUTHN_RP_ID ?? new URL(publicOrigin).hostname;
+  for (const origin of origins) {
+    const host = new URL(origin).hostname;
+    if (host !== rpId && !host.endsWith(`.${rpId}`)) {
+      throw new ConfigError('WEBAUTHN_ORIGINS', `entry "${origin}" is not on the relying party ${rpId}`);
+    }
+  }
+  return { rpId, rpName: e.WEBAUTHN_RP_NAME ?? 'Identity', origins };
 }

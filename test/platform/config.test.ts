@@ -72,6 +72,24 @@ const INVALID: Array<[string, Record<string, string>, string]> = [
   ['PORT in hexadecimal', { PORT: '0x10' }, 'PORT'],
   ['PORT in exponent form', { PORT: '1e3' }, 'PORT'],
   ['PORT with a space', { PORT: ' 80' }, 'PORT'],
+  ['WEBAUTHN_ORIGINS with a path', { WEBAUTHN_ORIGINS: 'https://id.example/login' }, 'WEBAUTHN_ORIGINS'],
+  [
+    'WEBAUTHN_ORIGINS off the relying party',
+    { WEBAUTHN_RP_ID: 'id.example', WEBAUTHN_ORIGINS: 'https://id.example,https://evil.example' },
+    'WEBAUTHN_ORIGINS',
+  ],
+  [
+    'WEBAUTHN_ORIGINS on a look-alike domain',
+    { WEBAUTHN_RP_ID: 'example.com', WEBAUTHN_ORIGINS: 'https://notexample.com' },
+    'WEBAUTHN_ORIGINS',
+  ],
+  ['WEBAUTHN_RP_ID with a scheme', { WEBAUTHN_RP_ID: 'https://id.example' }, 'WEBAUTHN_RP_ID'],
+  ['WEBAUTHN_RP_NAME too long', { WEBAUTHN_RP_NAME: 'x'.repeat(65) }, 'WEBAUTHN_RP_NAME'],
+  [
+    'production with WEBAUTHN_RP_ID alone',
+    { NODE_ENV: 'production', PUBLIC_ORIGIN: 'https://id.example', WEBAUTHN_RP_ID: 'id.example' },
+    'WEBAUTHN_RP_NAME',
+  ],
 ];
 
 // One process per class of variable (each start costs about a second of CPU).
@@ -90,6 +108,7 @@ const SPAWNED = new Set([
   'IDENTITY_PROVIDERS not JSON',
   'TOTP_ALGORITHM unknown',
   'LOG_LEVEL unknown',
+  'WEBAUTHN_ORIGINS with a path',
 ]);
 
 it('every spawned case is in the table', () => {
@@ -190,6 +209,40 @@ describe('loadConfig', () => {
     });
     expect(c.production).toBe(true);
     expect(c.publicOrigin).toBe('https://id.example');
+  });
+
+  it('passkeys: outside production the relying party comes from PUBLIC_ORIGIN', () => {
+    const c = loadConfig({ SECRETS_KEY: key(), DATA_DIR: tmp(), PUBLIC_ORIGIN: 'https://id.example' });
+    expect(c.webauthn).toEqual({ rpId: 'id.example', rpName: 'Identity', origins: ['https://id.example'] });
+  });
+
+  it('passkeys: in production they are off without WEBAUTHN_*, on with all three', () => {
+    const base = {
+      NODE_ENV: 'production',
+      SECRETS_KEY: key(),
+      PUBLIC_ORIGIN: 'https://id.example',
+      DATA_DIR: tmp(),
+    };
+    expect(loadConfig(base).webauthn).toBeUndefined();
+    const on = loadConfig({
+      ...base,
+      WEBAUTHN_RP_ID: 'example.com',
+      WEBAUTHN_RP_NAME: 'Example',
+      WEBAUTHN_ORIGINS: 'https://example.com, https://app.example.com',
+    });
+    expect(on.webauthn).toEqual({
+      rpId: 'example.com',
+      rpName: 'Example',
+      origins: ['https://example.com', 'https://app.example.com'],
+    });
+  });
+
+  it('passkeys: the refusal of a bad origin names the entry', () => {
+    expect(() =>
+      loadConfig({ SECRETS_KEY: key(), DATA_DIR: tmp(), WEBAUTHN_ORIGINS: 'https://a.example,ftp://b' }),
+    ).toThrow(
+      'invalid configuration: WEBAUTHN_ORIGINS entry "ftp://b" is not an absolute http(s) origin without path, query or wildcard',
+    );
   });
 
   it.each(INVALID)('refuses %s, naming the variable', (_name, env, variable) => {

@@ -94,6 +94,22 @@ export interface Identities {
   session_epoch: Generated<number>;
 }
 
+export interface Passkeys {
+  aaguid: string;
+  backed_up: boolean;
+  backup_eligible: boolean;
+  created_at: Timestamp;
+  credential_id: string;
+  id: string;
+  identity_id: string;
+  label: string | null;
+  last_used_at: Timestamp | null;
+  public_key: Buffer;
+  removed_at: Timestamp | null;
+  sign_count: number;
+  transports: Generated<string[]>;
+}
+
 export interface ProviderLinks {
   created_at: Timestamp;
   id: string;
@@ -202,6 +218,16 @@ export interface SigningKeys {
   sealed_private_jwk: string;
 }
 
+export interface WebauthnChallenges {
+  challenge_hash: string;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+  id: string;
+  purpose: string;
+  session_id: string | null;
+  spent_at: Timestamp | null;
+}
+
 export interface DB {
   audit_head: AuditHead;
   audit_records: AuditRecords;
@@ -210,6 +236,7 @@ export interface DB {
   guess_budgets: GuessBudgets;
   identifiers: Identifiers;
   identities: Identities;
+  passkeys: Passkeys;
   provider_links: ProviderLinks;
   provider_nonces: ProviderNonces;
   recovery_codes: RecoveryCodes;
@@ -221,4 +248,5 @@ export interface DB {
   sessions: Sessions;
   sign_in_attempts: SignInAttempts;
   signing_keys: SigningKeys;
+  webauthn_challenges: WebauthnChallenges;
 }
