@@ -6,6 +6,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import type { Config } from './config.js';
 import { type AppContext, createContext } from './context.js';
 import { healthRoutes } from './features/health/routes.js';
+import { passkeyRoutes } from './features/passkeys/routes.js';
 import { passwordRoutes } from './features/passwords/routes.js';
 import { providerRoutes } from './features/providers/routes.js';
 import { ProviderService } from './features/providers/service.js';
@@ -169,6 +170,8 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
       await api.register(signInMethodRoutes, { ctx });
       await api.register(passwordRoutes, { ctx });
       await api.register(providerRoutes, { ctx });
+      // Passkeys only with a WebAuthn relying party (off in production without WEBAUTHN_*).
+      if (ctx.config.webauthn) await api.register(passkeyRoutes, { ctx });
     },
     { prefix: API_PREFIX },
   );

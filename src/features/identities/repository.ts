@@ -108,6 +108,7 @@ export interface SummaryColumns {
   has_password: boolean;
   second_factor: boolean;
   provider: boolean;
+  passkey: boolean;
   identifiers: { id: string; type: 'email' | 'phone'; value: string; verified_at: string }[];
 }
 
@@ -122,6 +123,7 @@ export const summaryColumns = sql`
   EXISTS (SELECT 1 FROM second_factors t WHERE t.identity_id = i.id
           AND t.verified_at IS NOT NULL AND t.revoked_at IS NULL) AS second_factor,
   EXISTS (SELECT 1 FROM provider_links l WHERE l.identity_id = i.id AND l.removed_at IS NULL) AS provider,
+  EXISTS (SELECT 1 FROM passkeys k WHERE k.identity_id = i.id AND k.removed_at IS NULL) AS passkey,
   COALESCE((SELECT json_agg(json_build_object('id', f.id, 'type', f.type, 'value', f.value,
                                               'verified_at', f.verified_at) ORDER BY f.verified_at, f.id)
             FROM identifiers f
@@ -141,6 +143,7 @@ export function toSummary(identityId: string, row: SummaryColumns): IdentitySumm
   if (identifiers.some((f) => f.type === 'email')) methods.push('email');
   if (identifiers.some((f) => f.type === 'phone')) methods.push('phone');
   if (row.provider) methods.push('provider');
+  if (row.passkey) methods.push('passkey');
   if (row.second_factor) methods.push('second_factor');
   return { identifiers, methods };
 }

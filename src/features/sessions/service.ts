@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
+import type { Executor } from '../../platform/db/database.js';
 import type { RequestMeta } from '../../platform/http/auth.js';
 import { Problem } from '../../platform/http/problem.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
@@ -117,25 +118,39 @@ export class SessionService {
     method: string,
     meta: RequestMeta,
   ): Promise<SessionGrant> {
+    return this.ctx.database.db
+      .transaction()
+      .execute((trx) => this.openSessionWithin(trx, identityId, epoch, method, meta));
+  }
+
+  /**
+   * The same inside the caller's transaction, so a proof spent by compare-and-set (a passkey's
+   * challenge) and the session it opens commit together or not at all.
+   */
+  async openSessionWithin(
+    trx: Executor,
+    identityId: string,
+    epoch: number,
+    method: string,
+    meta: RequestMeta,
+  ): Promise<SessionGrant> {
     const now = this.ctx.clock.now();
     const sessionId = randomUUID();
     const refreshToken = opaqueToken();
     const expiresAt = new Date(now.getTime() + this.ctx.config.lifetimes.session * 1000);
-    return this.ctx.database.db.transaction().execute(async (trx) => {
-      await repo.insertSession(trx, {
-        id: sessionId,
-        identityId,
-        epoch,
-        method,
-        now,
-        expiresAt,
-        refreshHash: sha256Hex(refreshToken),
-      });
-      await repo.recordAttempt(trx, { identityId, now, method, outcome: 'succeeded', ...metaOf(meta) });
-      // Signed inside the transaction: a signing failure rolls the session back.
-      const access = await this.ctx.tokens.sign(identityId, sessionId);
-      return grant(access, refreshToken, expiresAt);
+    await repo.insertSession(trx, {
+      id: sessionId,
+      identityId,
+      epoch,
+      method,
+      now,
+      expiresAt,
+      refreshHash: sha256Hex(refreshToken),
     });
+    await repo.recordAttempt(trx, { identityId, now, method, outcome: 'succeeded', ...metaOf(meta) });
+    // Signed inside the transaction: a signing failure rolls the session back.
+    const access = await this.ctx.tokens.sign(identityId, sessionId);
+    return grant(access, refreshToken, expiresAt);
   }
 
   async recordAttempt(

@@ -6,8 +6,8 @@ import { passwordMethodId } from './password-method.js';
 
 export interface MethodRow {
   id: string;
-  kind: 'email' | 'phone' | 'password' | 'provider';
-  /** Identifier value (unmasked, masked by the service) or provider name; null for the password. */
+  kind: 'email' | 'phone' | 'password' | 'provider' | 'passkey';
+  /** Identifier value (unmasked, masked by the service), provider name or passkey label; null for the password. */
   detail: string | null;
   verified_at: Date;
   last_used_at: Date | null;
@@ -15,8 +15,8 @@ export interface MethodRow {
 
 /**
  * Every verified method of an identity, newest first with the id as unique tiebreak: verified
- * identifiers, the password (under its derived id; last used = its latest successful sign-in) and
- * live provider links.
+ * identifiers, the password (under its derived id; last used = its latest successful sign-in),
+ * live provider links and live passkeys.
  */
 export async function methodsPage(
   trx: Executor,
@@ -37,6 +37,9 @@ export async function methodsPage(
       UNION ALL
       SELECT l.id, 'provider', l.provider, l.created_at, l.last_used_at
       FROM provider_links l WHERE l.identity_id = ${identityId} AND l.removed_at IS NULL
+      UNION ALL
+      SELECT k.id, 'passkey', k.label, k.created_at, k.last_used_at
+      FROM passkeys k WHERE k.identity_id = ${identityId} AND k.removed_at IS NULL
     ) m
     WHERE ${afterPosition('m.verified_at', window, 'm.id')}
     ${newestFirst('m.verified_at', window, 'm.id')}`.execute(trx);

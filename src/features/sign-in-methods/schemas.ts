@@ -54,9 +54,10 @@ export const SignInMethodSchema = Type.Object(
       Type.Literal('phone'),
       Type.Literal('password'),
       Type.Literal('provider'),
+      Type.Literal('passkey'),
     ]),
     display: Type.Union([Type.String(), Type.Null()], {
-      description: 'masked identifier, provider name, or null for the password',
+      description: 'masked identifier, provider name, the passkey’s label, or null for the password or an unlabelled passkey',
     }),
     verifiedAt: Instant,
     lastUsedAt: Type.Union([Instant, Type.Null()]),

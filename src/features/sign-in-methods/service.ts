@@ -18,6 +18,7 @@ import {
   removePassword,
   verifiedIdentifiers,
 } from '../identities/repository.js';
+import { livePasskeys, removePasskey } from '../passkeys/repository.js';
 import { liveLinks, removeLink } from '../providers/repository.js';
 import { type ProviderInput, ProviderService } from '../providers/service.js';
 import { endOtherSessions, lockCallerSession } from '../sessions/revocations.js';
@@ -48,7 +49,7 @@ export class SignInMethodService {
         display:
           r.kind === 'email' || r.kind === 'phone'
             ? maskIdentifier(r.kind, r.detail as string)
-            : r.kind === 'provider'
+            : r.kind === 'provider' || r.kind === 'passkey'
               ? r.detail
               : null,
         verifiedAt: new Date(r.verified_at).toISOString(),
@@ -189,20 +190,24 @@ export class SignInMethodService {
       await lockCallerSession(trx, identity, sessionId);
       const identifiers = await verifiedIdentifiers(trx, identityId);
       const links = await liveLinks(trx, identityId);
+      const passkeys = await livePasskeys(trx, identityId);
       const hasPassword = identity!.password_hash !== null;
 
-      let kind: 'password' | 'identifier' | 'provider';
+      let kind: 'password' | 'identifier' | 'provider' | 'passkey';
       if (hasPassword && methodId === passwordMethodId(identityId)) kind = 'password';
       else if (identifiers.some((i) => i.id === methodId)) kind = 'identifier';
       else if (links.some((l) => l.id === methodId)) kind = 'provider';
+      else if (passkeys.some((p) => p.id === methodId)) kind = 'passkey';
       else throw new Problem('identity.sign_in_method_not_found');
 
-      // Contract 8: a way in is the password with at least one verified identifier, or a linked
-      // provider that is configured now (a link to a disabled provider cannot open a session).
+      // Contract 8: a way in is the password with at least one verified identifier, a linked
+      // provider that is configured now (a link to a disabled provider cannot open a session), or
+      // a passkey while passkeys are on (a relying party is configured).
       const passwordLeft = hasPassword && kind !== 'password';
       const identifiersLeft = identifiers.filter((i) => i.id !== methodId).length;
       const providersLeft = links.filter((l) => l.id !== methodId && enabled.has(l.provider)).length;
-      if (!((passwordLeft && identifiersLeft > 0) || providersLeft > 0)) {
+      const passkeysLeft = this.ctx.config.webauthn ? passkeys.filter((p) => p.id !== methodId).length : 0;
+      if (!((passwordLeft && identifiersLeft > 0) || providersLeft > 0 || passkeysLeft > 0)) {
         throw new Problem('identity.last_sign_in_method');
       }
 
@@ -211,7 +216,9 @@ export class SignInMethodService {
           ? await removePassword(trx, identityId, now)
           : kind === 'identifier'
             ? await this.removeAddress(trx, methodId, identityId, now)
-            : await removeLink(trx, methodId, identityId, now);
+            : kind === 'provider'
+              ? await removeLink(trx, methodId, identityId, now)
+              : await removePasskey(trx, methodId, identityId, now);
       if (!removed) throw new Problem('identity.sign_in_method_not_found');
 
       const revoked = await endOtherSessions(trx, principal, 'sign_in_method_removed', now);

@@ -21,6 +21,7 @@ export const guessSubject = {
   session: (identityId: string) => `session:${identityId}`,
   secondStep: (identityId: string) => `second-step:${identityId}`,
   password: (identifier: string, addressPrefix: string) => `password:${identifier}|${addressPrefix}`,
+  passkey: (credentialId: string, addressPrefix: string) => `passkey:${credentialId}|${addressPrefix}`,
   code: (purpose: string, identifier: string) => `code:${purpose}:${identifier}`,
 };
 

@@ -1,0 +1,332 @@
+import { randomUUID } from 'node:crypto';
+import {
+  type AuthenticationResponseJSON,
+  generateAuthenticationOptions,
+  generateRegistrationOptions,
+  type PublicKeyCredentialCreationOptionsJSON,
+  type PublicKeyCredentialRequestOptionsJSON,
+  type RegistrationResponseJSON,
+  verifyAuthenticationResponse,
+  verifyRegistrationResponse,
+} from '@simplewebauthn/server';
+import { decodeClientDataJSON } from '@simplewebauthn/server/helpers';
+import type { AppContext } from '../../context.js';
+import type { WebAuthnConfig } from '../../config.js';
+import { sha256Hex } from '../../platform/crypto/tokens.js';
+import type { Executor } from '../../platform/db/database.js';
+import type { RequestMeta, SessionPrincipal } from '../../platform/http/auth.js';
+import { Problem, type ProblemCode } from '../../platform/http/problem.js';
+import { addressBucket } from '../../platform/rate-limit/address.js';
+import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
+import { findIdentity, verifiedIdentifiers } from '../identities/repository.js';
+import type { SessionGrant } from '../sessions/service.js';
+import { type Elevation, mintElevation } from '../step-up/service.js';
+import {
+  insertChallenge,
+  insertPasskey,
+  livePasskeys,
+  type PasskeyRow,
+  passkeyByCredential,
+  pruneExpiredChallenges,
+  recordUse,
+  spendChallenge,
+  type WebAuthnPurpose,
+} from './repository.js';
+
+/** A challenge lives five minutes, the time a person takes to find and unlock an authenticator. */
+const CHALLENGE_TTL_SECONDS = 300;
+/** ES256, EdDSA, RS256 (COSE algorithm ids), in order of preference. */
+const ALGORITHMS = [-7, -8, -257];
+
+export interface Options<T> {
+  options: T;
+  expiresAt: string;
+}
+
+/** A verified assertion: whose passkey answered, in the act's transaction. */
+export interface Asserted {
+  passkey: PasskeyRow;
+}
+
+/**
+ * WebAuthn through @simplewebauthn/server: creation and request options, attestation and
+ * assertion verification. Challenges are stored as their SHA-256 and spent by compare-and-set in
+ * the transaction of the act they allow (registering, opening a session, minting an elevation).
+ */
+export class PasskeyService {
+  readonly #rp: WebAuthnConfig;
+
+  constructor(private readonly ctx: AppContext) {
+    if (!ctx.config.webauthn) throw new Error('passkeys are off: no WebAuthn relying party is configured');
+    this.#rp = ctx.config.webauthn;
+  }
+
+  private async issue(purpose: WebAuthnPurpose, challenge: string, sessionId: string | null): Promise<string> {
+    const now = this.ctx.clock.now();
+    const expiresAt = new Date(now.getTime() + CHALLENGE_TTL_SECONDS * 1000);
+    await this.ctx.database.db.transaction().execute(async (trx) => {
+      await pruneExpiredChallenges(trx, now);
+      await insertChallenge(trx, { id: randomUUID(), purpose, hash: sha256Hex(challenge), sessionId, now, expiresAt });
+    });
+    return expiresAt.toISOString();
+  }
+
+  /** POST /passkeys/options: creation options for the caller's identity, bound to its session. */
+  async registrationOptions(principal: SessionPrincipal): Promise<Options<PublicKeyCredentialCreationOptionsJSON>> {
+    const { db } = this.ctx.database;
+    const [existing, identifiers] = await Promise.all([
+      livePasskeys(db, principal.identityId),
+      verifiedIdentifiers(db, principal.identityId),
+    ]);
+    // What the authenticator shows the person to tell their accounts apart: their own address.
+    const name = identifiers[0]?.value ?? 'account';
+    const options = await generateRegistrationOptions({
+      rpName: this.#rp.rpName,
+      rpID: this.#rp.rpId,
+      // The user handle is the identity id (opaque, never an address): a discoverable sign-in
+      // returns it, and it must name the passkey's own identity.
+      userID: new Uint8Array(Buffer.from(principal.identityId.replaceAll('-', ''), 'hex')),
+      userName: name,
+      userDisplayName: name,
+      timeout: CHALLENGE_TTL_SECONDS * 1000,
+      attestationType: 'none',
+      excludeCredentials: existing.map((p) => ({
+        id: p.credential_id,
+        // biome-ignore lint/suspicious/noExplicitAny: stored as the browser reported them
+        transports: p.transports as any,
+      })),
+      authenticatorSelection: { residentKey: 'preferred', userVerification: 'required' },
+      supportedAlgorithmIDs: ALGORITHMS,
+    });
+    const expiresAt = await this.issue('registration', options.challenge, principal.sessionId);
+    return { options, expiresAt };
+  }
+
+  /**
+   * POST /passkeys: verifies the attestation against a live registration challenge of the
+   * caller's session, then spends the challenge and stores the passkey in one transaction. Every
+   * failure is 422 identity.sign_in_method_confirmation_refused; a credential already registered
+   * (to anyone) is 409 identity.identifier_taken.
+   */
+  async register(
+    principal: SessionPrincipal,
+    input: { credential: RegistrationResponseJSON; label?: string },
+  ): Promise<{ id: string }> {
+    const refusal = () => new Problem('identity.sign_in_method_confirmation_refused');
+    const challenge = challengeOf(input.credential.response.clientDataJSON);
+    if (!challenge) throw refusal();
+    let info: Awaited<ReturnType<typeof verifyRegistrationResponse>>['registrationInfo'];
+    try {
+      const result = await verifyRegistrationResponse({
+        response: input.credential,
+        expectedChallenge: challenge,
+        expectedOrigin: this.#rp.origins,
+        expectedRPID: this.#rp.rpId,
+        requireUserVerification: true,
+        supportedAlgorithmIDs: ALGORITHMS,
+      });
+      info = result.verified ? result.registrationInfo : undefined;
+    } catch {
+      info = undefined;
+    }
+    if (!info) throw refusal();
+    const verified = info;
+    const now = this.ctx.clock.now();
+    const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
+      const spent = await spendChallenge(trx, {
+        hash: sha256Hex(challenge),
+        purpose: 'registration',
+        sessionId: principal.sessionId,
+        now,
+      });
+      if (!spent) return 'refused' as const;
+      const id = randomUUID();
+      const stored = await insertPasskey(trx, {
+        id,
+        identityId: principal.identityId,
+        credentialId: verified.credential.id,
+        publicKey: verified.credential.publicKey,
+        signCount: verified.credential.counter,
+        transports: verified.credential.transports ?? [],
+        backupEligible: verified.credentialDeviceType === 'multiDevice',
+        backedUp: verified.credentialBackedUp,
+        aaguid: verified.aaguid,
+        label: input.label ?? null,
+        now,
+      });
+      if (!stored) return 'taken' as const;
+      await this.ctx.audit.appendOwn(trx, 'identity.sign_in_method.verified', principal.identityId, {
+        kind: 'passkey',
+        methodId: id,
+      });
+      return { id };
+    });
+    if (outcome === 'refused') throw refusal();
+    if (outcome === 'taken') throw new Problem('identity.identifier_taken');
+    return outcome;
+  }
+
+  /**
+   * Request options for a sign-in (no session: discoverable credentials, so the answer names no
+   * credential and is the same whoever asks) or a step-up (the caller's passkeys, bound to its
+   * session).
+   */
+  async requestOptions(
+    purpose: 'sign_in' | 'step_up',
+    principal?: SessionPrincipal,
+  ): Promise<Options<PublicKeyCredentialRequestOptionsJSON>> {
+    const mine = principal ? await livePasskeys(this.ctx.database.db, principal.identityId) : [];
+    const options = await generateAuthenticationOptions({
+      rpID: this.#rp.rpId,
+      timeout: CHALLENGE_TTL_SECONDS * 1000,
+      userVerification: 'required',
+      allowCredentials: mine.map((p) => ({
+        id: p.credential_id,
+        // biome-ignore lint/suspicious/noExplicitAny: stored as the browser reported them
+        transports: p.transports as any,
+      })),
+    });
+    const expiresAt = await this.issue(purpose, options.challenge, principal?.sessionId ?? null);
+    return { options, expiresAt };
+  }
+
+  /**
+   * Verifies an assertion and, in one transaction, spends its challenge (purpose and session must
+   * match), records the use, and runs `act` (opening a session, minting an elevation). Every
+   * failure is the same `refusal`: an unknown or removed credential, a bad signature, another
+   * origin or RP ID, no user verification, an unknown, expired, spent or foreign challenge, a user
+   * handle that is not the passkey's identity, and a counter that went backwards on a credential
+   * that is not backup-eligible. `refused` learns whose passkey a refused assertion named.
+   */
+  async assert<T>(
+    purpose: 'sign_in' | 'step_up',
+    credential: AuthenticationResponseJSON,
+    refusal: ProblemCode,
+    bound: { sessionId: string | null; identityId?: string },
+    act: (trx: Executor, passkey: PasskeyRow) => Promise<T>,
+    refused?: (passkey: PasskeyRow, reason: 'removed' | 'counter' | 'unverified') => Promise<void>,
+  ): Promise<T> {
+    const refuse = () => new Problem(refusal);
+    const challenge = challengeOf(credential.response.clientDataJSON);
+    if (!challenge) throw refuse();
+    const passkey = await passkeyByCredential(this.ctx.database.db, credential.id);
+    if (!passkey) throw refuse();
+    if (passkey.removed_at) {
+      await refused?.(passkey, 'removed');
+      throw refuse();
+    }
+    if (bound.identityId && passkey.identity_id !== bound.identityId) throw refuse();
+    const handle = credential.response.userHandle;
+    if (handle !== undefined && handle !== null && handle !== userHandleOf(passkey.identity_id)) throw refuse();
+    let result: Awaited<ReturnType<typeof verifyAuthenticationResponse>> | undefined;
+    try {
+      result = await verifyAuthenticationResponse({
+        response: credential,
+        expectedChallenge: challenge,
+        expectedOrigin: this.#rp.origins,
+        expectedRPID: this.#rp.rpId,
+        requireUserVerification: true,
+        credential: {
+          id: passkey.credential_id,
+          publicKey: new Uint8Array(passkey.public_key),
+          // Our own counter check follows, so a backup-eligible passkey's may stay or go back.
+          counter: 0,
+        },
+      });
+    } catch {
+      result = undefined;
+    }
+    if (!result?.verified) {
+      await refused?.(passkey, 'unverified');
+      throw refuse();
+    }
+    const { newCounter, credentialBackedUp } = result.authenticationInfo;
+    // A cloned authenticator shows itself by a counter that does not move forward; a synced
+    // (backup-eligible) passkey may legitimately report zero or an older count.
+    if (!passkey.backup_eligible && (newCounter > 0 || passkey.sign_count > 0) && newCounter <= passkey.sign_count) {
+      await refused?.(passkey, 'counter');
+      throw refuse();
+    }
+    const now = this.ctx.clock.now();
+    const done = await this.ctx.database.db.transaction().execute(async (trx) => {
+      const spent = await spendChallenge(trx, { hash: sha256Hex(challenge), purpose, sessionId: bound.sessionId, now });
+      if (!spent) return undefined;
+      const used = await recordUse(trx, { id: passkey.id, signCount: newCounter, backedUp: credentialBackedUp, now });
+      if (!used) return undefined;
+      return { value: await act(trx, passkey) };
+    });
+    if (!done) throw refuse();
+    return done.value;
+  }
+}
+
+/** The passkey acts: sign-in (a way in with two factors) and step-up. */
+export class PasskeyActs {
+  readonly #passkeys: PasskeyService;
+
+  constructor(private readonly ctx: AppContext) {
+    this.#passkeys = new PasskeyService(ctx);
+  }
+
+  /**
+   * POST /sign-ins/passkeys. Admitted against the guess budget of the credential and the client's
+   * address prefix before anything is checked (like a password). A passkey with user verification
+   * is two factors, so a session opens at once, in the transaction that spends the challenge. A
+   * refusal that names a known passkey is recorded in its identity's sign-in history.
+   */
+  async signIn(credential: AuthenticationResponseJSON, meta: RequestMeta): Promise<SessionGrant> {
+    const budget = guessSubject.passkey(credential.id, addressBucket(meta.ip ?? ''));
+    await this.ctx.guesses.admit(budget);
+    return this.#passkeys.assert(
+      'sign_in',
+      credential,
+      'identity.sign_in_refused',
+      { sessionId: null },
+      async (trx, passkey) => {
+        const identity = await findIdentity(trx, passkey.identity_id);
+        if (!identity) throw new Problem('identity.sign_in_refused');
+        await this.ctx.guesses.forgive(trx, budget);
+        return this.ctx.sessions.openSessionWithin(trx, passkey.identity_id, identity.session_epoch, 'passkey', meta);
+      },
+      async (passkey, reason) => {
+        await this.ctx.sessions.recordAttempt(passkey.identity_id, 'passkey', 'refused', meta);
+        if (reason === 'counter') {
+          // A counter that went backwards on a device-bound passkey: a cloned authenticator.
+          await this.ctx.audit.appendOwn(this.ctx.database.db, 'identity.passkey.counter_regressed', passkey.identity_id, {
+            methodId: passkey.id,
+          });
+        }
+      },
+    );
+  }
+
+  /** POST /step-ups/passkeys: an assertion by one of the caller's own passkeys mints the elevation. */
+  async stepUp(principal: SessionPrincipal, credential: AuthenticationResponseJSON): Promise<Elevation> {
+    await this.ctx.guesses.admit(guessSubject.session(principal.identityId));
+    return this.#passkeys.assert(
+      'step_up',
+      credential,
+      'identity.step_up_confirmation_refused',
+      { sessionId: principal.sessionId, identityId: principal.identityId },
+      async (trx) => {
+        await this.ctx.guesses.forgive(trx, guessSubject.session(principal.identityId));
+        return mintElevation(trx, this.ctx, principal);
+      },
+    );
+  }
+}
+
+/** The WebAuthn user handle of an identity: its id's 16 bytes, base64url (as browsers return it). */
+export function userHandleOf(identityId: string): string {
+  return Buffer.from(identityId.replaceAll('-', ''), 'hex').toString('base64url');
+}
+
+/** The challenge a client signed over, from its clientDataJSON; undefined when that is malformed. */
+function challengeOf(clientDataJSON: string): string | undefined {
+  try {
+    const challenge = decodeClientDataJSON(clientDataJSON).challenge;
+    return typeof challenge === 'string' && challenge.length > 0 && challenge.length <= 128 ? challenge : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,228 @@
+import { sql } from 'kysely';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { auditCount } from '../helpers/audit.js';
+import { type Bend, SoftAuthenticator } from '../helpers/authenticator.js';
+import { elevatedPerson } from '../helpers/elevation.js';
+import { bearer } from '../helpers/identities.js';
+
+/**
+ * Issue 13 on the server, no browser: passkeys made and used by a software authenticator (a P-256
+ * key the test holds), on PGlite and on the PostgreSQL server (TEST_DATABASE_URL).
+ */
+const ORIGIN = 'https://id.example';
+const RP_ID = 'id.example';
+
+let t: TestApp;
+afterEach(async () => t?.close());
+
+const app = () => createTestApp({ env: { PUBLIC_ORIGIN: ORIGIN } });
+
+async function post(url: string, payload: unknown, headers: Record<string, string> = {}) {
+  return t.app.inject({ method: 'POST', url: `/api/v1${url}`, payload: payload as object, headers });
+}
+
+/** Registers a passkey for a fresh elevated person; returns the person, its authenticator and the passkey id. */
+async function registered(bend: Bend = {}, backupEligible = false) {
+  const who = await elevatedPerson(t);
+  const auth = new SoftAuthenticator(ORIGIN, RP_ID, backupEligible);
+  const opts = await post('/passkeys/options', {}, who.headers);
+  expect(opts.statusCode, opts.body).toBe(201);
+  const res = await post('/passkeys', { credential: auth.create(opts.json().data.options, bend), label: 'Laptop' }, who.headers);
+  return { who, auth, res, options: opts.json().data.options };
+}
+
+async function signInWith(auth: SoftAuthenticator, bend: Bend = {}) {
+  const opts = await post('/sign-ins/passkeys/options', {});
+  expect(opts.statusCode, opts.body).toBe(201);
+  return post('/sign-ins/passkeys', { credential: auth.get(opts.json().data.options, bend) });
+}
+
+describe('passkey registration', () => {
+  it('registers with an elevated session: listed as a sign-in method and an active method, audited', async () => {
+    t = await app();
+    const { who, res, options } = await registered();
+    expect(res.statusCode, res.body).toBe(201);
+    const id = res.json().data.id as string;
+    expect(options.rp).toEqual({ id: RP_ID, name: 'Identity' });
+    expect(options.authenticatorSelection).toMatchObject({ residentKey: 'preferred', userVerification: 'required' });
+    expect(options.pubKeyCredParams.map((p: { alg: number }) => p.alg)).toEqual([-7, -8, -257]);
+    expect(options.attestation).toBe('none');
+    expect(options.user.name).toBe(who.person.email);
+
+    const methods = await t.app.inject({ method: 'GET', url: '/api/v1/sign-in-methods', headers: bearer(who.grant.accessToken) });
+    const passkey = methods.json().data.find((m: { kind: string }) => m.kind === 'passkey');
+    expect(passkey).toMatchObject({ id, kind: 'passkey', display: 'Laptop', lastUsedAt: null });
+    const context = await t.app.inject({ method: 'GET', url: '/api/v1/session/context', headers: bearer(who.grant.accessToken) });
+    expect(JSON.stringify(context.json().data)).toContain('passkey');
+    expect(await auditCount(t, 'identity.sign_in_method.verified', who.person.identityId)).toBe(1);
+
+    // The second registration's options exclude the passkey already held.
+    const again = await post('/passkeys/options', {}, who.headers);
+    expect(again.json().data.options.excludeCredentials.map((c: { id: string }) => c.id)).toHaveLength(1);
+  });
+
+  it('needs an elevation', async () => {
+    t = await app();
+    const who = await elevatedPerson(t);
+    const res = await post('/passkeys/options', {}, bearer(who.grant.accessToken));
+    expect(res.statusCode).toBe(403);
+  });
+
+  it('refuses another origin, another RP ID, no user verification and a foreign challenge with one identical 422', async () => {
+    t = await app();
+    const bodies: string[] = [];
+    for (const bend of [
+      { origin: 'https://evil.example' },
+      { rpId: 'evil.example' },
+      { userVerified: false },
+      { challenge: 'bm90LWEtY2hhbGxlbmdlLWlzc3VlZC1oZXJl' },
+      { type: 'webauthn.get' },
+    ] satisfies Bend[]) {
+      const { res } = await registered(bend);
+      expect(res.statusCode, JSON.stringify(bend)).toBe(422);
+      bodies.push(res.body.replace(/"instance":"[^"]*"|"requestId":"[^"]*"/g, ''));
+    }
+    expect(new Set(bodies).size).toBe(1);
+    const count = await sql<{ n: number }>`SELECT count(*)::int AS n FROM passkeys`.execute(t.ctx.database.db);
+    expect(count.rows[0].n).toBe(0);
+  });
+
+  it('a registration challenge is single use', async () => {
+    t = await app();
+    const { who, auth, res, options } = await registered();
+    expect(res.statusCode).toBe(201);
+    const other = new SoftAuthenticator(ORIGIN, RP_ID);
+    const replay = await post('/passkeys', { credential: other.create(options) }, who.headers);
+    expect(replay.statusCode).toBe(422);
+    expect(auth.credentialId).not.toBe(other.credentialId);
+  });
+});
+
+describe('passkey sign-in', () => {
+  it('signs in with no identifier and no second step; counts as used', async () => {
+    t = await app();
+    const { who, auth } = await registered();
+    const res = await signInWith(auth);
+    expect(res.statusCode, res.body).toBe(201);
+    expect(res.json().data.kind).toBe('session');
+    const context = await t.app.inject({
+      method: 'GET',
+      url: '/api/v1/session/context',
+      headers: bearer(res.json().data.accessToken),
+    });
+    expect(context.json().data.identityId).toBe(who.person.identityId);
+  });
+
+  it('options are the same whether an identifier is given, unknown, or absent', async () => {
+    t = await app();
+    const { who } = await registered();
+    const shapes: string[] = [];
+    for (const body of [{}, { identifierType: 'email', identifier: who.person.email }, { identifierType: 'email', identifier: 'nobody@example.com' }]) {
+      const res = await post('/sign-ins/passkeys/options', body);
+      expect(res.statusCode).toBe(201);
+      const { options } = res.json().data;
+      shapes.push(JSON.stringify({ ...options, challenge: undefined }));
+    }
+    expect(new Set(shapes).size).toBe(1);
+  });
+
+  it('refuses every failure with one identical 401', async () => {
+    t = await app();
+    const { auth } = await registered();
+    const bodies: string[] = [];
+    const stranger = new SoftAuthenticator(ORIGIN, RP_ID);
+    stranger.userHandle = auth.userHandle;
+    const cases: [string, () => Promise<{ statusCode: number; body: string }>][] = [
+      ['unknown credential', () => signInWith(stranger)],
+      ['bad signature', () => signInWith(auth, { wrongKey: true })],
+      ['wrong origin', () => signInWith(auth, { origin: 'https://evil.example' })],
+      ['wrong RP ID', () => signInWith(auth, { rpId: 'evil.example' })],
+      ['no user verification', () => signInWith(auth, { userVerified: false })],
+      ['unissued challenge', () => post('/sign-ins/passkeys', { credential: auth.get({ challenge: 'dW5pc3N1ZWQtY2hhbGxlbmdl' }) })],
+    ];
+    for (const [name, attempt] of cases) {
+      const res = await attempt();
+      expect(res.statusCode, name).toBe(401);
+      bodies.push(res.body.replace(/"instance":"[^"]*"|"requestId":"[^"]*"/g, ''));
+    }
+    expect(new Set(bodies).size).toBe(1);
+  });
+
+  it('a challenge is spent once: a replayed assertion is refused', async () => {
+    t = await app();
+    const { auth } = await registered();
+    const opts = (await post('/sign-ins/passkeys/options', {})).json().data.options;
+    const first = auth.get(opts);
+    expect((await post('/sign-ins/passkeys', { credential: first })).statusCode).toBe(201);
+    expect((await post('/sign-ins/passkeys', { credential: first })).statusCode).toBe(401);
+    // A fresh assertion over the spent challenge too.
+    expect((await post('/sign-ins/passkeys', { credential: auth.get(opts) })).statusCode).toBe(401);
+  });
+
+  it('an expired challenge is refused', async () => {
+    t = await app();
+    const { auth } = await registered();
+    const opts = (await post('/sign-ins/passkeys/options', {})).json().data.options;
+    t.clock.advance(301);
+    expect((await post('/sign-ins/passkeys', { credential: auth.get(opts) })).statusCode).toBe(401);
+  });
+
+  it('a counter that goes backwards on a device-bound passkey is refused and recorded; a synced one may', async () => {
+    t = await app();
+    const { who, auth } = await registered();
+    expect((await signInWith(auth, { counter: 5 })).statusCode).toBe(201);
+    expect((await signInWith(auth, { counter: 3 })).statusCode).toBe(401);
+    expect(await auditCount(t, 'identity.passkey.counter_regressed', who.person.identityId)).toBe(1);
+
+    const synced = await registered({}, true);
+    expect((await signInWith(synced.auth, { counter: 0 })).statusCode).toBe(201);
+    expect((await signInWith(synced.auth, { counter: 0 })).statusCode).toBe(201);
+  });
+
+  it('a removed passkey no longer signs in; the password can go while a passkey remains, the last passkey cannot', async () => {
+    t = await app();
+    const { who, auth, res } = await registered();
+    const passkeyId = res.json().data.id as string;
+    const methods = (
+      await t.app.inject({ method: 'GET', url: '/api/v1/sign-in-methods', headers: bearer(who.grant.accessToken) })
+    ).json().data as { id: string; kind: string }[];
+    const removal = (id: string) => post(`/sign-in-methods/${id}/removals`, undefined, who.headers);
+    // Password gone: the passkey remains a way in.
+    expect((await removal(methods.find((m) => m.kind === 'password')!.id)).statusCode).toBe(204);
+    // The address then cannot prove the owner alone, and the passkey is the last way in.
+    expect((await removal(passkeyId)).statusCode).toBe(409);
+    expect((await signInWith(auth)).statusCode).toBe(201);
+  });
+});
+
+describe('passkey step-up', () => {
+  it('an assertion by the caller’s passkey mints an elevation that works', async () => {
+    t = await app();
+    const { who, auth } = await registered();
+    const opts = await post('/step-ups/passkeys/options', {}, bearer(who.grant.accessToken));
+    expect(opts.statusCode).toBe(201);
+    expect(opts.json().data.options.allowCredentials).toHaveLength(1);
+    const res = await post('/step-ups/passkeys', { credential: auth.get(opts.json().data.options) }, bearer(who.grant.accessToken));
+    expect(res.statusCode, res.body).toBe(201);
+    const elevation = res.json().data.elevationToken as string;
+    const use = await post('/passkeys/options', {}, { ...bearer(who.grant.accessToken), 'x-elevation-token': elevation });
+    expect(use.statusCode).toBe(201);
+  });
+
+  it('another identity’s passkey, or a sign-in challenge, is refused with 403', async () => {
+    t = await app();
+    const mine = await registered();
+    const theirs = await registered();
+    const headers = bearer(mine.who.grant.accessToken);
+    const opts = (await post('/step-ups/passkeys/options', {}, headers)).json().data.options;
+    const foreign = await post('/step-ups/passkeys', { credential: theirs.auth.get(opts) }, headers);
+    expect(foreign.statusCode).toBe(403);
+    const signInOpts = (await post('/sign-ins/passkeys/options', {})).json().data.options;
+    const wrongPurpose = await post('/step-ups/passkeys', { credential: mine.auth.get(signInOpts) }, headers);
+    expect(wrongPurpose.statusCode).toBe(403);
+    expect(foreign.body.replace(/"instance":"[^"]*"|"requestId":"[^"]*"/g, '')).toBe(
+      wrongPurpose.body.replace(/"instance":"[^"]*"|"requestId":"[^"]*"/g, ''),
+    );
+  });
+});
