@@ -28,7 +28,11 @@ async function registered(bend: Bend = {}, backupEligible = false) {
   const auth = new SoftAuthenticator(ORIGIN, RP_ID, backupEligible);
   const opts = await post('/passkeys/options', {}, who.headers);
   expect(opts.statusCode, opts.body).toBe(201);
-  const res = await post('/passkeys', { credential: auth.create(opts.json().data.options, bend), label: 'Laptop' }, who.headers);
+  const res = await post(
+    '/passkeys',
+    { credential: auth.create(opts.json().data.options, bend), label: 'Laptop' },
+    who.headers,
+  );
   return { who, auth, res, options: opts.json().data.options };
 }
 
@@ -45,15 +49,26 @@ describe('passkey registration', () => {
     expect(res.statusCode, res.body).toBe(201);
     const id = res.json().data.id as string;
     expect(options.rp).toEqual({ id: RP_ID, name: 'Identity' });
-    expect(options.authenticatorSelection).toMatchObject({ residentKey: 'preferred', userVerification: 'required' });
+    expect(options.authenticatorSelection).toMatchObject({
+      residentKey: 'preferred',
+      userVerification: 'required',
+    });
     expect(options.pubKeyCredParams.map((p: { alg: number }) => p.alg)).toEqual([-7, -8, -257]);
     expect(options.attestation).toBe('none');
     expect(options.user.name).toBe(who.person.email);
 
-    const methods = await t.app.inject({ method: 'GET', url: '/api/v1/sign-in-methods', headers: bearer(who.grant.accessToken) });
+    const methods = await t.app.inject({
+      method: 'GET',
+      url: '/api/v1/sign-in-methods',
+      headers: bearer(who.grant.accessToken),
+    });
     const passkey = methods.json().data.find((m: { kind: string }) => m.kind === 'passkey');
     expect(passkey).toMatchObject({ id, kind: 'passkey', display: 'Laptop', lastUsedAt: null });
-    const context = await t.app.inject({ method: 'GET', url: '/api/v1/session/context', headers: bearer(who.grant.accessToken) });
+    const context = await t.app.inject({
+      method: 'GET',
+      url: '/api/v1/session/context',
+      headers: bearer(who.grant.accessToken),
+    });
     expect(JSON.stringify(context.json().data)).toContain('passkey');
     expect(await auditCount(t, 'identity.sign_in_method.verified', who.person.identityId)).toBe(1);
 
@@ -84,7 +99,9 @@ describe('passkey registration', () => {
       bodies.push(res.body.replace(/"instance":"[^"]*"|"requestId":"[^"]*"/g, ''));
     }
     expect(new Set(bodies).size).toBe(1);
-    const count = await sql<{ n: number }>`SELECT count(*)::int AS n FROM passkeys`.execute(t.ctx.database.db);
+    const count = await sql<{ n: number }>`SELECT count(*)::int AS n FROM passkeys`.execute(
+      t.ctx.database.db,
+    );
     expect(count.rows[0].n).toBe(0);
   });
 
@@ -118,7 +135,11 @@ describe('passkey sign-in', () => {
     t = await app();
     const { who } = await registered();
     const shapes: string[] = [];
-    for (const body of [{}, { identifierType: 'email', identifier: who.person.email }, { identifierType: 'email', identifier: 'nobody@example.com' }]) {
+    for (const body of [
+      {},
+      { identifierType: 'email', identifier: who.person.email },
+      { identifierType: 'email', identifier: 'nobody@example.com' },
+    ]) {
       const res = await post('/sign-ins/passkeys/options', body);
       expect(res.statusCode).toBe(201);
       const { options } = res.json().data;
@@ -139,7 +160,10 @@ describe('passkey sign-in', () => {
       ['wrong origin', () => signInWith(auth, { origin: 'https://evil.example' })],
       ['wrong RP ID', () => signInWith(auth, { rpId: 'evil.example' })],
       ['no user verification', () => signInWith(auth, { userVerified: false })],
-      ['unissued challenge', () => post('/sign-ins/passkeys', { credential: auth.get({ challenge: 'dW5pc3N1ZWQtY2hhbGxlbmdl' }) })],
+      [
+        'unissued challenge',
+        () => post('/sign-ins/passkeys', { credential: auth.get({ challenge: 'dW5pc3N1ZWQtY2hhbGxlbmdl' }) }),
+      ],
     ];
     for (const [name, attempt] of cases) {
       const res = await attempt();
@@ -185,7 +209,11 @@ describe('passkey sign-in', () => {
     const { who, auth, res } = await registered();
     const passkeyId = res.json().data.id as string;
     const methods = (
-      await t.app.inject({ method: 'GET', url: '/api/v1/sign-in-methods', headers: bearer(who.grant.accessToken) })
+      await t.app.inject({
+        method: 'GET',
+        url: '/api/v1/sign-in-methods',
+        headers: bearer(who.grant.accessToken),
+      })
     ).json().data as { id: string; kind: string }[];
     const removal = (id: string) => post(`/sign-in-methods/${id}/removals`, undefined, who.headers);
     // Password gone: the passkey remains a way in.
@@ -203,10 +231,18 @@ describe('passkey step-up', () => {
     const opts = await post('/step-ups/passkeys/options', {}, bearer(who.grant.accessToken));
     expect(opts.statusCode).toBe(201);
     expect(opts.json().data.options.allowCredentials).toHaveLength(1);
-    const res = await post('/step-ups/passkeys', { credential: auth.get(opts.json().data.options) }, bearer(who.grant.accessToken));
+    const res = await post(
+      '/step-ups/passkeys',
+      { credential: auth.get(opts.json().data.options) },
+      bearer(who.grant.accessToken),
+    );
     expect(res.statusCode, res.body).toBe(201);
     const elevation = res.json().data.elevationToken as string;
-    const use = await post('/passkeys/options', {}, { ...bearer(who.grant.accessToken), 'x-elevation-token': elevation });
+    const use = await post(
+      '/passkeys/options',
+      {},
+      { ...bearer(who.grant.accessToken), 'x-elevation-token': elevation },
+    );
     expect(use.statusCode).toBe(201);
   });
 

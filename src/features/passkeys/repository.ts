@@ -21,7 +21,14 @@ export interface PasskeyRow {
 
 export async function insertChallenge(
   trx: Executor,
-  c: { id: string; purpose: WebAuthnPurpose; hash: string; sessionId: string | null; now: Date; expiresAt: Date },
+  c: {
+    id: string;
+    purpose: WebAuthnPurpose;
+    hash: string;
+    sessionId: string | null;
+    now: Date;
+    expiresAt: Date;
+  },
 ): Promise<void> {
   await sql`
     INSERT INTO webauthn_challenges (id, purpose, challenge_hash, session_id, created_at, expires_at)
@@ -99,7 +106,10 @@ export async function livePasskeys(trx: Executor, identityId: string): Promise<P
 }
 
 /** The newest row of a credential id, live or removed (a removed one is refused and recorded). */
-export async function passkeyByCredential(trx: Executor, credentialId: string): Promise<PasskeyRow | undefined> {
+export async function passkeyByCredential(
+  trx: Executor,
+  credentialId: string,
+): Promise<PasskeyRow | undefined> {
   const r = await sql<PasskeyRow>`
     SELECT ${COLUMNS} FROM passkeys WHERE credential_id = ${credentialId}
     ORDER BY removed_at IS NULL DESC, created_at DESC LIMIT 1`.execute(trx);

@@ -50,7 +50,11 @@ export const passkeyRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContex
         body: schema.RegisterBody,
         response: responses(
           { 201: Data(schema.PasskeyRegistered) },
-          [...ELEVATION_REFUSALS, 'identity.identifier_taken', 'identity.sign_in_method_confirmation_refused'],
+          [
+            ...ELEVATION_REFUSALS,
+            'identity.identifier_taken',
+            'identity.sign_in_method_confirmation_refused',
+          ],
           { body: true, rateLimited: true },
         ),
       },
@@ -70,7 +74,10 @@ export const passkeyRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContex
           'No body is needed. An identifier may be sent; the answer is the same whether it exists or has passkeys ' +
           '(allowCredentials is always empty: the authenticator offers this site’s discoverable passkeys).',
         body: Type.Optional(schema.SignInOptionsBody),
-        response: responses({ 201: Data(schema.RequestOptionsSchema) }, [], { body: true, rateLimited: true }),
+        response: responses({ 201: Data(schema.RequestOptionsSchema) }, [], {
+          body: true,
+          rateLimited: true,
+        }),
       },
     },
     async (_request, reply) => reply.code(201).send(envelope(await passkeys.requestOptions('sign_in'))),
@@ -137,6 +144,8 @@ export const passkeyRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContex
       },
     },
     async (request, reply) =>
-      reply.code(201).send(envelope(await acts.stepUp(principalOf(request), request.body.credential as never))),
+      reply
+        .code(201)
+        .send(envelope(await acts.stepUp(principalOf(request), request.body.credential as never))),
   );
 });

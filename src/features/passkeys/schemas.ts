@@ -9,7 +9,8 @@ import { SessionGrantSchema } from '../sessions/schemas.js';
  * output goes in as it is. Bodies are strict at every level the specification names; binary
  * values are base64url text.
  */
-const Base64Url = (maxLength: number) => Type.String({ minLength: 1, maxLength, pattern: '^[A-Za-z0-9_-]+$' });
+const Base64Url = (maxLength: number) =>
+  Type.String({ minLength: 1, maxLength, pattern: '^[A-Za-z0-9_-]+$' });
 const Transports = Type.Array(Type.String({ maxLength: 32 }), { maxItems: 8 });
 const ExtensionResults = Type.Object({}, { additionalProperties: true, maxProperties: 16 });
 const Attachment = Type.Optional(Type.Union([Type.Literal('platform'), Type.Literal('cross-platform')]));
@@ -70,7 +71,10 @@ export const RegisterBody = Type.Object(
 );
 
 /** POST /sign-ins/passkeys and POST /step-ups/passkeys. */
-export const AssertionBody = Type.Object({ credential: AuthenticationResponse }, { additionalProperties: false });
+export const AssertionBody = Type.Object(
+  { credential: AuthenticationResponse },
+  { additionalProperties: false },
+);
 
 /**
  * POST /sign-ins/passkeys/options: no body is needed; an identifier may be sent and changes
@@ -132,7 +136,8 @@ const RequestOptions = Type.Object(
     timeout: Type.Integer(),
     userVerification: Type.String(),
     allowCredentials: Type.Array(Descriptor, {
-      description: 'empty on sign-in (any discoverable passkey of this site); the caller’s passkeys on step-up',
+      description:
+        'empty on sign-in (any discoverable passkey of this site); the caller’s passkeys on step-up',
     }),
     extensions: Type.Optional(Type.Object({}, { additionalProperties: true })),
     hints: Type.Optional(Type.Array(Type.String())),
@@ -148,7 +153,10 @@ export const RequestOptionsSchema = Type.Object(
   { options: RequestOptions, expiresAt: Instant },
   { additionalProperties: false },
 );
-export const PasskeyRegistered = Type.Object({ id: Type.String({ format: 'uuid' }) }, { additionalProperties: false });
+export const PasskeyRegistered = Type.Object(
+  { id: Type.String({ format: 'uuid' }) },
+  { additionalProperties: false },
+);
 export { ElevationSchema };
 
 /** A passkey sign-in is two factors: always a session, never a second-factor ticket. */

@@ -10,8 +10,8 @@ import {
   verifyRegistrationResponse,
 } from '@simplewebauthn/server';
 import { decodeClientDataJSON } from '@simplewebauthn/server/helpers';
-import type { AppContext } from '../../context.js';
 import type { WebAuthnConfig } from '../../config.js';
+import type { AppContext } from '../../context.js';
 import { sha256Hex } from '../../platform/crypto/tokens.js';
 import type { Executor } from '../../platform/db/database.js';
 import type { RequestMeta, SessionPrincipal } from '../../platform/http/auth.js';
@@ -61,18 +61,31 @@ export class PasskeyService {
     this.#rp = ctx.config.webauthn;
   }
 
-  private async issue(purpose: WebAuthnPurpose, challenge: string, sessionId: string | null): Promise<string> {
+  private async issue(
+    purpose: WebAuthnPurpose,
+    challenge: string,
+    sessionId: string | null,
+  ): Promise<string> {
     const now = this.ctx.clock.now();
     const expiresAt = new Date(now.getTime() + CHALLENGE_TTL_SECONDS * 1000);
     await this.ctx.database.db.transaction().execute(async (trx) => {
       await pruneExpiredChallenges(trx, now);
-      await insertChallenge(trx, { id: randomUUID(), purpose, hash: sha256Hex(challenge), sessionId, now, expiresAt });
+      await insertChallenge(trx, {
+        id: randomUUID(),
+        purpose,
+        hash: sha256Hex(challenge),
+        sessionId,
+        now,
+        expiresAt,
+      });
     });
     return expiresAt.toISOString();
   }
 
   /** POST /passkeys/options: creation options for the caller's identity, bound to its session. */
-  async registrationOptions(principal: SessionPrincipal): Promise<Options<PublicKeyCredentialCreationOptionsJSON>> {
+  async registrationOptions(
+    principal: SessionPrincipal,
+  ): Promise<Options<PublicKeyCredentialCreationOptionsJSON>> {
     const { db } = this.ctx.database;
     const [existing, identifiers] = await Promise.all([
       livePasskeys(db, principal.identityId),
@@ -217,7 +230,8 @@ export class PasskeyService {
     }
     if (bound.identityId && passkey.identity_id !== bound.identityId) throw refuse();
     const handle = credential.response.userHandle;
-    if (handle !== undefined && handle !== null && handle !== userHandleOf(passkey.identity_id)) throw refuse();
+    if (handle !== undefined && handle !== null && handle !== userHandleOf(passkey.identity_id))
+      throw refuse();
     let result: Awaited<ReturnType<typeof verifyAuthenticationResponse>> | undefined;
     try {
       result = await verifyAuthenticationResponse({
@@ -229,7 +243,8 @@ export class PasskeyService {
         credential: {
           id: passkey.credential_id,
           publicKey: new Uint8Array(passkey.public_key),
-          // Our own counter check follows, so a backup-eligible passkey's may stay or go back.
+          // The counter is judged where the use is recorded (recordUse): a backup-eligible
+          // passkey's may stay or go back.
           counter: 0,
         },
       });
@@ -241,21 +256,39 @@ export class PasskeyService {
       throw refuse();
     }
     const { newCounter, credentialBackedUp } = result.authenticationInfo;
-    // A cloned authenticator shows itself by a counter that does not move forward; a synced
-    // (backup-eligible) passkey may legitimately report zero or an older count.
-    if (!passkey.backup_eligible && (newCounter > 0 || passkey.sign_count > 0) && newCounter <= passkey.sign_count) {
-      await refused?.(passkey, 'counter');
+    const now = this.ctx.clock.now();
+    // The challenge is spent first: of assertions racing over one challenge, the losers are
+    // refused for the challenge, never mistaken for a cloned authenticator. The counter is then
+    // judged in the statement that records the use (recordUse); a failure there keeps the
+    // challenge spent and is recorded.
+    const done = await this.ctx.database.db.transaction().execute(async (trx) => {
+      const spent = await spendChallenge(trx, {
+        hash: sha256Hex(challenge),
+        purpose,
+        sessionId: bound.sessionId,
+        now,
+      });
+      if (!spent) return { ok: false as const, refused: undefined };
+      const used = await recordUse(trx, {
+        id: passkey.id,
+        signCount: newCounter,
+        backedUp: credentialBackedUp,
+        now,
+      });
+      if (!used) {
+        const current = await passkeyByCredential(trx, passkey.credential_id);
+        return {
+          ok: false as const,
+          refused:
+            current?.id === passkey.id && !current.removed_at ? ('counter' as const) : ('removed' as const),
+        };
+      }
+      return { ok: true as const, value: await act(trx, passkey) };
+    });
+    if (!done.ok) {
+      if (done.refused) await refused?.(passkey, done.refused);
       throw refuse();
     }
-    const now = this.ctx.clock.now();
-    const done = await this.ctx.database.db.transaction().execute(async (trx) => {
-      const spent = await spendChallenge(trx, { hash: sha256Hex(challenge), purpose, sessionId: bound.sessionId, now });
-      if (!spent) return undefined;
-      const used = await recordUse(trx, { id: passkey.id, signCount: newCounter, backedUp: credentialBackedUp, now });
-      if (!used) return undefined;
-      return { value: await act(trx, passkey) };
-    });
-    if (!done) throw refuse();
     return done.value;
   }
 }
@@ -286,15 +319,26 @@ export class PasskeyActs {
         const identity = await findIdentity(trx, passkey.identity_id);
         if (!identity) throw new Problem('identity.sign_in_refused');
         await this.ctx.guesses.forgive(trx, budget);
-        return this.ctx.sessions.openSessionWithin(trx, passkey.identity_id, identity.session_epoch, 'passkey', meta);
+        return this.ctx.sessions.openSessionWithin(
+          trx,
+          passkey.identity_id,
+          identity.session_epoch,
+          'passkey',
+          meta,
+        );
       },
       async (passkey, reason) => {
         await this.ctx.sessions.recordAttempt(passkey.identity_id, 'passkey', 'refused', meta);
         if (reason === 'counter') {
           // A counter that went backwards on a device-bound passkey: a cloned authenticator.
-          await this.ctx.audit.appendOwn(this.ctx.database.db, 'identity.passkey.counter_regressed', passkey.identity_id, {
-            methodId: passkey.id,
-          });
+          await this.ctx.audit.appendOwn(
+            this.ctx.database.db,
+            'identity.passkey.counter_regressed',
+            passkey.identity_id,
+            {
+              methodId: passkey.id,
+            },
+          );
         }
       },
     );
@@ -325,7 +369,9 @@ export function userHandleOf(identityId: string): string {
 function challengeOf(clientDataJSON: string): string | undefined {
   try {
     const challenge = decodeClientDataJSON(clientDataJSON).challenge;
-    return typeof challenge === 'string' && challenge.length > 0 && challenge.length <= 128 ? challenge : undefined;
+    return typeof challenge === 'string' && challenge.length > 0 && challenge.length <= 128
+      ? challenge
+      : undefined;
   } catch {
     return undefined;
   }
