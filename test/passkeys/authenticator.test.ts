@@ -51,7 +51,6 @@ describe('SoftAuthenticator against @simplewebauthn/server', () => {
           expectedOrigin: ORIGIN,
           expectedRPID: RP_ID,
           requireUserVerification: true,
-          // biome-ignore lint/style/noNonNullAssertion: registered above
           credential: credential!,
         });
         return r.verified;

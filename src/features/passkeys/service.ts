@@ -16,6 +16,7 @@ import { sha256Hex } from '../../platform/crypto/tokens.js';
 import type { Executor } from '../../platform/db/database.js';
 import type { RequestMeta, SessionPrincipal } from '../../platform/http/auth.js';
 import { Problem, type ProblemCode } from '../../platform/http/problem.js';
+import { maskIdentifier } from '../../platform/notify/mask.js';
 import { addressBucket } from '../../platform/rate-limit/address.js';
 import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { findIdentity, verifiedIdentifiers } from '../identities/repository.js';
@@ -41,11 +42,6 @@ const ALGORITHMS = [-7, -8, -257];
 export interface Options<T> {
   options: T;
   expiresAt: string;
-}
-
-/** A verified assertion: whose passkey answered, in the act's transaction. */
-export interface Asserted {
-  passkey: PasskeyRow;
 }
 
 /**
@@ -91,8 +87,11 @@ export class PasskeyService {
       livePasskeys(db, principal.identityId),
       verifiedIdentifiers(db, principal.identityId),
     ]);
-    // What the authenticator shows the person to tell their accounts apart: their own address.
-    const name = identifiers[0]?.value ?? 'account';
+    // What the authenticator shows the person to tell their accounts apart: their first address,
+    // masked like every identifier the service answers with (it would otherwise be echoed to any
+    // holder of a stolen elevated session).
+    const first = identifiers[0];
+    const name = first ? maskIdentifier(first.type, first.value) : 'account';
     const options = await generateRegistrationOptions({
       rpName: this.#rp.rpName,
       rpID: this.#rp.rpId,

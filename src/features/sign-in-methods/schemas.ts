@@ -57,7 +57,8 @@ export const SignInMethodSchema = Type.Object(
       Type.Literal('passkey'),
     ]),
     display: Type.Union([Type.String(), Type.Null()], {
-      description: 'masked identifier, provider name, the passkey’s label, or null for the password or an unlabelled passkey',
+      description:
+        'masked identifier, provider name, the passkey’s label, or null for the password or an unlabelled passkey',
     }),
     verifiedAt: Instant,
     lastUsedAt: Type.Union([Instant, Type.Null()]),
