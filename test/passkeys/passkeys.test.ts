@@ -224,6 +224,54 @@ describe('passkey sign-in', () => {
   });
 });
 
+describe('passkey removal and the OpenAPI document', () => {
+  it('a removed passkey is refused like any failure, and its refusal is recorded against its identity', async () => {
+    t = await app();
+    const { who, auth, res } = await registered();
+    // A second passkey keeps a way in besides the password.
+    const second = new SoftAuthenticator(ORIGIN, RP_ID);
+    const opts = (await post('/passkeys/options', {}, who.headers)).json().data.options;
+    expect((await post('/passkeys', { credential: second.create(opts) }, who.headers)).statusCode).toBe(201);
+    expect(
+      (await post(`/sign-in-methods/${res.json().data.id}/removals`, undefined, who.headers)).statusCode,
+    ).toBe(204);
+    const refused = await signInWith(auth);
+    expect(refused.statusCode).toBe(401);
+    expect(refused.json().code).toBe('identity.sign_in_refused');
+    const attempts = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM sign_in_attempts
+      WHERE identity_id = ${who.person.identityId} AND method = 'passkey' AND outcome = 'refused'`.execute(
+      t.ctx.database.db,
+    );
+    expect(attempts.rows[0].n).toBe(1);
+    expect(await auditCount(t, 'identity.sign_in_method.removed', who.person.identityId)).toBe(1);
+    expect((await signInWith(second)).statusCode).toBe(201);
+  });
+
+  it('the OpenAPI document lists the passkey routes', async () => {
+    t = await app();
+    const doc = (await t.app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    for (const path of [
+      '/api/v1/passkeys/options',
+      '/api/v1/passkeys',
+      '/api/v1/sign-ins/passkeys/options',
+      '/api/v1/sign-ins/passkeys',
+      '/api/v1/step-ups/passkeys/options',
+      '/api/v1/step-ups/passkeys',
+    ]) {
+      expect(doc.paths[path]?.post, path).toBeDefined();
+    }
+  });
+
+  it('in production without WEBAUTHN_* the routes are absent', async () => {
+    t = await createTestApp({
+      env: { NODE_ENV: 'production', PUBLIC_ORIGIN: ORIGIN, ARGON2_MEMORY_KIB: '19456' },
+    });
+    expect(t.config.webauthn).toBeUndefined();
+    expect((await post('/sign-ins/passkeys/options', {})).statusCode).toBe(404);
+  });
+});
+
 describe('passkey step-up', () => {
   it('an assertion by the caller’s passkey mints an elevation that works', async () => {
     t = await app();
