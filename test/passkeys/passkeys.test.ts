@@ -3,8 +3,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { auditCount } from '../helpers/audit.js';
 import { type Bend, SoftAuthenticator } from '../helpers/authenticator.js';
-import { elevatedPerson } from '../helpers/elevation.js';
+import { elevate, elevatedPerson } from '../helpers/elevation.js';
 import { bearer } from '../helpers/identities.js';
+import { DEFAULT_POLICY, expectIdentical, personWithFactor } from '../second-factors/helpers.js';
 
 /**
  * Issue 13 on the server, no browser: passkeys made and used by a software authenticator (a P-256
@@ -173,6 +174,30 @@ describe('passkey sign-in', () => {
     expect(new Set(bodies).size).toBe(1);
   });
 
+  it('spent and expired challenges are refused with the same bytes as a bad signature', async () => {
+    t = await app();
+    const { auth } = await registered();
+    const answers = [];
+    const opts = (await post('/sign-ins/passkeys/options', {})).json().data.options;
+    const assertion = auth.get(opts);
+    expect((await post('/sign-ins/passkeys', { credential: assertion })).statusCode).toBe(201);
+    answers.push(await post('/sign-ins/passkeys', { credential: assertion }));
+    answers.push(await signInWith(auth, { wrongKey: true }));
+    const stale = (await post('/sign-ins/passkeys/options', {})).json().data.options;
+    t.clock.advance(301);
+    answers.push(await post('/sign-ins/passkeys', { credential: auth.get(stale) }));
+    expectIdentical(answers, 401, 'identity.sign_in_refused');
+  });
+
+  it('the guess budget of password sign-in applies: past the free allowance a credential waits (429)', async () => {
+    t = await createTestApp({ env: { PUBLIC_ORIGIN: ORIGIN, RATE_LIMIT_GUESSES: '10/60' } });
+    const { auth } = await registered();
+    for (let i = 0; i < 10; i++) expect((await signInWith(auth, { wrongKey: true })).statusCode).toBe(401);
+    const held = await signInWith(auth);
+    expect(held.statusCode).toBe(429);
+    expect(Number(held.headers['retry-after'])).toBeGreaterThan(0);
+  });
+
   it('a challenge is spent once: a replayed assertion is refused', async () => {
     t = await app();
     const { auth } = await registered();
@@ -292,6 +317,23 @@ describe('passkey step-up', () => {
       { ...bearer(who.grant.accessToken), 'x-elevation-token': elevation },
     );
     expect(use.statusCode).toBe(201);
+  });
+
+  it('an identity that holds an authenticator app may step up with its passkey instead', async () => {
+    t = await app();
+    const { person, grant, factor } = await personWithFactor(t);
+    const elevation = await elevate(t, grant.accessToken, person.email, {
+      secret: factor.secret,
+      policy: DEFAULT_POLICY,
+    });
+    const headers = { ...bearer(grant.accessToken), 'x-elevation-token': elevation };
+    const auth = new SoftAuthenticator(ORIGIN, RP_ID);
+    const creation = (await post('/passkeys/options', {}, headers)).json().data.options;
+    expect((await post('/passkeys', { credential: auth.create(creation) }, headers)).statusCode).toBe(201);
+    const opts = (await post('/step-ups/passkeys/options', {}, bearer(grant.accessToken))).json().data
+      .options;
+    const res = await post('/step-ups/passkeys', { credential: auth.get(opts) }, bearer(grant.accessToken));
+    expect(res.statusCode, res.body).toBe(201);
   });
 
   it('another identity’s passkey, or a sign-in challenge, is refused with 403', async () => {

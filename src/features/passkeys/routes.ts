@@ -1,3 +1,4 @@
+import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import { ELEVATION_REFUSALS, guards, principalOf, requestMeta } from '../../platform/http/auth.js';
@@ -19,6 +20,8 @@ export const passkeyRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContex
     '/passkeys/options',
     {
       preHandler: elevated,
+      // Each answer writes a challenge row.
+      config: limitFor(ctx.config.rateLimits.answersAChallenge, 'passkeys/options'),
       schema: {
         tags: ['passkeys'],
         summary: 'Creation options for a new passkey (navigator.credentials.create), single use, 5 minutes',
@@ -26,7 +29,9 @@ export const passkeyRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContex
           'Bound to the calling session. User verification required, a discoverable credential preferred, ' +
           'the identity’s passkeys excluded, algorithms ES256, EdDSA and RS256, attestation "none".',
         security: security.elevated,
-        response: responses({ 201: Data(schema.CreationOptionsSchema) }, [...ELEVATION_REFUSALS]),
+        response: responses({ 201: Data(schema.CreationOptionsSchema) }, [...ELEVATION_REFUSALS], {
+          rateLimited: true,
+        }),
       },
     },
     async (request, reply) =>
@@ -60,7 +65,15 @@ export const passkeyRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContex
       },
     },
     async (request, reply) =>
-      reply.code(201).send(envelope(await passkeys.register(principalOf(request), request.body as never))),
+      reply.code(201).send(
+        envelope(
+          await passkeys.register(principalOf(request), {
+            // The schema is the standard JSON; only its transport names are wider (any string).
+            credential: request.body.credential as RegistrationResponseJSON,
+            label: request.body.label,
+          }),
+        ),
+      ),
   );
 
   app.post(
@@ -105,18 +118,25 @@ export const passkeyRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContex
     async (request, reply) =>
       reply
         .code(201)
-        .send(envelope(await acts.signIn(request.body.credential as never, requestMeta(request)))),
+        .send(
+          envelope(
+            await acts.signIn(request.body.credential as AuthenticationResponseJSON, requestMeta(request)),
+          ),
+        ),
   );
 
   app.post(
     '/step-ups/passkeys/options',
     {
       preHandler: session,
+      config: limitFor(ctx.config.rateLimits.answersAChallenge, 'step-ups/passkeys/options'),
       schema: {
         tags: ['step-up'],
         summary: 'Request options for a step-up with one of the caller’s passkeys, single use, 5 minutes',
         security: security.session,
-        response: responses({ 201: Data(schema.RequestOptionsSchema) }, ['identity.session_required']),
+        response: responses({ 201: Data(schema.RequestOptionsSchema) }, ['identity.session_required'], {
+          rateLimited: true,
+        }),
       },
     },
     async (request, reply) =>
@@ -146,6 +166,10 @@ export const passkeyRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContex
     async (request, reply) =>
       reply
         .code(201)
-        .send(envelope(await acts.stepUp(principalOf(request), request.body.credential as never))),
+        .send(
+          envelope(
+            await acts.stepUp(principalOf(request), request.body.credential as AuthenticationResponseJSON),
+          ),
+        ),
   );
 });
