@@ -111,18 +111,11 @@ export class SoftAuthenticator {
       ]),
     );
     const clientDataJSON = this.clientData('webauthn.create', options.challenge, bend);
-    return {
-      id: bend.credentialId ?? this.credentialId,
-      rawId: bend.credentialId ?? this.credentialId,
-      type: 'public-key',
-      response: {
-        clientDataJSON: clientDataJSON.toString('base64url'),
-        attestationObject: Buffer.from(attestationObject).toString('base64url'),
-        transports: ['internal'],
-      },
-      clientExtensionResults: {},
-      authenticatorAttachment: 'platform',
-    };
+    return this.credential(bend, {
+      clientDataJSON: clientDataJSON.toString('base64url'),
+      attestationObject: Buffer.from(attestationObject).toString('base64url'),
+      transports: ['internal'],
+    });
   }
 
   /** navigator.credentials.get with the service's request options. */
@@ -138,16 +131,22 @@ export class SoftAuthenticator {
       ? generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey
       : this.#keys.privateKey;
     const signature = sign('sha256', Buffer.concat([authData, sha256(clientDataJSON)]), key);
+    return this.credential(bend, {
+      clientDataJSON: clientDataJSON.toString('base64url'),
+      authenticatorData: authData.toString('base64url'),
+      signature: signature.toString('base64url'),
+      userHandle: this.userHandle,
+    });
+  }
+
+  /** The PublicKeyCredential JSON around an authenticator response. */
+  private credential<R>(bend: Bend, response: R) {
+    const id = bend.credentialId ?? this.credentialId;
     return {
-      id: bend.credentialId ?? this.credentialId,
-      rawId: bend.credentialId ?? this.credentialId,
+      id,
+      rawId: id,
       type: 'public-key',
-      response: {
-        clientDataJSON: clientDataJSON.toString('base64url'),
-        authenticatorData: authData.toString('base64url'),
-        signature: signature.toString('base64url'),
-        userHandle: this.userHandle,
-      },
+      response,
       clientExtensionResults: {},
       authenticatorAttachment: 'platform',
     };
