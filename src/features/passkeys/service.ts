@@ -97,7 +97,7 @@ export class PasskeyService {
       rpID: this.#rp.rpId,
       // The user handle is the identity id (opaque, never an address): a discoverable sign-in
       // returns it, and it must name the passkey's own identity.
-      userID: new Uint8Array(Buffer.from(principal.identityId.replaceAll('-', ''), 'hex')),
+      userID: new Uint8Array(userHandleBytes(principal.identityId)),
       userName: name,
       userDisplayName: name,
       timeout: CHALLENGE_TTL_SECONDS * 1000,
@@ -360,8 +360,13 @@ export class PasskeyActs {
 }
 
 /** The WebAuthn user handle of an identity: its id's 16 bytes, base64url (as browsers return it). */
-export function userHandleOf(identityId: string): string {
-  return Buffer.from(identityId.replaceAll('-', ''), 'hex').toString('base64url');
+function userHandleOf(identityId: string): string {
+  return userHandleBytes(identityId).toString('base64url');
+}
+
+/** The 16 bytes of an identity id: the user handle given at registration. */
+function userHandleBytes(identityId: string): Buffer {
+  return Buffer.from(identityId.replaceAll('-', ''), 'hex');
 }
 
 /** The challenge a client signed over, from its clientDataJSON; undefined when that is malformed. */
