@@ -13,7 +13,7 @@ import { PasskeyActs, PasskeyService } from './service.js';
 export const passkeyRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }) => {
   const { session, elevated, security } = guards(ctx.auth);
   const passkeys = new PasskeyService(ctx);
-  const acts = new PasskeyActs(ctx);
+  const acts = new PasskeyActs(ctx, passkeys);
   const { provesAPassword } = ctx.config.rateLimits;
 
   app.post(

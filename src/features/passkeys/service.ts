@@ -294,11 +294,10 @@ export class PasskeyService {
 
 /** The passkey acts: sign-in (a way in with two factors) and step-up. */
 export class PasskeyActs {
-  readonly #passkeys: PasskeyService;
-
-  constructor(private readonly ctx: AppContext) {
-    this.#passkeys = new PasskeyService(ctx);
-  }
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly passkeys: PasskeyService,
+  ) {}
 
   /**
    * POST /sign-ins/passkeys. Admitted against the guess budget of the credential and the client's
@@ -309,7 +308,7 @@ export class PasskeyActs {
   async signIn(credential: AuthenticationResponseJSON, meta: RequestMeta): Promise<SessionGrant> {
     const budget = guessSubject.passkey(credential.id, addressBucket(meta.ip ?? ''));
     await this.ctx.guesses.admit(budget);
-    return this.#passkeys.assert(
+    return this.passkeys.assert(
       'sign_in',
       credential,
       'identity.sign_in_refused',
@@ -346,7 +345,7 @@ export class PasskeyActs {
   /** POST /step-ups/passkeys: an assertion by one of the caller's own passkeys mints the elevation. */
   async stepUp(principal: SessionPrincipal, credential: AuthenticationResponseJSON): Promise<Elevation> {
     await this.ctx.guesses.admit(guessSubject.session(principal.identityId));
-    return this.#passkeys.assert(
+    return this.passkeys.assert(
       'step_up',
       credential,
       'identity.step_up_confirmation_refused',
