@@ -51,6 +51,8 @@ export interface Config {
     sendsAMessage: RateLimitSetting;
     answersAChallenge: RateLimitSetting;
     provesAPassword: RateLimitSetting;
+    /** GET /account/export, per client address. */
+    accountExports: RateLimitSetting;
     /** Per-subject guess budgets (RATE_LIMIT_GUESSES). */
     guesses: { free: number; maxDelaySeconds: number };
   };
@@ -82,6 +84,17 @@ export interface Config {
   metrics: { host: string; port: number };
   /** The WebAuthn relying party; undefined: passkey routes are off (production without WEBAUTHN_*). */
   webauthn: WebAuthnConfig | undefined;
+  /** The operators' listener (/admin/v1), apart from the public port; port 0: off. */
+  admin: { host: string; port: number; keys: AdminKey[] };
+  /** New-sign-in notices on the identity's verified channel (SIGN_IN_NOTICES). */
+  signInNotices: boolean;
+}
+
+/** An operator's API key as configured: its name (the audit actor) and the SHA-256 of the key. */
+export interface AdminKey {
+  name: string;
+  /** 32 bytes: SHA-256 of the raw key; the raw key never sits in configuration. */
+  hash: Buffer;
 }
 
 export interface WebAuthnConfig {
@@ -184,6 +197,7 @@ const FORMATS: Record<string, (value: string) => boolean> = {
   'at-least-32-bytes': (v) => Buffer.byteLength(v, 'utf8') >= 32,
   'proxy-list': (v) => proxyList(v) !== null,
   'private-ed25519-jwk': jsonText(PrivateEd25519Jwk),
+  'admin-keys': (v) => adminKeys(v) !== null,
   'identity-providers': jsonText(Type.Array(IdentityProvider), (list: IdentityProviderConfig[]) => {
     return new Set(list.map((p) => p.name)).size === list.length;
   }),
@@ -253,6 +267,7 @@ const Environment = Type.Object(
     RATE_LIMIT_SENDS_A_MESSAGE: rate('5/900'),
     RATE_LIMIT_ANSWERS_A_CHALLENGE: rate('10/60'),
     RATE_LIMIT_PROVES_A_PASSWORD: rate('10/60'),
+    RATE_LIMIT_ACCOUNT_EXPORTS: rate('5/3600'),
     // Default: ten free failures, then 1, 2, 4 ... seconds up to eight hours between attempts (the
     // bound this keeps on guessing an authenticator code is in docs/security.md).
     RATE_LIMIT_GUESSES: Type.String({
@@ -290,6 +305,13 @@ const Environment = Type.Object(
       Type.String({ minLength: 1, maxLength: 64, refusal: 'must be 1 to 64 characters' }),
     ),
     WEBAUTHN_ORIGINS: Type.Optional(Type.String()),
+    SIGN_IN_NOTICES: oneOf('on', ['on', 'off']),
+    ADMIN_PORT: integer(0, 0, 65535),
+    ADMIN_HOST: text('127.0.0.1'),
+    ADMIN_API_KEYS: formatted(
+      'admin-keys',
+      'must be a comma-separated list of name:sha256-hex (64 hex digits) with distinct names of a-z 0-9 . _ -',
+    ),
   },
   {
     // Production refuses to start without its own root secret, without its public origin (the
@@ -382,6 +404,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       sendsAMessage: rateOf(e.RATE_LIMIT_SENDS_A_MESSAGE),
       answersAChallenge: rateOf(e.RATE_LIMIT_ANSWERS_A_CHALLENGE),
       provesAPassword: rateOf(e.RATE_LIMIT_PROVES_A_PASSWORD),
+      accountExports: rateOf(e.RATE_LIMIT_ACCOUNT_EXPORTS),
       guesses: { free: guesses.max, maxDelaySeconds: guesses.windowSeconds },
     },
     trustProxy: (e.TRUST_PROXY && proxyList(e.TRUST_PROXY)) || false,
@@ -403,9 +426,33 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     notifyTimeoutMs: e.NOTIFY_TIMEOUT_MS,
     metrics: { host: e.METRICS_HOST ?? e.HOST, port: e.METRICS_PORT },
     webauthn: undefined,
+    admin: { host: e.ADMIN_HOST, port: e.ADMIN_PORT, keys: adminKeys(e.ADMIN_API_KEYS ?? '') ?? [] },
+    signInNotices: e.SIGN_IN_NOTICES === 'on',
   };
   config.webauthn = webauthnOf(e, production, config.publicOrigin);
+  checkAdmin(config);
   return Object.freeze(config);
+}
+
+/** ADMIN_API_KEYS: `name:sha256-hex` entries, names distinct; null when any entry is not one. */
+function adminKeys(value: string): AdminKey[] | null {
+  if (value === '') return [];
+  const keys: AdminKey[] = [];
+  for (const entry of value.split(',').map((e) => e.trim())) {
+    const m = /^([a-z0-9][a-z0-9._-]{0,62}):([0-9a-fA-F]{64})$/.exec(entry);
+    if (!m || keys.some((k) => k.name === m[1])) return null;
+    keys.push({ name: m[1], hash: Buffer.from(m[2], 'hex') });
+  }
+  return keys;
+}
+
+/** The operators' listener never shares a port with the public API or the metrics, and needs keys. */
+function checkAdmin(config: Config): void {
+  const { admin } = config;
+  if (admin.port === 0) return;
+  if (admin.keys.length === 0) throw new ConfigError('ADMIN_API_KEYS', 'is required when ADMIN_PORT is set');
+  if (admin.port === config.port) throw new ConfigError('ADMIN_PORT', 'must differ from PORT');
+  if (admin.port === config.metrics.port) throw new ConfigError('ADMIN_PORT', 'must differ from METRICS_PORT');
 }
 
 /**

@@ -17,6 +17,8 @@ export interface IdentityRow {
   session_epoch: number;
   failed_attempts: number;
   locked_until: Date | null;
+  /** Set by an operator: every sign-in of this identity is refused (issue 14). */
+  disabled_at: Date | null;
 }
 
 /**
@@ -43,6 +45,7 @@ export interface PasswordHolder {
   verified_at: Date | null;
   password_hash: string | null;
   session_epoch: number;
+  disabled_at: Date | null;
 }
 
 export async function findPasswordHolder(
@@ -50,7 +53,7 @@ export async function findPasswordHolder(
   ident: NormalisedIdentifier,
 ): Promise<PasswordHolder | undefined> {
   const r = await sql<PasswordHolder>`
-    SELECT i.identity_id, i.verified_at, p.password_hash, p.session_epoch
+    SELECT i.identity_id, i.verified_at, p.password_hash, p.session_epoch, p.disabled_at
     FROM identifiers i JOIN identities p ON p.id = i.identity_id
     WHERE i.type = ${ident.type} AND i.value = ${ident.value} AND i.removed_at IS NULL`.execute(trx);
   return r.rows[0];
@@ -63,11 +66,11 @@ export async function findIdentity(
 ): Promise<IdentityRow | undefined> {
   const r = forUpdate
     ? await sql<IdentityRow>`
-        SELECT id, password_hash, session_epoch, failed_attempts, locked_until FROM identities WHERE id = ${id} FOR UPDATE`.execute(
+        SELECT id, password_hash, session_epoch, failed_attempts, locked_until, disabled_at FROM identities WHERE id = ${id} FOR UPDATE`.execute(
         trx,
       )
     : await sql<IdentityRow>`
-        SELECT id, password_hash, session_epoch, failed_attempts, locked_until FROM identities WHERE id = ${id}`.execute(
+        SELECT id, password_hash, session_epoch, failed_attempts, locked_until, disabled_at FROM identities WHERE id = ${id}`.execute(
         trx,
       );
   return r.rows[0];

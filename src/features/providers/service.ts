@@ -70,9 +70,10 @@ export class ProviderService {
       await touchLink(trx, link.id, now);
       // Read here, before the session is opened: a removal of this link committed in between moves
       // the epoch on, and the session issued below is dead on arrival.
-      const epoch = (await findIdentity(trx, link.identity_id))?.session_epoch;
-      if (epoch === undefined) return undefined;
-      return { identityId: link.identity_id, linkId: link.id, epoch };
+      const identity = await findIdentity(trx, link.identity_id);
+      // A disabled identity's sign-in is the ordinary refusal (issue 14).
+      if (!identity || identity.disabled_at !== null) return undefined;
+      return { identityId: link.identity_id, linkId: link.id, epoch: identity.session_epoch };
     });
     if (!found) {
       // A replay of a token whose subject is known is recorded in that identity's history.

@@ -24,15 +24,27 @@ export interface NewSession {
   now: Date;
   expiresAt: Date;
   refreshHash: string;
+  ip: string | null;
+  userAgent: string | null;
 }
 
-export async function insertSession(trx: Executor, s: NewSession): Promise<void> {
-  await sql`
-    INSERT INTO sessions (id, identity_id, epoch, method, created_at, expires_at, generation)
-    VALUES (${s.id}, ${s.identityId}, ${s.epoch}, ${s.method}, ${s.now}, ${s.expiresAt}, 1)`.execute(trx);
+/**
+ * Opens a session through its identity's row, only while the identity is not disabled; false when
+ * it is. FOR KEY SHARE waits for an operator's disablement or erasure holding the row FOR UPDATE
+ * and then re-reads it, so a session (and the address it came from) is never written for an
+ * identity disabled or erased meanwhile.
+ */
+export async function insertSession(trx: Executor, s: NewSession): Promise<boolean> {
+  const r = await sql`
+    INSERT INTO sessions (id, identity_id, epoch, method, created_at, expires_at, generation, ip_address, user_agent)
+    SELECT ${s.id}, id, ${s.epoch}, ${s.method}, ${s.now}, ${s.expiresAt}, 1, ${s.ip}, ${s.userAgent}
+    FROM identities WHERE id = ${s.identityId} AND disabled_at IS NULL FOR KEY SHARE
+    RETURNING id`.execute(trx);
+  if (r.rows.length === 0) return false;
   await sql`
     INSERT INTO refresh_tokens (hash, session_id, generation, created_at)
     VALUES (${s.refreshHash}, ${s.id}, 1, ${s.now})`.execute(trx);
+  return true;
 }
 
 /** The guard's read: one primary-key lookup of the session joined to its identity's epoch. */
@@ -210,6 +222,8 @@ export async function recordAttempt(
     /** Given when the row is to be found again (a provisional refusal, deleted on success). */
     id?: string;
     identityId: string;
+    /** The session a successful attempt opened. */
+    sessionId?: string;
     now: Date;
     method: string;
     outcome: 'succeeded' | 'refused';
@@ -218,10 +232,12 @@ export async function recordAttempt(
   },
 ): Promise<void> {
   // Written through the identity's row: keyed by NOBODY it writes nothing, in the same statement.
+  // An erased identity keeps no address or user agent, so nothing is recorded against it; FOR KEY
+  // SHARE waits for an erasure in flight (which holds the row FOR UPDATE) and re-reads the row.
   await sql`
-    INSERT INTO sign_in_attempts (id, identity_id, occurred_at, method, outcome, ip_address, user_agent)
-    SELECT ${a.id ?? randomUUID()}, id, ${a.now}, ${a.method}, ${a.outcome}, ${a.ip}, ${a.userAgent}
-    FROM identities WHERE id = ${a.identityId}`.execute(trx);
+    INSERT INTO sign_in_attempts (id, identity_id, session_id, occurred_at, method, outcome, ip_address, user_agent)
+    SELECT ${a.id ?? randomUUID()}, id, ${a.sessionId ?? null}, ${a.now}, ${a.method}, ${a.outcome}, ${a.ip}, ${a.userAgent}
+    FROM identities WHERE id = ${a.identityId} AND erased_at IS NULL FOR KEY SHARE`.execute(trx);
 }
 
 /** Withdraws a provisional refusal once the attempt it stood for succeeded. */

@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
 import type { Executor } from '../../platform/db/database.js';
 import type { RequestMeta } from '../../platform/http/auth.js';
-import { Problem } from '../../platform/http/problem.js';
+import { Problem, type ProblemCode } from '../../platform/http/problem.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
 import type { CursorScope } from '../../platform/pagination/cursor.js';
 import { type KeysetWindow, keysetPage, type PageQuery } from '../../platform/pagination/page.js';
@@ -80,13 +80,14 @@ export class SessionService {
         ...metaOf(meta),
       });
     });
-    const hash = holder?.verified_at ? holder.password_hash : null;
+    // A disabled identity's password is never checked: the same refusal, at the same cost.
+    const hash = holder?.verified_at && holder.disabled_at === null ? holder.password_hash : null;
     // The epoch is read before the password is checked: a revocation committed while the check
     // runs moves the epoch on, and the session issued below is dead on arrival.
     const ok = hash
       ? await this.ctx.passwords.verify(hash, input.password)
       : await this.ctx.passwords.burn(input.password);
-    if (!ok || !holder) throw new Problem('identity.sign_in_refused');
+    if (!ok || !hash || !holder) throw new Problem('identity.sign_in_refused');
     await db.transaction().execute(async (trx) => {
       await this.ctx.guesses.forgive(trx, budget);
       await repo.withdrawAttempt(trx, provisional);
@@ -111,16 +112,20 @@ export class SessionService {
     return this.openSession(identityId, epoch, method, meta);
   }
 
-  /** Opens a session stamped with the epoch read before the credential was verified. */
+  /**
+   * Opens a session stamped with the epoch read before the credential was verified. `refusal` is
+   * the act's ordinary refusal, answered when the identity was disabled meanwhile.
+   */
   async openSession(
     identityId: string,
     epoch: number,
     method: string,
     meta: RequestMeta,
+    refusal: ProblemCode = 'identity.sign_in_refused',
   ): Promise<SessionGrant> {
     return this.ctx.database.db
       .transaction()
-      .execute((trx) => this.openSessionWithin(trx, identityId, epoch, method, meta));
+      .execute((trx) => this.openSessionWithin(trx, identityId, epoch, method, meta, refusal));
   }
 
   /**
@@ -133,12 +138,13 @@ export class SessionService {
     epoch: number,
     method: string,
     meta: RequestMeta,
+    refusal: ProblemCode = 'identity.sign_in_refused',
   ): Promise<SessionGrant> {
     const now = this.ctx.clock.now();
     const sessionId = randomUUID();
     const refreshToken = opaqueToken();
     const expiresAt = new Date(now.getTime() + this.ctx.config.lifetimes.session * 1000);
-    await repo.insertSession(trx, {
+    const opened = await repo.insertSession(trx, {
       id: sessionId,
       identityId,
       epoch,
@@ -146,8 +152,18 @@ export class SessionService {
       now,
       expiresAt,
       refreshHash: sha256Hex(refreshToken),
+      ...metaOf(meta),
     });
-    await repo.recordAttempt(trx, { identityId, now, method, outcome: 'succeeded', ...metaOf(meta) });
+    // Disabled (or erased) while the proof was checked: the act's ordinary refusal.
+    if (!opened) throw new Problem(refusal);
+    await repo.recordAttempt(trx, {
+      identityId,
+      sessionId,
+      now,
+      method,
+      outcome: 'succeeded',
+      ...metaOf(meta),
+    });
     // Signed inside the transaction: a signing failure rolls the session back.
     const access = await this.ctx.tokens.sign(identityId, sessionId);
     return grant(access, refreshToken, expiresAt);

@@ -86,6 +86,8 @@ export interface Identifiers {
 
 export interface Identities {
   created_at: Timestamp;
+  disabled_at: Timestamp | null;
+  erased_at: Timestamp | null;
   failed_attempts: Generated<number>;
   id: string;
   locked_until: Timestamp | null;
@@ -194,10 +196,12 @@ export interface Sessions {
   generation: Generated<number>;
   id: string;
   identity_id: string;
+  ip_address: string | null;
   method: string;
   renewed_at: Timestamp | null;
   revoked_at: Timestamp | null;
   revoked_reason: string | null;
+  user_agent: string | null;
 }
 
 export interface SignInAttempts {
@@ -205,8 +209,10 @@ export interface SignInAttempts {
   identity_id: string;
   ip_address: string | null;
   method: string;
+  notice_sent_at: Timestamp | null;
   occurred_at: Timestamp;
   outcome: string;
+  session_id: string | null;
   user_agent: string | null;
 }
 
