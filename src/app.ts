@@ -1,10 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import type { Writable } from 'node:stream';
 import cors from '@fastify/cors';
 import swagger from '@fastify/swagger';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import type { FastifyInstance } from 'fastify';
+import { buildAdminApp } from './admin-app.js';
 import type { Config } from './config.js';
 import { type AppContext, createContext } from './context.js';
+import { accountRoutes } from './features/account/routes.js';
 import { healthRoutes } from './features/health/routes.js';
 import { passkeyRoutes } from './features/passkeys/routes.js';
 import { passwordRoutes } from './features/passwords/routes.js';
@@ -13,18 +14,15 @@ import { ProviderService } from './features/providers/service.js';
 import { recoveryCodeRoutes } from './features/recovery-codes/routes.js';
 import { registrationRoutes } from './features/registration/routes.js';
 import { secondFactorRoutes } from './features/second-factors/routes.js';
+import { installSignInNotices } from './features/sessions/notices.js';
 import { jwksRoute, sessionRoutes } from './features/sessions/routes.js';
 import { signInMethodRoutes } from './features/sign-in-methods/routes.js';
 import { stepUpRoutes } from './features/step-up/routes.js';
 import { installAuditHeadLog } from './platform/audit/anchor.js';
 import { type Clock, systemClock } from './platform/clock.js';
 import type { Database } from './platform/db/database.js';
-import { installJsonBodies } from './platform/http/content-type.js';
-import { installErrorHandling, sendProblem, toProblem } from './platform/http/errors.js';
-import { installRequestLifecycle } from './platform/http/lifecycle.js';
-import { ProblemSchema } from './platform/http/schemas.js';
-import { addSharedSchema, validatorCompiler } from './platform/http/validation.js';
-import { createLogger, installAccessLog } from './platform/log/logger.js';
+import { createServer, installPlatformPolicies } from './platform/http/server.js';
+import { createLogger } from './platform/log/logger.js';
 import { PrometheusMetrics, serveMetrics } from './platform/metrics/prometheus.js';
 import { silentSignals } from './platform/metrics/signals.js';
 import { registerRateLimits } from './platform/rate-limit/rate-limit.js';
@@ -40,12 +38,16 @@ export interface BuildOptions {
   rateLimitNamespace?: string;
 }
 
-export const BODY_LIMIT = 16 * 1024;
 export const API_PREFIX = '/api/v1';
 
 export interface BuiltApp {
   app: FastifyInstance;
   ctx: AppContext;
+  /**
+   * The operators' listener (/admin/v1), built when ADMIN_PORT is set; closed with `app`. The
+   * caller listens on ADMIN_HOST:ADMIN_PORT.
+   */
+  admin?: FastifyInstance;
   /** Writes out buffered log lines synchronously (shutdown, fatal errors). */
   flushLogs(): void;
 }
@@ -53,41 +55,7 @@ export interface BuiltApp {
 export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
   const { config, database } = opts;
   const { logger, access, flush } = createLogger(config.logLevel, opts.logStream);
-  const app = Fastify({
-    loggerInstance: logger as FastifyBaseLogger,
-    // One access line per request instead of Fastify's two (installAccessLog).
-    logController: new LogController({ disableRequestLogging: true }),
-    genReqId: () => randomUUID(),
-    requestIdHeader: false,
-    bodyLimit: BODY_LIMIT,
-    // Fastify accepts a hop count here; its types only list the other forms.
-    // A list of proxy addresses or ranges (proxy-addr); never a hop count, which Fastify 5 reads
-    // as "trust nothing".
-    trustProxy: config.trustProxy,
-    onProtoPoisoning: 'error',
-    onConstructorPoisoning: 'error',
-    // Draining is answered below as Problem Details: Fastify's own 503 is a bare JSON object
-    // without Retry-After (interface 2.3, 7).
-    return503OnClosing: false,
-    // Every encapsulated plugin gets the strict compiler too: a plugin that adds a shared schema
-    // would otherwise get Fastify's default Ajv, which strips unknown properties and coerces types.
-    schemaController: {
-      compilersFactory: {
-        buildValidator: ((externalSchemas: Record<string, unknown> | undefined) => {
-          for (const schema of Object.values(externalSchemas ?? {})) {
-            if ((schema as { $id?: string }).$id) addSharedSchema(schema as { $id: string });
-          }
-          return validatorCompiler;
-          // biome-ignore lint/suspicious/noExplicitAny: Fastify types the factory for its own Ajv
-        }) as any,
-      },
-    },
-    // Routing failures (a malformed URL) are answered as Problem Details too.
-    frameworkErrors: (err, request, reply) => {
-      reply.header('x-request-id', request.id);
-      sendProblem(reply, toProblem(err, request));
-    },
-  });
+  const app = createServer(config, logger);
   // Metrics only with a listener to serve them on (METRICS_PORT): off, every signal is a no-op.
   const metrics = config.metrics.port > 0 ? new PrometheusMetrics() : undefined;
   const ctx: AppContext = await createContext(
@@ -98,6 +66,8 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
     metrics ?? silentSignals,
   );
   app.addHook('onClose', async () => {
+    // Notices under way are sent before the channels close.
+    await ctx.notices.idle();
     await ctx.notifier.close();
   });
   if (metrics) {
@@ -112,14 +82,9 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
   // The audit head, logged now and then, anchors the chain outside the database.
   installAuditHeadLog(app, database.db, config.auditHeadLogSeconds);
 
-  app.addSchema(ProblemSchema);
-  addSharedSchema(ProblemSchema as { $id: string });
-  // Platform policies in the order they act on a request: errors answered as Problem Details, the
-  // request id and shutdown draining (onRequest), JSON-only bodies (preValidation).
-  installErrorHandling(app);
-  installRequestLifecycle(app);
-  installAccessLog(app, access);
-  installJsonBodies(app);
+  // Platform policies (platform/http/server.ts), the same on the operators' listener.
+  installPlatformPolicies(app, access);
+  installSignInNotices(app, ctx.notices);
 
   await app.register(cors, {
     origin: config.corsOrigins.length > 0 ? config.corsOrigins : false,
@@ -170,6 +135,7 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
       await api.register(signInMethodRoutes, { ctx });
       await api.register(passwordRoutes, { ctx });
       await api.register(providerRoutes, { ctx });
+      await api.register(accountRoutes, { ctx });
       // Passkeys only with a WebAuthn relying party (off in production without WEBAUTHN_*).
       if (ctx.config.webauthn) await api.register(passkeyRoutes, { ctx });
     },
@@ -177,5 +143,13 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
   );
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  return { app, ctx, flushLogs: flush };
+
+  // The operators' listener: its own instance, so no admin route is ever on the public port.
+  const admin = config.admin.port > 0 ? await buildAdminApp(ctx, logger, access) : undefined;
+  if (admin) {
+    app.addHook('preClose', async () => {
+      await admin.close();
+    });
+  }
+  return { app, ctx, admin, flushLogs: flush };
 }

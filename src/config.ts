@@ -88,6 +88,8 @@ export interface Config {
   admin: { host: string; port: number; keys: AdminKey[] };
   /** New-sign-in notices on the identity's verified channel (SIGN_IN_NOTICES). */
   signInNotices: boolean;
+  /** The hosted account UI (ACCOUNT_UI, ACCOUNT_UI_PATH); undefined: not served. */
+  accountUi: { path: string } | undefined;
 }
 
 /** An operator's API key as configured: its name (the audit actor) and the SHA-256 of the key. */
@@ -306,6 +308,13 @@ const Environment = Type.Object(
     ),
     WEBAUTHN_ORIGINS: Type.Optional(Type.String()),
     SIGN_IN_NOTICES: oneOf('on', ['on', 'off']),
+    ACCOUNT_UI: oneOf('on', ['on', 'off']),
+    // A path of its own outside /api/ (the API's cache and CORS policies are not the UI's).
+    ACCOUNT_UI_PATH: Type.String({
+      default: '/account/',
+      pattern: '^/(?!api/)([A-Za-z0-9._~-]+/)+$',
+      refusal: 'must be an absolute path of letters, digits . _ ~ - segments ending with /, outside /api/',
+    }),
     ADMIN_PORT: integer(0, 0, 65535),
     ADMIN_HOST: text('127.0.0.1'),
     ADMIN_API_KEYS: formatted(
@@ -428,20 +437,27 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webauthn: undefined,
     admin: { host: e.ADMIN_HOST, port: e.ADMIN_PORT, keys: adminKeys(e.ADMIN_API_KEYS ?? '') ?? [] },
     signInNotices: e.SIGN_IN_NOTICES === 'on',
+    accountUi: e.ACCOUNT_UI === 'on' ? { path: e.ACCOUNT_UI_PATH } : undefined,
   };
   config.webauthn = webauthnOf(e, production, config.publicOrigin);
   checkAdmin(config);
   return Object.freeze(config);
 }
 
+/** An operator key's name (ADMIN_API_KEYS, npm run admin:key): the audit actor after `admin:`. */
+export const ADMIN_KEY_NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+
 /** ADMIN_API_KEYS: `name:sha256-hex` entries, names distinct; null when any entry is not one. */
 function adminKeys(value: string): AdminKey[] | null {
   if (value === '') return [];
   const keys: AdminKey[] = [];
   for (const entry of value.split(',').map((e) => e.trim())) {
-    const m = /^([a-z0-9][a-z0-9._-]{0,62}):([0-9a-fA-F]{64})$/.exec(entry);
-    if (!m || keys.some((k) => k.name === m[1])) return null;
-    keys.push({ name: m[1], hash: Buffer.from(m[2], 'hex') });
+    const colon = entry.indexOf(':');
+    const name = entry.slice(0, colon);
+    const hex = entry.slice(colon + 1);
+    if (colon < 0 || !ADMIN_KEY_NAME.test(name) || !/^[0-9a-fA-F]{64}$/.test(hex)) return null;
+    if (keys.some((k) => k.name === name)) return null;
+    keys.push({ name, hash: Buffer.from(hex, 'hex') });
   }
   return keys;
 }
@@ -452,7 +468,8 @@ function checkAdmin(config: Config): void {
   if (admin.port === 0) return;
   if (admin.keys.length === 0) throw new ConfigError('ADMIN_API_KEYS', 'is required when ADMIN_PORT is set');
   if (admin.port === config.port) throw new ConfigError('ADMIN_PORT', 'must differ from PORT');
-  if (admin.port === config.metrics.port) throw new ConfigError('ADMIN_PORT', 'must differ from METRICS_PORT');
+  if (admin.port === config.metrics.port)
+    throw new ConfigError('ADMIN_PORT', 'must differ from METRICS_PORT');
 }
 
 /**

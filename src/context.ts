@@ -5,6 +5,7 @@ import { AccountLock } from './features/identities/lock.js';
 import { ProviderVerifier } from './features/providers/verifier.js';
 import { secondFactorTicketFor } from './features/second-factors/tickets.js';
 import { AccessTokens } from './features/sessions/access-tokens.js';
+import { SignInNotices } from './features/sessions/notices.js';
 import { sessionState } from './features/sessions/repository.js';
 import { SessionService } from './features/sessions/service.js';
 import { findElevation } from './features/step-up/repository.js';
@@ -53,6 +54,8 @@ export interface AppContext {
   providers: ProviderVerifier;
   /** Opens sessions after a first proof (password, provider) or the second step. */
   sessions: SessionService;
+  /** New-sign-in notices, sent after the answer (SIGN_IN_NOTICES). */
+  notices: SignInNotices;
   /** What the session and elevation guards read. */
   auth: AuthDeps;
   /** Events an operator counts (Prometheus when METRICS_PORT is set, silent otherwise). */
@@ -138,11 +141,12 @@ export async function createContext(
       findElevation: (tokenHash: string) => findElevation(database.db, tokenHash),
     },
   } as AppContext;
-  // The two that need the finished context.
+  // The three that need the finished context.
   ctx.providers = new ProviderVerifier(ctx);
   ctx.sessions = new SessionService(ctx, (identityId, epoch, method) =>
     secondFactorTicketFor(ctx, identityId, epoch, method),
   );
+  ctx.notices = new SignInNotices(ctx);
   return ctx;
 }
 

@@ -30,9 +30,10 @@ try {
 }
 
 let app: Awaited<ReturnType<typeof buildApp>>['app'];
+let admin: Awaited<ReturnType<typeof buildApp>>['admin'];
 let flushLogs: () => void;
 try {
-  ({ app, flushLogs } = await buildApp({ config, database }));
+  ({ app, admin, flushLogs } = await buildApp({ config, database }));
 } catch (err) {
   if (err instanceof ConfigError) fail(err.message);
   throw err;
@@ -58,7 +59,8 @@ async function shutdown(signal: string) {
     process.exit(1);
   }, config.shutdownTimeoutMs);
   force.unref();
-  // Fastify's close stops the listener, waits for in-flight requests, then runs onClose hooks.
+  // Fastify's close stops the listener, waits for in-flight requests, then runs onClose hooks; the
+  // operators' listener closes first (a preClose hook of app).
   await app.close();
   await database.close();
   // The spans still buffered go to the collector before the process ends (tracing on only).
@@ -76,5 +78,18 @@ try {
 } catch (err) {
   if (!stopping) {
     fail(`cannot listen on ${config.host}:${config.port}: ${(err as { code?: string }).code ?? 'error'}`);
+  }
+}
+
+// The operators' listener (ADMIN_PORT), never on the public port.
+if (admin) {
+  try {
+    await admin.listen({ host: config.admin.host, port: config.admin.port });
+  } catch (err) {
+    if (!stopping) {
+      fail(
+        `cannot listen on ${config.admin.host}:${config.admin.port} (ADMIN_PORT): ${(err as { code?: string }).code ?? 'error'}`,
+      );
+    }
   }
 }

@@ -212,6 +212,9 @@ export const PLACEHOLDER = {
   identifierId: '@@IDENTIFIER_ID@@',
 } as const;
 
+/** The one route whose success answers the caller's own identifiers unmasked. */
+const OWN_DATA_ROUTE = 'GET /api/v1/account/export';
+
 /** Distinctive strings the generators embed as secrets: `fzS` + 12 hex digits. */
 export const MARKER = /fz[SI][0-9a-f]{12}/gi;
 
@@ -556,7 +559,7 @@ export class FuzzApp {
     perRoute.set(res.statusCode, (perRoute.get(res.statusCode) ?? 0) + 1);
     this.routeStatuses.set(matched ?? '(no route)', perRoute);
     const exchange = { spec, res, matched };
-    const breaches = await this.breaches(exchange, secrets, before, after);
+    const breaches = await this.breaches(exchange, secrets, before, after, a?.person.email);
     if (breaches.length > 0) {
       const logLines = this.t
         .logs()
@@ -582,6 +585,7 @@ export class FuzzApp {
     secrets: Set<string>,
     before: Snapshot,
     after: Snapshot,
+    ownAddress?: string,
   ): Promise<string[]> {
     const { res, spec, matched } = x;
     const out: string[] = [];
@@ -623,6 +627,8 @@ export class FuzzApp {
 
     const haystack = `${res.body}\n${JSON.stringify(res.headers)}`.toLowerCase();
     for (const s of secrets) {
+      // The account export hands the owner their own data, identifiers unmasked (issue 14 item 3).
+      if (s === ownAddress && matched === OWN_DATA_ROUTE && success) continue;
       if (s.length >= 8 && haystack.includes(s.toLowerCase()))
         out.push(`response echoes a secret (${s.slice(0, 24)}…)`);
     }

@@ -8,10 +8,13 @@ import { buildApp } from '../../src/app.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import type { AppContext } from '../../src/context.js';
 import { ManualClock } from '../../src/platform/clock.js';
+import { adminEnv } from './admin.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
 
 export interface TestApp {
   app: FastifyInstance;
+  /** The operators' listener, with `admin: true` (inject into it; it never listens in tests). */
+  admin?: FastifyInstance;
   ctx: AppContext;
   config: Config;
   clock: ManualClock;
@@ -27,6 +30,8 @@ export interface TestAppOptions {
   clock?: ManualClock;
   /** Reuse a database (two app instances on one database). */
   db?: TestDatabase;
+  /** Builds the operators' listener too, with the keys of test/helpers/admin.ts. */
+  admin?: boolean;
   /** Adds test-only routes before the app is ready (platform tests). */
   extend?: (app: FastifyInstance) => void | Promise<void>;
 }
@@ -43,6 +48,11 @@ export function testEnv(extra: Record<string, string> = {}): Record<string, stri
     RATE_LIMIT_SENDS_A_MESSAGE: '1000/60',
     RATE_LIMIT_ANSWERS_A_CHALLENGE: '1000/60',
     RATE_LIMIT_PROVES_A_PASSWORD: '1000/60',
+    RATE_LIMIT_ACCOUNT_EXPORTS: '1000/60',
+    // Tests sign in from many addresses; notices (on by default) are tested on their own.
+    SIGN_IN_NOTICES: 'off',
+    // Bundling the hosted UI costs every test app a build; the UI's own suites turn it on.
+    ACCOUNT_UI: 'off',
     RATE_LIMIT_GUESSES: '1000/1',
     // The audit head's log line would land in every test's log; the anchor has its own test.
     AUDIT_HEAD_LOG_SECONDS: '0',
@@ -51,7 +61,7 @@ export function testEnv(extra: Record<string, string> = {}): Record<string, stri
 }
 
 export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
-  const config = loadConfig(testEnv(opts.env));
+  const config = loadConfig(testEnv({ ...(opts.admin ? adminEnv() : {}), ...opts.env }));
   const db = opts.db ?? (await createTestDatabase({ server: opts.server }));
   const clock = opts.clock ?? new ManualClock('2026-03-01T12:00:00.000Z');
   const stream = new PassThrough();
@@ -59,7 +69,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
   stream.on('data', (chunk: Buffer) => {
     text += chunk.toString('utf8');
   });
-  const { app, ctx } = await buildApp({
+  const { app, ctx, admin } = await buildApp({
     config,
     database: db.database,
     clock,
@@ -68,8 +78,10 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
   });
   if (opts.extend) await opts.extend(app);
   await app.ready();
+  await admin?.ready();
   return {
     app,
+    admin,
     ctx,
     config,
     clock,

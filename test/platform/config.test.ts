@@ -143,8 +143,10 @@ describe('loadConfig', () => {
       sendsAMessage: { max: 5, windowSeconds: 900 },
       answersAChallenge: { max: 10, windowSeconds: 60 },
       provesAPassword: { max: 10, windowSeconds: 60 },
+      accountExports: { max: 5, windowSeconds: 3600 },
       guesses: { free: 10, maxDelaySeconds: 28800 },
     });
+    expect(c.signInNotices).toBe(true);
     expect(c.trustProxy).toBe(false);
     expect(c.logLevel).toBe('info');
     expect(c.production).toBe(false);

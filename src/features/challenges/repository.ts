@@ -154,3 +154,19 @@ export async function revokeChallenges(trx: Executor, scope: RevocationScope, no
     RETURNING id`.execute(trx);
   return r.rows.length;
 }
+
+/**
+ * Erasure: every challenge of the identity, every challenge sent to one of its identifiers, and
+ * every other identity's pending challenge naming one of its addresses (they hold the address and,
+ * for sign-ups, a password hash). Runs before the identifiers are deleted (foreign key).
+ */
+export async function deleteIdentityChallenges(trx: Executor, identityId: string): Promise<number> {
+  const r = await sql`
+    DELETE FROM challenges c
+    WHERE c.identity_id = ${identityId}
+       OR c.identifier_id IN (SELECT id FROM identifiers WHERE identity_id = ${identityId})
+       OR (c.identifier_type, c.identifier_value) IN
+          (SELECT type, value FROM identifiers WHERE identity_id = ${identityId})
+    RETURNING c.id`.execute(trx);
+  return r.rows.length;
+}

@@ -62,7 +62,10 @@ export class AccountLock {
     return { wasLocked: false, tripped, locked: tripped };
   }
 
-  /** Only where the interface says: a correct second-factor sign-in or sign-in-method confirmation. */
+  /**
+   * Only where the interface says (a correct second-factor sign-in or sign-in-method confirmation),
+   * and an operator's lock clearance (/admin/v1), each under the identity row lock.
+   */
   async clear(trx: Executor, identityId: string): Promise<void> {
     await clearLockCounter(trx, identityId);
   }

@@ -19,6 +19,8 @@ export interface IdentityRow {
   locked_until: Date | null;
   /** Set by an operator: every sign-in of this identity is refused (issue 14). */
   disabled_at: Date | null;
+  /** Set by an operator's erasure: nothing but the bare id is left, and nothing changes it again. */
+  erased_at: Date | null;
 }
 
 /**
@@ -66,11 +68,11 @@ export async function findIdentity(
 ): Promise<IdentityRow | undefined> {
   const r = forUpdate
     ? await sql<IdentityRow>`
-        SELECT id, password_hash, session_epoch, failed_attempts, locked_until, disabled_at FROM identities WHERE id = ${id} FOR UPDATE`.execute(
+        SELECT id, password_hash, session_epoch, failed_attempts, locked_until, disabled_at, erased_at FROM identities WHERE id = ${id} FOR UPDATE`.execute(
         trx,
       )
     : await sql<IdentityRow>`
-        SELECT id, password_hash, session_epoch, failed_attempts, locked_until, disabled_at FROM identities WHERE id = ${id}`.execute(
+        SELECT id, password_hash, session_epoch, failed_attempts, locked_until, disabled_at, erased_at FROM identities WHERE id = ${id}`.execute(
         trx,
       );
   return r.rows[0];
@@ -299,4 +301,37 @@ export async function clearLockCounter(trx: Executor, identityId: string): Promi
   await sql`UPDATE identities SET failed_attempts = 0, locked_until = NULL WHERE id = ${identityId}`.execute(
     trx,
   );
+}
+
+/** An operator's disablement; the first time is kept. False when it was disabled already. */
+export function disableIdentity(trx: Executor, identityId: string, now: Date): Promise<boolean> {
+  return changedOne(
+    trx,
+    sql`UPDATE identities SET disabled_at = ${now} WHERE id = ${identityId} AND disabled_at IS NULL RETURNING id`,
+  );
+}
+
+/** An operator's enablement; an erased identity stays disabled. False when nothing changed. */
+export function enableIdentity(trx: Executor, identityId: string): Promise<boolean> {
+  return changedOne(
+    trx,
+    sql`
+    UPDATE identities SET disabled_at = NULL
+    WHERE id = ${identityId} AND disabled_at IS NOT NULL AND erased_at IS NULL RETURNING id`,
+  );
+}
+
+/**
+ * Erasure of the identity's own rows (the caller holds the row lock and has already deleted the
+ * challenges that name its identifiers): every identifier, live or removed, is deleted, and the
+ * identity keeps only its id, its creation time, its epoch and the instants it was disabled and
+ * erased: no password, no lock. Answers how many identifiers were deleted.
+ */
+export async function eraseIdentity(trx: Executor, identityId: string, now: Date): Promise<number> {
+  const gone = await sql`DELETE FROM identifiers WHERE identity_id = ${identityId} RETURNING id`.execute(trx);
+  await sql`
+    UPDATE identities SET password_hash = NULL, password_changed_at = NULL, failed_attempts = 0,
+      locked_until = NULL, disabled_at = coalesce(disabled_at, ${now}), erased_at = ${now}
+    WHERE id = ${identityId}`.execute(trx);
+  return gone.rows.length;
 }

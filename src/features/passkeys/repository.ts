@@ -147,3 +147,14 @@ export function removePasskey(trx: Executor, id: string, identityId: string, now
     RETURNING id`,
   );
 }
+
+/**
+ * Erasure: every passkey of the identity, removed ones too, and the WebAuthn challenges bound to
+ * its sessions.
+ */
+export async function deleteIdentityPasskeys(trx: Executor, identityId: string): Promise<void> {
+  await sql`
+    DELETE FROM webauthn_challenges
+    WHERE session_id IN (SELECT id FROM sessions WHERE identity_id = ${identityId})`.execute(trx);
+  await sql`DELETE FROM passkeys WHERE identity_id = ${identityId}`.execute(trx);
+}

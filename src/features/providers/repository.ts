@@ -99,3 +99,8 @@ export function removeLink(trx: Executor, linkId: string, identityId: string, no
     RETURNING id`,
   );
 }
+
+/** Erasure: every provider link of the identity (the provider's subject is personal data). */
+export async function deleteIdentityLinks(trx: Executor, identityId: string): Promise<void> {
+  await sql`DELETE FROM provider_links WHERE identity_id = ${identityId}`.execute(trx);
+}

@@ -46,3 +46,8 @@ export async function useCode(
     RETURNING id`.execute(trx);
   return r.rows.length > 0;
 }
+
+/** Erasure: every recovery code of the identity, used or not. */
+export async function deleteIdentityCodes(trx: Executor, identityId: string): Promise<void> {
+  await sql`DELETE FROM recovery_codes WHERE identity_id = ${identityId}`.execute(trx);
+}

@@ -209,3 +209,9 @@ export async function chargeTicket(trx: Executor, id: string): Promise<number> {
   );
   return r.rows[0]?.attempts ?? 0;
 }
+
+/** Erasure: every second factor of the identity and every ticket it was handed. */
+export async function deleteIdentityFactors(trx: Executor, identityId: string): Promise<void> {
+  await sql`DELETE FROM second_factor_tickets WHERE identity_id = ${identityId}`.execute(trx);
+  await sql`DELETE FROM second_factors WHERE identity_id = ${identityId}`.execute(trx);
+}

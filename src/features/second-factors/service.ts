@@ -210,6 +210,12 @@ export class SecondFactorService {
       );
     }
     // The session carries the epoch read before the password check (stamped on the ticket).
-    return this.sessions.openSession(outcome.identityId, outcome.epoch, method, meta, 'identity.second_factor_refused');
+    return this.sessions.openSession(
+      outcome.identityId,
+      outcome.epoch,
+      method,
+      meta,
+      'identity.second_factor_refused',
+    );
   }
 }

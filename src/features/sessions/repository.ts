@@ -214,6 +214,7 @@ export interface AttemptRow {
   outcome: 'succeeded' | 'refused';
   ip_address: string | null;
   user_agent: string | null;
+  notice_sent_at: Date | null;
 }
 
 export async function recordAttempt(
@@ -252,10 +253,86 @@ export async function attemptsPage(
   window: KeysetWindow,
 ): Promise<AttemptRow[]> {
   const r = await sql<AttemptRow>`
-    SELECT id, occurred_at, method, outcome, ip_address, user_agent FROM sign_in_attempts
+    SELECT id, occurred_at, method, outcome, ip_address, user_agent, notice_sent_at FROM sign_in_attempts
     WHERE identity_id = ${identityId} AND ${afterPosition('occurred_at', window)}
     ${newestFirst('occurred_at', window)}`.execute(trx);
   return r.rows;
+}
+
+export interface LiveSessionRow {
+  id: string;
+  created_at: Date;
+  last_active_at: Date;
+  expires_at: Date;
+  method: string;
+  ip_address: string | null;
+  user_agent: string | null;
+}
+
+/**
+ * The identity's live sessions (the guard's rule: not revoked, not expired, on the identity's
+ * epoch), newest first with the id as tiebreak. Last active is the last renewal, else the sign-in.
+ */
+export async function liveSessionsPage(
+  trx: Executor,
+  identityId: string,
+  now: Date,
+  window: KeysetWindow,
+): Promise<LiveSessionRow[]> {
+  const r = await sql<LiveSessionRow>`
+    SELECT s.id, s.created_at, coalesce(s.renewed_at, s.created_at) AS last_active_at, s.expires_at, s.method,
+           s.ip_address, s.user_agent
+    FROM sessions s JOIN identities i ON i.id = s.identity_id
+    WHERE s.identity_id = ${identityId} AND s.revoked_at IS NULL AND s.expires_at > ${now}
+      AND s.epoch = i.session_epoch AND ${afterPosition('s.created_at', window, 's.id')}
+    ${newestFirst('s.created_at', window, 's.id')}`.execute(trx);
+  return r.rows;
+}
+
+/**
+ * Compare-and-set: ends one live session of this identity (owner's revocation). False for an id
+ * that names nothing live of this identity: unknown, another identity's, already ended, expired,
+ * or dead by an epoch move; the caller answers all of them alike.
+ */
+export function revokeOwnSession(
+  trx: Executor,
+  sessionId: string,
+  identityId: string,
+  reason: string,
+  now: Date,
+): Promise<boolean> {
+  return changedOne(
+    trx,
+    sql`
+    UPDATE sessions s SET revoked_at = ${now}, revoked_reason = ${reason}
+    FROM identities i
+    WHERE s.id = ${sessionId} AND s.identity_id = ${identityId} AND i.id = s.identity_id
+      AND s.revoked_at IS NULL AND s.expires_at > ${now} AND s.epoch = i.session_epoch
+    RETURNING s.id`,
+  );
+}
+
+/**
+ * The distinct places (address, user agent) the identity signed in from successfully, other than
+ * the session `except`, each with when it was last used, most recent first.
+ */
+export async function signInOrigins(
+  trx: Executor,
+  identityId: string,
+  except: string,
+  limit: number,
+): Promise<{ ip_address: string | null; user_agent: string | null; last_at: Date }[]> {
+  const r = await sql<{ ip_address: string | null; user_agent: string | null; last_at: Date }>`
+    SELECT ip_address, user_agent, max(occurred_at) AS last_at FROM sign_in_attempts
+    WHERE identity_id = ${identityId} AND outcome = 'succeeded' AND session_id IS DISTINCT FROM ${except}::uuid
+    GROUP BY ip_address, user_agent
+    ORDER BY last_at DESC LIMIT ${limit}`.execute(trx);
+  return r.rows;
+}
+
+/** Records on the sign-in's history entry that a new-sign-in notice went out. */
+export async function markNoticeSent(trx: Executor, sessionId: string, now: Date): Promise<void> {
+  await sql`UPDATE sign_in_attempts SET notice_sent_at = ${now} WHERE session_id = ${sessionId}`.execute(trx);
 }
 
 // Any fixed number distinct from the migration lock: instances racing to create the first key.
@@ -281,4 +358,18 @@ export async function insertSigningKey(
   await sql`
     INSERT INTO signing_keys (kid, sealed_private_jwk, public_jwk, created_at)
     VALUES (${k.kid}, ${k.sealedPrivateJwk}, ${JSON.stringify(k.publicJwk)}::jsonb, ${k.now})`.execute(trx);
+}
+
+/** Erasure (after its sessions were ended): no session of the identity keeps where it came from. */
+export async function eraseSessionOrigins(trx: Executor, identityId: string): Promise<void> {
+  await sql`
+    UPDATE sessions SET ip_address = NULL, user_agent = NULL
+    WHERE identity_id = ${identityId} AND (ip_address IS NOT NULL OR user_agent IS NOT NULL)`.execute(trx);
+}
+
+/** Erasure: the identity's sign-in history keeps its instants and outcomes, not its addresses. */
+export async function eraseAttemptOrigins(trx: Executor, identityId: string): Promise<void> {
+  await sql`
+    UPDATE sign_in_attempts SET ip_address = NULL, user_agent = NULL
+    WHERE identity_id = ${identityId} AND (ip_address IS NOT NULL OR user_agent IS NOT NULL)`.execute(trx);
 }

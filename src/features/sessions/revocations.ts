@@ -34,3 +34,18 @@ export async function endOtherSessions(
   await adoptEpoch(trx, principal.sessionId, epoch);
   return revokeIdentitySessions(trx, principal.identityId, reason, now, principal.sessionId);
 }
+
+/**
+ * Ends every session of the identity, the caller's included (an operator's act): the epoch moves
+ * first, so a sign-in still committing with the old one is dead on arrival, then every live
+ * session is revoked with `reason`. The caller holds the identity row lock. Returns how many.
+ */
+export async function endAllSessions(
+  trx: Executor,
+  identityId: string,
+  reason: string,
+  now: Date,
+): Promise<number> {
+  await bumpSessionEpoch(trx, identityId);
+  return revokeIdentitySessions(trx, identityId, reason, now);
+}

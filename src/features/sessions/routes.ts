@@ -12,7 +12,7 @@ import { conditionalGet } from '../../platform/http/conditional.js';
 import { envelope } from '../../platform/http/envelope.js';
 import { listRoute } from '../../platform/http/list-route.js';
 import { featureRoutes } from '../../platform/http/routes.js';
-import { Data, NoContent, responses } from '../../platform/http/schemas.js';
+import { Data, IdInput, NoContent, responses } from '../../platform/http/schemas.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
 import type { SummaryColumns } from '../identities/repository.js';
 import { type SessionState, sessionStateWithSummary } from './repository.js';
@@ -160,6 +160,45 @@ export const sessionRoutes = featureRoutes(
       revalidates: true,
       list: (scope, query) => service.history(scope, query),
     });
+
+    listRoute(app, '/sessions', {
+      tags: ['sessions'],
+      summary:
+        "The caller's live sessions, newest first, each with its device and address (paged, weak ETag)",
+      description:
+        'One entry per live session of the identity (not ended, not expired): when it started and was last ' +
+        'renewed, its absolute end, how it was opened, the device parsed from the user agent it started with, ' +
+        "the address it started from, and current: true on the caller's own. Never a token or hash.",
+      guard: guard,
+      security: security.session,
+      page: schema.LiveSessionPageSchema,
+      revalidates: true,
+      list: (scope, query, request) => service.liveSessions(scope, query, principalOf(request).sessionId),
+    });
+
+    app.post(
+      '/sessions/:id/revocations',
+      {
+        preHandler: guard,
+        schema: {
+          tags: ['sessions'],
+          summary: 'End one of the caller’s sessions (another device, or this one like sign-out); audited',
+          description:
+            'The session is refused at its very next request on every instance and its refresh token stops ' +
+            "working. An unknown id, another identity's session and one already ended answer the identical 404.",
+          security: security.session,
+          params: Type.Object({ id: IdInput }, { additionalProperties: false }),
+          response: responses({ 204: NoContent }, [
+            'identity.session_required',
+            'identity.session_not_found',
+          ]),
+        },
+      },
+      async (request, reply) => {
+        await service.revokeOwnSession(principalOf(request).identityId, request.params.id);
+        return reply.code(204).send();
+      },
+    );
 
     // Public signing keys (contract 5): outside /api, registered on the root instance by app.ts.
   },

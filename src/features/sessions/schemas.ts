@@ -67,6 +67,34 @@ export const HistoryEntrySchema = Type.Object({
   outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('refused')]),
   ipAddress: Type.Union([Type.String(), Type.Null()]),
   userAgent: Type.Union([Type.String(), Type.Null()]),
+  noticeSentAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'When a new-sign-in notice about this sign-in was delivered; null when none was sent',
+  }),
 });
 
 export const HistoryPageSchema = Page(HistoryEntrySchema);
+
+export const DeviceSchema = Type.Object(
+  {
+    description: Type.String({ description: 'e.g. "Chrome 156 on Linux"; parsed from the user agent' }),
+    browser: Type.Union([Type.String(), Type.Null()]),
+    os: Type.Union([Type.String(), Type.Null()]),
+    type: Type.String({ description: 'desktop, mobile, tablet, … or unknown without a user agent' }),
+  },
+  { description: 'The device a session started on, parsed from its user agent' },
+);
+
+export const LiveSessionSchema = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  createdAt: Type.String({ format: 'date-time' }),
+  lastActiveAt: Type.String({ format: 'date-time', description: 'the last renewal, else the sign-in' }),
+  sessionExpiresAt: Type.String({ format: 'date-time' }),
+  method: Type.String({ description: 'how the session was opened: password, provider, passkey, ...' }),
+  device: DeviceSchema,
+  ipAddress: Type.Union([Type.String(), Type.Null()], {
+    description: 'the address the session started from',
+  }),
+  current: Type.Boolean({ description: "true on the caller's own session" }),
+});
+
+export const LiveSessionPageSchema = Page(LiveSessionSchema);

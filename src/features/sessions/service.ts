@@ -10,14 +10,10 @@ import { type KeysetWindow, keysetPage, type PageQuery } from '../../platform/pa
 import { addressBucket } from '../../platform/rate-limit/address.js';
 import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { type IdentifierInput, normaliseIdentifier } from '../identities/identifier.js';
-import {
-  bumpSessionEpoch as bumpEpoch,
-  findPasswordHolder,
-  NOBODY,
-  type SummaryColumns,
-  toSummary,
-} from '../identities/repository.js';
+import { findPasswordHolder, NOBODY, type SummaryColumns, toSummary } from '../identities/repository.js';
+import { describeDevice } from './devices.js';
 import * as repo from './repository.js';
+import { endAllSessions } from './revocations.js';
 
 /** Interface 2.5 / contract 5: what a sign-in answers when a second step is needed. No token. */
 export interface SecondFactorTicket {
@@ -166,6 +162,7 @@ export class SessionService {
     });
     // Signed inside the transaction: a signing failure rolls the session back.
     const access = await this.ctx.tokens.sign(identityId, sessionId);
+    meta.opened?.(identityId, sessionId);
     return grant(access, refreshToken, expiresAt);
   }
 
@@ -226,8 +223,7 @@ export class SessionService {
   async signOutEverywhere(identityId: string): Promise<void> {
     const now = this.ctx.clock.now();
     const ended = await this.ctx.database.db.transaction().execute(async (trx) => {
-      await bumpEpoch(trx, identityId);
-      const revoked = await repo.revokeIdentitySessions(trx, identityId, 'signed_out_everywhere', now);
+      const revoked = await endAllSessions(trx, identityId, 'signed_out_everywhere', now);
       // The thief's sessions are gone, and with them any claim on the step-up budget.
       await this.ctx.guesses.forgive(trx, guessSubject.session(identityId));
       await this.ctx.audit.appendOwn(trx, 'identity.sessions.revoked_everywhere', identityId);
@@ -264,9 +260,47 @@ export class SessionService {
         outcome: r.outcome,
         ipAddress: r.ip_address,
         userAgent: r.user_agent,
+        noticeSentAt: r.notice_sent_at ? new Date(r.notice_sent_at).toISOString() : null,
       })),
       pageInfo,
     };
+  }
+
+  /** GET /sessions: the caller's live sessions, newest first, the caller's own marked current. */
+  async liveSessions(scope: CursorScope, query: PageQuery, currentSessionId: string) {
+    const now = this.ctx.clock.now();
+    const fetch = (window: KeysetWindow) =>
+      repo.liveSessionsPage(this.ctx.database.db, scope.subject, now, window);
+    const { items, pageInfo } = await keysetPage(this.ctx.cursors, scope, query, fetch, (r) => r.created_at);
+    return {
+      items: items.map((r) => ({
+        id: r.id,
+        createdAt: new Date(r.created_at).toISOString(),
+        lastActiveAt: new Date(r.last_active_at).toISOString(),
+        sessionExpiresAt: new Date(r.expires_at).toISOString(),
+        method: r.method,
+        device: describeDevice(r.user_agent),
+        ipAddress: r.ip_address,
+        current: r.id === currentSessionId,
+      })),
+      pageInfo,
+    };
+  }
+
+  /**
+   * POST /sessions/{id}/revocations: ends one live session of the caller's identity (the caller's
+   * own works like sign-out), at the next request on every instance, and its refresh token with
+   * it. Unknown, another identity's and already ended all answer the identical 404.
+   */
+  async revokeOwnSession(identityId: string, sessionId: string): Promise<void> {
+    const now = this.ctx.clock.now();
+    const ended = await this.ctx.database.db.transaction().execute(async (trx) => {
+      if (!(await repo.revokeOwnSession(trx, sessionId, identityId, 'revoked_by_owner', now))) return false;
+      await this.ctx.audit.appendOwn(trx, 'identity.session.revoked', identityId, { sessionId });
+      return true;
+    });
+    if (!ended) throw new Problem('identity.session_not_found');
+    this.ctx.signals.sessionsRevoked('revoked_by_owner', 1);
   }
 }
 

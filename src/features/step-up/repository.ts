@@ -25,3 +25,8 @@ export async function findElevation(trx: Executor, tokenHash: string): Promise<E
     WHERE e.token_hash = ${tokenHash}`.execute(trx);
   return r.rows[0];
 }
+
+/** Erasure: every elevation of the identity. */
+export async function deleteIdentityElevations(trx: Executor, identityId: string): Promise<void> {
+  await sql`DELETE FROM elevations WHERE identity_id = ${identityId}`.execute(trx);
+}

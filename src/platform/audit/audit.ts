@@ -1,7 +1,17 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { Db, Executor } from '../db/database.js';
-import { insertRecord, lockHead, readHead, recordsAfter, snapshot } from './repository.js';
+import {
+  insertRecord,
+  lockHead,
+  readHead,
+  recordsAfter,
+  recordsBatch,
+  recordsPage,
+  type StoredRecord,
+  type StoredRecordWithPrevious,
+  snapshot,
+} from './repository.js';
 
 /**
  * One thing that happened, e.g. identity.sessions.revoked_everywhere, identity.account.locked,
@@ -30,6 +40,11 @@ export interface AuditRecordContent {
   target: string | null;
   outcome: string;
   details: Record<string, unknown>;
+}
+
+/** A record as an operator reads it, with whether its seal verifies against the one before it. */
+export interface VerifiedRecord extends AuditRecordContent {
+  verified: boolean;
 }
 
 export type ChainVerification =
@@ -139,6 +154,50 @@ export class AuditLog {
   ): Promise<{ id: string; seq: number }> {
     return this.append(trx, { name, actor: identityId, target: identityId, outcome: 'success', details });
   }
+
+  /**
+   * Newest first, `limit` records before `beforeSeq`, naming `identityId` (as actor or target) or
+   * any identity when null; each with its verified flag (one statement reads the previous seals).
+   */
+  async page(
+    db: Executor,
+    q: { identityId: string | null; beforeSeq: number | null; limit: number },
+  ): Promise<VerifiedRecord[]> {
+    return (await recordsPage(db, q)).map((r) => this.#verified(r));
+  }
+
+  /** Ascending, `limit` records after `afterSeq`; each with its verified flag. */
+  async batch(
+    db: Executor,
+    q: { identityId: string | null; afterSeq: number; limit: number },
+  ): Promise<VerifiedRecord[]> {
+    return (await recordsBatch(db, q)).map((r) => this.#verified(r));
+  }
+
+  /**
+   * A record verifies when its seal is the one the key makes from the previous record's seal (the
+   * empty string before the first) and its content. A record whose predecessor is gone does not.
+   */
+  #verified(r: StoredRecordWithPrevious): VerifiedRecord {
+    const content = contentOf(r);
+    const prev = content.seq === 1 ? '' : r.prev_seal;
+    const verified = prev !== null && computeSeal(this.key, prev, content) === r.seal;
+    return { ...content, verified };
+  }
+}
+
+/** The sealed content of a stored record. */
+function contentOf(r: StoredRecord): AuditRecordContent {
+  return {
+    seq: Number(r.seq),
+    id: String(r.id),
+    occurredAt: toIso(r.occurred_at),
+    name: r.name,
+    actor: r.actor,
+    target: r.target,
+    outcome: r.outcome,
+    details: toDetails(r.details),
+  };
 }
 
 const BATCH = 1000;
@@ -160,19 +219,10 @@ export async function verifyChain(db: Db, key: Buffer): Promise<ChainVerificatio
       // The first batch has no lower bound: a stray record before seq 1 is a skip too.
       const rows = await recordsAfter(trx, count === 0 ? null : expected - 1, BATCH);
       for (const r of rows) {
-        const seq = Number(r.seq);
-        const id = String(r.id);
+        const content = contentOf(r);
+        const { seq, id } = content;
         if (seq !== expected) return { ok: false, count, brokenAt: { seq, id } };
-        const seal = computeSeal(key, prevSeal, {
-          seq,
-          id,
-          occurredAt: toIso(r.occurred_at),
-          name: r.name,
-          actor: r.actor,
-          target: r.target,
-          outcome: r.outcome,
-          details: toDetails(r.details),
-        });
+        const seal = computeSeal(key, prevSeal, content);
         if (seal !== r.seal) return { ok: false, count, brokenAt: { seq, id } };
         prevSeal = r.seal;
         expected++;

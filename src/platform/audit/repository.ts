@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Executor } from '../db/database.js';
 
 export interface StoredRecord {
@@ -68,4 +68,60 @@ export async function recordsAfter(
     SELECT seq, id, occurred_at, name, actor, target, outcome, details, seal
     FROM audit_records WHERE ${after} ORDER BY seq LIMIT ${limit}`.execute(trx);
   return r.rows;
+}
+
+/** A stored record with the seal of the record before it (null for the first or a missing one). */
+export interface StoredRecordWithPrevious extends StoredRecord {
+  prev_seal: string | null;
+}
+
+/**
+ * The seqs of up to `limit` records in one direction from a position: every record, or those naming
+ * `identityId` as actor or target, each side read along its own index (actor, seq) / (target, seq).
+ */
+function window(
+  q: { identityId: string | null; limit: number },
+  bound: RawBuilder<unknown>,
+  order: RawBuilder<unknown>,
+) {
+  if (q.identityId === null) {
+    return sql`SELECT seq FROM audit_records WHERE ${bound} ORDER BY seq ${order} LIMIT ${q.limit}`;
+  }
+  return sql`
+    (SELECT seq FROM audit_records WHERE actor = ${q.identityId} AND ${bound} ORDER BY seq ${order} LIMIT ${q.limit})
+    UNION
+    (SELECT seq FROM audit_records WHERE target = ${q.identityId} AND ${bound} ORDER BY seq ${order} LIMIT ${q.limit})`;
+}
+
+/** The records of a window, each with the seal of the record before it (by seq - 1), in one statement. */
+async function withPrevious(
+  trx: Executor,
+  q: { identityId: string | null; limit: number },
+  bound: RawBuilder<unknown>,
+  order: RawBuilder<unknown>,
+): Promise<StoredRecordWithPrevious[]> {
+  const r = await sql<StoredRecordWithPrevious>`
+    WITH w AS (${window(q, bound, order)})
+    SELECT r.seq, r.id, r.occurred_at, r.name, r.actor, r.target, r.outcome, r.details, r.seal,
+           p.seal AS prev_seal
+    FROM w JOIN audit_records r ON r.seq = w.seq LEFT JOIN audit_records p ON p.seq = r.seq - 1
+    ORDER BY r.seq ${order} LIMIT ${q.limit}`.execute(trx);
+  return r.rows;
+}
+
+/** One page of records, newest first, before `beforeSeq` (from the newest when null). */
+export function recordsPage(
+  trx: Executor,
+  q: { identityId: string | null; beforeSeq: number | null; limit: number },
+): Promise<StoredRecordWithPrevious[]> {
+  const bound = q.beforeSeq === null ? sql`TRUE` : sql`seq < ${q.beforeSeq}`;
+  return withPrevious(trx, q, bound, sql`DESC`);
+}
+
+/** Up to `limit` records in ascending seq after `afterSeq`. */
+export function recordsBatch(
+  trx: Executor,
+  q: { identityId: string | null; afterSeq: number; limit: number },
+): Promise<StoredRecordWithPrevious[]> {
+  return withPrevious(trx, q, sql`seq > ${q.afterSeq}`, sql`ASC`);
 }

@@ -43,6 +43,8 @@ export interface AuthDeps {
 export interface RequestMeta {
   ip: string | null;
   userAgent: string | null;
+  /** Told of the session a request opened, so work can follow once the answer has gone out. */
+  opened?: (identityId: string, sessionId: string) => void;
 }
 
 declare module 'fastify' {
@@ -50,6 +52,8 @@ declare module 'fastify' {
     principal?: SessionPrincipal;
     /** The row the guard read, for a route whose loader reads more than the session state. */
     sessionRow?: SessionState;
+    /** The session this request opened (a sign-in), once it is written. */
+    openedSession?: SessionPrincipal;
   }
 }
 
@@ -128,7 +132,13 @@ export function principalOf(request: FastifyRequest): SessionPrincipal {
 /** Where a request came from, as history records it (the user agent bounded). */
 export function requestMeta(request: FastifyRequest): RequestMeta {
   const ua = request.headers['user-agent'];
-  return { ip: request.ip ?? null, userAgent: typeof ua === 'string' ? ua.slice(0, 512) : null };
+  return {
+    ip: request.ip ?? null,
+    userAgent: typeof ua === 'string' ? ua.slice(0, 512) : null,
+    opened: (identityId, sessionId) => {
+      request.openedSession = { identityId, sessionId };
+    },
+  };
 }
 
 /**

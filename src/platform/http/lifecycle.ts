@@ -20,7 +20,10 @@ export function installRequestLifecycle(app: FastifyInstance): void {
     if (draining) reply.header('connection', 'close');
     // Grants, elevations, enrolment secrets and recovery codes must never sit in a shared or
     // browser cache: no /api answer is stored (a client still revalidates its own copy by ETag).
-    if (request.url.startsWith('/api/')) reply.header('cache-control', 'no-store');
+    // Nor an operator's answer, which holds unmasked identifiers.
+    if (request.url.startsWith('/api/') || request.url.startsWith('/admin/')) {
+      reply.header('cache-control', 'no-store');
+    }
     return payload;
   });
   app.addHook('onRequest', async (request, reply) => {

@@ -1,5 +1,5 @@
 import type { TSchema } from '@sinclair/typebox';
-import type { RouteShorthandOptions } from 'fastify';
+import type { FastifyRequest, RouteShorthandOptions } from 'fastify';
 import type { CursorScope } from '../pagination/cursor.js';
 import { type PageInfo, type PageQuery, PageQuerySchema } from '../pagination/page.js';
 import { listScope } from './auth.js';
@@ -24,7 +24,11 @@ export interface ListRoute {
    */
   revalidates: boolean;
   /** One keyset page for the caller; the cursor scope is this route and this caller. */
-  list: (scope: CursorScope, query: PageQuery) => Promise<{ items: unknown[]; pageInfo: PageInfo }>;
+  list: (
+    scope: CursorScope,
+    query: PageQuery,
+    request: FastifyRequest,
+  ) => Promise<{ items: unknown[]; pageInfo: PageInfo }>;
 }
 
 /**
@@ -55,7 +59,7 @@ export function listRoute(app: RouteApp, path: string, route: ListRoute): void {
       },
     },
     async (request, reply) => {
-      const { items, pageInfo } = await route.list(listScope(request), request.query);
+      const { items, pageInfo } = await route.list(listScope(request), request.query, request);
       if (route.revalidates && conditionalGet(request, reply, { items, hasNextPage: pageInfo.hasNextPage }))
         return reply.code(304).send();
       return page(items, pageInfo);

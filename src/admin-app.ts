@@ -1,0 +1,57 @@
+import swagger from '@fastify/swagger';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { AppContext } from './context.js';
+import { adminRoutes } from './features/admin/routes.js';
+import { requireAdminKey } from './platform/http/admin-auth.js';
+import { createServer, installPlatformPolicies } from './platform/http/server.js';
+
+export const ADMIN_PREFIX = '/admin/v1';
+
+/**
+ * The operators' listener (ADMIN_PORT): a Fastify instance of its own, with the public one's
+ * platform policies (Problem Details, request ids, strict validation, JSON bodies, access lines),
+ * serving only /admin/v1 and its own OpenAPI document. Nothing of it is registered on the public
+ * instance, so the public port answers 404 for /admin/v1/...; it shares the context (database,
+ * audit chain, cursors) with the public app.
+ */
+export async function buildAdminApp(
+  ctx: AppContext,
+  logger: Logger,
+  access: Logger,
+): Promise<FastifyInstance> {
+  const admin = createServer(ctx.config, logger.child({ listener: 'admin' }));
+  installPlatformPolicies(admin, access.child({ listener: 'admin' }));
+  await admin.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'Identity Service: operators',
+        version: '2.0.0',
+        description:
+          'Find, read, disable, enable, unlock, sign out and erase identities; read the sealed audit trail.',
+      },
+      servers: [{ url: `http://${ctx.config.admin.host}:${ctx.config.admin.port}` }],
+      components: {
+        securitySchemes: {
+          adminKey: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'An operator key made by `npm run admin:key -- NAME`, listed in ADMIN_API_KEYS',
+          },
+        },
+      },
+    },
+    refResolver: { buildLocalReference: (json, _base, _fragment, i) => (json.$id as string) || `def-${i}` },
+  });
+  await admin.register(adminRoutes, { ctx, prefix: ADMIN_PREFIX });
+  // Behind a key like every admin route: the listener answers nothing to a caller without one.
+  await admin.register(
+    async (scope) => {
+      scope.addHook('onRequest', requireAdminKey(ctx.config.admin.keys));
+      scope.get('/openapi.json', { schema: { hide: true } }, async () => admin.swagger());
+    },
+    { prefix: ADMIN_PREFIX },
+  );
+  return admin;
+}

@@ -1,0 +1,102 @@
+import { Type } from '@sinclair/typebox';
+import { Instant } from '../../platform/http/schemas.js';
+import { DeviceSchema } from '../sessions/schemas.js';
+
+const Uuid = Type.String({ format: 'uuid' });
+const MaybeInstant = Type.Union([Instant, Type.Null()]);
+const MaybeText = Type.Union([Type.String(), Type.Null()]);
+
+/** GET /account/export: everything held about the caller; never a secret, hash or seal. */
+export const AccountExportSchema = Type.Object(
+  {
+    exportedAt: Instant,
+    identity: Type.Object({
+      id: Uuid,
+      createdAt: Instant,
+      password: Type.Object({ set: Type.Boolean(), changedAt: MaybeInstant }),
+      lock: Type.Object({ failedAttempts: Type.Integer(), lockedUntil: MaybeInstant }),
+    }),
+    identifiers: Type.Array(
+      Type.Object({
+        id: Uuid,
+        type: Type.Union([Type.Literal('email'), Type.Literal('phone')]),
+        value: Type.String({ description: 'unmasked: the owner’s own data' }),
+        createdAt: Instant,
+        verifiedAt: MaybeInstant,
+        lastUsedAt: MaybeInstant,
+      }),
+    ),
+    providerLinks: Type.Array(
+      Type.Object({
+        id: Uuid,
+        provider: Type.String(),
+        subject: Type.String(),
+        createdAt: Instant,
+        lastUsedAt: MaybeInstant,
+      }),
+    ),
+    passkeys: Type.Array(
+      Type.Object({
+        id: Uuid,
+        label: MaybeText,
+        aaguid: Uuid,
+        backedUp: Type.Boolean(),
+        transports: Type.Array(Type.String()),
+        createdAt: Instant,
+        lastUsedAt: MaybeInstant,
+      }),
+    ),
+    secondFactors: Type.Array(
+      Type.Object({
+        id: Uuid,
+        label: MaybeText,
+        algorithm: Type.String(),
+        digits: Type.Integer(),
+        period: Type.Integer(),
+        createdAt: Instant,
+        verifiedAt: MaybeInstant,
+        lastUsedAt: MaybeInstant,
+      }),
+    ),
+    recoveryCodes: Type.Object({ remaining: Type.Integer({ minimum: 0 }), issuedAt: MaybeInstant }),
+    sessions: Type.Array(
+      Type.Object({
+        id: Uuid,
+        method: Type.String(),
+        createdAt: Instant,
+        lastActiveAt: Instant,
+        sessionExpiresAt: Instant,
+        endedAt: MaybeInstant,
+        endedBecause: MaybeText,
+        ipAddress: MaybeText,
+        userAgent: MaybeText,
+        device: DeviceSchema,
+      }),
+    ),
+    signInHistory: Type.Array(
+      Type.Object({
+        id: Uuid,
+        occurredAt: Instant,
+        method: Type.String(),
+        outcome: Type.String(),
+        ipAddress: MaybeText,
+        userAgent: MaybeText,
+        sessionId: Type.Union([Uuid, Type.Null()]),
+        noticeSentAt: MaybeInstant,
+      }),
+    ),
+    auditRecords: Type.Array(
+      Type.Object({
+        seq: Type.Integer(),
+        id: Uuid,
+        occurredAt: Instant,
+        name: Type.String(),
+        actor: MaybeText,
+        target: MaybeText,
+        outcome: Type.String(),
+        details: Type.Record(Type.String(), Type.Unknown()),
+      }),
+    ),
+  },
+  { $id: 'AccountExport' },
+);

@@ -1,0 +1,162 @@
+import type { FastifyRequest } from 'fastify';
+import type { AppContext } from '../../context.js';
+import { operatorOf, requireAdminKey } from '../../platform/http/admin-auth.js';
+import { envelope, page } from '../../platform/http/envelope.js';
+import type { ProblemCode } from '../../platform/http/problem.js';
+import { featureRoutes } from '../../platform/http/routes.js';
+import { Data, NoContent, responses } from '../../platform/http/schemas.js';
+import * as schema from './schemas.js';
+import { AdminService } from './service.js';
+
+const TAGS = ['admin'];
+const SECURITY = [{ adminKey: [] }];
+const PAGE_REFUSALS: ProblemCode[] = [
+  'admin.unauthorized',
+  'collection.cursor_tampered',
+  'collection.cursor_invalid',
+  'collection.cursor_expired',
+];
+const WRITE_REFUSALS: ProblemCode[] = [
+  'admin.unauthorized',
+  'admin.identity_not_found',
+  'admin.identity_erased',
+];
+
+/** A cursor of an admin list is bound to its route and to the key that asked for it. */
+function adminScope(request: FastifyRequest): { route: string; subject: string } {
+  return { route: `GET ${request.routeOptions.url}`, subject: `admin:${request.operator ?? ''}` };
+}
+
+/**
+ * The operators' routes, served only on the admin listener (ADMIN_PORT) under /admin/v1, every
+ * one behind an operator key (platform/http/admin-auth.ts).
+ */
+export const adminRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }) => {
+  const service = new AdminService(ctx);
+  // Before validation: without a key, nothing about the request is answered but the one 401.
+  app.addHook('onRequest', requireAdminKey(ctx.config.admin.keys));
+
+  app.get(
+    '/identities',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Search identities: an exact identifier, a prefix of one, or all; newest first (paged)',
+        security: SECURITY,
+        querystring: schema.SearchQuery,
+        response: responses({ 200: schema.IdentityPage }, [...PAGE_REFUSALS, 'identity.identifier_unusable']),
+      },
+    },
+    async (request) => {
+      const { items, pageInfo } = await service.search(adminScope(request), request.query);
+      return page(items, pageInfo);
+    },
+  );
+
+  app.get(
+    '/identities/:id',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'One identity: identifiers (unmasked), methods, second factors, lock, sessions',
+        security: SECURITY,
+        params: schema.IdentityParams,
+        response: responses({ 200: Data(schema.IdentityDetail) }, [
+          'admin.unauthorized',
+          'admin.identity_not_found',
+        ]),
+      },
+    },
+    async (request) => envelope(await service.read(request.params.id)),
+  );
+
+  const writes: Array<[string, string, (id: string, actor: string) => Promise<void>]> = [
+    [
+      'disablements',
+      'Disable: every sign-in refused, every session ended at its next request (idempotent; audited)',
+      (id, actor) => service.disable(id, actor),
+    ],
+    [
+      'enablements',
+      'Enable a disabled identity again (idempotent; an erased one stays disabled: 409; audited)',
+      (id, actor) => service.enable(id, actor),
+    ],
+    [
+      'lock-clearances',
+      'Clear the account lock: failure count and lock end (audited)',
+      (id, actor) => service.clearLock(id, actor),
+    ],
+    [
+      'session-revocations',
+      'End every session of the identity, including sign-ins still committing (audited)',
+      (id, actor) => service.endSessions(id, actor),
+    ],
+    [
+      'erasures',
+      'Erase: identifiers, credentials, factors, passkeys, links and addresses deleted; bare id kept (audited)',
+      (id, actor) => service.erase(id, actor),
+    ],
+  ];
+  for (const [path, summary, act] of writes) {
+    app.post(
+      `/identities/:id/${path}`,
+      {
+        schema: {
+          tags: TAGS,
+          summary,
+          security: SECURITY,
+          params: schema.IdentityParams,
+          response: responses({ 204: NoContent }, WRITE_REFUSALS),
+        },
+      },
+      async (request, reply) => {
+        await act(request.params.id, operatorOf(request));
+        return reply.code(204).send();
+      },
+    );
+  }
+
+  app.get(
+    '/audit-records',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'The audit trail, newest first, each record with its verified flag (paged)',
+        description: 'identityId: only records naming that identity as actor or target.',
+        security: SECURITY,
+        querystring: schema.AuditQuery,
+        response: responses({ 200: schema.AuditPage }, PAGE_REFUSALS),
+      },
+    },
+    async (request) => {
+      const { items, pageInfo } = await service.auditPage(adminScope(request), request.query);
+      return page(items, pageInfo);
+    },
+  );
+
+  app.get(
+    '/audit-records/stream',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'The audit trail as NDJSON, oldest first, one record (with its verified flag) per line',
+        security: SECURITY,
+        querystring: schema.AuditStreamQuery,
+        response: responses(
+          {
+            200: {
+              description:
+                'One JSON record per line, each shaped like an item of GET /admin/v1/audit-records',
+              content: { 'application/x-ndjson': { schema: { type: 'string' } } },
+            },
+          },
+          ['admin.unauthorized'],
+        ),
+      },
+    },
+    async (request, reply) => {
+      const stream = service.auditStream(request.query.identityId ?? null, request.query.afterSeq ?? 0);
+      return reply.code(200).type('application/x-ndjson').send(stream);
+    },
+  );
+});

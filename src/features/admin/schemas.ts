@@ -1,0 +1,147 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { IdInput, Instant, Uuid } from '../../platform/http/schemas.js';
+import { Page, PageQuerySchema } from '../../platform/pagination/page.js';
+
+const page = PageQuerySchema.properties;
+
+/**
+ * GET /admin/v1/identities: an exact identifier (normalised as a sign-up normalises it), or a
+ * prefix of the normalised value, or neither (every identity); newest first.
+ */
+export const SearchQuery = Type.Object(
+  {
+    identifierType: Type.Optional(Type.Union([Type.Literal('email'), Type.Literal('phone')])),
+    identifier: Type.Optional(Type.String({ minLength: 1, maxLength: 320 })),
+    country: Type.Optional(Type.String({ pattern: '^[A-Z]{2}$' })),
+    prefix: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 320,
+        description: 'A prefix of the normalised identifier (lower-cased email, E.164 phone)',
+      }),
+    ),
+    limit: page.limit,
+    after: page.after,
+    cursorTtl: page.cursorTtl,
+  },
+  { additionalProperties: false },
+);
+export type SearchQuery = Static<typeof SearchQuery>;
+
+export const IdentityParams = Type.Object({ id: IdInput }, { additionalProperties: false });
+
+const Identifier = Type.Object(
+  {
+    id: Uuid,
+    type: Type.Union([Type.Literal('email'), Type.Literal('phone')]),
+    value: Type.String({ description: 'Unmasked' }),
+    verifiedAt: Type.Union([Instant, Type.Null()]),
+  },
+  { additionalProperties: false },
+);
+
+export const IdentityItem = Type.Object(
+  {
+    id: Uuid,
+    createdAt: Instant,
+    identifiers: Type.Array(Identifier),
+    disabledAt: Type.Union([Instant, Type.Null()]),
+    erasedAt: Type.Union([Instant, Type.Null()]),
+  },
+  { additionalProperties: false },
+);
+
+export const IdentityPage = Page(IdentityItem);
+
+export const IdentityDetail = Type.Object(
+  {
+    id: Uuid,
+    createdAt: Instant,
+    disabledAt: Type.Union([Instant, Type.Null()]),
+    erasedAt: Type.Union([Instant, Type.Null()]),
+    identifiers: Type.Array(Identifier),
+    methods: Type.Array(
+      Type.Object(
+        {
+          id: Uuid,
+          kind: Type.Union([
+            Type.Literal('email'),
+            Type.Literal('phone'),
+            Type.Literal('password'),
+            Type.Literal('provider'),
+            Type.Literal('passkey'),
+          ]),
+          display: Type.Union([Type.String(), Type.Null()], {
+            description: 'Address (unmasked), provider name or passkey label; null for the password',
+          }),
+          verifiedAt: Instant,
+          lastUsedAt: Type.Union([Instant, Type.Null()]),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    secondFactors: Type.Array(
+      Type.Object(
+        {
+          id: Uuid,
+          label: Type.Union([Type.String(), Type.Null()]),
+          verifiedAt: Instant,
+          lastUsedAt: Type.Union([Instant, Type.Null()]),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    recoveryCodesRemaining: Type.Integer({ minimum: 0 }),
+    lock: Type.Object(
+      {
+        failedAttempts: Type.Integer({ minimum: 0 }),
+        lockedUntil: Type.Union([Instant, Type.Null()]),
+        locked: Type.Boolean(),
+      },
+      { additionalProperties: false },
+    ),
+    liveSessionCount: Type.Integer({ minimum: 0 }),
+    lastSignInAt: Type.Union([Instant, Type.Null()]),
+  },
+  { additionalProperties: false },
+);
+
+export const AuditQuery = Type.Object(
+  {
+    identityId: Type.Optional(IdInput),
+    limit: page.limit,
+    after: page.after,
+    cursorTtl: page.cursorTtl,
+  },
+  { additionalProperties: false },
+);
+export type AuditQuery = Static<typeof AuditQuery>;
+
+export const AuditStreamQuery = Type.Object(
+  {
+    identityId: Type.Optional(IdInput),
+    afterSeq: Type.Optional(
+      Type.Integer({ minimum: 0, description: 'Records after this seq (0: from the start)' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const AuditItem = Type.Object(
+  {
+    seq: Type.Integer({ minimum: 1 }),
+    id: Uuid,
+    occurredAt: Instant,
+    name: Type.String(),
+    actor: Type.Union([Type.String(), Type.Null()]),
+    target: Type.Union([Type.String(), Type.Null()]),
+    outcome: Type.String(),
+    details: Type.Record(Type.String(), Type.Unknown()),
+    verified: Type.Boolean({
+      description: "The record's seal is the HMAC of the previous record's seal and this record",
+    }),
+  },
+  { additionalProperties: false },
+);
+
+export const AuditPage = Page(AuditItem);

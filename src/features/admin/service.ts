@@ -1,0 +1,277 @@
+import { Readable } from 'node:stream';
+import type { AppContext } from '../../context.js';
+import type { AuditEvent, VerifiedRecord } from '../../platform/audit/audit.js';
+import type { Executor } from '../../platform/db/database.js';
+import { Problem } from '../../platform/http/problem.js';
+import type { CursorScope } from '../../platform/pagination/cursor.js';
+import { buildPage, keysetPage, type PageInfo, readPageQuery } from '../../platform/pagination/page.js';
+import { secondFactorFacts } from '../account/repository.js';
+import { deleteIdentityChallenges } from '../challenges/repository.js';
+import { normaliseIdentifier } from '../identities/identifier.js';
+import {
+  disableIdentity,
+  enableIdentity,
+  eraseIdentity,
+  type IdentityRow,
+  lockIdentity,
+} from '../identities/repository.js';
+import { deleteIdentityPasskeys } from '../passkeys/repository.js';
+import { deleteIdentityLinks } from '../providers/repository.js';
+import { deleteIdentityCodes } from '../recovery-codes/repository.js';
+import { deleteIdentityFactors } from '../second-factors/repository.js';
+import { eraseAttemptOrigins, eraseSessionOrigins } from '../sessions/repository.js';
+import { endAllSessions } from '../sessions/revocations.js';
+import { methodsPage } from '../sign-in-methods/repository.js';
+import { deleteIdentityElevations } from '../step-up/repository.js';
+import {
+  type IdentifierJson,
+  type IdentityFilter,
+  type IdentityListRow,
+  identitiesPage,
+  identityDetail,
+} from './repository.js';
+import type { AuditQuery, SearchQuery } from './schemas.js';
+
+/** How many records the NDJSON stream reads at a time: memory stays flat whatever the trail's length. */
+export const STREAM_BATCH = 500;
+// Far more methods than any identity holds; the detail lists them all.
+const ALL_METHODS = 1000;
+
+const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString());
+
+function identifiersOf(list: IdentifierJson[]) {
+  return list.map((f) => ({ id: f.id, type: f.type, value: f.value, verifiedAt: iso(f.verified_at) }));
+}
+
+function listItem(row: IdentityListRow) {
+  return {
+    id: row.id,
+    createdAt: new Date(row.created_at).toISOString(),
+    identifiers: identifiersOf(row.identifiers),
+    disabledAt: iso(row.disabled_at),
+    erasedAt: iso(row.erased_at),
+  };
+}
+
+function invalidQuery(field: string, message: string): Problem {
+  return new Problem('validation.failed', {
+    errors: [{ location: 'query', field, code: 'combination', message }],
+  });
+}
+
+/** LIKE's own characters in a prefix match themselves. */
+function likePrefix(prefix: string): string {
+  return `${prefix.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/** Which identities a search names; a query mixing the two forms, or half of one, is refused. */
+function filterOf(q: SearchQuery): IdentityFilter {
+  const exact = q.identifierType !== undefined || q.identifier !== undefined || q.country !== undefined;
+  if (q.prefix !== undefined) {
+    if (exact)
+      throw invalidQuery('prefix', 'prefix cannot be combined with identifierType, identifier or country');
+    return { kind: 'prefix', pattern: likePrefix(q.prefix) };
+  }
+  if (!exact) return { kind: 'all' };
+  if (q.identifierType === undefined || q.identifier === undefined) {
+    throw invalidQuery('identifier', 'identifierType and identifier go together');
+  }
+  if (q.identifierType === 'email' && q.country !== undefined) {
+    throw invalidQuery('country', 'country is only for a phone number');
+  }
+  if (q.identifierType === 'phone' && q.country === undefined) {
+    throw invalidQuery('country', 'a phone number needs its country');
+  }
+  const ident = normaliseIdentifier({
+    identifierType: q.identifierType,
+    identifier: q.identifier,
+    country: q.country,
+  });
+  if (!ident) throw new Problem('identity.identifier_unusable');
+  return { kind: 'exact', type: ident.type, value: ident.value };
+}
+
+/**
+ * The operators' acts (issue 14). Every write locks the identity row first (FOR UPDATE): a sign-in
+ * writes its session and history through that row (FOR KEY SHARE), so it waits for the write and
+ * re-reads the row, and no session or address is written for an identity disabled or erased
+ * meanwhile. Every write appends its audit record, actor `admin:<key name>`, in its transaction.
+ */
+export class AdminService {
+  constructor(private readonly ctx: AppContext) {}
+
+  search(scope: CursorScope, query: SearchQuery): Promise<{ items: unknown[]; pageInfo: PageInfo }> {
+    const filter = filterOf(query);
+    const { db } = this.ctx.database;
+    return keysetPage(
+      this.ctx.cursors,
+      scope,
+      query,
+      (window) => identitiesPage(db, filter, window),
+      (row) => row.created_at,
+    ).then(({ items, pageInfo }) => ({ items: items.map(listItem), pageInfo }));
+  }
+
+  async read(identityId: string) {
+    const { db } = this.ctx.database;
+    const now = this.ctx.clock.now();
+    const row = await identityDetail(db, identityId, now);
+    if (!row) throw new Problem('admin.identity_not_found');
+    const [methods, factors] = await Promise.all([
+      methodsPage(db, identityId, { limit: ALL_METHODS }),
+      secondFactorFacts(db, identityId),
+    ]);
+    const lockedUntil = row.locked_until === null ? null : new Date(row.locked_until);
+    return {
+      ...listItem(row),
+      methods: methods.map((m) => ({
+        id: m.id,
+        kind: m.kind,
+        display: m.detail,
+        verifiedAt: new Date(m.verified_at).toISOString(),
+        lastUsedAt: iso(m.last_used_at),
+      })),
+      secondFactors: factors.map((f) => ({
+        id: f.id,
+        label: f.label,
+        verifiedAt: new Date(f.verified_at).toISOString(),
+        lastUsedAt: iso(f.last_used_at),
+      })),
+      recoveryCodesRemaining: row.recovery_codes,
+      lock: {
+        failedAttempts: row.failed_attempts,
+        lockedUntil: iso(lockedUntil),
+        locked: lockedUntil !== null && lockedUntil > now,
+      },
+      liveSessionCount: row.live_sessions,
+      lastSignInAt: iso(row.last_sign_in_at),
+    };
+  }
+
+  /** Sign-ins of every kind refused from now on; every session ended at its next request. */
+  async disable(identityId: string, actor: string): Promise<void> {
+    const ended = await this.#write(identityId, actor, 'identity.disabled', async (trx, now) => {
+      const changed = await disableIdentity(trx, identityId, now);
+      const sessionsEnded = await endAllSessions(trx, identityId, 'disabled', now);
+      return { details: { changed, sessionsEnded }, ended: sessionsEnded };
+    });
+    this.ctx.signals.sessionsRevoked('disabled', ended);
+  }
+
+  /** Sign-ins admitted again; the sessions the disablement ended stay ended. */
+  async enable(identityId: string, actor: string): Promise<void> {
+    await this.#write(identityId, actor, 'identity.enabled', async (trx) => {
+      const changed = await enableIdentity(trx, identityId);
+      return { details: { changed }, ended: 0 };
+    });
+  }
+
+  /** Clears the identity-wide lock (its failure count and its end), as a correct code would. */
+  async clearLock(identityId: string, actor: string): Promise<void> {
+    await this.#write(identityId, actor, 'identity.account.lock_cleared', async (trx, now, identity) => {
+      const wasLocked = identity.locked_until !== null && new Date(identity.locked_until) > now;
+      await this.ctx.lock.clear(trx, identityId);
+      return { details: { wasLocked, failedAttempts: identity.failed_attempts }, ended: 0 };
+    });
+  }
+
+  /** Ends every session of the identity, including sign-ins still committing (the epoch moves). */
+  async endSessions(identityId: string, actor: string): Promise<void> {
+    const ended = await this.#write(
+      identityId,
+      actor,
+      'identity.sessions.ended_by_operator',
+      async (trx, now) => {
+        const sessionsEnded = await endAllSessions(trx, identityId, 'ended_by_operator', now);
+        return { details: { sessionsEnded }, ended: sessionsEnded };
+      },
+    );
+    this.ctx.signals.sessionsRevoked('ended_by_operator', ended);
+  }
+
+  /**
+   * Right to erasure, in one transaction: identifiers, credentials, factors, codes, passkeys,
+   * provider links, elevations and challenges are deleted; sessions are ended and, like the
+   * sign-in history, forget their addresses and user agents; the identity keeps its bare id,
+   * disabled for good. The audit trail keeps its records under that id (they hold no address), so
+   * the chain still verifies; a later sign-up with the same address makes a new identity.
+   */
+  async erase(identityId: string, actor: string): Promise<void> {
+    const ended = await this.#write(identityId, actor, 'identity.erased', async (trx, now) => {
+      const sessionsEnded = await endAllSessions(trx, identityId, 'erased', now);
+      await eraseSessionOrigins(trx, identityId);
+      await eraseAttemptOrigins(trx, identityId);
+      await deleteIdentityElevations(trx, identityId);
+      await deleteIdentityPasskeys(trx, identityId);
+      await deleteIdentityFactors(trx, identityId);
+      await deleteIdentityCodes(trx, identityId);
+      await deleteIdentityLinks(trx, identityId);
+      // Challenges name the identifiers (foreign key): they go first.
+      await deleteIdentityChallenges(trx, identityId);
+      const identifiers = await eraseIdentity(trx, identityId, now);
+      return { details: { sessionsEnded, identifiersDeleted: identifiers }, ended: sessionsEnded };
+    });
+    this.ctx.signals.sessionsRevoked('erased', ended);
+  }
+
+  /** Newest first; the cursor carries the last seq of the page. */
+  async auditPage(
+    scope: CursorScope,
+    query: AuditQuery,
+  ): Promise<{ items: VerifiedRecord[]; pageInfo: PageInfo }> {
+    const req = readPageQuery(query, this.ctx.cursors, scope);
+    const before = req.after?.seq;
+    if (req.after && (typeof before !== 'number' || !Number.isSafeInteger(before) || before < 1)) {
+      throw new Problem('collection.cursor_invalid');
+    }
+    const rows = await this.ctx.audit.page(this.ctx.database.db, {
+      identityId: query.identityId ?? null,
+      beforeSeq: typeof before === 'number' ? before : null,
+      limit: req.limit + 1,
+    });
+    return buildPage(rows, req.limit, (r) => ({ seq: r.seq }), this.ctx.cursors, scope, req.cursorTtl);
+  }
+
+  /**
+   * The trail as NDJSON, ascending: one record per line, read STREAM_BATCH at a time as the client
+   * takes them (a slow reader holds no more than one batch in memory).
+   */
+  auditStream(identityId: string | null, afterSeq: number): Readable {
+    const { audit, database } = this.ctx;
+    async function* lines(): AsyncGenerator<string> {
+      let after = afterSeq;
+      for (;;) {
+        const batch = await audit.batch(database.db, { identityId, afterSeq: after, limit: STREAM_BATCH });
+        if (batch.length > 0) yield `${batch.map((r) => JSON.stringify(r)).join('\n')}\n`;
+        if (batch.length < STREAM_BATCH) return;
+        after = batch[batch.length - 1].seq;
+      }
+    }
+    return Readable.from(lines(), { objectMode: false });
+  }
+
+  /**
+   * One operator write: lock the identity row, refuse an unknown (404) or erased (409) identity,
+   * act, and append the audit record last (it holds the chain's head lock until commit).
+   */
+  async #write(
+    identityId: string,
+    actor: string,
+    name: string,
+    act: (
+      trx: Executor,
+      now: Date,
+      identity: IdentityRow,
+    ) => Promise<{ details: NonNullable<AuditEvent['details']>; ended: number }>,
+  ): Promise<number> {
+    return this.ctx.database.db.transaction().execute(async (trx) => {
+      const identity = await lockIdentity(trx, identityId);
+      if (!identity) throw new Problem('admin.identity_not_found');
+      if (identity.erased_at !== null) throw new Problem('admin.identity_erased');
+      const now = this.ctx.clock.now();
+      const { details, ended } = await act(trx, now, identity);
+      await this.ctx.audit.append(trx, { name, actor, target: identityId, outcome: 'success', details });
+      return ended;
+    });
+  }
+}

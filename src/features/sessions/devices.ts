@@ -1,0 +1,48 @@
+import ipaddr from 'ipaddr.js';
+import { UAParser } from 'ua-parser-js';
+
+/** What the owner's session list says of the device a session started on (issue 14). */
+export interface Device {
+  /** e.g. "Chrome 156 on Linux", "Mobile Safari 17 on iOS (mobile)"; "Unknown device" without a user agent. */
+  description: string;
+  browser: string | null;
+  os: string | null;
+  /** ua-parser-js device type (mobile, tablet, …); desktop when it names none. */
+  type: string;
+}
+
+/** Parsed by ua-parser-js (a maintained parser; the MIT-licensed 1.x line), never by our own regexes. */
+export function describeDevice(userAgent: string | null): Device {
+  if (!userAgent) return { description: 'Unknown device', browser: null, os: null, type: 'unknown' };
+  const r = new UAParser(userAgent).getResult();
+  const browser = r.browser.name ? [r.browser.name, r.browser.major].filter(Boolean).join(' ') : null;
+  const os = r.os.name ? [r.os.name, r.os.version].filter(Boolean).join(' ') : null;
+  const type = r.device.type ?? 'desktop';
+  const parts = [
+    browser ?? 'Unknown browser',
+    os ? `on ${os}` : null,
+    type !== 'desktop' ? `(${type})` : null,
+  ];
+  return { description: parts.filter(Boolean).join(' '), browser, os, type };
+}
+
+/**
+ * The device as a new-sign-in notice compares it: browser and OS family and device type, without
+ * versions (a browser update is the same device).
+ */
+export function deviceFamily(userAgent: string | null): string {
+  if (!userAgent) return 'unknown';
+  const r = new UAParser(userAgent).getResult();
+  return [r.browser.name ?? '?', r.os.name ?? '?', r.device.type ?? 'desktop'].join('|');
+}
+
+/**
+ * The address prefix a notice compares: an IPv4 address by its /24, an IPv6 one by its /64 (what
+ * one subscriber or one network is handed), anything unparsable as itself.
+ */
+export function addressPrefix(ip: string | null): string {
+  if (!ip || !ipaddr.isValid(ip)) return ip ?? '';
+  const parsed = ipaddr.process(ip);
+  if (parsed.kind() === 'ipv4') return `${parsed.toByteArray().slice(0, 3).join('.')}.0/24`;
+  return `${(parsed as ipaddr.IPv6).toNormalizedString().split(':').slice(0, 4).join(':')}::/64`;
+}

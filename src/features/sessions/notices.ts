@@ -1,0 +1,99 @@
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../../context.js';
+import { requestMeta } from '../../platform/http/auth.js';
+import { verifiedIdentifiers } from '../identities/repository.js';
+import { addressPrefix, describeDevice, deviceFamily } from './devices.js';
+import { markNoticeSent, signInOrigins } from './repository.js';
+
+/** A place counts as known for 90 days after the last sign-in from it (issue 14). */
+export const NOTICE_LOOKBACK_DAYS = 90;
+// Distinct (address, user agent) pairs compared; an identity with more is compared with its newest.
+const ORIGINS_COMPARED = 200;
+
+/**
+ * New-sign-in notices: after a sign-in that opened a session from a device (browser, OS, device
+ * type) and address prefix (IPv4 /24, IPv6 /64) this identity has not signed in from in the last
+ * 90 days, a message goes to its first verified identifier that a channel can reach: what, when,
+ * where from, and how to end it. No link in it signs anyone in. The very first sign-in of an
+ * identity has nothing to compare with and sends none. It runs after the answer has gone out, so
+ * it never delays or fails the sign-in; a sent notice is recorded on the sign-in's history entry.
+ */
+export class SignInNotices {
+  private readonly inFlight = new Set<Promise<void>>();
+
+  constructor(private readonly ctx: AppContext) {}
+
+  /** Starts the notice for a session just opened; returns at once. */
+  afterSignIn(identityId: string, sessionId: string, from: { ip: string | null; userAgent: string | null }) {
+    if (!this.ctx.config.signInNotices) return;
+    const job = this.notify(identityId, sessionId, from).catch((err: unknown) => {
+      // Never the address or the message: only that it failed and the error's class.
+      this.ctx.log.warn({ errorClass: (err as Error)?.name ?? 'Error' }, 'new sign-in notice failed');
+    });
+    this.inFlight.add(job);
+    void job.finally(() => this.inFlight.delete(job));
+  }
+
+  /** Resolves once every notice under way has been sent or given up (tests, shutdown). */
+  async idle(): Promise<void> {
+    await Promise.all([...this.inFlight]);
+  }
+
+  private async notify(
+    identityId: string,
+    sessionId: string,
+    from: { ip: string | null; userAgent: string | null },
+  ): Promise<void> {
+    const { db } = this.ctx.database;
+    const now = this.ctx.clock.now();
+    const origins = await signInOrigins(db, identityId, sessionId, ORIGINS_COMPARED);
+    if (origins.length === 0) return;
+    const since = now.getTime() - NOTICE_LOOKBACK_DAYS * 86400_000;
+    const device = deviceFamily(from.userAgent);
+    const prefix = addressPrefix(from.ip);
+    const known = origins.some(
+      (o) =>
+        new Date(o.last_at).getTime() >= since &&
+        deviceFamily(o.user_agent) === device &&
+        addressPrefix(o.ip_address) === prefix,
+    );
+    if (known) return;
+    const to = (await verifiedIdentifiers(db, identityId)).find((i) => this.ctx.notifier.canDeliver(i.type));
+    if (!to) return;
+    const result = await this.ctx.notifier.send({
+      to: to.value,
+      type: to.type,
+      subject: 'New sign-in to your account',
+      text: noticeText(now, describeDevice(from.userAgent).description, from.ip),
+    });
+    if (result.status !== 'DELIVERED') {
+      this.ctx.log.warn({ channel: to.type }, 'new sign-in notice not delivered');
+      return;
+    }
+    await markNoticeSent(db, sessionId, this.ctx.clock.now());
+  }
+}
+
+function noticeText(when: Date, device: string, ip: string | null): string {
+  return [
+    'Someone signed in to your account from a device or network not seen in the last 90 days.',
+    `When: ${when.toISOString().replace('T', ' ').slice(0, 16)} UTC`,
+    `Device: ${device}`,
+    `From: ${ip ?? 'unknown address'}`,
+    'If this was you, there is nothing to do.',
+    'If it was not, sign in, end that session under Devices (or sign out everywhere), and change your password.',
+  ].join('\n');
+}
+
+/**
+ * Hands every session a request opened to the notices once the answer has gone out (onResponse),
+ * whichever route opened it (password, provider, second step, passkey).
+ */
+export function installSignInNotices(app: FastifyInstance, notices: SignInNotices): void {
+  app.addHook('onResponse', async (request, reply) => {
+    const opened = request.openedSession;
+    if (!opened || reply.statusCode !== 201) return;
+    const { ip, userAgent } = requestMeta(request);
+    notices.afterSignIn(opened.identityId, opened.sessionId, { ip, userAgent });
+  });
+}

@@ -1,0 +1,49 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AdminKey } from '../../config.js';
+import { Problem } from './problem.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The name of the operator key that authenticated an admin request. */
+    operator?: string;
+  }
+}
+
+// A key is printable ASCII without spaces; far longer than any key admin:key prints is refused.
+const BEARER = /^Bearer ([\x21-\x7e]{1,256})$/;
+
+/** The one refusal of the admin listener: same status, body and headers whatever the cause. */
+function unauthorized(): Problem {
+  return new Problem('admin.unauthorized', { headers: { 'www-authenticate': 'Bearer' } });
+}
+
+/**
+ * Every admin route stands behind this guard. The presented key is hashed (SHA-256, as
+ * ADMIN_API_KEYS stores it) and compared with every configured hash in constant time, with no
+ * early exit, so the time taken tells neither which key nor whether any matched. A missing header,
+ * another scheme, a wrong key and a key removed from ADMIN_API_KEYS all answer the identical 401.
+ */
+export function requireAdminKey(keys: readonly AdminKey[]) {
+  return async function adminGuard(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
+    const header = request.headers.authorization;
+    const m = typeof header === 'string' ? BEARER.exec(header) : null;
+    // A missing key is hashed too: every refusal does the same work.
+    const digest = createHash('sha256')
+      .update(m ? m[1] : '')
+      .digest();
+    let matched: string | undefined;
+    for (const key of keys) {
+      const equal = timingSafeEqual(digest, key.hash);
+      if (equal && matched === undefined) matched = key.name;
+    }
+    if (!m || matched === undefined) throw unauthorized();
+    request.operator = matched;
+  };
+}
+
+/** The audit actor of an admin write: `admin:<key name>`. */
+export function operatorOf(request: FastifyRequest): string {
+  if (!request.operator) throw unauthorized();
+  return `admin:${request.operator}`;
+}

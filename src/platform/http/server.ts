@@ -1,0 +1,67 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import type { Logger } from 'pino';
+import type { Config } from '../../config.js';
+import { installAccessLog } from '../log/logger.js';
+import { installJsonBodies } from './content-type.js';
+import { installErrorHandling, sendProblem, toProblem } from './errors.js';
+import { installRequestLifecycle } from './lifecycle.js';
+import { ProblemSchema } from './schemas.js';
+import { addSharedSchema, validatorCompiler } from './validation.js';
+
+const BODY_LIMIT = 16 * 1024;
+
+/**
+ * A Fastify instance with the house's server options: the public listener and the operators'
+ * listener (admin) are both made here, so both validate, log and refuse alike.
+ */
+export function createServer(config: Config, logger: Logger): FastifyInstance {
+  return Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    // One access line per request instead of Fastify's two (installAccessLog).
+    logController: new LogController({ disableRequestLogging: true }),
+    genReqId: () => randomUUID(),
+    requestIdHeader: false,
+    bodyLimit: BODY_LIMIT,
+    // A list of proxy addresses or ranges (proxy-addr); never a hop count, which Fastify 5 reads
+    // as "trust nothing".
+    trustProxy: config.trustProxy,
+    onProtoPoisoning: 'error',
+    onConstructorPoisoning: 'error',
+    // Draining is answered below as Problem Details: Fastify's own 503 is a bare JSON object
+    // without Retry-After (interface 2.3, 7).
+    return503OnClosing: false,
+    // Every encapsulated plugin gets the strict compiler too: a plugin that adds a shared schema
+    // would otherwise get Fastify's default Ajv, which strips unknown properties and coerces types.
+    schemaController: {
+      compilersFactory: {
+        buildValidator: ((externalSchemas: Record<string, unknown> | undefined) => {
+          for (const schema of Object.values(externalSchemas ?? {})) {
+            if ((schema as { $id?: string }).$id) addSharedSchema(schema as { $id: string });
+          }
+          return validatorCompiler;
+          // biome-ignore lint/suspicious/noExplicitAny: Fastify types the factory for its own Ajv
+        }) as any,
+      },
+    },
+    // Routing failures (a malformed URL) are answered as Problem Details too.
+    frameworkErrors: (err, request, reply) => {
+      reply.header('x-request-id', request.id);
+      sendProblem(reply, toProblem(err, request));
+    },
+  });
+}
+
+/**
+ * The platform policies in the order they act on a request: errors answered as Problem Details,
+ * the request id and shutdown draining (onRequest), the access line, JSON-only bodies
+ * (preValidation). Installed on every listener before any route registers.
+ */
+export function installPlatformPolicies(app: FastifyInstance, access: Logger): void {
+  app.addSchema(ProblemSchema);
+  addSharedSchema(ProblemSchema as { $id: string });
+  installErrorHandling(app);
+  installRequestLifecycle(app);
+  installAccessLog(app, access);
+  installJsonBodies(app);
+}
