@@ -1,0 +1,619 @@
+import createClient, { type Client } from 'openapi-fetch';
+import {
+  type IdentityError,
+  isIdentityError,
+  networkError,
+  responseError,
+  signedOutError,
+} from './errors.js';
+import type { paths } from './generated/openapi.js';
+import { readClaims } from './jwt.js';
+import type {
+  AccountExport,
+  AddSignInMethodInput,
+  AddSignInMethodResult,
+  ChangePasswordInput,
+  CompleteSecondFactorInput,
+  ConfirmPasswordRecoveryInput,
+  ConfirmSignUpInput,
+  ConfirmStepUpInput,
+  DeviceSession,
+  Elevation,
+  Page,
+  PageInfo,
+  PageRequest,
+  PasskeyAssertionInput,
+  PasskeyCreationOptions,
+  PasskeyRequestOptions,
+  PasskeySignInOptionsInput,
+  PasswordRecoveryChallenge,
+  ProviderNonce,
+  ProviderStepUpInput,
+  RecoveryCodeBatch,
+  RecoveryCodeStatus,
+  RegisteredPasskey,
+  RegisterPasskeyInput,
+  SecondFactor,
+  SecondFactorEnrolment,
+  SessionContext,
+  SessionGrant,
+  SignInHistoryEntry,
+  SignInInput,
+  SignInMethod,
+  SignInResult,
+  SignUpInput,
+  SignUpResult,
+  StartPasswordRecoveryInput,
+  StepUpChallenge,
+  StepUpInput,
+} from './types.js';
+
+/** How failed calls are repeated. Only reads and idempotent writes are ever repeated. */
+export interface RetryOptions {
+  /** Repeats after the first attempt (default 2). */
+  retries?: number;
+  /**
+   * The longest wait before a repeat, in seconds (default 10). A Retry-After longer than this is not
+   * waited for: the error is thrown with its `retryAfter` for the caller to show.
+   */
+  maxDelaySeconds?: number;
+  /** First back-off step when the service gave no Retry-After, in milliseconds (default 250). */
+  baseDelayMs?: number;
+}
+
+export interface IdentityClientOptions {
+  /** The service's origin, e.g. `https://id.example.com` (the `/api/v1` prefix is added by the client). */
+  baseUrl: string;
+  /** A fetch implementation (default: the global fetch, looked up at each call). */
+  fetch?: (request: Request) => Promise<Response>;
+  retry?: RetryOptions;
+}
+
+/** Per-call options of the methods that need a session. */
+export interface CallOptions {
+  /**
+   * Use this access token instead of the attached session (a server acting for a user). With it,
+   * a 401 is thrown as it is: there is nothing to renew.
+   */
+  accessToken?: string;
+  signal?: AbortSignal;
+}
+
+/** Why a session holder is told its session ended. */
+export type EndReason = 'signed_out' | 'signed_out_everywhere' | 'renewal_refused' | 'elsewhere';
+
+/**
+ * What an `IdentityClient` asks of the holder of its session (`SessionManager` implements it; an
+ * application may supply its own).
+ */
+export interface SessionLink {
+  /** A live access token (renewing first when it is about to expire), or undefined when signed out. */
+  accessToken(): Promise<string | undefined>;
+  /**
+   * The service refused `failed` with 401: a fresh token, or undefined. `renewed` says whether this
+   * call renewed the session itself (then another refusal is final) or adopted a newer stored one.
+   */
+  recover(failed: string): Promise<{ accessToken: string; renewed: boolean } | undefined>;
+  /** A sign-in produced a session. */
+  grantReceived(grant: SessionGrant): Promise<void>;
+  /** The session ended at the service. */
+  ended(reason: EndReason): Promise<void>;
+}
+
+interface Outcome {
+  data?: unknown;
+  error?: unknown;
+  response: Response;
+}
+
+type Envelope<T> = { data: T };
+type Collection<T> = { data: T[]; meta: { pageInfo: PageInfo } };
+
+const API = '/api/v1';
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+function toPage<T>(body: Collection<T>): Page<T> {
+  return { items: body.data, pageInfo: body.meta.pageInfo };
+}
+
+function pageQuery(page: PageRequest | undefined): PageRequest {
+  const query: PageRequest = {};
+  if (page?.limit !== undefined) query.limit = page.limit;
+  if (page?.after !== undefined) query.after = page.after;
+  if (page?.cursorTtl !== undefined) query.cursorTtl = page.cursorTtl;
+  return query;
+}
+
+/**
+ * One method per business task of the identity service. Methods answer the route's `data` (or
+ * nothing for a 204) and throw `IdentityError` for every refusal.
+ *
+ * Methods that need a session take their access token from the attached `SessionLink` (see
+ * `SessionManager`), renewing on a 401 once, or from `CallOptions.accessToken`. Elevated methods
+ * take the elevation token from `confirmStepUp` (or the provider and passkey step-ups) first.
+ *
+ * Retries: reads, and the writes whose repetition has the same effect and answer (the sign-outs,
+ * where a session already ended counts as signed out), are repeated when the error is `retryable`,
+ * after Retry-After when it is given and no longer than `RetryOptions.maxDelaySeconds`. Every other
+ * write is attempted once.
+ */
+export class IdentityClient {
+  private readonly api: Client<paths>;
+  private readonly baseUrl: string;
+  private readonly fetchImpl: ((request: Request) => Promise<Response>) | undefined;
+  private readonly retries: number;
+  private readonly maxDelayMs: number;
+  private readonly baseDelayMs: number;
+  private session: SessionLink | undefined;
+
+  constructor(options: IdentityClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.fetchImpl = options.fetch;
+    this.retries = options.retry?.retries ?? 2;
+    this.maxDelayMs = (options.retry?.maxDelaySeconds ?? 10) * 1000;
+    this.baseDelayMs = options.retry?.baseDelayMs ?? 250;
+    // Looked up at each call, unbound: a browser refuses `fetch` called on another object.
+    this.api = createClient<paths>({ baseUrl: this.baseUrl, fetch: (request) => this.doFetch(request) });
+  }
+
+  /** Attaches the holder of the session the authenticated methods act for (`SessionManager` does this). */
+  attachSession(session: SessionLink | undefined): void {
+    this.session = session;
+  }
+
+  // ---- Registration ---------------------------------------------------------------------------
+
+  /** Registers an identifier and a password; a code goes to the identifier. POST /sign-ups. */
+  async signUp(input: SignUpInput, options?: { signal?: AbortSignal }): Promise<SignUpResult> {
+    const body = await this.send<Envelope<SignUpResult>>(false, options?.signal, () =>
+      this.api.POST(`${API}/sign-ups`, { body: input, signal: options?.signal }),
+    );
+    return body.data;
+  }
+
+  /** Confirms a registration with the code sent and the password of the registration. */
+  async confirmSignUp(input: ConfirmSignUpInput, options?: { signal?: AbortSignal }): Promise<void> {
+    await this.send(false, options?.signal, () =>
+      this.api.POST(`${API}/sign-ups/confirmations`, { body: input, signal: options?.signal }),
+    );
+  }
+
+  // ---- Sign-in and the session ----------------------------------------------------------------
+
+  /**
+   * Signs in with a password or a provider ID token: a session grant, or a second-factor ticket to
+   * complete with `completeSecondFactor`. A grant is handed to the attached session.
+   */
+  async signIn(input: SignInInput, options?: { signal?: AbortSignal }): Promise<SignInResult> {
+    const body = await this.send<Envelope<SignInResult>>(false, options?.signal, () =>
+      this.api.POST(`${API}/sign-ins`, { body: input, signal: options?.signal }),
+    );
+    if (body.data.kind === 'session') await this.session?.grantReceived(body.data);
+    return body.data;
+  }
+
+  /** Completes a ticket with an authenticator code (`code`) or a recovery code (`recoveryCode`). */
+  async completeSecondFactor(
+    input: CompleteSecondFactorInput,
+    options?: { signal?: AbortSignal },
+  ): Promise<SessionGrant> {
+    const body = await this.send<Envelope<SessionGrant>>(false, options?.signal, () =>
+      this.api.POST(`${API}/sign-ins/second-factors`, { body: input, signal: options?.signal }),
+    );
+    await this.session?.grantReceived(body.data);
+    return body.data;
+  }
+
+  /**
+   * Exchanges a refresh token for a new pair. Never repeated: a second presentation of the same
+   * token is a replay, and the service ends the session. With a `SessionManager`, call its
+   * `renew()` instead, which shares one renewal between calls and tabs.
+   */
+  async renew(refreshToken: string, options?: { signal?: AbortSignal }): Promise<SessionGrant> {
+    const body = await this.send<Envelope<SessionGrant>>(false, options?.signal, () =>
+      this.api.POST(`${API}/sign-ins/renewals`, { body: { refreshToken }, signal: options?.signal }),
+    );
+    return body.data;
+  }
+
+  /** Ends this session. A session already ended counts as signed out. */
+  async signOut(options?: CallOptions): Promise<void> {
+    await this.endSession(`${API}/sign-outs`, 'signed_out', options);
+  }
+
+  /** Ends every session of the identity, this one included. */
+  async signOutEverywhere(options?: CallOptions): Promise<void> {
+    await this.endSession(`${API}/sign-outs/everywhere`, 'signed_out_everywhere', options);
+  }
+
+  /** The caller's identity, masked identifiers and methods. GET /session/context. */
+  async context(options?: CallOptions): Promise<SessionContext> {
+    const body = await this.authed<Envelope<SessionContext>>(true, options, (headers, signal) =>
+      this.api.GET(`${API}/session/context`, { headers, signal }),
+    );
+    return body.data;
+  }
+
+  /** The caller's sign-in attempts, newest first. */
+  async history(page?: PageRequest, options?: CallOptions): Promise<Page<SignInHistoryEntry>> {
+    const body = await this.authed<Collection<SignInHistoryEntry>>(true, options, (headers, signal) =>
+      this.api.GET(`${API}/sign-ins/history`, { params: { query: pageQuery(page) }, headers, signal }),
+    );
+    return toPage(body);
+  }
+
+  // ---- Devices ----------------------------------------------------------------------------------
+
+  /** The identity's live sessions, one per signed-in device. GET /sessions. */
+  async listSessions(page?: PageRequest, options?: CallOptions): Promise<Page<DeviceSession>> {
+    const body = await this.authed<Collection<DeviceSession>>(true, options, (headers, signal) =>
+      this.api.GET(`${API}/sessions`, { params: { query: pageQuery(page) }, headers, signal }),
+    );
+    return toPage(body);
+  }
+
+  /**
+   * Ends one session of the identity (another device, or this one: then the attached session is
+   * signed out too). An unknown or already ended id is refused with 404.
+   */
+  async revokeSession(id: string, options?: CallOptions): Promise<void> {
+    let bearer: string | undefined;
+    // Not repeated: a repeat after a lost answer would be refused (404) although the session ended.
+    await this.authed(false, options, (headers, signal) => {
+      bearer = headers.authorization;
+      return this.api.POST(`${API}/sessions/{id}/revocations`, { params: { path: { id } }, headers, signal });
+    });
+    const own = bearer !== undefined && readClaims(bearer.slice('Bearer '.length)).sid === id;
+    if (own && !options?.accessToken) await this.session?.ended('signed_out');
+  }
+
+  /** Everything the service holds about the caller, as JSON. GET /account/export. */
+  async exportAccount(options?: CallOptions): Promise<AccountExport> {
+    const body = await this.authed<Envelope<AccountExport>>(true, options, (headers, signal) =>
+      this.api.GET(`${API}/account/export`, { headers, signal }),
+    );
+    return body.data;
+  }
+
+  // ---- Step-up ----------------------------------------------------------------------------------
+
+  /** Starts a step-up: a challenge on the strongest channel the identity has (or the one asked). */
+  async stepUp(input: StepUpInput = {}, options?: CallOptions): Promise<StepUpChallenge> {
+    const body = await this.authed<Envelope<StepUpChallenge>>(false, options, (headers, signal) =>
+      this.api.POST(`${API}/step-ups`, { body: input, headers, signal }),
+    );
+    return body.data;
+  }
+
+  /** Answers a step-up challenge: the elevation token for the elevated methods. */
+  async confirmStepUp(input: ConfirmStepUpInput, options?: CallOptions): Promise<Elevation> {
+    const body = await this.authed<Envelope<Elevation>>(false, options, (headers, signal) =>
+      this.api.POST(`${API}/step-ups/confirmations`, { body: input, headers, signal }),
+    );
+    return body.data;
+  }
+
+  /** Steps up with a provider ID token whose nonce came from `issueProviderNonce`. */
+  async stepUpWithProvider(input: ProviderStepUpInput, options?: CallOptions): Promise<Elevation> {
+    const body = await this.authed<Envelope<Elevation>>(false, options, (headers, signal) =>
+      this.api.POST(`${API}/step-ups/providers`, { body: input, headers, signal }),
+    );
+    return body.data;
+  }
+
+  /** Request options for a passkey step-up (navigator.credentials.get). */
+  async stepUpWithPasskeyOptions(options?: CallOptions): Promise<PasskeyRequestOptions> {
+    const body = await this.authed<Envelope<PasskeyRequestOptions>>(false, options, (headers, signal) =>
+      this.api.POST(`${API}/step-ups/passkeys/options`, { headers, signal }),
+    );
+    return body.data;
+  }
+
+  /** Finishes a passkey step-up with `credential.toJSON()`: the elevation token. */
+  async stepUpWithPasskey(input: PasskeyAssertionInput, options?: CallOptions): Promise<Elevation> {
+    const body = await this.authed<Envelope<Elevation>>(false, options, (headers, signal) =>
+      this.api.POST(`${API}/step-ups/passkeys`, { body: input, headers, signal }),
+    );
+    return body.data;
+  }
+
+  /** A single-use nonce for provider sign-in or step-up; send hex(SHA-256(nonce)) to the provider. */
+  async issueProviderNonce(options?: { signal?: AbortSignal }): Promise<ProviderNonce> {
+    const body = await this.send<Envelope<ProviderNonce>>(false, options?.signal, () =>
+      this.api.POST(`${API}/provider-nonces`, { signal: options?.signal }),
+    );
+    return body.data;
+  }
+
+  // ---- Sign-in methods ------------------------------------------------------------------------
+
+  /** The identity's verified ways in (identifiers, password, providers, passkeys). */
+  async listSignInMethods(page?: PageRequest, options?: CallOptions): Promise<Page<SignInMethod>> {
+    const body = await this.authed<Collection<SignInMethod>>(true, options, (headers, signal) =>
+      this.api.GET(`${API}/sign-in-methods`, { params: { query: pageQuery(page) }, headers, signal }),
+    );
+    return toPage(body);
+  }
+
+  /** Adds an identifier (a code is sent; confirm it) or links a provider (at once). Elevated. */
+  async addSignInMethod(
+    elevationToken: string,
+    input: AddSignInMethodInput,
+    options?: CallOptions,
+  ): Promise<AddSignInMethodResult> {
+    const body = await this.authed<Envelope<AddSignInMethodResult>>(false, options, (headers, signal) =>
+      this.api.POST(`${API}/sign-in-methods`, {
+        body: input,
+        headers: elevated(headers, elevationToken),
+        signal,
+      }),
+    );
+    return body.data;
+  }
+
+  /** Confirms an added identifier with the code sent to it. Elevated. */
+  async confirmSignInMethod(elevationToken: string, code: string, options?: CallOptions): Promise<void> {
+    await this.authed(false, options, (headers, signal) =>
+      this.api.POST(`${API}/sign-in-methods/confirmations`, {
+        body: { code },
+        headers: elevated(headers, elevationToken),
+        signal,
+      }),
+    );
+  }
+
+  /** Removes a way in; refused with identity.last_sign_in_method when none would remain. Elevated. */
+  async removeSignInMethod(elevationToken: string, id: string, options?: CallOptions): Promise<void> {
+    await this.authed(false, options, (headers, signal) =>
+      this.api.POST(`${API}/sign-in-methods/{id}/removals`, {
+        params: { path: { id } },
+        headers: elevated(headers, elevationToken),
+        signal,
+      }),
+    );
+  }
+
+  // ---- Passwords --------------------------------------------------------------------------------
+
+  /** Changes the password; every other session of the identity ends. */
+  async changePassword(input: ChangePasswordInput, options?: CallOptions): Promise<void> {
+    await this.authed(false, options, (headers, signal) =>
+      this.api.POST(`${API}/password-changes`, { body: input, headers, signal }),
+    );
+  }
+
+  /** Sends a recovery code to the identifier (the answer is the same whether or not it has an account). */
+  async startPasswordRecovery(
+    input: StartPasswordRecoveryInput,
+    options?: { signal?: AbortSignal },
+  ): Promise<PasswordRecoveryChallenge> {
+    const body = await this.send<Envelope<PasswordRecoveryChallenge>>(false, options?.signal, () =>
+      this.api.POST(`${API}/password-recoveries`, { body: input, signal: options?.signal }),
+    );
+    return body.data;
+  }
+
+  /** Sets a new password with the recovery code; every session of the identity ends. */
+  async confirmPasswordRecovery(
+    input: ConfirmPasswordRecoveryInput,
+    options?: { signal?: AbortSignal },
+  ): Promise<void> {
+    await this.send(false, options?.signal, () =>
+      this.api.POST(`${API}/password-recoveries/confirmations`, { body: input, signal: options?.signal }),
+    );
+  }
+
+  // ---- Second factors and recovery codes --------------------------------------------------------
+
+  /** The identity's verified authenticators. */
+  async listSecondFactors(page?: PageRequest, options?: CallOptions): Promise<Page<SecondFactor>> {
+    const body = await this.authed<Collection<SecondFactor>>(true, options, (headers, signal) =>
+      this.api.GET(`${API}/second-factors`, { params: { query: pageQuery(page) }, headers, signal }),
+    );
+    return toPage(body);
+  }
+
+  /** Starts an authenticator enrolment: the secret and otpauth URI, shown once. Elevated. */
+  async enrolSecondFactor(
+    elevationToken: string,
+    input: { label?: string } = {},
+    options?: CallOptions,
+  ): Promise<SecondFactorEnrolment> {
+    const body = await this.authed<Envelope<SecondFactorEnrolment>>(false, options, (headers, signal) =>
+      this.api.POST(`${API}/second-factors`, {
+        body: input,
+        headers: elevated(headers, elevationToken),
+        signal,
+      }),
+    );
+    return body.data;
+  }
+
+  /** Confirms the pending enrolment with the authenticator's current code. */
+  async confirmSecondFactor(code: string, options?: CallOptions): Promise<void> {
+    await this.authed(false, options, (headers, signal) =>
+      this.api.POST(`${API}/second-factors/confirmations`, { body: { code }, headers, signal }),
+    );
+  }
+
+  /** Removes an authenticator. Elevated. */
+  async removeSecondFactor(elevationToken: string, id: string, options?: CallOptions): Promise<void> {
+    await this.authed(false, options, (headers, signal) =>
+      this.api.POST(`${API}/second-factors/{id}/removals`, {
+        params: { path: { id } },
+        headers: elevated(headers, elevationToken),
+        signal,
+      }),
+    );
+  }
+
+  /** How many recovery codes remain (never a code). */
+  async recoveryCodeStatus(options?: CallOptions): Promise<RecoveryCodeStatus> {
+    const body = await this.authed<Envelope<RecoveryCodeStatus>>(true, options, (headers, signal) =>
+      this.api.GET(`${API}/recovery-codes`, { headers, signal }),
+    );
+    return body.data;
+  }
+
+  /** Issues ten new recovery codes, shown once; every earlier live code stops working. Elevated. */
+  async issueRecoveryCodes(elevationToken: string, options?: CallOptions): Promise<RecoveryCodeBatch> {
+    const body = await this.authed<Envelope<RecoveryCodeBatch>>(false, options, (headers, signal) =>
+      this.api.POST(`${API}/recovery-codes`, { headers: elevated(headers, elevationToken), signal }),
+    );
+    return body.data;
+  }
+
+  // ---- Passkeys ---------------------------------------------------------------------------------
+
+  /** Creation options for a new passkey (navigator.credentials.create). Elevated. */
+  async passkeyRegistrationOptions(
+    elevationToken: string,
+    options?: CallOptions,
+  ): Promise<PasskeyCreationOptions> {
+    const body = await this.authed<Envelope<PasskeyCreationOptions>>(false, options, (headers, signal) =>
+      this.api.POST(`${API}/passkeys/options`, { headers: elevated(headers, elevationToken), signal }),
+    );
+    return body.data;
+  }
+
+  /** Registers the passkey from `credential.toJSON()`. Elevated. */
+  async registerPasskey(
+    elevationToken: string,
+    input: RegisterPasskeyInput,
+    options?: CallOptions,
+  ): Promise<RegisteredPasskey> {
+    const body = await this.authed<Envelope<RegisteredPasskey>>(false, options, (headers, signal) =>
+      this.api.POST(`${API}/passkeys`, { body: input, headers: elevated(headers, elevationToken), signal }),
+    );
+    return body.data;
+  }
+
+  /** Request options for a passkey sign-in; with no identifier, any discoverable passkey answers. */
+  async passkeySignInOptions(
+    input: PasskeySignInOptionsInput = {},
+    options?: { signal?: AbortSignal },
+  ): Promise<PasskeyRequestOptions> {
+    const body = await this.send<Envelope<PasskeyRequestOptions>>(false, options?.signal, () =>
+      this.api.POST(`${API}/sign-ins/passkeys/options`, { body: input, signal: options?.signal }),
+    );
+    return body.data;
+  }
+
+  /** Signs in with `credential.toJSON()` of navigator.credentials.get; the grant goes to the session. */
+  async signInWithPasskey(
+    input: PasskeyAssertionInput,
+    options?: { signal?: AbortSignal },
+  ): Promise<SessionGrant> {
+    const body = await this.send<Envelope<SessionGrant>>(false, options?.signal, () =>
+      this.api.POST(`${API}/sign-ins/passkeys`, { body: input, signal: options?.signal }),
+    );
+    await this.session?.grantReceived(body.data);
+    return body.data;
+  }
+
+  // ---- Mechanics --------------------------------------------------------------------------------
+
+  private doFetch(request: Request): Promise<Response> {
+    return this.fetchImpl ? this.fetchImpl(request) : globalThis.fetch(request);
+  }
+
+  private async endSession(
+    path: `${typeof API}/sign-outs${string}`,
+    reason: EndReason,
+    options?: CallOptions,
+  ) {
+    try {
+      await this.authed(true, options, (headers, signal) =>
+        this.api.POST(path as `${typeof API}/sign-outs`, { headers, signal }),
+      );
+    } catch (error) {
+      // The service no longer knows the session: signed out all the same.
+      if (!(isIdentityError(error) && error.status === 401)) throw error;
+    }
+    if (!options?.accessToken) await this.session?.ended(reason);
+  }
+
+  /** One call, repeated only when `repeatable` and the error allows it. */
+  private async send<T>(
+    repeatable: boolean,
+    signal: AbortSignal | undefined,
+    exec: () => Promise<Outcome>,
+  ): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      let error: IdentityError;
+      try {
+        const outcome = await exec();
+        if (outcome.response.ok) return outcome.data as T;
+        error = responseError(outcome.response, outcome.error);
+      } catch (cause) {
+        if (signal?.aborted || isIdentityError(cause)) throw cause;
+        error = networkError(cause);
+      }
+      const wait = repeatable ? this.retryDelay(error, attempt) : undefined;
+      if (wait === undefined) throw error;
+      await sleep(wait, signal);
+    }
+  }
+
+  /** Milliseconds to wait before repeat `attempt + 1`, or undefined: do not repeat. */
+  private retryDelay(error: IdentityError, attempt: number): number | undefined {
+    if (!error.retryable || attempt >= this.retries) return undefined;
+    if (error.retryAfter !== undefined) {
+      const ms = error.retryAfter * 1000;
+      return ms <= this.maxDelayMs ? ms : undefined;
+    }
+    const step = this.baseDelayMs * 2 ** attempt;
+    return Math.min(this.maxDelayMs, step / 2 + Math.random() * (step / 2));
+  }
+
+  /**
+   * A call with a bearer token. On 401 identity.session_required the session is asked for a fresh
+   * token and the call is made again: a 401 is answered before any effect, so even a write may be
+   * repeated. At most one renewal per call; adopting a token another tab renewed does not count.
+   */
+  private async authed<T = unknown>(
+    repeatable: boolean,
+    options: CallOptions | undefined,
+    exec: (headers: Record<string, string>, signal: AbortSignal | undefined) => Promise<Outcome>,
+  ): Promise<T> {
+    const explicit = options?.accessToken;
+    const signal = options?.signal;
+    let token = explicit ?? (await this.session?.accessToken());
+    if (!token) throw signedOutError();
+    let renewed = false;
+    for (let recoveries = 0; ; recoveries++) {
+      const bearer = token;
+      try {
+        return await this.send<T>(repeatable, signal, () =>
+          exec({ authorization: `Bearer ${bearer}` }, signal),
+        );
+      } catch (error) {
+        const refused =
+          isIdentityError(error) && error.status === 401 && error.code === 'identity.session_required';
+        if (!refused || explicit || !this.session || renewed || recoveries >= 2) throw error;
+        const next = await this.session.recover(bearer);
+        if (!next) throw error;
+        token = next.accessToken;
+        renewed = next.renewed;
+      }
+    }
+  }
+}
+
+function elevated(headers: Record<string, string>, elevationToken: string): Record<string, string> {
+  return { ...headers, 'x-elevation-token': elevationToken };
+}

@@ -1,0 +1,34 @@
+/**
+ * The identity service's typed client (`IdentityClient`), its session manager (`SessionManager`)
+ * with single-flight renewal shared between tabs, the grant stores, and the one error class.
+ *
+ * @packageDocumentation
+ */
+export {
+  type CallOptions,
+  type EndReason,
+  IdentityClient,
+  type IdentityClientOptions,
+  type RetryOptions,
+  type SessionLink,
+} from './client.js';
+export {
+  type ClientErrorCode,
+  IdentityError,
+  isIdentityError,
+  type Problem,
+  type ProblemFieldError,
+  parseRetryAfter,
+} from './errors.js';
+export type { components, paths } from './generated/openapi.js';
+export type { LockMode } from './lock.js';
+export { type SessionEvent, SessionManager, type SessionManagerOptions } from './session.js';
+export {
+  type GrantStore,
+  localStorageStore,
+  memoryStore,
+  type StoredGrant,
+  sessionStorageStore,
+  webStorageStore,
+} from './stores.js';
+export type * from './types.js';

@@ -1,0 +1,94 @@
+import type { components, paths } from './generated/openapi.js';
+
+type Json<R> = R extends { content: { 'application/json': infer J } } ? J : never;
+type Success<Responses> = Responses extends { 200: infer R }
+  ? Json<R>
+  : Responses extends { 201: infer R }
+    ? Json<R>
+    : never;
+type Operation<P extends keyof paths, M extends 'get' | 'post'> = NonNullable<paths[P][M]>;
+
+/** The `data` of a route's success answer, from the generated types. */
+export type ResponseData<P extends keyof paths, M extends 'get' | 'post'> = Success<
+  Operation<P, M>['responses']
+> extends { data: infer D }
+  ? D
+  : never;
+
+/** The JSON body a route takes, from the generated types. */
+export type RequestBody<P extends keyof paths, M extends 'get' | 'post'> = Operation<P, M> extends {
+  requestBody?: { content: { 'application/json': infer B } };
+}
+  ? B
+  : never;
+
+type Item<T> = T extends readonly (infer I)[] ? I : never;
+
+/** Sign-in that opened a session (also the answer of a renewal and of a completed second step). */
+export type SessionGrant = components['schemas']['SessionGrant'];
+/** Sign-in that needs a second step: complete it with `completeSecondFactor`. */
+export type SecondFactorTicket = components['schemas']['SecondFactorTicket'];
+/** What `signIn` answers. */
+export type SignInResult = SessionGrant | SecondFactorTicket;
+
+export type SignUpInput = RequestBody<'/api/v1/sign-ups', 'post'>;
+export type SignUpResult = ResponseData<'/api/v1/sign-ups', 'post'>;
+export type ConfirmSignUpInput = RequestBody<'/api/v1/sign-ups/confirmations', 'post'>;
+export type SignInInput = RequestBody<'/api/v1/sign-ins', 'post'>;
+export type CompleteSecondFactorInput = RequestBody<'/api/v1/sign-ins/second-factors', 'post'>;
+export type SessionContext = ResponseData<'/api/v1/session/context', 'get'>;
+export type SignInHistoryEntry = Item<ResponseData<'/api/v1/sign-ins/history', 'get'>>;
+export type StepUpInput = RequestBody<'/api/v1/step-ups', 'post'>;
+export type StepUpChallenge = ResponseData<'/api/v1/step-ups', 'post'>;
+export type ConfirmStepUpInput = RequestBody<'/api/v1/step-ups/confirmations', 'post'>;
+export type Elevation = ResponseData<'/api/v1/step-ups/confirmations', 'post'>;
+export type ProviderStepUpInput = RequestBody<'/api/v1/step-ups/providers', 'post'>;
+export type ProviderNonce = ResponseData<'/api/v1/provider-nonces', 'post'>;
+export type SignInMethod = Item<ResponseData<'/api/v1/sign-in-methods', 'get'>>;
+export type AddSignInMethodInput = RequestBody<'/api/v1/sign-in-methods', 'post'>;
+export type AddSignInMethodResult = ResponseData<'/api/v1/sign-in-methods', 'post'>;
+export type ChangePasswordInput = RequestBody<'/api/v1/password-changes', 'post'>;
+export type StartPasswordRecoveryInput = RequestBody<'/api/v1/password-recoveries', 'post'>;
+export type PasswordRecoveryChallenge = ResponseData<'/api/v1/password-recoveries', 'post'>;
+export type ConfirmPasswordRecoveryInput = RequestBody<'/api/v1/password-recoveries/confirmations', 'post'>;
+export type SecondFactor = Item<ResponseData<'/api/v1/second-factors', 'get'>>;
+export type SecondFactorEnrolment = ResponseData<'/api/v1/second-factors', 'post'>;
+export type RecoveryCodeStatus = ResponseData<'/api/v1/recovery-codes', 'get'>;
+export type RecoveryCodeBatch = ResponseData<'/api/v1/recovery-codes', 'post'>;
+/** Options for navigator.credentials.create (parse with PublicKeyCredential.parseCreationOptionsFromJSON). */
+export type PasskeyCreationOptions = ResponseData<'/api/v1/passkeys/options', 'post'>;
+export type RegisterPasskeyInput = RequestBody<'/api/v1/passkeys', 'post'>;
+export type RegisteredPasskey = ResponseData<'/api/v1/passkeys', 'post'>;
+export type PasskeySignInOptionsInput = RequestBody<'/api/v1/sign-ins/passkeys/options', 'post'>;
+/** Options for navigator.credentials.get (parse with PublicKeyCredential.parseRequestOptionsFromJSON). */
+export type PasskeyRequestOptions = ResponseData<'/api/v1/sign-ins/passkeys/options', 'post'>;
+/** `credential.toJSON()` of navigator.credentials.get. */
+export type PasskeyAssertionInput = RequestBody<'/api/v1/sign-ins/passkeys', 'post'>;
+
+/** A page of a collection: the items and where the next page starts. */
+export interface Page<T> {
+  items: T[];
+  pageInfo: PageInfo;
+}
+
+export interface PageInfo {
+  hasNextPage: boolean;
+  /** Pass as `after` for the next page; null on the last page. */
+  nextCursor: string | null;
+}
+
+/** Paging of the list methods. */
+export interface PageRequest {
+  /** 1 to 100; the service's default is 50. */
+  limit?: number;
+  /** `pageInfo.nextCursor` of the previous page. */
+  after?: string;
+  /** Lifetime of the cursors handed out, in seconds (1 to 86400, default 900). */
+  cursorTtl?: number;
+}
+
+/** One signed-in device (GET /sessions): `current` marks the caller's own session. */
+export type DeviceSession = Item<ResponseData<'/api/v1/sessions', 'get'>>;
+
+/** Everything the service holds about the caller (GET /account/export). */
+export type AccountExport = ResponseData<'/api/v1/account/export', 'get'>;
