@@ -6,6 +6,7 @@ import { buildAdminApp } from './admin-app.js';
 import type { Config } from './config.js';
 import { type AppContext, createContext } from './context.js';
 import { accountRoutes } from './features/account/routes.js';
+import { accountUiRoutes } from './features/account-ui/routes.js';
 import { healthRoutes } from './features/health/routes.js';
 import { passkeyRoutes } from './features/passkeys/routes.js';
 import { passwordRoutes } from './features/passwords/routes.js';
@@ -141,6 +142,8 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
     },
     { prefix: API_PREFIX },
   );
+  // The hosted account UI (ACCOUNT_UI): a page outside the API, hidden from its OpenAPI document.
+  await app.register(accountUiRoutes, { ctx, api: API_PREFIX });
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 

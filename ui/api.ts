@@ -1,0 +1,196 @@
+import {
+  type DeviceSession,
+  IdentityClient,
+  isIdentityError,
+  localStorageStore,
+  type SecondFactorEnrolment,
+  type SessionContext,
+  SessionManager,
+  type SignInHistoryEntry,
+  type SignInMethod,
+} from '../packages/client/src/index.js';
+import type { ProblemLike } from './problems.js';
+
+export type { DeviceSession };
+export type StepUpChannel = 'identifier' | 'second_factor' | 'recovery_code';
+
+interface Settings {
+  api: string;
+  passkeyRpId: string | null;
+}
+let settings: Settings = { api: '/api/v1', passkeyRpId: null };
+
+/** The page's own settings (where the API is, whether passkeys are on), from the service. */
+export async function loadSettings(): Promise<void> {
+  const res = await fetch('settings.json', { headers: { accept: 'application/json' } });
+  if (!res.ok) throw new Error(`settings: ${res.status}`);
+  settings = (await res.json()) as Settings;
+}
+
+/*
+ * One client for the page, its session in localStorage under the session manager: every tab of
+ * this origin shares the grant, and renewals are single-flight across tabs (Web Locks), so two
+ * tabs never present the same refresh token (docs/security.md, "The account UI's tokens").
+ */
+const client = new IdentityClient({ baseUrl: location.origin });
+const session = new SessionManager({ client, store: localStorageStore('identity-service.account-ui') });
+
+/** An elevation is kept in memory only, until its expiry, for the elevated actions that follow. */
+let elevation: { token: string; expiresAt: number } | null = null;
+const keep = (e: { elevationToken: string; elevationExpiresAt: string }) => {
+  // Five seconds of margin. Should the clocks differ, the service's refusal starts a new step-up.
+  elevation = { token: e.elevationToken, expiresAt: Date.parse(e.elevationExpiresAt) - 5000 };
+  return e.elevationToken;
+};
+
+export function asProblem(error: unknown): ProblemLike {
+  if (isIdentityError(error)) {
+    return {
+      code: error.code,
+      status: error.status,
+      detail: error.detail,
+      retryAfter: error.retryAfter ?? null,
+      errors: [...error.errors],
+    };
+  }
+  if (error instanceof DOMException && error.name === 'NotAllowedError') {
+    return { code: 'ui.passkey_cancelled', detail: 'The passkey prompt was closed or timed out.' };
+  }
+  return { code: 'ui.unexpected', detail: error instanceof Error ? error.message : String(error) };
+}
+
+export interface PasskeyStatus {
+  usable: boolean;
+  reason: string;
+}
+
+/**
+ * Passkeys work only when the service has a relying party, the browser has WebAuthn with the JSON
+ * helpers, and this page's host is on the relying party (an IP address never is: see
+ * docs/configuration.md).
+ */
+export function passkeyStatus(): PasskeyStatus {
+  const rp = settings.passkeyRpId;
+  if (!rp) return { usable: false, reason: 'Passkeys are not enabled on this service.' };
+  const pkc = globalThis.PublicKeyCredential as
+    | (typeof PublicKeyCredential & { parseCreationOptionsFromJSON?: unknown })
+    | undefined;
+  if (!window.isSecureContext || !pkc || typeof pkc.parseCreationOptionsFromJSON !== 'function') {
+    return { usable: false, reason: 'This browser cannot use passkeys here.' };
+  }
+  const host = location.hostname;
+  if (host !== rp && !host.endsWith(`.${rp}`)) {
+    return {
+      usable: false,
+      reason: `Passkeys work only when this page is opened on ${rp} (it is on ${host}). For local use, start the service with PUBLIC_ORIGIN=http://localhost:3000 and open http://localhost:3000/account/.`,
+    };
+  }
+  return { usable: true, reason: '' };
+}
+
+type Json = Parameters<typeof PublicKeyCredential.parseRequestOptionsFromJSON>[0];
+
+async function assertion(options: unknown): Promise<unknown> {
+  const credential = (await navigator.credentials.get({
+    publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(options as Json),
+  })) as PublicKeyCredential | null;
+  if (!credential) throw new DOMException('no credential', 'NotAllowedError');
+  return credential.toJSON();
+}
+
+const email = (identifier: string) => ({ identifierType: 'email' as const, identifier });
+
+export const api = {
+  signedIn: (): Promise<boolean> => session.isSignedIn(),
+  /** The session ended: here, in another tab, or at the service (a refused renewal). */
+  onSignedOut(listener: () => void): void {
+    session.onChange((event) => {
+      if (event.status !== 'signed-out') return;
+      elevation = null;
+      listener();
+    });
+  },
+  elevation: (): string | undefined =>
+    elevation && elevation.expiresAt > Date.now() ? elevation.token : undefined,
+
+  signUp: (identifier: string, password: string) => client.signUp({ ...email(identifier), password }),
+  confirmSignUp: (identifier: string, password: string, code: string) =>
+    client.confirmSignUp({ ...email(identifier), password, code }),
+  async signIn(
+    identifier: string,
+    password: string,
+  ): Promise<{ kind: 'session' } | { kind: 'second_factor_required'; ticket: string; expiresAt: string }> {
+    const result = await client.signIn({ ...email(identifier), password });
+    if (result.kind === 'second_factor_required') {
+      return { kind: result.kind, ticket: result.secondFactorTicket, expiresAt: result.ticketExpiresAt };
+    }
+    return { kind: 'session' };
+  },
+  completeSecondFactor: async (ticket: string, answer: { code: string } | { recoveryCode: string }) => {
+    await client.completeSecondFactor({ secondFactorTicket: ticket, ...answer });
+  },
+  async signInWithPasskey(): Promise<void> {
+    const options = await client.passkeySignInOptions({});
+    await client.signInWithPasskey({ credential: await assertion(options.options) } as never);
+  },
+  startRecovery: (identifier: string) => client.startPasswordRecovery(email(identifier)),
+  confirmRecovery: (identifier: string, code: string, newPassword: string) =>
+    client.confirmPasswordRecovery({ ...email(identifier), code, newPassword }),
+  async signOut(): Promise<void> {
+    elevation = null;
+    // Forgotten here even when the service could not be told (it ends with its expiry).
+    await client.signOut().catch(() => session.ended('signed_out'));
+  },
+  async signOutEverywhere(): Promise<void> {
+    elevation = null;
+    await client.signOutEverywhere();
+  },
+
+  context: (): Promise<SessionContext> => client.context(),
+  exportAccount: () => client.exportAccount(),
+  async history(after?: string): Promise<{ items: SignInHistoryEntry[]; next: string | null }> {
+    const page = await client.history({ limit: 20, after });
+    return { items: page.items, next: page.pageInfo.hasNextPage ? page.pageInfo.nextCursor : null };
+  },
+  sessions: async (): Promise<DeviceSession[]> => (await client.listSessions({ limit: 100 })).items,
+  revokeSession: (id: string) => client.revokeSession(id),
+  changePassword: (currentPassword: string, newPassword: string) =>
+    client.changePassword({ currentPassword, newPassword }),
+
+  async startStepUp(channel?: StepUpChannel): Promise<{ challengeId: string; channel: StepUpChannel }> {
+    const c = await client.stepUp(channel ? { channel } : {});
+    return { challengeId: c.challengeId, channel: c.channel as StepUpChannel };
+  },
+  confirmStepUp: async (challengeId: string, code: string): Promise<string> =>
+    keep(await client.confirmStepUp({ challengeId, code })),
+  async stepUpWithPasskey(): Promise<string> {
+    const options = await client.stepUpWithPasskeyOptions();
+    return keep(await client.stepUpWithPasskey({ credential: await assertion(options.options) } as never));
+  },
+
+  secondFactors: async () => (await client.listSecondFactors({ limit: 100 })).items,
+  enrolSecondFactor: (label: string, elevationToken: string): Promise<SecondFactorEnrolment> =>
+    client.enrolSecondFactor(elevationToken, { label }),
+  confirmSecondFactor: (code: string) => client.confirmSecondFactor(code),
+  removeSecondFactor: (id: string, elevationToken: string) => client.removeSecondFactor(elevationToken, id),
+  recoveryCodeStatus: () => client.recoveryCodeStatus(),
+  issueRecoveryCodes: async (elevationToken: string): Promise<string[]> =>
+    (await client.issueRecoveryCodes(elevationToken)).recoveryCodes,
+
+  signInMethods: async (): Promise<SignInMethod[]> => (await client.listSignInMethods({ limit: 100 })).items,
+  addSignInMethod: (identifier: string, elevationToken: string) =>
+    client.addSignInMethod(elevationToken, email(identifier)),
+  confirmSignInMethod: (code: string, elevationToken: string) =>
+    client.confirmSignInMethod(elevationToken, code),
+  removeSignInMethod: (id: string, elevationToken: string) => client.removeSignInMethod(elevationToken, id),
+  async addPasskey(label: string, elevationToken: string): Promise<void> {
+    const options = await client.passkeyRegistrationOptions(elevationToken);
+    const credential = (await navigator.credentials.create({
+      publicKey: PublicKeyCredential.parseCreationOptionsFromJSON(
+        options.options as Parameters<typeof PublicKeyCredential.parseCreationOptionsFromJSON>[0],
+      ),
+    })) as PublicKeyCredential | null;
+    if (!credential) throw new DOMException('no credential', 'NotAllowedError');
+    await client.registerPasskey(elevationToken, { credential: credential.toJSON(), label } as never);
+  },
+};

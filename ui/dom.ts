@@ -1,0 +1,113 @@
+/*
+ * DOM building without innerHTML: every text goes in as a text node, so nothing the service or a
+ * person typed can become markup. No inline handlers or style attributes (the CSP forbids them).
+ */
+
+type Child = Node | string | null | undefined | false;
+type Attrs = Record<string, string | boolean | number | undefined | null | EventListener>;
+
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Attrs | null = null,
+  ...children: (Child | Child[])[]
+): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs ?? {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name.startsWith('on') && typeof value === 'function') {
+      el.addEventListener(name.slice(2), value as EventListener);
+    } else if (value === true) {
+      el.setAttribute(name, '');
+    } else {
+      el.setAttribute(name, String(value));
+    }
+  }
+  append(el, children);
+  return el;
+}
+
+export function append(parent: Node, children: (Child | Child[])[]): void {
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    parent.appendChild(typeof child === 'string' ? document.createTextNode(child) : child);
+  }
+}
+
+let ids = 0;
+/** A document-unique id for label/description pairs. */
+export const uid = (prefix: string) => `${prefix}-${++ids}`;
+
+export interface FieldOptions {
+  label: string;
+  name: string;
+  type?: 'text' | 'email' | 'password';
+  autocomplete?: string;
+  hint?: string;
+  required?: boolean;
+  inputmode?: string;
+  minlength?: number;
+  maxlength?: number;
+  value?: string;
+}
+
+export interface Field {
+  wrap: HTMLDivElement;
+  input: HTMLInputElement;
+  setError(message: string | null): void;
+}
+
+/** A labelled input with its hint and its error, both tied to it by aria-describedby. */
+export function field(o: FieldOptions): Field {
+  const id = uid(o.name);
+  const hintId = `${id}-hint`;
+  const errorId = `${id}-error`;
+  const input = h('input', {
+    id,
+    name: o.name,
+    type: o.type ?? 'text',
+    autocomplete: o.autocomplete ?? 'off',
+    required: o.required ?? true,
+    inputmode: o.inputmode,
+    minlength: o.minlength,
+    maxlength: o.maxlength,
+    spellcheck: o.type === 'email' || o.type === 'password' ? 'false' : undefined,
+    'aria-describedby': o.hint ? hintId : undefined,
+  });
+  if (o.value) input.value = o.value;
+  const error = h('p', { class: 'field-error', id: errorId, hidden: true });
+  const wrap = h(
+    'div',
+    { class: 'field' },
+    h('label', { for: id }, o.label),
+    o.hint ? h('p', { class: 'hint', id: hintId }, o.hint) : null,
+    input,
+    error,
+  );
+  return {
+    wrap,
+    input,
+    setError(message) {
+      error.textContent = message ?? '';
+      error.hidden = !message;
+      const described = [o.hint ? hintId : null, message ? errorId : null].filter(Boolean).join(' ');
+      if (described) input.setAttribute('aria-describedby', described);
+      else input.removeAttribute('aria-describedby');
+      if (message) input.setAttribute('aria-invalid', 'true');
+      else input.removeAttribute('aria-invalid');
+    },
+  };
+}
+
+/** Text that screen readers announce politely (route changes, copies, quiet successes). */
+export function announce(message: string): void {
+  const el = document.getElementById('announcer');
+  if (!el) return;
+  el.textContent = '';
+  // A fresh text node after a tick is announced even when the message repeats.
+  setTimeout(() => {
+    el.textContent = message;
+  }, 50);
+}
+
+export const formatDate = (iso: string | null | undefined): string =>
+  iso ? new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' }) : '—';

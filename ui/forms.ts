@@ -1,0 +1,98 @@
+import { asProblem } from './api.js';
+import { type Field, h } from './dom.js';
+import { Cancelled, fieldMessage, messageFor } from './problems.js';
+
+export interface FormOptions {
+  fields: Field[];
+  submit: string;
+  /** Extra content after the fields, before the buttons (choices, notes). */
+  extra?: Node[];
+  /** Buttons beside the submit button. */
+  buttons?: HTMLElement[];
+  onSubmit(): Promise<void>;
+}
+
+export interface Form {
+  el: HTMLFormElement;
+  alert: HTMLElement;
+  fail(error: unknown): void;
+}
+
+/**
+ * A form that submits once at a time, names the refusal in an alert and on the fields it is about
+ * (validation errors by field name), and moves focus to the first thing to fix.
+ */
+export function makeForm(o: FormOptions): Form {
+  const alert = h('div', { class: 'alert', role: 'alert', tabindex: '-1', hidden: true });
+  const submit = h('button', { type: 'submit' }, o.submit);
+  const el = h(
+    'form',
+    null,
+    alert,
+    o.fields.map((f) => f.wrap),
+    o.extra ?? [],
+    h('div', { class: 'actions' }, submit, o.buttons ?? []),
+  );
+  const fail = (error: unknown) => {
+    if (error instanceof Cancelled) return;
+    const p = asProblem(error);
+    let firstInvalid: HTMLInputElement | null = null;
+    for (const e of p.errors ?? []) {
+      const f = o.fields.find((x) => x.input.name === e.field);
+      if (f) {
+        f.setError(fieldMessage(e));
+        firstInvalid ??= f.input;
+      }
+    }
+    alert.textContent = messageFor(p);
+    alert.hidden = false;
+    (firstInvalid ?? alert).focus();
+  };
+  el.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    if (submit.disabled) return;
+    for (const f of o.fields) f.setError(null);
+    alert.hidden = true;
+    submit.disabled = true;
+    el.setAttribute('aria-busy', 'true');
+    try {
+      await o.onSubmit();
+    } catch (error) {
+      fail(error);
+    } finally {
+      submit.disabled = false;
+      el.removeAttribute('aria-busy');
+    }
+  });
+  return { el, alert, fail };
+}
+
+/** A button that runs one action at a time and reports a refusal in `alert`. */
+export function actionButton(
+  label: string,
+  alert: HTMLElement,
+  run: () => Promise<void>,
+  cls = 'secondary',
+  attrs: Record<string, string> = {},
+): HTMLButtonElement {
+  const button = h('button', { type: 'button', class: cls, ...attrs }, label);
+  button.addEventListener('click', async () => {
+    if (button.disabled) return;
+    button.disabled = true;
+    alert.hidden = true;
+    try {
+      await run();
+    } catch (error) {
+      if (error instanceof Cancelled) return;
+      alert.textContent = messageFor(asProblem(error));
+      alert.hidden = false;
+      alert.focus();
+    } finally {
+      if (button.isConnected) button.disabled = false;
+    }
+  });
+  return button;
+}
+
+/** An alert region for a card's buttons. */
+export const alertBox = () => h('div', { class: 'alert', role: 'alert', tabindex: '-1', hidden: true });

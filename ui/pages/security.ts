@@ -1,0 +1,393 @@
+import { api, passkeyStatus } from '../api.js';
+import { announce, field, formatDate, h } from '../dom.js';
+import { actionButton, alertBox, makeForm } from '../forms.js';
+import { qrSvg } from '../qr.js';
+import type { PageContent } from '../router.js';
+import { elevated } from '../stepup.js';
+import { methodName } from './home.js';
+import { swap } from './steps.js';
+
+export async function securityPage(): Promise<PageContent> {
+  const sections = await Promise.all([
+    passwordSection(),
+    authenticatorSection(),
+    recoverySection(),
+    passkeySection(),
+    methodsSection(),
+  ]);
+  return { title: 'Security', body: sections };
+}
+
+function card(id: string, title: string): { el: HTMLElement; heading: HTMLElement } {
+  const heading = h('h2', { id: `${id}-title`, tabindex: '-1' }, title);
+  return { el: h('section', { class: 'card', id, 'aria-labelledby': `${id}-title` }, heading), heading };
+}
+
+function passwordSection(): HTMLElement {
+  const { el } = card('password', 'Password');
+  const current = field({
+    label: 'Current password',
+    name: 'currentPassword',
+    type: 'password',
+    autocomplete: 'current-password',
+  });
+  const next = field({
+    label: 'New password',
+    name: 'newPassword',
+    type: 'password',
+    autocomplete: 'new-password',
+    minlength: 12,
+    maxlength: 200,
+    hint: '12 to 200 characters. Your other sessions are signed out.',
+  });
+  const done = h('p', { class: 'notice', role: 'status' });
+  const form = makeForm({
+    fields: [current, next],
+    submit: 'Change password',
+    async onSubmit() {
+      await api.changePassword(current.input.value, next.input.value);
+      current.input.value = '';
+      next.input.value = '';
+      done.textContent = 'Password changed. Your other sessions were signed out.';
+    },
+  });
+  el.append(done, form.el);
+  return el;
+}
+
+async function authenticatorSection(): Promise<HTMLElement> {
+  const { el } = card('authenticator', 'Authenticator app');
+  const body = h('div');
+  el.append(body);
+  const draw = async () => {
+    const factors = await api.secondFactors();
+    const alert = alertBox();
+    const slot = h('div');
+    const list = h(
+      'ul',
+      { class: 'items' },
+      factors.map((f) =>
+        h(
+          'li',
+          null,
+          h(
+            'span',
+            { class: 'item-main' },
+            f.label ?? 'Authenticator app',
+            h('span', { class: 'item-meta' }, `Added ${formatDate(f.verifiedAt)}`),
+          ),
+          actionButton(
+            'Remove',
+            alert,
+            async () => {
+              await elevated(slot, (token) => api.removeSecondFactor(f.id, token));
+              announce('Authenticator removed');
+              await draw();
+            },
+            'danger',
+            { 'aria-label': `Remove ${f.label ?? 'authenticator app'}` },
+          ),
+        ),
+      ),
+    );
+    const start = actionButton(
+      'Set up an authenticator app',
+      alert,
+      async () => {
+        const enrolment = await elevated(slot, (token) => api.enrolSecondFactor('Authenticator app', token));
+        enrolStep(body, enrolment, draw);
+      },
+      factors.length ? 'secondary' : '',
+    );
+    body.replaceChildren(
+      h(
+        'p',
+        null,
+        factors.length
+          ? 'Signing in asks for a code from your app after the password.'
+          : 'Add a second step to sign-in: a code from an app such as a password manager or authenticator.',
+      ),
+      alert,
+      slot,
+      factors.length ? list : '',
+      h('div', { class: 'actions' }, start),
+    );
+  };
+  await draw();
+  return el;
+}
+
+function enrolStep(
+  body: HTMLElement,
+  enrolment: { secret: string; otpauthUri: string },
+  done: () => Promise<void>,
+): void {
+  const code = field({
+    label: 'Code from the app',
+    name: 'code',
+    autocomplete: 'one-time-code',
+    inputmode: 'numeric',
+    hint: 'After scanning, the app shows a 6-digit code.',
+  });
+  const form = makeForm({
+    fields: [code],
+    submit: 'Confirm',
+    async onSubmit() {
+      await api.confirmSecondFactor(code.input.value.trim());
+      announce('Authenticator app added');
+      await done();
+      const note = h(
+        'p',
+        { class: 'notice', role: 'status', tabindex: '-1' },
+        'Authenticator app added. Now create recovery codes in case you lose it.',
+      );
+      body.prepend(note);
+      note.focus();
+    },
+  });
+  swap(
+    body,
+    h('h3', { tabindex: '-1' }, 'Scan this code with your app'),
+    qrSvg(enrolment.otpauthUri, 'QR code to add this account to an authenticator app'),
+    h('p', null, 'Cannot scan? Enter this key in the app:'),
+    h('p', { class: 'secret', id: 'totp-secret' }, enrolment.secret),
+    form.el,
+  );
+  (body.querySelector('h3') as HTMLElement).focus();
+}
+
+async function recoverySection(): Promise<HTMLElement> {
+  const { el } = card('recovery', 'Recovery codes');
+  const body = h('div');
+  el.append(body);
+  const draw = async () => {
+    const status = await api.recoveryCodeStatus();
+    const alert = alertBox();
+    const slot = h('div');
+    const issue = actionButton(
+      status.remaining > 0 ? 'Create new recovery codes' : 'Create recovery codes',
+      alert,
+      async () => {
+        const codes = await elevated(slot, (token) => api.issueRecoveryCodes(token));
+        showCodes(body, codes, draw);
+      },
+      'secondary',
+    );
+    body.replaceChildren(
+      h(
+        'p',
+        null,
+        status.remaining > 0
+          ? `${status.remaining} unused codes left, created ${formatDate(status.issuedAt)}. Creating new ones cancels these.`
+          : 'Recovery codes finish a sign-in when your authenticator app is not at hand.',
+      ),
+      alert,
+      slot,
+      h('div', { class: 'actions' }, issue),
+    );
+  };
+  await draw();
+  return el;
+}
+
+function showCodes(body: HTMLElement, codes: string[], done: () => Promise<void>): void {
+  const text = `${codes.join('\n')}\n`;
+  const status = h('p', { role: 'status' });
+  const copy = h('button', { type: 'button', class: 'secondary' }, 'Copy');
+  copy.addEventListener('click', async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+      status.textContent = 'Copied to the clipboard.';
+    } catch {
+      status.textContent = 'Copying is not allowed here: select the codes and copy them.';
+    }
+  });
+  const download = h('button', { type: 'button', class: 'secondary' }, 'Download');
+  download.addEventListener('click', () => {
+    const url = URL.createObjectURL(new Blob([text], { type: 'text/plain' }));
+    const a = h('a', { href: url, download: 'recovery-codes.txt', hidden: true });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+    status.textContent = 'Downloaded recovery-codes.txt.';
+  });
+  const saved = h('button', { type: 'button' }, 'I have saved them');
+  saved.addEventListener('click', async () => {
+    await done();
+    (body.closest('section')?.querySelector('h2') as HTMLElement | null)?.focus();
+  });
+  swap(
+    body,
+    h('h3', { tabindex: '-1' }, 'Your new recovery codes'),
+    h('p', { class: 'info' }, 'They are shown only now. Keep them somewhere safe: each works once.'),
+    h(
+      'ol',
+      { class: 'codes', id: 'recovery-codes' },
+      codes.map((c) => h('li', null, c)),
+    ),
+    status,
+    h('div', { class: 'actions' }, copy, download, saved),
+  );
+  (body.querySelector('h3') as HTMLElement).focus();
+}
+
+async function passkeySection(): Promise<HTMLElement> {
+  const { el } = card('passkeys', 'Passkeys');
+  const body = h('div');
+  el.append(body);
+  const draw = async () => {
+    const all = await api.signInMethods();
+    const passkeys = all.filter((m) => m.kind === 'passkey');
+    const alert = alertBox();
+    const slot = h('div');
+    const status = passkeyStatus();
+    const list = h(
+      'ul',
+      { class: 'items' },
+      passkeys.map((p) =>
+        h(
+          'li',
+          null,
+          h(
+            'span',
+            { class: 'item-main' },
+            p.display ?? 'Passkey',
+            h(
+              'span',
+              { class: 'item-meta' },
+              `Added ${formatDate(p.verifiedAt)} · last used ${formatDate(p.lastUsedAt)}`,
+            ),
+          ),
+          actionButton(
+            'Remove',
+            alert,
+            async () => {
+              await elevated(slot, (token) => api.removeSignInMethod(p.id, token));
+              announce('Passkey removed');
+              await draw();
+            },
+            'danger',
+            { 'aria-label': `Remove passkey ${p.display ?? ''}`.trim() },
+          ),
+        ),
+      ),
+    );
+    const parts: (Node | string)[] = [
+      h(
+        'p',
+        null,
+        'A passkey signs you in with your device’s screen lock: nothing to type, nothing to phish.',
+      ),
+      alert,
+      slot,
+    ];
+    if (passkeys.length) parts.push(list);
+    if (status.usable) {
+      const label = field({
+        label: 'Name for the new passkey',
+        name: 'label',
+        required: false,
+        hint: 'For example “Work laptop”.',
+        maxlength: 64,
+      });
+      const form = makeForm({
+        fields: [label],
+        submit: 'Add a passkey',
+        async onSubmit() {
+          const name = label.input.value.trim() || 'Passkey';
+          await elevated(slot, (token) => api.addPasskey(name, token));
+          announce('Passkey added');
+          await draw();
+        },
+      });
+      parts.push(form.el);
+    } else {
+      parts.push(h('p', { class: 'info' }, status.reason));
+    }
+    body.replaceChildren(...parts);
+  };
+  await draw();
+  return el;
+}
+
+async function methodsSection(): Promise<HTMLElement> {
+  const { el } = card('methods', 'Sign-in methods');
+  const body = h('div');
+  el.append(body);
+  const draw = async () => {
+    const methods = (await api.signInMethods()).filter((m) => m.kind !== 'passkey');
+    const alert = alertBox();
+    const slot = h('div');
+    const list = h(
+      'ul',
+      { class: 'items', id: 'method-list' },
+      methods.map((m) => {
+        const name = m.display ? `${methodName(m.kind)} ${m.display}` : methodName(m.kind);
+        return h(
+          'li',
+          null,
+          h(
+            'span',
+            { class: 'item-main' },
+            m.display ?? methodName(m.kind),
+            h(
+              'span',
+              { class: 'item-meta' },
+              `${methodName(m.kind)} · last used ${formatDate(m.lastUsedAt)}`,
+            ),
+          ),
+          actionButton(
+            'Remove',
+            alert,
+            async () => {
+              await elevated(slot, (token) => api.removeSignInMethod(m.id, token));
+              announce(`${name} removed`);
+              await draw();
+            },
+            'danger',
+            { 'aria-label': `Remove ${name}` },
+          ),
+        );
+      }),
+    );
+    const email = field({
+      label: 'Add an email address',
+      name: 'identifier',
+      type: 'email',
+      autocomplete: 'email',
+    });
+    const form = makeForm({
+      fields: [email],
+      submit: 'Send a code',
+      async onSubmit() {
+        const address = email.input.value;
+        await elevated(slot, (token) => api.addSignInMethod(address, token));
+        confirmStep(address);
+      },
+    });
+    const confirmStep = (address: string) => {
+      const code = field({
+        label: 'Code',
+        name: 'code',
+        autocomplete: 'one-time-code',
+        hint: `The code we sent to ${address}.`,
+      });
+      const confirm = makeForm({
+        fields: [code],
+        submit: 'Confirm address',
+        async onSubmit() {
+          await elevated(slot, (token) => api.confirmSignInMethod(code.input.value.trim(), token));
+          announce('Address added');
+          await draw();
+        },
+      });
+      const box = h('div', null, h('h3', { tabindex: '-1' }, `Confirm ${address}`), confirm.el);
+      form.el.replaceWith(box);
+      (box.querySelector('h3') as HTMLElement).focus();
+    };
+    body.replaceChildren(alert, slot, list, form.el);
+  };
+  await draw();
+  return el;
+}

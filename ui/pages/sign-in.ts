@@ -1,0 +1,136 @@
+import { api, passkeyStatus } from '../api.js';
+import { field, h } from '../dom.js';
+import { actionButton, alertBox, makeForm } from '../forms.js';
+import { go, type PageContent } from '../router.js';
+
+/** The ticket of a password accepted but waiting for its second step: memory only, never the URL. */
+let pending: { ticket: string; expiresAt: string } | null = null;
+
+export function signInPage(): PageContent {
+  const email = field({
+    label: 'Email address',
+    name: 'identifier',
+    type: 'email',
+    autocomplete: 'username',
+  });
+  const password = field({
+    label: 'Password',
+    name: 'password',
+    type: 'password',
+    autocomplete: 'current-password',
+  });
+  const form = makeForm({
+    fields: [email, password],
+    submit: 'Sign in',
+    async onSubmit() {
+      const result = await api.signIn(email.input.value, password.input.value);
+      if (result.kind === 'second_factor_required') {
+        pending = { ticket: result.ticket, expiresAt: result.expiresAt };
+        go('/sign-in/second-factor');
+      } else {
+        go('/');
+      }
+    },
+  });
+  return {
+    title: 'Sign in',
+    body: [
+      h('section', { class: 'card', 'aria-label': 'Sign in with a password' }, form.el),
+      passkeySignIn(),
+      h(
+        'p',
+        null,
+        'New here? ',
+        h('a', { href: '#/sign-up' }, 'Create an account'),
+        '. ',
+        h('a', { href: '#/recover' }, 'Forgot your password?'),
+      ),
+    ],
+  };
+}
+
+function passkeySignIn(): HTMLElement {
+  const status = passkeyStatus();
+  const heading = h('h2', null, 'Passkey');
+  if (!status.usable) {
+    return h(
+      'section',
+      { class: 'card', 'aria-label': 'Passkey' },
+      heading,
+      h('p', { class: 'hint' }, status.reason),
+    );
+  }
+  const alert = alertBox();
+  const button = actionButton(
+    'Sign in with a passkey',
+    alert,
+    async () => {
+      await api.signInWithPasskey();
+      go('/');
+    },
+    'secondary',
+  );
+  return h(
+    'section',
+    { class: 'card', 'aria-label': 'Passkey' },
+    heading,
+    h('p', null, 'Use the passkey saved on this device or your phone: no password needed.'),
+    alert,
+    h('div', { class: 'actions' }, button),
+  );
+}
+
+export function secondFactorPage(): PageContent {
+  if (!pending) {
+    return {
+      title: 'Second step',
+      body: [
+        h('p', null, 'Your sign-in has expired. '),
+        h('p', null, h('a', { href: '#/sign-in' }, 'Sign in again')),
+      ],
+    };
+  }
+  const { ticket } = pending;
+  let recovery = false;
+  const code = field({
+    label: 'Authenticator code',
+    name: 'code',
+    autocomplete: 'one-time-code',
+    inputmode: 'numeric',
+    hint: 'The 6-digit code your authenticator app shows now.',
+  });
+  const label = code.wrap.querySelector('label') as HTMLLabelElement;
+  const hint = code.wrap.querySelector('.hint') as HTMLElement;
+  const toggle = h('button', { type: 'button', class: 'link' }, 'Use a recovery code instead');
+  toggle.addEventListener('click', () => {
+    recovery = !recovery;
+    label.textContent = recovery ? 'Recovery code' : 'Authenticator code';
+    hint.textContent = recovery
+      ? 'One of the recovery codes you saved, like ABCD-EFGH-JKLM-NPQR. It is used up.'
+      : 'The 6-digit code your authenticator app shows now.';
+    code.input.name = recovery ? 'recoveryCode' : 'code';
+    code.input.inputMode = recovery ? 'text' : 'numeric';
+    code.input.value = '';
+    toggle.textContent = recovery ? 'Use an authenticator code instead' : 'Use a recovery code instead';
+    code.input.focus();
+  });
+  const form = makeForm({
+    fields: [code],
+    submit: 'Continue',
+    buttons: [toggle],
+    async onSubmit() {
+      const value = code.input.value.trim();
+      await api.completeSecondFactor(ticket, recovery ? { recoveryCode: value } : { code: value });
+      pending = null;
+      go('/');
+    },
+  });
+  return {
+    title: 'Second step',
+    body: [
+      h('p', null, 'Your password is right. Now confirm it is you with your authenticator app.'),
+      h('section', { class: 'card', 'aria-label': 'Second step' }, form.el),
+      h('p', null, h('a', { href: '#/sign-in' }, 'Start again')),
+    ],
+  };
+}

@@ -1,0 +1,118 @@
+import { api, asProblem, passkeyStatus, type StepUpChannel } from './api.js';
+import { field, h, uid } from './dom.js';
+import { makeForm } from './forms.js';
+import { Cancelled } from './problems.js';
+
+/**
+ * Runs an elevated action: with the elevation this page already holds (if any), and when there is
+ * none or the service answers identity.elevation_required, asks for the step-up right there in
+ * `slot` (a code by message or from the authenticator, a recovery code, or a passkey), then runs
+ * the action again with the new elevation token.
+ */
+export async function elevated<T>(slot: HTMLElement, action: (elevation: string) => Promise<T>): Promise<T> {
+  const held = api.elevation();
+  if (held) {
+    try {
+      return await action(held);
+    } catch (error) {
+      if (asProblem(error).code !== 'identity.elevation_required') throw error;
+    }
+  }
+  return action(await stepUp(slot));
+}
+
+const PROMPT: Record<StepUpChannel, string> = {
+  identifier: 'We sent a code to your address. Enter it to continue.',
+  second_factor: 'Enter the code your authenticator app shows now.',
+  recovery_code: 'Enter one of your unused recovery codes. It will be used up.',
+};
+
+/** Shows the step-up in `slot` and resolves with the elevation token, or rejects with Cancelled. */
+export function stepUp(slot: HTMLElement): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const titleId = uid('stepup-title');
+    const box = h('section', { class: 'stepup', 'aria-labelledby': titleId });
+    slot.replaceChildren(box);
+    const close = () => slot.replaceChildren();
+
+    const draw = async (channel?: StepUpChannel) => {
+      const heading = h('h3', { id: titleId, tabindex: '-1' }, 'Confirm it is you');
+      const status = h('p', null, 'Preparing…');
+      box.replaceChildren(heading, status);
+      heading.focus();
+      let challenge: { challengeId: string; channel: StepUpChannel };
+      try {
+        challenge = await api.startStepUp(channel);
+      } catch (error) {
+        const p = asProblem(error);
+        status.className = 'alert';
+        status.setAttribute('role', 'alert');
+        status.textContent =
+          p.code === 'identity.step_up_unavailable' && channel
+            ? 'That way is not available on this account.'
+            : (p.detail ?? 'The step-up could not start.');
+        box.append(h('div', { class: 'actions' }, others(channel), cancelButton()));
+        return;
+      }
+      const code = field({
+        label: challenge.channel === 'recovery_code' ? 'Recovery code' : 'Code',
+        name: 'code',
+        autocomplete: 'one-time-code',
+        inputmode: challenge.channel === 'recovery_code' ? undefined : 'numeric',
+      });
+      const form = makeForm({
+        fields: [code],
+        submit: 'Confirm',
+        buttons: [cancelButton()],
+        async onSubmit() {
+          const token = await api.confirmStepUp(challenge.challengeId, code.input.value.trim());
+          close();
+          resolve(token);
+        },
+      });
+      status.textContent = PROMPT[challenge.channel];
+      box.append(form.el, h('div', { class: 'actions' }, others(challenge.channel)));
+      code.input.focus();
+    };
+
+    const cancelButton = () => {
+      const b = h('button', { type: 'button', class: 'secondary' }, 'Cancel');
+      b.addEventListener('click', () => {
+        close();
+        reject(new Cancelled());
+      });
+      return b;
+    };
+
+    const others = (current: StepUpChannel | undefined): HTMLElement[] => {
+      const list: HTMLElement[] = [];
+      if (current !== 'recovery_code') {
+        const b = h('button', { type: 'button', class: 'link' }, 'Use a recovery code');
+        b.addEventListener('click', () => void draw('recovery_code'));
+        list.push(b);
+      }
+      if (passkeyStatus().usable) {
+        const b = h('button', { type: 'button', class: 'link' }, 'Use a passkey');
+        b.addEventListener('click', async () => {
+          try {
+            const token = await api.stepUpWithPasskey();
+            close();
+            resolve(token);
+          } catch (error) {
+            const p = asProblem(error);
+            const alert = h(
+              'p',
+              { class: 'alert', role: 'alert' },
+              p.detail ?? 'The passkey was not accepted.',
+            );
+            box.append(alert);
+          }
+        });
+        list.push(b);
+      }
+      return list;
+    };
+
+    void draw();
+  });
+}
