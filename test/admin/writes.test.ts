@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -271,6 +272,22 @@ describe('erasures', () => {
     expect(await traces(db, [address, ip, ua, 'cred-erase', 'laptop'])).toEqual([]);
     const key = deriveKey(t.config.secretsKey, 'audit-seal');
     expect(await verifyChain(db, key)).toMatchObject({ ok: true });
+    // On the PostgreSQL server, the operator's own command says so too (PGlite here is in memory,
+    // out of another process's reach).
+    if (t.db.url && t.db.schema) {
+      const verify = spawnSync(process.execPath, ['--import', 'tsx', 'src/audit-verify.ts'], {
+        env: {
+          ...process.env,
+          NODE_ENV: 'test',
+          DATABASE_URL: t.db.url,
+          PGOPTIONS: `-c search_path=${t.db.schema}`,
+          SECRETS_KEY: t.config.secretsKey.toString('base64'),
+        },
+        encoding: 'utf8',
+      });
+      expect(verify.status, verify.stdout + verify.stderr).toBe(0);
+      expect(verify.stdout).toMatch(/^audit chain intact: \d+ records$/m);
+    }
     // The audit trail still names the bare id, and the erasure's own record holds no personal data.
     const records = (await adminRequest(t.admin!, 'GET', `/audit-records?identityId=${identityId}`)).json()
       .data;
