@@ -1,6 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { IdInput, Instant, Uuid } from '../../platform/http/schemas.js';
 import { Page, PageQuerySchema } from '../../platform/pagination/page.js';
+import { MethodKind } from '../sign-in-methods/schemas.js';
 
 const page = PageQuerySchema.properties;
 
@@ -64,13 +65,7 @@ export const IdentityDetail = Type.Object(
       Type.Object(
         {
           id: Uuid,
-          kind: Type.Union([
-            Type.Literal('email'),
-            Type.Literal('phone'),
-            Type.Literal('password'),
-            Type.Literal('provider'),
-            Type.Literal('passkey'),
-          ]),
+          kind: MethodKind,
           display: Type.Union([Type.String(), Type.Null()], {
             description: 'Address (unmasked), provider name or passkey label; null for the password',
           }),

@@ -46,16 +46,19 @@ export function confirmationBody(config: Pick<Config, 'verificationCodeFormat' |
 
 export const MethodIdParams = Type.Object({ id: IdInput }, { additionalProperties: false });
 
+/** The kinds of way in a method list names (the owner's and an operator's). */
+export const MethodKind = Type.Union([
+  Type.Literal('email'),
+  Type.Literal('phone'),
+  Type.Literal('password'),
+  Type.Literal('provider'),
+  Type.Literal('passkey'),
+]);
+
 export const SignInMethodSchema = Type.Object(
   {
     id: Uuid,
-    kind: Type.Union([
-      Type.Literal('email'),
-      Type.Literal('phone'),
-      Type.Literal('password'),
-      Type.Literal('provider'),
-      Type.Literal('passkey'),
-    ]),
+    kind: MethodKind,
     display: Type.Union([Type.String(), Type.Null()], {
       description:
         'masked identifier, provider name, the passkey’s label, or null for the password or an unlabelled passkey',
