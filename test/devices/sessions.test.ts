@@ -68,6 +68,15 @@ describe('GET /sessions', () => {
     for (const secret of [laptop.accessToken, laptop.refreshToken, phone.accessToken, phone.refreshToken]) {
       expect(res.body).not.toContain(secret);
     }
+    // The sign-in history names the device the same way.
+    const history = await t.app.inject({
+      method: 'GET',
+      url: '/api/v1/sign-ins/history?limit=3',
+      headers: bearer(phone.accessToken),
+    });
+    expect(history.json().data.map((e: { device: { description: string } }) => e.device.description)).toEqual(
+      ['Chrome 156 on Linux', 'Mobile Safari 17 on iOS 17.5 (mobile)', 'Chrome 156 on Linux'],
+    );
   });
 
   it('lastActiveAt moves with a renewal; pages carry a cursor bound to the caller', async () => {

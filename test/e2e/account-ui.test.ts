@@ -428,6 +428,9 @@ describe('the hosted account UI in Chromium', () => {
     await heading(page, 'Sign-in history');
     await expect.poll(() => page.locator('#history li').count()).toBeGreaterThan(4);
     expect(await page.locator('#history').textContent()).toContain('Passkey');
+    // Each attempt names its device as parsed by the service, not the raw user agent.
+    expect(await page.locator('#history').textContent()).toMatch(/Chrome Headless \d+ on Linux/);
+    expect(await page.locator('#history').textContent()).not.toContain('Mozilla/5.0');
     await axe(page, 'sign-in history');
     await shot(page, 'history');
   });

@@ -23,7 +23,7 @@ export async function historyPage(): Promise<PageContent> {
             h(
               'span',
               { class: 'item-meta' },
-              [methodName(a.method), a.ipAddress, a.userAgent].filter(Boolean).join(' · '),
+              [methodName(a.method), a.device.description, a.ipAddress].filter(Boolean).join(' · '),
             ),
           ),
         ),

@@ -60,20 +60,6 @@ export const SessionContextSchema = Type.Object({
   organizations: Type.Array(Type.String()),
 });
 
-export const HistoryEntrySchema = Type.Object({
-  id: Type.String({ format: 'uuid' }),
-  occurredAt: Type.String({ format: 'date-time' }),
-  method: Type.String(),
-  outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('refused')]),
-  ipAddress: Type.Union([Type.String(), Type.Null()]),
-  userAgent: Type.Union([Type.String(), Type.Null()]),
-  noticeSentAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
-    description: 'When a new-sign-in notice about this sign-in was delivered; null when none was sent',
-  }),
-});
-
-export const HistoryPageSchema = Page(HistoryEntrySchema);
-
 export const DeviceSchema = Type.Object(
   {
     description: Type.String({ description: 'e.g. "Chrome 156 on Linux"; parsed from the user agent' }),
@@ -83,6 +69,21 @@ export const DeviceSchema = Type.Object(
   },
   { description: 'The device a session started on, parsed from its user agent' },
 );
+
+export const HistoryEntrySchema = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  occurredAt: Type.String({ format: 'date-time' }),
+  method: Type.String(),
+  outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('refused')]),
+  ipAddress: Type.Union([Type.String(), Type.Null()]),
+  userAgent: Type.Union([Type.String(), Type.Null()]),
+  device: DeviceSchema,
+  noticeSentAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'When a new-sign-in notice about this sign-in was delivered; null when none was sent',
+  }),
+});
+
+export const HistoryPageSchema = Page(HistoryEntrySchema);
 
 export const LiveSessionSchema = Type.Object({
   id: Type.String({ format: 'uuid' }),

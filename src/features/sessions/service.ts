@@ -260,6 +260,7 @@ export class SessionService {
         outcome: r.outcome,
         ipAddress: r.ip_address,
         userAgent: r.user_agent,
+        device: describeDevice(r.user_agent),
         noticeSentAt: r.notice_sent_at ? new Date(r.notice_sent_at).toISOString() : null,
       })),
       pageInfo,

@@ -2347,6 +2347,15 @@ export type paths = {
                     content: {
                         "application/json": {
                             data: {
+                                /** @description The device a session started on, parsed from its user agent */
+                                device: {
+                                    browser: string | null;
+                                    /** @description e.g. "Chrome 156 on Linux"; parsed from the user agent */
+                                    description: string;
+                                    os: string | null;
+                                    /** @description desktop, mobile, tablet, … or unknown without a user agent */
+                                    type: string;
+                                };
                                 /** Format: uuid */
                                 id: string;
                                 ipAddress: string | null;
