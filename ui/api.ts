@@ -180,6 +180,9 @@ export const api = {
   signInMethods: async (): Promise<SignInMethod[]> => (await client.listSignInMethods({ limit: 100 })).items,
   addSignInMethod: (identifier: string, elevationToken: string) =>
     client.addSignInMethod(elevationToken, email(identifier)),
+  /** A phone number in the national or international form, with its country (two letters). */
+  addPhoneNumber: (identifier: string, country: string, elevationToken: string) =>
+    client.addSignInMethod(elevationToken, { identifierType: 'phone', identifier, country }),
   confirmSignInMethod: (code: string, elevationToken: string) =>
     client.confirmSignInMethod(elevationToken, code),
   removeSignInMethod: (id: string, elevationToken: string) => client.removeSignInMethod(elevationToken, id),

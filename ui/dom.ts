@@ -40,7 +40,7 @@ export const uid = (prefix: string) => `${prefix}-${++ids}`;
 export interface FieldOptions {
   label: string;
   name: string;
-  type?: 'text' | 'email' | 'password';
+  type?: 'text' | 'email' | 'password' | 'tel';
   autocomplete?: string;
   hint?: string;
   required?: boolean;

@@ -363,10 +363,36 @@ async function methodsSection(): Promise<HTMLElement> {
       async onSubmit() {
         const address = email.input.value;
         await elevated(slot, (token) => api.addSignInMethod(address, token));
-        confirmStep(address);
+        confirmStep(address, form.el);
       },
     });
-    const confirmStep = (address: string) => {
+    const phone = field({
+      label: 'Add a phone number',
+      name: 'phone',
+      type: 'tel',
+      autocomplete: 'tel',
+      hint: 'A code is sent to it by text message.',
+    });
+    const country = field({
+      label: 'Country code of that number',
+      name: 'country',
+      autocomplete: 'country',
+      minlength: 2,
+      maxlength: 2,
+      hint: 'Two letters, for example GB, FR or US.',
+    });
+    const phoneForm = makeForm({
+      fields: [phone, country],
+      submit: 'Text a code to this number',
+      async onSubmit() {
+        const number = phone.input.value.trim();
+        await elevated(slot, (token) =>
+          api.addPhoneNumber(number, country.input.value.trim().toUpperCase(), token),
+        );
+        confirmStep(number, phoneForm.el);
+      },
+    });
+    const confirmStep = (address: string, replaced: HTMLElement) => {
       const code = field({
         label: 'Code',
         name: 'code',
@@ -383,10 +409,10 @@ async function methodsSection(): Promise<HTMLElement> {
         },
       });
       const box = h('div', null, h('h3', { tabindex: '-1' }, `Confirm ${address}`), confirm.el);
-      form.el.replaceWith(box);
+      replaced.replaceWith(box);
       (box.querySelector('h3') as HTMLElement).focus();
     };
-    body.replaceChildren(alert, slot, list, form.el);
+    body.replaceChildren(alert, slot, list, form.el, phoneForm.el);
   };
   await draw();
   return el;
