@@ -32,9 +32,7 @@ export const accountRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContex
         }),
       },
     },
-    async (request, reply) => {
-      reply.header('cache-control', 'no-store');
-      return envelope(await service.export(principalOf(request).identityId));
-    },
+    // Answered no-store like every /api answer (platform/http/lifecycle.ts).
+    async (request) => envelope(await service.export(principalOf(request).identityId)),
   );
 });
