@@ -3,11 +3,12 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import axeCore from 'axe-core';
 import { Secret, TOTP } from 'otpauth';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTENT_SECURITY_POLICY } from '../../src/features/account-ui/routes.js';
 import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { addVirtualAuthenticator, launchChromium } from '../helpers/browser.js';
 import { freePort } from '../helpers/net.js';
 import { codeIn, waitForCode } from '../helpers/outbox.js';
 import { bodyOf, type SmtpSink, startSmtpSink } from '../helpers/smtp.js';
@@ -22,7 +23,6 @@ import { bodyOf, type SmtpSink, startSmtpSink } from '../helpers/smtp.js';
  *
  * The journeys share one account and run in order (one file, one browser).
  */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const SHOTS = join(ROOT, 'docs/ui');
 /** axe-core's own source, to inject into each page (axe.source is the documented way). */
@@ -92,21 +92,6 @@ async function newPage(
   return { ctx, page: p };
 }
 
-async function addAuthenticator(p: Page): Promise<void> {
-  const cdp = await p.context().newCDPSession(p);
-  await cdp.send('WebAuthn.enable');
-  await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: {
-      protocol: 'ctap2',
-      transport: 'internal',
-      hasResidentKey: true,
-      hasUserVerification: true,
-      isUserVerified: true,
-      automaticPresenceSimulation: true,
-    },
-  });
-}
-
 /** axe-core, injected through the debugging protocol (the page's CSP rightly refuses it otherwise). */
 async function axe(p: Page, name: string): Promise<void> {
   await p.evaluate(AXE);
@@ -151,10 +136,10 @@ beforeAll(async () => {
     },
   });
   await t.app.listen({ host: '127.0.0.1', port });
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
+  browser = await launchChromium();
   ({ ctx: context, page } = await newPage());
   page.setDefaultTimeout(8000);
-  await addAuthenticator(page);
+  await addVirtualAuthenticator(page);
 }, 60_000);
 
 afterAll(async () => {

@@ -3,9 +3,10 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { sql } from 'kysely';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { launchChromium } from '../helpers/browser.js';
 import { createPerson } from '../helpers/identities.js';
 import { freePort } from '../helpers/net.js';
 
@@ -32,7 +33,6 @@ import { freePort } from '../helpers/net.js';
  *   process asynchronously. The ledger (a lock named after each spent token, held for a minute)
  *   makes the next holder wait for the write instead.
  */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const CLIENT_SOURCE = fileURLToPath(new URL('../../packages/client/src/', import.meta.url));
 const STORE_KEY = 'e2e-two-tabs';
 
@@ -125,7 +125,7 @@ beforeAll(async () => {
   api = `http://127.0.0.1:${apiPort}`;
   t = await createTestApp({ env: { ACCESS_TOKEN_TTL: '60', CORS_ORIGINS: pageOrigin } });
   await t.app.listen({ host: '127.0.0.1', port: apiPort });
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
+  browser = await launchChromium();
 }, 60_000);
 
 afterAll(async () => {

@@ -1,8 +1,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type Browser, type CDPSession, chromium, type Page } from 'playwright-core';
+import type { Browser, CDPSession, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { addVirtualAuthenticator, launchChromium } from '../helpers/browser.js';
 import { elevatedPerson } from '../helpers/elevation.js';
 import { freePort } from '../helpers/net.js';
 
@@ -15,7 +16,6 @@ import { freePort } from '../helpers/net.js';
  * The relying party is `localhost` (a secure context over plain http); the page and the API are
  * two origins on it, so the API's CORS list names the page.
  */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 /** The page's helpers: each takes what it needs and returns the service's answer. */
 const PAGE = `<!doctype html><meta charset="utf-8"><title>passkeys</title><script>
@@ -73,21 +73,10 @@ beforeAll(async () => {
     },
   });
   await t.app.listen({ host: '127.0.0.1', port: apiPort });
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
+  browser = await launchChromium();
   page = await browser.newPage();
   await page.goto(`${pageOrigin}/`);
-  cdp = await page.context().newCDPSession(page);
-  await cdp.send('WebAuthn.enable');
-  ({ authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: {
-      protocol: 'ctap2',
-      transport: 'internal',
-      hasResidentKey: true,
-      hasUserVerification: true,
-      isUserVerified: true,
-      automaticPresenceSimulation: true,
-    },
-  }));
+  ({ cdp, authenticatorId } = await addVirtualAuthenticator(page));
 }, 60_000);
 
 afterAll(async () => {
