@@ -111,3 +111,15 @@ export function announce(message: string): void {
 
 export const formatDate = (iso: string | null | undefined): string =>
   iso ? new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' }) : '—';
+
+/** A password to be set: the service's bounds (12 to 200 characters) stated once, for every form. */
+export function newPasswordField(o: { label: string; name: string; hint?: string }): Field {
+  return field({
+    ...o,
+    type: 'password',
+    autocomplete: 'new-password',
+    minlength: 12,
+    maxlength: 200,
+    hint: o.hint ? `12 to 200 characters. ${o.hint}` : '12 to 200 characters.',
+  });
+}

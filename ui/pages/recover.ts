@@ -1,5 +1,5 @@
 import { api } from '../api.js';
-import { field, h } from '../dom.js';
+import { field, h, newPasswordField } from '../dom.js';
 import { makeForm } from '../forms.js';
 import type { PageContent } from '../router.js';
 import { swap } from './steps.js';
@@ -34,15 +34,7 @@ export function recoverPage(): PageContent {
 
 function codeStep(card: HTMLElement, email: string): void {
   const code = field({ label: 'Code', name: 'code', autocomplete: 'one-time-code' });
-  const password = field({
-    label: 'New password',
-    name: 'newPassword',
-    type: 'password',
-    autocomplete: 'new-password',
-    minlength: 12,
-    maxlength: 200,
-    hint: '12 to 200 characters.',
-  });
+  const password = newPasswordField({ label: 'New password', name: 'newPassword' });
   const form = makeForm({
     fields: [code, password],
     submit: 'Set the new password',

@@ -1,5 +1,5 @@
 import { api, passkeyStatus } from '../api.js';
-import { announce, field, formatDate, h } from '../dom.js';
+import { announce, field, formatDate, h, newPasswordField } from '../dom.js';
 import { actionButton, alertBox, makeForm } from '../forms.js';
 import { qrSvg } from '../qr.js';
 import type { PageContent } from '../router.js';
@@ -31,14 +31,10 @@ function passwordSection(): HTMLElement {
     type: 'password',
     autocomplete: 'current-password',
   });
-  const next = field({
+  const next = newPasswordField({
     label: 'New password',
     name: 'newPassword',
-    type: 'password',
-    autocomplete: 'new-password',
-    minlength: 12,
-    maxlength: 200,
-    hint: '12 to 200 characters. Your other sessions are signed out.',
+    hint: 'Your other sessions are signed out.',
   });
   const done = h('p', { class: 'notice', role: 'status' });
   const form = makeForm({

@@ -1,5 +1,5 @@
 import { api } from '../api.js';
-import { field, h } from '../dom.js';
+import { field, h, newPasswordField } from '../dom.js';
 import { makeForm } from '../forms.js';
 import { go, type PageContent } from '../router.js';
 import { swap } from './steps.js';
@@ -7,14 +7,10 @@ import { swap } from './steps.js';
 export function signUpPage(): PageContent {
   const card = h('section', { class: 'card', 'aria-labelledby': 'signup-step' });
   const email = field({ label: 'Email address', name: 'identifier', type: 'email', autocomplete: 'email' });
-  const password = field({
+  const password = newPasswordField({
     label: 'Password',
     name: 'password',
-    type: 'password',
-    autocomplete: 'new-password',
-    minlength: 12,
-    maxlength: 200,
-    hint: '12 to 200 characters. A few unrelated words make a strong one.',
+    hint: 'A few unrelated words make a strong one.',
   });
   const form = makeForm({
     fields: [email, password],
