@@ -2,21 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STREAM_BATCH } from '../../src/features/admin/service.js';
+import type { VerifiedRecord } from '../../src/platform/audit/audit.js';
 import { ADMIN_KEY_NAME, adminRequest } from '../helpers/admin.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createPerson, type Person } from '../helpers/identities.js';
 
-interface Item {
-  seq: number;
-  id: string;
-  occurredAt: string;
-  name: string;
-  actor: string | null;
-  target: string | null;
-  outcome: string;
-  details: Record<string, unknown>;
-  verified: boolean;
-}
+type Item = VerifiedRecord;
 
 let t: TestApp;
 let a: Person;
