@@ -365,7 +365,9 @@ export class FuzzApp {
     const mint = (sid: string) =>
       db
         .transaction()
-        .execute((trx) => mintElevation(trx, this.t.ctx, { identityId: person.identityId, sessionId: sid }));
+        .execute((trx) =>
+          mintElevation(trx, this.t.ctx, { identityId: person.identityId, sessionId: sid }, 'identifier'),
+        );
     const identifier = await sql<{ id: string }>`
       SELECT id FROM identifiers WHERE identity_id = ${person.identityId} ORDER BY created_at LIMIT 1`.execute(
       db,

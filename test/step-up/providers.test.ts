@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { type TOTP, URI } from 'otpauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { elevate } from '../helpers/elevation.js';
 import { bearer, createPerson, signIn } from '../helpers/identities.js';
+import { messagesTo, waitForCode } from '../helpers/outbox.js';
 import {
   freshToken,
   idToken,
@@ -15,6 +17,7 @@ import {
   STEP_UP_REFUSED,
   shape,
 } from '../providers/support.js';
+import { sidOf } from '../sessions/support.js';
 
 let t: TestApp;
 let sink: ProviderSink;
@@ -178,6 +181,100 @@ describe('POST /step-ups/providers', () => {
     expect(data.kind).toBe('second_factor_required');
     expect(data).not.toHaveProperty('accessToken');
     expect(data).not.toHaveProperty('refreshToken');
+  });
+
+  it('refuses the provider channel once a second factor is verified: it cannot undo the factor', async () => {
+    // The attack: a session and the upstream account (one factor) mint an elevation, then remove
+    // the authenticator. The rule of every step-up is to prove the strongest factor held.
+    const { sub, grant } = await providerPerson();
+    const up = await providerStepUp(
+      t.app,
+      grant.accessToken,
+      await freshToken(t.app, sink, t.clock, { sub }),
+    );
+    expect(up.statusCode).toBe(201);
+    const headers = { ...bearer(grant.accessToken), 'x-elevation-token': up.json().data.elevationToken };
+    const enrol = await t.app.inject({ method: 'POST', url: '/api/v1/second-factors', headers, payload: {} });
+    expect(enrol.statusCode).toBe(201);
+    const totp = URI.parse(enrol.json().data.otpauthUri) as TOTP;
+    const confirmed = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/second-factors/confirmations',
+      headers: bearer(grant.accessToken),
+      payload: { code: totp.generate({ timestamp: t.clock.now().getTime() }) },
+    });
+    expect(confirmed.statusCode).toBe(204);
+
+    const { nonce } = await issueNonce(t.app);
+    const token = await idToken(sink, t.clock, { sub, nonce: nonceHash(nonce) });
+    const refused = await providerStepUp(t.app, grant.accessToken, token);
+    expect(refused.statusCode).toBe(422);
+    expect(refused.json().code).toBe('identity.step_up_unavailable');
+    expect(refused.json()).not.toHaveProperty('elevationToken');
+    const elevations = await t.ctx.database.db
+      .selectFrom('elevations')
+      .select(({ fn }) => fn.countAll<string>().as('n'))
+      .where('session_id', '=', sidOf(grant.accessToken))
+      .executeTakeFirstOrThrow();
+    expect(Number(elevations.n)).toBe(1);
+    // The refusal spent the nonce: the same token cannot be replayed for a sign-in.
+    expect((await providerSignIn(t.app, token)).json()).toEqual(SIGN_IN_REFUSED);
+
+    // The authenticator still steps up.
+    t.clock.advance(30);
+    const start = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/step-ups',
+      headers: bearer(grant.accessToken),
+      payload: { channel: 'second_factor' },
+    });
+    expect(start.statusCode).toBe(201);
+    const ok = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/step-ups/confirmations',
+      headers: bearer(grant.accessToken),
+      payload: {
+        challengeId: start.json().data.challengeId,
+        code: totp.generate({ timestamp: t.clock.now().getTime() }),
+      },
+    });
+    expect(ok.statusCode).toBe(201);
+  });
+
+  it('refuses an identifier step-up started before a factor was verified and confirmed after', async () => {
+    const person = await createPerson(t.ctx);
+    const grant = await signIn(t.app, person);
+    const before = messagesTo(t.config.dataDir, person.email).length;
+    const start = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/step-ups',
+      headers: bearer(grant.accessToken),
+      payload: { channel: 'identifier' },
+    });
+    expect(start.statusCode).toBe(201);
+    const code = await waitForCode(t.config.dataDir, person.email, before + 1);
+    // Meanwhile the factor is enrolled and verified from another session (a new step-up of the
+    // same session would retire the first challenge).
+    const other = await signIn(t.app, person);
+    const elevation = await elevate(t, other.accessToken, person.email);
+    const headers = { ...bearer(other.accessToken), 'x-elevation-token': elevation };
+    const enrol = await t.app.inject({ method: 'POST', url: '/api/v1/second-factors', headers, payload: {} });
+    const totp = URI.parse(enrol.json().data.otpauthUri) as TOTP;
+    const confirmed = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/second-factors/confirmations',
+      headers: bearer(other.accessToken),
+      payload: { code: totp.generate({ timestamp: t.clock.now().getTime() }) },
+    });
+    expect(confirmed.statusCode).toBe(204);
+    const late = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/step-ups/confirmations',
+      headers: bearer(grant.accessToken),
+      payload: { challengeId: start.json().data.challengeId, code },
+    });
+    expect(late.statusCode).toBe(422);
+    expect(late.json().code).toBe('identity.step_up_unavailable');
   });
 
   it('requires a session, and a password identity has no linked subject to prove', async () => {

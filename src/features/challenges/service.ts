@@ -232,7 +232,10 @@ export class ChallengeFlow {
    * guessed. Returns 'lost' when the spend lost a race after a correct proof: the caller must
    * throw, so the transaction rolls back whatever the proof consumed.
    */
-  async answerStepUp(trx: Executor, a: StepUpAnswer): Promise<{ ok: true } | Refused | 'lost'> {
+  async answerStepUp(
+    trx: Executor,
+    a: StepUpAnswer,
+  ): Promise<{ ok: true; channel: StepUpChannel } | Refused | 'lost'> {
     const now = this.clock.now();
     await lockIdentity(trx, a.identityId);
     const c = await findChallenge(trx, a.challengeId);
@@ -252,7 +255,10 @@ export class ChallengeFlow {
       c.channel === 'identifier'
         ? safeEqual(hash, c.code_hash ?? '')
         : await a.proveWithoutCode(trx, c.channel as StepUpChannel, now);
-    if (proven) return (await spendChallenge(trx, c.id, now)) ? { ok: true } : 'lost';
+    if (proven)
+      return (await spendChallenge(trx, c.id, now))
+        ? { ok: true, channel: c.channel as StepUpChannel }
+        : 'lost';
     if (!(await chargeChallenge(trx, c.id, now))) return { ok: false };
     return { ok: false, failure: await this.lock.recordFailure(trx, a.identityId, a.route) };
   }

@@ -352,7 +352,7 @@ export class PasskeyActs {
       { sessionId: principal.sessionId, identityId: principal.identityId },
       async (trx) => {
         await this.ctx.guesses.forgive(trx, guessSubject.session(principal.identityId));
-        return mintElevation(trx, this.ctx, principal);
+        return mintElevation(trx, this.ctx, principal, 'passkey');
       },
     );
   }

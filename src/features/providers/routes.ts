@@ -35,12 +35,18 @@ export const providerRoutes = featureRoutes(async (app, { ctx }: { ctx: AppConte
         summary: 'Mint an elevation with a provider ID token for a subject linked to the caller',
         description:
           'Every failure (unknown provider, refused token, a subject not linked to the caller, a missing, ' +
-          'unissued, expired or spent nonce) answers the identical 403 identity.step_up_confirmation_refused.',
+          'unissued, expired or spent nonce) answers the identical 403 identity.step_up_confirmation_refused. ' +
+          'An identity holding a verified second factor must prove it instead (an upstream account is one ' +
+          'factor): 422 identity.step_up_unavailable, the nonce spent.',
         security: security.session,
         body: schema.ProviderStepUpBody,
         response: responses(
           { 201: Data(schema.ElevationSchema) },
-          ['identity.session_required', 'identity.step_up_confirmation_refused'],
+          [
+            'identity.session_required',
+            'identity.step_up_confirmation_refused',
+            'identity.step_up_unavailable',
+          ],
           { body: true },
         ),
       },

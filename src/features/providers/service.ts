@@ -5,7 +5,7 @@ import type { RequestMeta, SessionPrincipal } from '../../platform/http/auth.js'
 import { Problem, type ProblemCode } from '../../platform/http/problem.js';
 import { deleteFreshIdentity, findIdentity, insertIdentity } from '../identities/repository.js';
 import type { SessionService } from '../sessions/service.js';
-import { type Elevation, mintElevation } from '../step-up/service.js';
+import { type Elevation, mintElevation, stepUpProofAllowed } from '../step-up/service.js';
 import {
   findLiveLink,
   insertLink,
@@ -85,7 +85,9 @@ export class ProviderService {
   }
 
   /**
-   * POST /step-ups/providers: the ID token must prove a subject linked to the caller's identity.
+   * POST /step-ups/providers: the ID token must prove a subject linked to the caller's identity, and
+   * an identity holding a verified second factor is refused (422 identity.step_up_unavailable): an
+   * upstream account is one factor.
    * The nonce is spent and the elevation minted in one transaction. A nonce presented here is
    * burned even when the subject belongs to someone else, so one nonce never serves two acts.
    */
@@ -94,15 +96,18 @@ export class ProviderService {
     const proof = await this.ctx.providers.verify(input.provider, input.idToken);
     if (!proof) throw refusal();
     const now = this.ctx.clock.now();
-    const elevation = await this.ctx.database.db.transaction().execute(async (trx) => {
+    const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
       if (!(await spendNonce(trx, proof.nonceHash, now))) return undefined;
       const link = await findLiveLink(trx, proof.provider, proof.subject);
       if (!link || link.identity_id !== principal.identityId) return undefined;
+      // Asked before minting (which asks again) so the refusal commits the spent nonce with it.
+      if (!(await stepUpProofAllowed(trx, principal.identityId, 'provider', true))) return 'unavailable';
       await touchLink(trx, link.id, now);
-      return mintElevation(trx, this.ctx, principal);
+      return mintElevation(trx, this.ctx, principal, 'provider');
     });
-    if (!elevation) throw refusal();
-    return elevation;
+    if (outcome === 'unavailable') throw new Problem('identity.step_up_unavailable');
+    if (!outcome) throw refusal();
+    return outcome;
   }
 
   /**

@@ -6,7 +6,7 @@ import { Problem } from '../../platform/http/problem.js';
 import { addressBucket } from '../../platform/rate-limit/address.js';
 import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { revokeChallenges, type StepUpChannel } from '../challenges/repository.js';
-import { verifiedIdentifiers } from '../identities/repository.js';
+import { lockIdentity, verifiedIdentifiers } from '../identities/repository.js';
 import { useRecoveryCode } from '../recovery-codes/service.js';
 import { hasVerifiedFactor } from '../second-factors/repository.js';
 import { acceptCurrentCode } from '../second-factors/service.js';
@@ -21,15 +21,47 @@ export interface Elevation {
 }
 
 /**
+ * How a step-up proved itself. `identifier` (a code sent to an address) and `provider` (an upstream
+ * ID token) are one factor each; the authenticator, a recovery code and a passkey with user
+ * verification prove the strongest factor an identity can hold.
+ */
+export type StepUpProof = StepUpChannel | 'provider' | 'passkey';
+
+const ONE_FACTOR: ReadonlySet<StepUpProof> = new Set<StepUpProof>(['identifier', 'provider']);
+
+/**
+ * The rule of every step-up (contract 3, docs/security.md "Step-up proves the strongest factor"):
+ * once the identity holds a verified second factor, a one-factor proof no longer elevates, or
+ * whoever holds a session and a mailbox (or the upstream account) could remove the authenticator.
+ * In a transaction the identity row is locked first, the order every second-factor write follows,
+ * so a factor confirmed concurrently is either seen here or confirmed after the elevation exists.
+ */
+export async function stepUpProofAllowed(
+  exec: Executor,
+  identityId: string,
+  proof: StepUpProof,
+  inTransaction: boolean,
+): Promise<boolean> {
+  if (!ONE_FACTOR.has(proof)) return true;
+  if (inTransaction) await lockIdentity(exec, identityId);
+  return !(await hasVerifiedFactor(exec, identityId));
+}
+
+/**
  * Mints an elevation for one session of one identity, inside the caller's transaction (so a
- * provider step-up spends its nonce and mints in one commit). Opaque 256-bit value; only its
- * SHA-256 is stored. It can be presented for several writes until it expires or its session ends.
+ * provider step-up spends its nonce and mints in one commit). Every channel names the proof it
+ * checked and the rule above is asked here, so no channel can mint past it. Opaque 256-bit value;
+ * only its SHA-256 is stored. It can be presented for several writes until it expires or its
+ * session ends.
  */
 export async function mintElevation(
   trx: Executor,
   ctx: AppContext,
   target: { identityId: string; sessionId: string },
+  proof: StepUpProof,
 ): Promise<Elevation> {
+  if (!(await stepUpProofAllowed(trx, target.identityId, proof, true)))
+    throw new Problem('identity.step_up_unavailable');
   const now = ctx.clock.now();
   const expiresAt = new Date(now.getTime() + ctx.config.lifetimes.elevation * 1000);
   const token = opaqueToken();
@@ -68,8 +100,11 @@ export class StepUpService {
     const channel: StepUpChannel = requested ?? (hasFactor ? 'second_factor' : 'identifier');
     let recipient: { id: string; type: 'email' | 'phone'; value: string } | undefined;
     // Contract 3: with a verified factor the step-up proves it (its code, or a recovery code);
-    // owning the mailbox is no longer enough, so the identifier channel is refused.
-    if (hasFactor !== (channel !== 'identifier')) throw new Problem('identity.step_up_unavailable');
+    // owning the mailbox is no longer enough, so the identifier channel is refused (the rule of
+    // stepUpProofAllowed, asked again when the elevation is minted). Without a factor there is
+    // nothing for the authenticator or a recovery code to prove.
+    const allowed = channel === 'identifier' ? !hasFactor : hasFactor;
+    if (!allowed) throw new Problem('identity.step_up_unavailable');
     if (channel === 'identifier') {
       // The identity's first verified identifier (oldest verification first).
       const first = (await verifiedIdentifiers(db, identityId))[0];
@@ -126,7 +161,8 @@ export class StepUpService {
       if (answer === 'lost') throw new Problem('identity.step_up_confirmation_refused');
       if (!answer.ok) return answer;
       await this.ctx.guesses.forgive(trx, budget);
-      return { ok: true as const, elevation: await mintElevation(trx, this.ctx, { identityId, sessionId }) };
+      const elevation = await mintElevation(trx, this.ctx, { identityId, sessionId }, answer.channel);
+      return { ok: true as const, elevation };
     });
     if (!outcome.ok) {
       throw new Problem(

@@ -3833,7 +3833,7 @@ export type paths = {
         put?: never;
         /**
          * Mint an elevation with a provider ID token for a subject linked to the caller
-         * @description Every failure (unknown provider, refused token, a subject not linked to the caller, a missing, unissued, expired or spent nonce) answers the identical 403 identity.step_up_confirmation_refused.
+         * @description Every failure (unknown provider, refused token, a subject not linked to the caller, a missing, unissued, expired or spent nonce) answers the identical 403 identity.step_up_confirmation_refused. An identity holding a verified second factor must prove it instead (an upstream account is one factor): 422 identity.step_up_unavailable, the nonce spent.
          */
         post: {
             parameters: {
@@ -3904,6 +3904,15 @@ export type paths = {
                 };
                 /** @description request.unsupported_media_type */
                 415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.step_up_unavailable */
+                422: {
                     headers: {
                         [name: string]: unknown;
                     };
