@@ -159,3 +159,42 @@ describe('codes sent to an address: per identifier, known account or not', () =>
     expect(ok.statusCode, ok.body).toBe(204);
   });
 });
+
+describe('the current password at POST /password-changes: per identity (a stolen access token)', () => {
+  function change(accessToken: string, currentPassword: string, ip: string) {
+    return t.app.inject({
+      method: 'POST',
+      url: '/api/v1/password-changes',
+      remoteAddress: ip,
+      headers: bearer(accessToken),
+      payload: { currentPassword, newPassword: `a new long password ${ip}` },
+    });
+  }
+
+  it('admits 10 wrong passwords from any addresses, then even the right one waits, unchecked', async () => {
+    const person = await createPerson(t.ctx);
+    const thief = await signIn(t.app, person);
+    for (let i = 0; i < 10; i++) {
+      const res = await change(thief.accessToken, `wrong guess ${i}`, `203.0.113.${i + 1}`);
+      expect(res.statusCode, res.body).toBe(422);
+    }
+    // The lock counted them (threshold 5): the password oracle also trips the identity-wide lock.
+    const row = await t.ctx.database.db
+      .selectFrom('identities')
+      .select(['failed_attempts', 'locked_until'])
+      .where('id', '=', person.identityId)
+      .executeTakeFirstOrThrow();
+    expect(row.locked_until).not.toBeNull();
+    // From yet another address, the right password is too early: 429, and the password is unchanged.
+    expectEarly(await change(thief.accessToken, person.password, '198.51.100.99'), 1);
+    expect((await signInRaw(t.app, person.email, person.password, '192.0.2.1')).statusCode).toBe(201);
+    t.clock.advance(1);
+    expect((await change(thief.accessToken, 'wrong again', '198.51.100.98')).statusCode).toBe(422);
+    expectEarly(await change(thief.accessToken, person.password, '198.51.100.97'), 2);
+    t.clock.advance(2);
+    // In time, the right password is checked (the lock is not consulted) and forgives the count.
+    const owner = await signIn(t.app, person);
+    const ok = await change(owner.accessToken, person.password, '198.51.100.96');
+    expect(ok.statusCode, ok.body).toBe(204);
+  });
+});

@@ -24,7 +24,9 @@ export const passwordRoutes = featureRoutes(async (app, { ctx }: { ctx: AppConte
         description:
           'Every failure (wrong current password, an identity without a password, a password changed meanwhile) ' +
           'answers the identical 422 identity.password_change_refused. A new password outside 12..200 characters ' +
-          'or on the common-password list is 400 validation.failed, decided before the current password is checked.',
+          'or on the common-password list is 400 validation.failed, decided before the current password is checked. ' +
+          "Wrong current passwords count against the identity's guess budget (RATE_LIMIT_GUESSES) and lock: past " +
+          'the free failures an early attempt answers 429 rate_limit.exceeded with Retry-After, right or wrong, unchecked.',
         security: security.session,
         body: schema.PasswordChangeBody,
         response: responses(

@@ -17,13 +17,16 @@ import { revokeIdentitySessions } from '../sessions/repository.js';
 import { endOtherSessions, lockCallerSession } from '../sessions/revocations.js';
 
 const LOCK_ROUTE = 'password-recovery-confirmation';
+const CHANGE_ROUTE = 'password-changes';
 
 export class PasswordService {
   constructor(private readonly ctx: AppContext) {}
 
   /**
    * POST /password-changes. A wrong current password, an identity without a password and a
-   * password changed meanwhile all answer the same 422. Success ends every other session: the
+   * password changed meanwhile all answer the same 422. Every attempt is charged to the identity's
+   * current-password budget first, and a wrong one counts on the identity-wide lock. Success ends
+   * every other session: the
    * epoch moves on (sign-ins still verifying the old password are dead on arrival) and the
    * caller's session alone is moved to the new epoch.
    */
@@ -37,13 +40,22 @@ export class PasswordService {
     const { identityId, sessionId } = principal;
     const { db } = this.ctx.database;
     const refusal = () => new Problem('identity.password_change_refused');
+    const budget = guessSubject.currentPassword(identityId);
+    // Before the password is looked at: past the free failures an early attempt is 429, right or
+    // wrong, unchecked, so a stolen access token is no password oracle (docs/security.md).
+    await this.ctx.guesses.admit(budget);
     // Argon2 runs outside the transaction; the row is re-checked under its lock below.
     const identity = await findIdentity(db, identityId);
     const verifiedHash = identity?.password_hash ?? null;
     const ok = verifiedHash
       ? await this.ctx.passwords.verify(verifiedHash, input.currentPassword)
       : await this.ctx.passwords.burn(input.currentPassword);
-    if (!ok) throw refusal();
+    if (!ok) {
+      // A wrong current password is a failed guess like any other: it counts on the identity-wide
+      // lock too (which keeps this route's own 422; the lock never refuses a correct secret).
+      await db.transaction().execute((trx) => this.ctx.lock.recordFailure(trx, identityId, CHANGE_ROUTE));
+      throw refusal();
+    }
     const newHash = await this.ctx.passwords.hash(input.newPassword);
     const now = this.ctx.clock.now();
     const ended = await db.transaction().execute(async (trx) => {
@@ -53,8 +65,10 @@ export class PasswordService {
       await lockCallerSession(trx, locked, sessionId);
       await setPassword(trx, identityId, newHash, now);
       const ended = await endOtherSessions(trx, principal, 'password_changed', now);
-      // The other sessions (a thief's among them) are gone: the step-up budget starts afresh.
+      // The other sessions (a thief's among them) are gone: the step-up budget starts afresh, and
+      // the current password was proven.
       await this.ctx.guesses.forgive(trx, guessSubject.session(identityId));
+      await this.ctx.guesses.forgive(trx, budget);
       await this.ctx.audit.appendOwn(trx, 'identity.password.changed', identityId, { sessionsEnded: ended });
       return ended;
     });

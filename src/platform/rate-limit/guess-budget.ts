@@ -14,6 +14,8 @@ import { admitAttempt, type BudgetPolicy, countSend, forgiveAttempts } from './r
  * - `secondStep`: one identity's second-factor sign-ins (needs the password's ticket);
  * - `password`: password sign-ins for one identifier from one address prefix, so a stranger who
  *   knows only the identifier cannot hold back the owner's correct password from elsewhere;
+ * - `currentPassword`: the current password at a password change, per identity (the caller holds a
+ *   session, so a stolen access token cannot turn the route into an unlimited password oracle);
  * - `code`: a code sent to one identifier for one purpose (sign-up, recovery), whether or not an
  *   account holds it, so the answer stays the same.
  */
@@ -22,6 +24,8 @@ export const guessSubject = {
   secondStep: (identityId: string) => `second-step:${identityId}`,
   password: (identifier: string, addressPrefix: string) => `password:${identifier}|${addressPrefix}`,
   passkey: (credentialId: string, addressPrefix: string) => `passkey:${credentialId}|${addressPrefix}`,
+  /** The current password at POST /password-changes: the caller already holds a session. */
+  currentPassword: (identityId: string) => `current-password:${identityId}`,
   code: (purpose: string, identifier: string) => `code:${purpose}:${identifier}`,
 };
 
