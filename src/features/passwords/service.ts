@@ -26,9 +26,8 @@ export class PasswordService {
    * POST /password-changes. A wrong current password, an identity without a password and a
    * password changed meanwhile all answer the same 422. Every attempt is charged to the identity's
    * current-password budget first, and a wrong one counts on the identity-wide lock. Success ends
-   * every other session: the
-   * epoch moves on (sign-ins still verifying the old password are dead on arrival) and the
-   * caller's session alone is moved to the new epoch.
+   * every other session: the epoch moves on (sign-ins still verifying the old password are dead on
+   * arrival) and the caller's session alone is moved to the new epoch.
    */
   async change(
     principal: SessionPrincipal,
