@@ -28,6 +28,7 @@ import { PrometheusMetrics, serveMetrics } from './platform/metrics/prometheus.j
 import { silentSignals } from './platform/metrics/signals.js';
 import { registerRateLimits } from './platform/rate-limit/rate-limit.js';
 import { connectRedis } from './platform/rate-limit/redis.js';
+import { installRateLimitSweep } from './platform/rate-limit/sweep.js';
 
 export interface BuildOptions {
   config: Config;
@@ -82,6 +83,11 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
   }
   // The audit head, logged now and then, anchors the chain outside the database.
   installAuditHeadLog(app, database.db, config.auditHeadLogSeconds);
+  // Budgets and send windows that can no longer change an answer are deleted, so neither grows.
+  installRateLimitSweep(app, database.db, ctx.clock, {
+    guesses: config.rateLimits.guesses,
+    sendWindowSeconds: config.rateLimits.sendsAMessage.windowSeconds,
+  });
 
   // Platform policies (platform/http/server.ts), the same on the operators' listener.
   installPlatformPolicies(app, access);

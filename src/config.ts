@@ -270,10 +270,11 @@ const Environment = Type.Object(
     RATE_LIMIT_ANSWERS_A_CHALLENGE: rate('10/60'),
     RATE_LIMIT_PROVES_A_PASSWORD: rate('10/60'),
     RATE_LIMIT_ACCOUNT_EXPORTS: rate('5/3600'),
-    // Default: ten free failures, then 1, 2, 4 ... seconds up to eight hours between attempts (the
-    // bound this keeps on guessing an authenticator code is in docs/security.md).
+    // Default: ten free failures, then 1, 2, 4 ... seconds up to twelve hours between attempts (the
+    // bound this keeps on guessing a 6-digit code, ten sent codes live at once included, is in
+    // docs/security.md "The guessing bound").
     RATE_LIMIT_GUESSES: Type.String({
-      default: `10/${8 * 3600}`,
+      default: `10/${12 * 3600}`,
       pattern: '^0*[1-9][0-9]{1,8}/0*[1-9][0-9]{0,8}$',
       refusal: 'must be <free failures>/<longest delay in seconds> with at least 10 free failures',
     }),

@@ -2,7 +2,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { bearer, createPerson, signIn } from '../helpers/identities.js';
-import { lastCode } from '../helpers/outbox.js';
+import { lastCode, messagesTo, waitForCode } from '../helpers/outbox.js';
 import {
   confirm as confirmSignUp,
   emailForm,
@@ -53,7 +53,7 @@ async function stepUpAttempt(token: string, code: (now: Date) => string) {
 
 describe('per-identity guess budget on step-up (a stolen session, any number of addresses)', () => {
   it('admits 10 failures, then answers 429 with Retry-After even to the right code, unchecked; waits grow', async () => {
-    expect(t.config.rateLimits.guesses).toEqual({ free: 10, maxDelaySeconds: 8 * 3600 });
+    expect(t.config.rateLimits.guesses).toEqual({ free: 10, maxDelaySeconds: 12 * 3600 });
     const { grant, factor } = await personWithFactor(t);
     const wrong = (now: Date) => wrongCode(factor.secret, DEFAULT_POLICY, now);
     const right = (now: Date) => totp(factor.secret, DEFAULT_POLICY, now);
@@ -195,6 +195,74 @@ describe('the current password at POST /password-changes: per identity (a stolen
     // In time, the right password is checked (the lock is not consulted) and forgives the count.
     const owner = await signIn(t.app, person);
     const ok = await change(owner.accessToken, person.password, '198.51.100.96');
+    expect(ok.statusCode, ok.body).toBe(204);
+  });
+});
+
+describe("a stranger's failures against an owner's address age out", () => {
+  const recoveryStart = (address: string) =>
+    t.app.inject({
+      method: 'POST',
+      url: '/api/v1/password-recoveries',
+      payload: { identifierType: 'email', identifier: address },
+    });
+  const recoveryConfirm = (address: string, code: string) =>
+    t.app.inject({
+      method: 'POST',
+      url: '/api/v1/password-recoveries/confirmations',
+      payload: {
+        identifierType: 'email',
+        identifier: address,
+        code,
+        newPassword: 'a recovered long password',
+      },
+    });
+
+  /** A stranger who knows only the address guesses `n` times, each the moment its wait ends. */
+  async function hammer(address: string, n: number): Promise<void> {
+    for (let admitted = 0; admitted < n; ) {
+      const res = await recoveryConfirm(address, '000000');
+      if (res.statusCode === 429) {
+        t.clock.advance(Number(res.headers['retry-after']));
+        continue;
+      }
+      expect(res.statusCode).toBe(422);
+      admitted++;
+    }
+  }
+
+  it('forgets the count after thirty longest waits without an attempt: ten free again', async () => {
+    const { maxDelaySeconds } = t.config.rateLimits.guesses;
+    const person = await createPerson(t.ctx);
+    await hammer(person.email, 27);
+    // Fully ramped: the next attempt waits the longest delay.
+    const early = await recoveryConfirm(person.email, '000000');
+    expect(early.statusCode).toBe(429);
+    expect(Number(early.headers['retry-after'])).toBe(maxDelaySeconds);
+    t.clock.advance(30 * maxDelaySeconds);
+    for (let i = 0; i < 10; i++) expect((await recoveryConfirm(person.email, '000000')).statusCode).toBe(422);
+    expectEarly(await recoveryConfirm(person.email, '000000'), 1);
+  });
+
+  it("keeps the owner from a freshly sent code no longer than the longest wait after the stranger's last failure", async () => {
+    // Every wait ends within the longest delay of the last admitted failure; a code sent after it
+    // is admitted at once (docs/security.md "What a stranger can do to an owner").
+    const { maxDelaySeconds } = t.config.rateLimits.guesses;
+    const person = await createPerson(t.ctx);
+    await hammer(person.email, 30);
+    const before = messagesTo(t.config.dataDir, person.email).length;
+    expect((await recoveryStart(person.email)).statusCode).toBe(201);
+    const code = await waitForCode(t.config.dataDir, person.email, before + 1);
+    const blocked = await recoveryConfirm(person.email, code);
+    expect(blocked.statusCode).toBe(429);
+    const wait = Number(blocked.headers['retry-after']);
+    expect(wait).toBeGreaterThan(0);
+    expect(wait).toBeLessThanOrEqual(maxDelaySeconds);
+    t.clock.advance(wait);
+    // The code sent before the wait has expired by now (15 minutes); one sent now is admitted.
+    expect((await recoveryStart(person.email)).statusCode).toBe(201);
+    const fresh = await waitForCode(t.config.dataDir, person.email, before + 2);
+    const ok = await recoveryConfirm(person.email, fresh);
     expect(ok.statusCode, ok.body).toBe(204);
   });
 });

@@ -144,7 +144,7 @@ describe('loadConfig', () => {
       answersAChallenge: { max: 10, windowSeconds: 60 },
       provesAPassword: { max: 10, windowSeconds: 60 },
       accountExports: { max: 5, windowSeconds: 3600 },
-      guesses: { free: 10, maxDelaySeconds: 28800 },
+      guesses: { free: 10, maxDelaySeconds: 43200 },
     });
     expect(c.signInNotices).toBe(true);
     expect(c.trustProxy).toBe(false);

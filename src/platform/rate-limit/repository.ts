@@ -9,10 +9,22 @@ export interface BudgetPolicy {
 }
 
 /**
+ * How long a budget must go untouched before its count is forgotten: thirty longest waits (10 days
+ * at the default 12 hours). Long enough that pausing never pays an attacker: a pause of this length
+ * costs more attempts at one per longest wait (30) than the fresh allowance and the short waits
+ * after it give back (10 free and about 15 doublings), so a year admits no more guesses than trying
+ * without pause does (docs/security.md "The guessing bound").
+ */
+export function ageOutSeconds(policy: BudgetPolicy): number {
+  return 30 * policy.maxDelaySeconds;
+}
+
+/**
  * Admits one attempt for `key` unless its wait has not run out, in one statement: the row lock of
  * the upsert orders concurrent attempts, so of any number racing, no more are admitted than the
  * budget allows. The admitted attempt is counted at once (as a failure until forgiven); from the
- * `free`-th one on, the next attempt must wait 1, 2, 4 ... seconds, at most `maxDelaySeconds`.
+ * `free`-th one on, the next attempt must wait 1, 2, 4 ... seconds, at most `maxDelaySeconds`. A
+ * count untouched for ageOutSeconds is forgotten: the attempt starts it afresh.
  * Returns null when admitted, else the instant the next attempt may be made.
  */
 export async function admitAttempt(
@@ -26,12 +38,14 @@ export async function admitAttempt(
       THEN ${now}::timestamptz + make_interval(
         secs => least(${maxDelaySeconds}::int, power(2, least(${attempts} - ${free}::int, 30))))
       ELSE NULL END`;
+  const aged = sql`b.updated_at <= ${now}::timestamptz - make_interval(secs => ${ageOutSeconds(policy)}::int)`;
+  const attempts = sql`CASE WHEN ${aged} THEN 1 ELSE b.attempts + 1 END`;
   const admitted = await sql<{ attempts: number }>`
     INSERT INTO guess_budgets AS b (key, attempts, next_attempt_at, updated_at)
     VALUES (${key}, 1, ${waitAfter(sql`1`)}, ${now})
     ON CONFLICT (key) DO UPDATE SET
-      attempts = b.attempts + 1,
-      next_attempt_at = ${waitAfter(sql`(b.attempts + 1)`)},
+      attempts = ${attempts},
+      next_attempt_at = ${waitAfter(attempts)},
       updated_at = ${now}
     WHERE b.next_attempt_at IS NULL OR b.next_attempt_at <= ${now}
     RETURNING attempts`.execute(db);
@@ -69,4 +83,53 @@ export async function countSend(
     sent: row.sent,
     windowEndsAt: new Date(new Date(row.window_started_at).getTime() + windowSeconds * 1000),
   };
+}
+
+/**
+ * Deletes budgets whose count has aged out and whose wait is over (indistinguishable from no row,
+ * so deleting them changes no answer), at most `batch` rows; returns how many went.
+ */
+export async function sweepBudgets(
+  db: Executor,
+  now: Date,
+  policy: BudgetPolicy,
+  batch: number,
+): Promise<number> {
+  const cutoff = new Date(now.getTime() - ageOutSeconds(policy) * 1000);
+  const r = await db
+    .deleteFrom('guess_budgets')
+    .where(
+      'key',
+      'in',
+      db
+        .selectFrom('guess_budgets')
+        .select('key')
+        .where('updated_at', '<=', cutoff)
+        .where((eb) => eb.or([eb('next_attempt_at', 'is', null), eb('next_attempt_at', '<=', now)]))
+        .limit(batch),
+    )
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+/**
+ * Deletes send windows that have ended (countSend starts an ended window afresh, so no answer
+ * changes), at most `batch` rows; returns how many went.
+ */
+export async function sweepSendWindows(
+  db: Executor,
+  now: Date,
+  windowSeconds: number,
+  batch: number,
+): Promise<number> {
+  const cutoff = new Date(now.getTime() - windowSeconds * 1000);
+  const r = await db
+    .deleteFrom('send_windows')
+    .where(
+      'key',
+      'in',
+      db.selectFrom('send_windows').select('key').where('window_started_at', '<=', cutoff).limit(batch),
+    )
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
 }
