@@ -11,9 +11,10 @@ export const ADMIN_PREFIX = '/admin/v1';
 /**
  * The operators' listener (ADMIN_PORT): a Fastify instance of its own, with the public one's
  * platform policies (Problem Details, request ids, strict validation, JSON bodies, access lines),
- * serving only /admin/v1 and its own OpenAPI document. Nothing of it is registered on the public
- * instance, so the public port answers 404 for /admin/v1/...; it shares the context (database,
- * audit chain, cursors) with the public app.
+ * serving only /admin/v1 and its own OpenAPI document, every request behind an operator key
+ * (platform/http/admin-auth.ts), one for a route that does not exist included. Nothing of it is
+ * registered on the public instance, so the public port answers 404 for /admin/v1/...; it shares
+ * the context (database, audit chain, cursors) with the public app.
  */
 export async function buildAdminApp(
   ctx: AppContext,
@@ -22,6 +23,14 @@ export async function buildAdminApp(
 ): Promise<FastifyInstance> {
   const admin = createServer(ctx.config, logger.child({ listener: 'admin' }));
   installPlatformPolicies(admin, access.child({ listener: 'admin' }));
+  // On the root instance, so it also guards the not-found handler: a caller without a key gets the
+  // one 401 for a made-up path as for a real one, and learns no route of the listener.
+  admin.addHook('onRequest', requireAdminKey(ctx.config.admin.keys));
+  // Every answer of this listener, a 404 outside /admin/v1 included: none may differ by path.
+  admin.addHook('onSend', async (_request, reply, payload) => {
+    reply.header('cache-control', 'no-store');
+    return payload;
+  });
   await admin.register(swagger, {
     openapi: {
       openapi: '3.0.3',
@@ -45,13 +54,7 @@ export async function buildAdminApp(
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => (json.$id as string) || `def-${i}` },
   });
   await admin.register(adminRoutes, { ctx, prefix: ADMIN_PREFIX });
-  // Behind a key like every admin route: the listener answers nothing to a caller without one.
-  await admin.register(
-    async (scope) => {
-      scope.addHook('onRequest', requireAdminKey(ctx.config.admin.keys));
-      scope.get('/openapi.json', { schema: { hide: true } }, async () => admin.swagger());
-    },
-    { prefix: ADMIN_PREFIX },
-  );
+  // Behind the key like every admin route: it names every route the listener hides from strangers.
+  admin.get(`${ADMIN_PREFIX}/openapi.json`, { schema: { hide: true } }, async () => admin.swagger());
   return admin;
 }

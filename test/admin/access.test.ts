@@ -73,6 +73,105 @@ describe('the admin listener', () => {
     expect(records.json().data).toEqual([]);
   });
 
+  it('without a valid key, every path and method answers the one 401: a made-up route looks like a real one', async () => {
+    const keys: Array<Record<string, string>> = [
+      {},
+      { authorization: `Bearer ${ADMIN_KEY}x` },
+      // Revoked: its entry is no longer in ADMIN_API_KEYS.
+      { authorization: `Bearer ${OTHER_ADMIN_KEY}` },
+    ];
+    const requests: Array<[string, string]> = [
+      // Real routes.
+      ['GET', '/admin/v1/identities'],
+      ['GET', `/admin/v1/identities/${identityId}`],
+      ['POST', `/admin/v1/identities/${identityId}/lock-clearances`],
+      ['GET', '/admin/v1/audit-records/stream'],
+      ['GET', '/admin/v1/openapi.json'],
+      // Real paths, methods they do not have.
+      ['POST', '/admin/v1/identities'],
+      ['DELETE', `/admin/v1/identities/${identityId}`],
+      ['PUT', '/admin/v1/audit-records'],
+      ['PATCH', '/admin/v1/openapi.json'],
+      ['OPTIONS', '/admin/v1/identities'],
+      // Made up, under the prefix and outside it.
+      ['GET', '/admin/v1/users'],
+      ['GET', `/admin/v1/identities/${identityId}/sessions`],
+      ['POST', `/admin/v1/identities/${identityId}/exports`],
+      ['GET', '/admin/v1/'],
+      ['GET', '/admin/v2/identities'],
+      ['GET', '/admin'],
+      ['GET', '/'],
+      ['GET', '/openapi.json'],
+      ['GET', '/health/live'],
+      ['POST', '/api/v1/sign-ins'],
+      ['DELETE', '/anything/at/all?x=1'],
+    ];
+    // Everything but the per-request id and instant.
+    const shape = (r: { statusCode: number; headers: Record<string, unknown>; body: string }) => {
+      const { 'x-request-id': _id, date: _date, ...headers } = r.headers;
+      return JSON.stringify({ status: r.statusCode, headers, body: r.body });
+    };
+    const answers = new Map<string, string[]>();
+    for (const [method, url] of requests) {
+      for (const h of keys) {
+        const r = await admin().inject({ method: method as 'GET', url, headers: h });
+        const seen = answers.get(shape(r)) ?? [];
+        seen.push(`${method} ${url} ${JSON.stringify(h)}`);
+        answers.set(shape(r), seen);
+      }
+    }
+    const groups = [...answers].map(([a, reqs]) => `${JSON.parse(a).status} ×${reqs.length}: ${reqs[0]}`);
+    expect(groups).toEqual([expect.stringMatching(`^401 ×${requests.length * keys.length}: `)]);
+    const [only] = [...answers.keys()];
+    expect(JSON.parse(only)).toMatchObject({
+      status: 401,
+      headers: { 'www-authenticate': 'Bearer', 'cache-control': 'no-store' },
+    });
+    expect(JSON.parse(JSON.parse(only).body).code).toBe('admin.unauthorized');
+    // HEAD carries no body; its answer is the same 401 for a real and a made-up path.
+    const heads = new Set<string>();
+    for (const url of ['/admin/v1/identities', '/admin/v1/users', '/nope']) {
+      heads.add(shape(await admin().inject({ method: 'HEAD', url })));
+    }
+    expect(heads.size).toBe(1);
+    expect(JSON.parse([...heads][0]).status).toBe(401);
+  });
+
+  // Skipped until createServer's frameworkErrors (src/platform/http/server.ts, outside this change)
+  // consults the admin key: the router refuses an over-long path parameter (400) and a malformed
+  // percent-encoding (400) before any hook runs, and only a parametric route's path is over-long,
+  // so `/admin/v1/identities/<101 characters>` still tells a stranger that route exists.
+  it.skip('without a valid key, a path the router itself refuses answers the one 401 too', async () => {
+    const long = 'a'.repeat(101);
+    const answers = new Set<string>();
+    for (const url of [
+      `/admin/v1/identities/${long}`,
+      `/admin/v1/identities/${long}/erasures`,
+      `/admin/v1/users/${long}`,
+      '/admin/v1/identities/%zz',
+      '/admin/v1/users',
+    ]) {
+      const r = await admin().inject({ method: 'GET', url });
+      answers.add(`${r.statusCode} ${r.body}`);
+    }
+    expect([...answers]).toEqual([expect.stringMatching(/^401 .*admin\.unauthorized/)]);
+  });
+
+  it('with a valid key, a made-up path or a method a path lacks answers 404 route.not_found', async () => {
+    for (const [method, url] of [
+      ['GET', '/admin/v1/users'],
+      ['GET', `/admin/v1/identities/${identityId}/sessions`],
+      ['DELETE', `/admin/v1/identities/${identityId}`],
+      ['POST', '/admin/v1/identities'],
+      ['GET', '/'],
+    ] as const) {
+      const r = await admin().inject({ method, url, headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+      expect(r.statusCode, `${method} ${url}`).toBe(404);
+      expect(r.json().code).toBe('route.not_found');
+      expect(r.headers['cache-control']).toBe('no-store');
+    }
+  });
+
   it('accepts the configured key', async () => {
     const r = await adminRequest(admin(), 'GET', `/identities/${identityId}`);
     expect(r.statusCode, r.body).toBe(200);

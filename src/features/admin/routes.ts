@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.js';
-import { operatorOf, requireAdminKey } from '../../platform/http/admin-auth.js';
+import { operatorOf } from '../../platform/http/admin-auth.js';
 import { envelope, page } from '../../platform/http/envelope.js';
 import type { ProblemCode } from '../../platform/http/problem.js';
 import { featureRoutes } from '../../platform/http/routes.js';
@@ -28,13 +28,12 @@ function adminScope(request: FastifyRequest): { route: string; subject: string }
 }
 
 /**
- * The operators' routes, served only on the admin listener (ADMIN_PORT) under /admin/v1, every
- * one behind an operator key (platform/http/admin-auth.ts).
+ * The operators' routes, served only on the admin listener (ADMIN_PORT) under /admin/v1. The
+ * listener checks the operator key for every request before routing's answer or validation
+ * (admin-app.ts), so a stranger learns neither which routes exist nor what they accept.
  */
 export const adminRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }) => {
   const service = new AdminService(ctx);
-  // Before validation: without a key, nothing about the request is answered but the one 401.
-  app.addHook('onRequest', requireAdminKey(ctx.config.admin.keys));
 
   app.get(
     '/identities',

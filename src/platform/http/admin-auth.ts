@@ -19,7 +19,8 @@ function unauthorized(): Problem {
 }
 
 /**
- * Every admin route stands behind this guard. The presented key is hashed (SHA-256, as
+ * The admin listener's one guard, an onRequest hook of its root instance so the not-found handler
+ * stands behind it too (a made-up path answers what a real one does). The presented key is hashed (SHA-256, as
  * ADMIN_API_KEYS stores it) and compared with every configured hash in constant time, with no
  * early exit, so the time taken tells neither which key nor whether any matched. A missing header,
  * another scheme, a wrong key and a key removed from ADMIN_API_KEYS all answer the identical 401.
