@@ -1,5 +1,6 @@
-import { type RawBuilder, sql } from 'kysely';
+import { type ExpressionBuilder, type RawBuilder, sql } from 'kysely';
 import type { Executor } from '../db/database.js';
+import type { DB } from '../db/schema.js';
 
 export interface BudgetPolicy {
   /** Attempts admitted before the first wait. */
@@ -96,18 +97,17 @@ export async function sweepBudgets(
   batch: number,
 ): Promise<number> {
   const cutoff = new Date(now.getTime() - ageOutSeconds(policy) * 1000);
+  const dead = (eb: ExpressionBuilder<DB, 'guess_budgets'>) =>
+    eb.and([
+      eb('updated_at', '<=', cutoff),
+      eb.or([eb('next_attempt_at', 'is', null), eb('next_attempt_at', '<=', now)]),
+    ]);
+  // The conditions stand on the DELETE too, not only in the batch's SELECT: a row an admission
+  // updated meanwhile is re-checked against them once its lock is free, and kept.
   const r = await db
     .deleteFrom('guess_budgets')
-    .where(
-      'key',
-      'in',
-      db
-        .selectFrom('guess_budgets')
-        .select('key')
-        .where('updated_at', '<=', cutoff)
-        .where((eb) => eb.or([eb('next_attempt_at', 'is', null), eb('next_attempt_at', '<=', now)]))
-        .limit(batch),
-    )
+    .where(dead)
+    .where('key', 'in', db.selectFrom('guess_budgets').select('key').where(dead).limit(batch))
     .executeTakeFirst();
   return Number(r.numDeletedRows);
 }
@@ -123,8 +123,10 @@ export async function sweepSendWindows(
   batch: number,
 ): Promise<number> {
   const cutoff = new Date(now.getTime() - windowSeconds * 1000);
+  // As above: a window restarted meanwhile is re-checked after its lock, and kept.
   const r = await db
     .deleteFrom('send_windows')
+    .where('window_started_at', '<=', cutoff)
     .where(
       'key',
       'in',
