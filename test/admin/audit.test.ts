@@ -31,6 +31,12 @@ async function allPages(query: string, limit: number): Promise<Item[]> {
   return items;
 }
 
+/** The records of acts, without the operators' reads (of the trail, of identities) the tests add. */
+const acts = (items: Item[]) =>
+  items.filter((i) => i.name !== 'admin.audit.read' && i.name !== 'admin.identity.read');
+/** The seq of the record naming b as its actor (second test). */
+let bActs = 0;
+
 function ndjson(body: string): Item[] {
   expect(body.endsWith('\n') || body === '').toBe(true);
   return body
@@ -59,6 +65,8 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 describe('GET /admin/v1/audit-records', () => {
+  // Each page read appends its admin.audit.read record after it is read, above the records a keyset
+  // page walks down through: the walks below see only the acts.
   it('pages newest first by seq, each record verified, filtered by identity', async () => {
     const all = await allPages('', 2);
     expect(all.map((i) => i.seq)).toEqual([6, 5, 4, 3, 2, 1]);
@@ -87,16 +95,18 @@ describe('GET /admin/v1/audit-records', () => {
   });
 
   it('finds records naming the identity as actor too', async () => {
-    await t.ctx.database.db.transaction().execute((trx) =>
+    ({ seq: bActs } = await t.ctx.database.db.transaction().execute((trx) =>
       t.ctx.audit.append(trx, {
         name: 'identity.sessions.revoked_everywhere',
         actor: b.identityId,
         target: null,
         outcome: 'success',
       }),
-    );
+    ));
     const ofB = await allPages(`&identityId=${b.identityId}`, 10);
-    expect(ofB.map((i) => i.seq)).toEqual([7, 5, 2]);
+    expect(acts(ofB).map((i) => i.seq)).toEqual([bActs, 5, 2]);
+    // The reads of b's trail above name b as their target, so they are b's records too.
+    expect(ofB.filter((i) => i.name === 'admin.audit.read').length).toBeGreaterThanOrEqual(2);
   });
 
   it('refuses bad queries and cursors', async () => {
@@ -138,16 +148,20 @@ describe('GET /admin/v1/audit-records', () => {
         [2, false],
         [1, true],
       ]);
+      // 4 is the page's read record, sealed on the changed record's seal: it verifies.
       const stream = ndjson((await adminRequest(t2.admin!, 'GET', '/audit-records/stream')).body);
-      expect(stream.map((i) => [i.seq, i.verified])).toEqual([
-        [1, true],
-        [2, false],
-        [3, true],
+      expect(stream.map((i) => [i.seq, i.name, i.verified])).toEqual([
+        [1, 'identity.disabled', true],
+        [2, 'identity.enabled', false],
+        [3, 'identity.account.lock_cleared', true],
+        [4, 'admin.audit.read', true],
       ]);
-      // A record whose predecessor was deleted cannot be verified either.
+      // A record whose predecessor was deleted cannot be verified either (5 is the stream's read).
       await sql`DELETE FROM audit_records WHERE seq = 1`.execute(t2.ctx.database.db);
       const after = (await adminRequest(t2.admin!, 'GET', '/audit-records')).json().data as Item[];
       expect(after.map((i) => [i.seq, i.verified])).toEqual([
+        [5, true],
+        [4, true],
         [3, true],
         [2, false],
       ]);
@@ -164,15 +178,25 @@ describe('GET /admin/v1/audit-records/stream', () => {
     expect(r.headers['content-type']).toMatch(/^application\/x-ndjson/);
     expect(r.headers['cache-control']).toBe('no-store');
     const all = ndjson(r.body);
-    expect(all.map((i) => i.seq)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    // Every seq up to the stream's own read record, which comes next and is not in it.
+    const last = all[all.length - 1].seq;
+    expect(all.map((i) => i.seq)).toEqual(Array.from({ length: last }, (_, i) => i + 1));
+    expect(acts(all).map((i) => i.seq)).toEqual([1, 2, 3, 4, 5, 6, bActs]);
     expect(all.every((i) => i.verified)).toBe(true);
     const paged = await allPages('', 100);
-    expect(all).toEqual([...paged].reverse());
+    expect(all).toEqual(paged.filter((i) => i.seq <= last).reverse());
+    expect(paged.find((i) => i.seq === last + 1)).toMatchObject({
+      name: 'admin.audit.read',
+      details: { view: 'stream', afterSeq: 0 },
+    });
     expect(
-      ndjson((await get(`/audit-records/stream?identityId=${a.identityId}`)).body).map((i) => i.seq),
+      acts(ndjson((await get(`/audit-records/stream?identityId=${a.identityId}`)).body)).map((i) => i.seq),
     ).toEqual([1, 3, 4, 6]);
-    expect(ndjson((await get('/audit-records/stream?afterSeq=5')).body).map((i) => i.seq)).toEqual([6, 7]);
-    expect((await get('/audit-records/stream?afterSeq=99')).body).toBe('');
+    expect(acts(ndjson((await get('/audit-records/stream?afterSeq=5')).body)).map((i) => i.seq)).toEqual([
+      6,
+      bActs,
+    ]);
+    expect((await get('/audit-records/stream?afterSeq=1000000')).body).toBe('');
     for (const q of ['afterSeq=-1', 'afterSeq=x', 'identityId=nope', 'limit=5']) {
       const bad = await get(`/audit-records/stream?${q}`);
       expect(bad.statusCode, q).toBe(400);

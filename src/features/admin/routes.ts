@@ -47,7 +47,11 @@ export const adminRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext 
       },
     },
     async (request) => {
-      const { items, pageInfo } = await service.search(adminScope(request), request.query);
+      const { items, pageInfo } = await service.search(
+        adminScope(request),
+        request.query,
+        operatorOf(request),
+      );
       return page(items, pageInfo);
     },
   );
@@ -66,7 +70,7 @@ export const adminRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext 
         ]),
       },
     },
-    async (request) => envelope(await service.read(request.params.id)),
+    async (request) => envelope(await service.read(request.params.id, operatorOf(request))),
   );
 
   const writes: Array<[string, string, (id: string, actor: string) => Promise<void>]> = [
@@ -128,7 +132,11 @@ export const adminRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext 
       },
     },
     async (request) => {
-      const { items, pageInfo } = await service.auditPage(adminScope(request), request.query);
+      const { items, pageInfo } = await service.auditPage(
+        adminScope(request),
+        request.query,
+        operatorOf(request),
+      );
       return page(items, pageInfo);
     },
   );
@@ -154,7 +162,11 @@ export const adminRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext 
       },
     },
     async (request, reply) => {
-      const stream = service.auditStream(request.query.identityId ?? null, request.query.afterSeq ?? 0);
+      const stream = await service.auditStream(
+        request.query.identityId ?? null,
+        request.query.afterSeq ?? 0,
+        operatorOf(request),
+      );
       return reply.code(200).type('application/x-ndjson').send(stream);
     },
   );

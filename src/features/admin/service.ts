@@ -34,6 +34,9 @@ import type { AuditQuery, SearchQuery } from './schemas.js';
 
 /** How many records the NDJSON stream reads at a time: memory stays flat whatever the trail's length. */
 export const STREAM_BATCH = 500;
+/** The audit names of an operator's reads: one per identity shown, one per read of the trail. */
+const IDENTITY_READ = 'admin.identity.read';
+const TRAIL_READ = 'admin.audit.read';
 // Far more methods than any identity holds; the detail lists them all.
 const ALL_METHODS = 1000;
 
@@ -96,23 +99,41 @@ function filterOf(q: SearchQuery): IdentityFilter {
  * writes its session and history through that row (FOR KEY SHARE), so it waits for the write and
  * re-reads the row, and no session or address is written for an identity disabled or erased
  * meanwhile. Every write appends its audit record, actor `admin:<key name>`, in its transaction.
+ * Every read of personal data appends one too, before any of the data is answered: an operator
+ * cannot see a person's data, or the trail of what they did, without the trail naming the key.
  */
 export class AdminService {
   constructor(private readonly ctx: AppContext) {}
 
-  search(scope: CursorScope, query: SearchQuery): Promise<{ items: unknown[]; pageInfo: PageInfo }> {
+  /**
+   * One read record per identity on the page (an empty page shows nobody and writes none), so the
+   * trail of an identity names every search that showed it. The form of the search is recorded,
+   * never its value: an address or a prefix of one would outlive an erasure in the trail.
+   */
+  async search(
+    scope: CursorScope,
+    query: SearchQuery,
+    actor: string,
+  ): Promise<{ items: unknown[]; pageInfo: PageInfo }> {
     const filter = filterOf(query);
     const { db } = this.ctx.database;
-    return keysetPage(
+    const { items, pageInfo } = await keysetPage(
       this.ctx.cursors,
       scope,
       query,
       (window) => identitiesPage(db, filter, window),
       (row) => row.created_at,
-    ).then(({ items, pageInfo }) => ({ items: items.map(listItem), pageInfo }));
+    );
+    await this.#recordRead(
+      actor,
+      IDENTITY_READ,
+      items.map((row) => row.id),
+      { view: 'search', form: filter.kind },
+    );
+    return { items: items.map(listItem), pageInfo };
   }
 
-  async read(identityId: string) {
+  async read(identityId: string, actor: string) {
     const { db } = this.ctx.database;
     const now = this.ctx.clock.now();
     const row = await identityDetail(db, identityId, now);
@@ -122,7 +143,7 @@ export class AdminService {
       secondFactorFacts(db, identityId),
     ]);
     const lockedUntil = row.locked_until === null ? null : new Date(row.locked_until);
-    return {
+    const detail = {
       ...listItem(row),
       methods: methods.map((m) => ({
         id: m.id,
@@ -146,6 +167,8 @@ export class AdminService {
       liveSessionCount: row.live_sessions,
       lastSignInAt: iso(row.last_sign_in_at),
     };
+    await this.#recordRead(actor, IDENTITY_READ, [row.id], { view: 'detail' });
+    return detail;
   }
 
   /** Sign-ins of every kind refused from now on; every session ended at its next request. */
@@ -214,10 +237,15 @@ export class AdminService {
     this.ctx.signals.sessionsRevoked('erased', ended);
   }
 
-  /** Newest first; the cursor carries the last seq of the page. */
+  /**
+   * Newest first; the cursor carries the last seq of the page. The trail tells what each person
+   * did and when, so reading it is recorded too, after the page is read: a page never shows its
+   * own record, and each read adds exactly one whatever it shows (reads of reads do not multiply).
+   */
   async auditPage(
     scope: CursorScope,
     query: AuditQuery,
+    actor: string,
   ): Promise<{ items: VerifiedRecord[]; pageInfo: PageInfo }> {
     const req = readPageQuery(query, this.ctx.cursors, scope);
     const before = req.after?.seq;
@@ -229,25 +257,55 @@ export class AdminService {
       beforeSeq: typeof before === 'number' ? before : null,
       limit: req.limit + 1,
     });
-    return buildPage(rows, req.limit, (r) => ({ seq: r.seq }), this.ctx.cursors, scope, req.cursorTtl);
+    const page = buildPage(rows, req.limit, (r) => ({ seq: r.seq }), this.ctx.cursors, scope, req.cursorTtl);
+    await this.#recordRead(actor, TRAIL_READ, [query.identityId ?? null], {
+      view: 'page',
+      records: page.items.length,
+    });
+    return page;
   }
 
   /**
    * The trail as NDJSON, ascending: one record per line, read STREAM_BATCH at a time as the client
-   * takes them (a slow reader holds no more than one batch in memory).
+   * takes them (a slow reader holds no more than one batch in memory). The read is recorded before
+   * the first line leaves (a stream cut short has still been read in part), and the stream ends
+   * just before that record: every earlier seq has committed by then, since appends hold the
+   * chain's head lock until they commit.
    */
-  auditStream(identityId: string | null, afterSeq: number): Readable {
+  async auditStream(identityId: string | null, afterSeq: number, actor: string): Promise<Readable> {
     const { audit, database } = this.ctx;
+    const own = await this.#recordRead(actor, TRAIL_READ, [identityId], { view: 'stream', afterSeq });
     async function* lines(): AsyncGenerator<string> {
       let after = afterSeq;
       for (;;) {
         const batch = await audit.batch(database.db, { identityId, afterSeq: after, limit: STREAM_BATCH });
-        if (batch.length > 0) yield `${batch.map((r) => JSON.stringify(r)).join('\n')}\n`;
-        if (batch.length < STREAM_BATCH) return;
-        after = batch[batch.length - 1].seq;
+        const before = batch.filter((r) => r.seq < own);
+        if (before.length > 0) yield `${before.map((r) => JSON.stringify(r)).join('\n')}\n`;
+        if (before.length < STREAM_BATCH) return;
+        after = before[before.length - 1].seq;
       }
     }
     return Readable.from(lines(), { objectMode: false });
+  }
+
+  /**
+   * One read record per target, in one transaction; the seq of the last (0 when there is none).
+   * Details say what was read, never the data itself.
+   */
+  async #recordRead(
+    actor: string,
+    name: string,
+    targets: Array<string | null>,
+    details: NonNullable<AuditEvent['details']>,
+  ): Promise<number> {
+    if (targets.length === 0) return 0;
+    return this.ctx.database.db.transaction().execute(async (trx) => {
+      let seq = 0;
+      for (const target of targets) {
+        ({ seq } = await this.ctx.audit.append(trx, { name, actor, target, outcome: 'success', details }));
+      }
+      return seq;
+    });
   }
 
   /**
