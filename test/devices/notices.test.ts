@@ -4,7 +4,7 @@ import { createTestApp, type TestApp } from '../helpers/app.js';
 import { bearer, createPerson } from '../helpers/identities.js';
 import { freePort } from '../helpers/net.js';
 import { bodyOf, type SmtpSink, startSmtpSink } from '../helpers/smtp.js';
-import { CHROME_LINUX, signInFrom } from './support.js';
+import { CHROME_LINUX, SAFARI_IPHONE, signInFrom } from './support.js';
 
 const CHROME_LINUX_NEXT =
   'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/157.0.0.0 Safari/537.36';
@@ -94,6 +94,63 @@ describe('new sign-in notices', () => {
       expect(down.logs()).not.toContain(p.email);
     } finally {
       await down.close();
+    }
+  });
+
+  it("count against the destination's message window: past it a notice is dropped and recorded, the sign-in still 201, and the next window sends again", async () => {
+    const metricsPort = await freePort();
+    const limited = await createTestApp({
+      env: {
+        SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
+        SIGN_IN_NOTICES: 'on',
+        RATE_LIMIT_SENDS_A_MESSAGE: '2/900',
+        METRICS_PORT: String(metricsPort),
+      },
+    });
+    try {
+      const p = await createPerson(limited.ctx);
+      await signInFrom(limited, p, CHROME_LINUX, '203.0.113.7');
+      // Two new places: two notices, which fill the destination's window of two.
+      await signInFrom(limited, p, FIREFOX_WINDOWS, '198.51.100.23');
+      await signInFrom(limited, p, SAFARI_IPHONE, '2001:db8:1:2::3');
+      expect(mailTo(p.email)).toHaveLength(2);
+      // The notices counted in the same window as every other message to the address.
+      const recovery = await limited.app.inject({
+        method: 'POST',
+        url: '/api/v1/password-recoveries',
+        payload: { identifierType: 'email', identifier: p.email },
+        remoteAddress: '192.0.2.50',
+      });
+      expect(recovery.statusCode).toBe(429);
+
+      // A third new place: the sign-in is answered 201 as ever (signInFrom asserts it); the notice
+      // is dropped, logged without the address, counted, and the history entry says none was sent.
+      const dropped = await signInFrom(limited, p, FIREFOX_WINDOWS, '192.0.2.99');
+      expect(mailTo(p.email)).toHaveLength(2);
+      expect(limited.logs()).toContain('new sign-in notice dropped');
+      expect(limited.logs()).not.toContain(p.email);
+      const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      expect(metrics).toContain('identity_refusals_total{rule="messages:notice"} 1');
+      const history = await limited.app.inject({
+        method: 'GET',
+        url: '/api/v1/sign-ins/history',
+        headers: bearer(dropped.accessToken),
+      });
+      const entries = history.json().data as { ipAddress: string; noticeSentAt: string | null }[];
+      expect(
+        entries
+          .filter((e) => e.noticeSentAt !== null)
+          .map((e) => e.ipAddress)
+          .sort(),
+      ).toEqual(['198.51.100.23', '2001:db8:1:2::3']);
+      expect(entries.find((e) => e.ipAddress === '192.0.2.99')?.noticeSentAt).toBeNull();
+
+      // The window ends with the clock: the next new place is told again.
+      limited.clock.advance(900);
+      await signInFrom(limited, p, SAFARI_IPHONE, '192.0.2.150');
+      expect(mailTo(p.email)).toHaveLength(3);
+    } finally {
+      await limited.close();
     }
   });
 

@@ -2,7 +2,7 @@ import type { AppContext } from '../../context.js';
 import { assertPasswordPolicy } from '../../platform/crypto/password-policy.js';
 import type { SessionPrincipal } from '../../platform/http/auth.js';
 import { Problem } from '../../platform/http/problem.js';
-import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
+import { destinationSubject, guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { revokeChallenges } from '../challenges/repository.js';
 import { identifierOwner } from '../challenges/service.js';
 import { type IdentifierInput, normaliseIdentifier } from '../identities/identifier.js';
@@ -83,6 +83,10 @@ export class PasswordService {
     // Both refusals depend on the address's shape and the configuration only, never on an account.
     const ident = this.ctx.challenges.reachableAddress(input);
     const { db } = this.ctx.database;
+    // Counted per destination before anything about an account is read, by the same statement for
+    // a known and an unknown address: the limit trips at the same count for both and costs the same
+    // time, so neither the 429 nor the answer's time tells them apart. Past it nothing is sent.
+    await this.ctx.messages.count([destinationSubject(ident)]);
     const identifier = await findIdentifier(db, ident);
     const known = identifier?.verified_at ? identifier : undefined;
     const issued = await db.transaction().execute(async (trx) => {

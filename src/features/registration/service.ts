@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.js';
 import { assertPasswordPolicy } from '../../platform/crypto/password-policy.js';
 import { Problem } from '../../platform/http/problem.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
-import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
+import { destinationSubject, guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { revokeChallenges } from '../challenges/repository.js';
 import { identifierOwner } from '../challenges/service.js';
 import { type IdentifierInput, normaliseIdentifier } from '../identities/identifier.js';
@@ -70,6 +70,12 @@ export class RegistrationService {
         identityId = existing.identity_id;
         identifierId = existing.id;
       }
+      // Every code sent counts against the address's window (RATE_LIMIT_SENDS_A_MESSAGE per
+      // destination), a new address and a pending one alike. Past it the 429 rolls this whole
+      // registration back, so nothing is written or sent. A verified address's 409 (above) sends
+      // nothing and spends nothing: it already says the address is taken, and a stranger's 409s
+      // must not use up the owner's messages (a new-sign-in notice among them) without a trace.
+      await this.ctx.messages.count([destinationSubject(ident)], trx);
       // Earlier live challenges stay live (contract 3a): a stranger's registration must not
       // invalidate the owner's code in flight.
       const issued = await this.ctx.challenges.issue(trx, {

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { requestMeta } from '../../platform/http/auth.js';
+import { destinationSubject } from '../../platform/rate-limit/guess-budget.js';
 import { verifiedIdentifiers } from '../identities/repository.js';
 import { addressPrefix, describeDevice, deviceFamily } from './devices.js';
 import { markNoticeSent, signInOrigins } from './repository.js';
@@ -17,6 +18,7 @@ const ORIGINS_COMPARED = 200;
  * where from, and how to end it. No link in it signs anyone in. The very first sign-in of an
  * identity has nothing to compare with and sends none. It runs after the answer has gone out, so
  * it never delays or fails the sign-in; a sent notice is recorded on the sign-in's history entry.
+ * It counts against its destination's message window, and past it is dropped (never sent late).
  */
 export class SignInNotices {
   private readonly inFlight = new Set<Promise<void>>();
@@ -60,6 +62,18 @@ export class SignInNotices {
     if (known) return;
     const to = (await verifiedIdentifiers(db, identityId)).find((i) => this.ctx.notifier.canDeliver(i.type));
     if (!to) return;
+    // Notices share the destination's window with every other message (RATE_LIMIT_SENDS_A_MESSAGE),
+    // so sign-ins from new places cannot flood an inbox. Past it the notice is dropped, not delayed:
+    // the sign-in was answered long ago. The history entry keeps noticeSentAt null, which is what
+    // the owner sees; the log line and the metric tell the operator, never the address.
+    if (!(await this.ctx.messages.admits([destinationSubject(to)]))) {
+      this.ctx.signals.refused('messages:notice');
+      this.ctx.log.warn(
+        { channel: to.type },
+        'new sign-in notice dropped: its destination is past its message limit',
+      );
+      return;
+    }
     const result = await this.ctx.notifier.send({
       to: to.value,
       type: to.type,

@@ -6,7 +6,7 @@ import { Problem } from '../../platform/http/problem.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
 import type { CursorScope } from '../../platform/pagination/cursor.js';
 import { type KeysetWindow, keysetPage, type PageQuery } from '../../platform/pagination/page.js';
-import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
+import { destinationSubject, guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { type ChallengeRow, revokeChallenges } from '../challenges/repository.js';
 import type { IdentifierInput, IdentifierType } from '../identities/identifier.js';
 import {
@@ -82,6 +82,9 @@ export class SignInMethodService {
     const { db } = this.ctx.database;
     const existing = await findIdentifier(db, ident);
     if (existing?.verified_at) throw new Problem('identity.identifier_taken');
+    // The code counts against the address's window like every message (RATE_LIMIT_SENDS_A_MESSAGE
+    // per destination); a 409 above sends nothing and counts nothing, as at sign-up.
+    await this.ctx.messages.count([destinationSubject(ident)]);
 
     const challenge = await db.transaction().execute(async (trx) => {
       const issued = await this.ctx.challenges.issue(trx, {

@@ -4,7 +4,7 @@ import type { Executor } from '../../platform/db/database.js';
 import type { RequestMeta, SessionPrincipal } from '../../platform/http/auth.js';
 import { Problem } from '../../platform/http/problem.js';
 import { addressBucket } from '../../platform/rate-limit/address.js';
-import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
+import { destinationSubject, guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { revokeChallenges, type StepUpChannel } from '../challenges/repository.js';
 import { lockIdentity, verifiedIdentifiers } from '../identities/repository.js';
 import { useRecoveryCode } from '../recovery-codes/service.js';
@@ -111,8 +111,13 @@ export class StepUpService {
       if (!first || !this.ctx.notifier.canDeliver(first.type))
         throw new Problem('identity.step_up_unavailable');
       recipient = { id: first.id, type: first.type, value: first.value };
-      // A step-up that sends a message counts per identity and per address (SENDS_A_MESSAGE).
-      await this.ctx.messages.count([`step-up:${identityId}`, `step-up:${addressBucket(meta.ip ?? '')}`]);
+      // A step-up that sends a message counts per identity, per address and, like every message,
+      // per destination (SENDS_A_MESSAGE).
+      await this.ctx.messages.count([
+        `step-up:${identityId}`,
+        `step-up:${addressBucket(meta.ip ?? '')}`,
+        destinationSubject(first),
+      ]);
     }
     const challenge = await db.transaction().execute(async (trx) => {
       await revokeChallenges(trx, { sessionId }, this.ctx.clock.now());

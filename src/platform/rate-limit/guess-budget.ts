@@ -78,9 +78,35 @@ export class GuessBudgets {
 }
 
 /**
- * Messages sent per subject, counted in the database so every instance shares the count (a
- * step-up's code per identity and per address, contract 3). A message past the limit of any of its
- * subjects is 429 rate_limit.exceeded with Retry-After, and is not sent.
+ * The subject every message to one destination counts against, whatever its kind (sign-up,
+ * recovery, sign-in-method and step-up codes, new-sign-in notices): one window per mailbox or
+ * number, so mixing kinds or client addresses does not multiply what one inbox receives. An email
+ * address counts as the mailbox it lands in as far as the address shows, or an attacker could mint
+ * unlimited fresh destinations for one inbox: a `+tag` is dropped, and Gmail's dots and its
+ * googlemail.com spelling are folded. Two addresses folded together only share a window, never an
+ * account. A number is its E.164 form.
+ */
+export function destinationSubject(to: { type: string; value: string }): string {
+  return `to:${to.type}:${to.type === 'email' ? mailbox(to.value) : to.value}`;
+}
+
+/** A normalised (lower-cased) address's mailbox: `a.da+news@googlemail.com` is `ada@gmail.com`. */
+function mailbox(address: string): string {
+  const at = address.lastIndexOf('@');
+  let local = address.slice(0, at);
+  let domain = address.slice(at + 1);
+  const plus = local.indexOf('+');
+  if (plus > 0) local = local.slice(0, plus);
+  if (domain === 'googlemail.com') domain = 'gmail.com';
+  if (domain === 'gmail.com') local = local.replaceAll('.', '');
+  return `${local}@${domain}`;
+}
+
+/**
+ * Messages sent per subject, counted in the database so every instance shares the count: every
+ * message per destination (destinationSubject), a step-up's code per identity and per address too
+ * (contract 3). A message past the limit of any of its subjects is not sent: a request that would
+ * send it is 429 rate_limit.exceeded with Retry-After, a notice nobody waits for is dropped.
  */
 export class MessageLimits {
   constructor(
@@ -92,22 +118,40 @@ export class MessageLimits {
     private readonly signals: Signals,
   ) {}
 
-  /** Counts one message against every subject, or throws 429 when any of them is past its limit. */
-  async count(subjects: string[]): Promise<void> {
+  /**
+   * Counts one message against every subject, or throws 429 when any of them is past its limit. In
+   * its own statements by default; in a caller's transaction when the count must stand or fall with
+   * what the request writes (a refusal that rolls it back has sent nothing).
+   */
+  async count(subjects: string[], exec: Executor = this.db): Promise<void> {
     const now = this.clock.now();
+    const latest = await this.#countAll(exec, subjects, now);
+    if (latest) {
+      this.signals.refused('messages');
+      throw tooEarly(now, latest);
+    }
+  }
+
+  /**
+   * Counts one message that no request waits for (a new-sign-in notice): true when it may be sent,
+   * false when a subject is past its limit and the message is to be dropped.
+   */
+  async admits(subjects: string[]): Promise<boolean> {
+    return (await this.#countAll(this.db, subjects, this.clock.now())) === undefined;
+  }
+
+  /** Counts against every subject; the latest end of a window that is past its limit, if any. */
+  async #countAll(exec: Executor, subjects: string[], now: Date): Promise<Date | undefined> {
     let latest: Date | undefined;
     for (const subject of subjects) {
       const { sent, windowEndsAt } = await countSend(
-        this.db,
+        exec,
         hmacHex(this.key, `send:${subject}`),
         now,
         this.setting.windowSeconds,
       );
       if (sent > this.setting.max && (!latest || windowEndsAt > latest)) latest = windowEndsAt;
     }
-    if (latest) {
-      this.signals.refused('messages');
-      throw tooEarly(now, latest);
-    }
+    return latest;
   }
 }
