@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { AppContext } from './context.js';
 import { adminRoutes } from './features/admin/routes.js';
-import { requireAdminKey } from './platform/http/admin-auth.js';
+import { adminRefusal, requireAdminKey } from './platform/http/admin-auth.js';
 import { createServer, installPlatformPolicies } from './platform/http/server.js';
 
 export const ADMIN_PREFIX = '/admin/v1';
@@ -21,7 +21,9 @@ export async function buildAdminApp(
   logger: Logger,
   access: Logger,
 ): Promise<FastifyInstance> {
-  const admin = createServer(ctx.config, logger.child({ listener: 'admin' }));
+  const admin = createServer(ctx.config, logger.child({ listener: 'admin' }), {
+    guard: adminRefusal(ctx.config.admin.keys),
+  });
   installPlatformPolicies(admin, access.child({ listener: 'admin' }));
   // On the root instance, so it also guards the not-found handler: a caller without a key gets the
   // one 401 for a made-up path as for a real one, and learns no route of the listener.

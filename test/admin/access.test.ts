@@ -137,11 +137,9 @@ describe('the admin listener', () => {
     expect(JSON.parse([...heads][0]).status).toBe(401);
   });
 
-  // Skipped until createServer's frameworkErrors (src/platform/http/server.ts, outside this change)
-  // consults the admin key: the router refuses an over-long path parameter (400) and a malformed
-  // percent-encoding (400) before any hook runs, and only a parametric route's path is over-long,
-  // so `/admin/v1/identities/<101 characters>` still tells a stranger that route exists.
-  it.skip('without a valid key, a path the router itself refuses answers the one 401 too', async () => {
+  // The router refuses an over-long path parameter and a malformed percent-encoding before any
+  // hook runs; createServer's frameworkErrors asks the admin guard first, so those get the 401 too.
+  it('without a valid key, a path the router itself refuses answers the one 401 too', async () => {
     const long = 'a'.repeat(101);
     const answers = new Set<string>();
     for (const url of [

@@ -15,7 +15,9 @@ const BEARER = /^Bearer ([\x21-\x7e]{1,256})$/;
 
 /** The one refusal of the admin listener: same status, body and headers whatever the cause. */
 function unauthorized(): Problem {
-  return new Problem('admin.unauthorized', { headers: { 'www-authenticate': 'Bearer' } });
+  return new Problem('admin.unauthorized', {
+    headers: { 'www-authenticate': 'Bearer', 'cache-control': 'no-store' },
+  });
 }
 
 /**
@@ -27,20 +29,29 @@ function unauthorized(): Problem {
  */
 export function requireAdminKey(keys: readonly AdminKey[]) {
   return async function adminGuard(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
-    const header = request.headers.authorization;
-    const m = typeof header === 'string' ? BEARER.exec(header) : null;
-    // A missing key is hashed too: every refusal does the same work.
-    const digest = createHash('sha256')
-      .update(m ? m[1] : '')
-      .digest();
-    let matched: string | undefined;
-    for (const key of keys) {
-      const equal = timingSafeEqual(digest, key.hash);
-      if (equal && matched === undefined) matched = key.name;
-    }
-    if (!m || matched === undefined) throw unauthorized();
-    request.operator = matched;
+    const name = operatorFor(keys, request.headers.authorization);
+    if (name === undefined) throw unauthorized();
+    request.operator = name;
   };
+}
+
+/** The same check for the router's own refusals, which run no hook (createServer's guard). */
+export function adminRefusal(keys: readonly AdminKey[]) {
+  return (request: FastifyRequest): Problem | undefined =>
+    operatorFor(keys, request.headers.authorization) === undefined ? unauthorized() : undefined;
+}
+
+function operatorFor(keys: readonly AdminKey[], header: unknown): string | undefined {
+  const m = typeof header === 'string' ? BEARER.exec(header) : null;
+  const digest = createHash('sha256')
+    .update(m ? m[1] : '')
+    .digest();
+  let matched: string | undefined;
+  for (const key of keys) {
+    const equal = timingSafeEqual(digest, key.hash);
+    if (equal && matched === undefined) matched = key.name;
+  }
+  return m ? matched : undefined;
 }
 
 /** The audit actor of an admin write: `admin:<key name>`. */

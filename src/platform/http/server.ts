@@ -1,11 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyRequest,
+  LogController,
+} from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
 import { installAccessLog } from '../log/logger.js';
 import { installJsonBodies } from './content-type.js';
 import { installErrorHandling, sendProblem, toProblem } from './errors.js';
 import { installRequestLifecycle } from './lifecycle.js';
+import type { Problem } from './problem.js';
 import { ProblemSchema } from './schemas.js';
 import { addSharedSchema, validatorCompiler } from './validation.js';
 
@@ -15,7 +21,11 @@ const BODY_LIMIT = 16 * 1024;
  * A Fastify instance with the house's server options: the public listener and the operators'
  * listener (admin) are both made here, so both validate, log and refuse alike.
  */
-export function createServer(config: Config, logger: Logger): FastifyInstance {
+export function createServer(
+  config: Config,
+  logger: Logger,
+  opts: { guard?: (request: FastifyRequest) => Problem | undefined } = {},
+): FastifyInstance {
   return Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     // One access line per request instead of Fastify's two (installAccessLog).
@@ -47,7 +57,9 @@ export function createServer(config: Config, logger: Logger): FastifyInstance {
     // Routing failures (a malformed URL) are answered as Problem Details too.
     frameworkErrors: (err, request, reply) => {
       reply.header('x-request-id', request.id);
-      sendProblem(reply, toProblem(err, request));
+      // No hook runs for these: a listener's guard (the admin key) speaks first, because which
+      // paths the router refuses depends on which routes exist.
+      sendProblem(reply, opts.guard?.(request) ?? toProblem(err, request));
     },
   });
 }
