@@ -21,7 +21,7 @@ export const stepUpRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext
         description:
           'With a verified authenticator: channel second_factor (the default) or recovery_code; the identifier ' +
           'channel is then refused (422). Without one: identifier, which sends a code to the first verified ' +
-          'identifier and counts against SENDS_A_MESSAGE per identity and per address (429 past it).',
+          'identifier and counts against SENDS_A_MESSAGE per identity, per address and per destination (429 past it).',
         security: security.session,
         body: schema.StepUpBody,
         response: responses(

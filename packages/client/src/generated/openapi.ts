@@ -3336,7 +3336,7 @@ export type paths = {
         put?: never;
         /**
          * Start a step-up: prove the strongest factor the identity holds
-         * @description With a verified authenticator: channel second_factor (the default) or recovery_code; the identifier channel is then refused (422). Without one: identifier, which sends a code to the first verified identifier and counts against SENDS_A_MESSAGE per identity and per address (429 past it).
+         * @description With a verified authenticator: channel second_factor (the default) or recovery_code; the identifier channel is then refused (422). Without one: identifier, which sends a code to the first verified identifier and counts against SENDS_A_MESSAGE per identity, per address and per destination (429 past it).
          */
         post: {
             parameters: {
