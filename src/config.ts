@@ -297,7 +297,9 @@ const Environment = Type.Object(
     AUDIT_HEAD_LOG_SECONDS: integer(3600, 0, 86400),
     NOTIFY_TIMEOUT_MS: integer(10000, 100, 120000),
     METRICS_PORT: integer(0, 0, 65535),
-    METRICS_HOST: Type.Optional(Type.String()),
+    // Loopback by default, like ADMIN_HOST: the metrics name routes, rates and refusals, which are for
+    // the operator, not for whoever reaches HOST.
+    METRICS_HOST: text('127.0.0.1'),
     WEBAUTHN_RP_ID: Type.Optional(
       Type.String({
         pattern: '^(localhost|([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\\.)+[a-z]{2,63})$',
@@ -434,7 +436,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     auditHeadLogSeconds: e.AUDIT_HEAD_LOG_SECONDS,
     notifyTimeoutMs: e.NOTIFY_TIMEOUT_MS,
-    metrics: { host: e.METRICS_HOST ?? e.HOST, port: e.METRICS_PORT },
+    metrics: { host: e.METRICS_HOST, port: e.METRICS_PORT },
     webauthn: undefined,
     admin: { host: e.ADMIN_HOST, port: e.ADMIN_PORT, keys: adminKeys(e.ADMIN_API_KEYS ?? '') ?? [] },
     signInNotices: e.SIGN_IN_NOTICES === 'on',

@@ -147,6 +147,11 @@ describe('loadConfig', () => {
       guesses: { free: 10, maxDelaySeconds: 43200 },
     });
     expect(c.signInNotices).toBe(true);
+    // Private by default like the operators' listener, whatever HOST the service answers on.
+    expect(loadConfig({ DATA_DIR: tmp(), HOST: '0.0.0.0' }).metrics.host).toBe('127.0.0.1');
+    expect(loadConfig({ DATA_DIR: tmp(), HOST: '0.0.0.0', METRICS_HOST: '0.0.0.0' }).metrics.host).toBe(
+      '0.0.0.0',
+    );
     expect(c.trustProxy).toBe(false);
     expect(c.logLevel).toBe('info');
     expect(c.production).toBe(false);
