@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Type } from '@sinclair/typebox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { bearer, createPerson, signIn } from '../helpers/identities.js';
 import { UUID_RE } from './support.js';
 
 const SECRET = 'Sup3r-S3cret-Val!ue-7f1c9a';
@@ -102,6 +103,28 @@ describe('caching', () => {
     ];
     expect(answers.map((r) => r.statusCode)).toEqual([200, 400, 404]);
     for (const r of answers) expect(r.headers['cache-control']).toBe('no-store');
+  });
+
+  it('marks an /api answer no-store however its path is percent-encoded', async () => {
+    const person = await createPerson(t.ctx);
+    const grant = await signIn(t.app, person);
+    const encodings = [
+      '/%61pi/v1/session/context',
+      '/%61%70%69/v1/session/context',
+      '/api/v1/%73ession/context',
+    ];
+    for (const url of encodings) {
+      const res = await t.app.inject({ method: 'GET', url, headers: bearer(grant.accessToken) });
+      // Routed to the handler (it answers the grant's context) or refused as no route: never cacheable.
+      expect([200, 404], url).toContain(res.statusCode);
+      expect(res.headers['cache-control'], url).toBe('no-store');
+    }
+    const routed = await t.app.inject({
+      method: 'GET',
+      url: encodings[0],
+      headers: bearer(grant.accessToken),
+    });
+    expect(routed.statusCode).toBe(200);
   });
 });
 

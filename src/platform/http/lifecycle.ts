@@ -20,8 +20,12 @@ export function installRequestLifecycle(app: FastifyInstance): void {
     if (draining) reply.header('connection', 'close');
     // Grants, elevations, enrolment secrets and recovery codes must never sit in a shared or
     // browser cache: no /api answer is stored (a client still revalidates its own copy by ETag).
-    // Nor an operator's answer, which holds unmasked identifiers.
-    if (request.url.startsWith('/api/') || request.url.startsWith('/admin/')) {
+    // Nor an operator's answer, which holds unmasked identifiers. Decided on the route that
+    // answered, never the raw URL: the router decodes `/%61pi/v1/...` to an /api route while the raw
+    // URL does not start with /api/. An answer no route gave (404, a refused path) holds nothing
+    // worth caching either.
+    const pattern = request.routeOptions.url;
+    if (pattern === undefined || pattern.startsWith('/api/') || pattern.startsWith('/admin/')) {
       reply.header('cache-control', 'no-store');
     }
     return payload;
