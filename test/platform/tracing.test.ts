@@ -121,8 +121,12 @@ describe('OpenTelemetry traces (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     const address = `trace-${randomBytes(4).toString('hex')}@example.com`;
     const password = `trace-${randomBytes(12).toString('hex')}`;
     const form = { identifierType: 'email', identifier: address };
+    // A user agent of its own, so its absence from what is exported means something.
+    const userAgent = `TraceProbe/${randomBytes(6).toString('hex')}`;
     const post = async (path: string, body: unknown) =>
-      answered(await call(port, `/api/v1${path}`, { method: 'POST', body }));
+      answered(
+        await call(port, `/api/v1${path}`, { method: 'POST', body, headers: { 'user-agent': userAgent } }),
+      );
     expect((await post('/sign-ups', { ...form, password })).status).toBe(201);
     const code = lastCode(dataDir, address);
     expect((await post('/sign-ups/confirmations', { ...form, password, code })).status).toBe(204);
@@ -183,8 +187,22 @@ describe('OpenTelemetry traces (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     // query value; the address is not recorded either (statements carry placeholders).
     const exported = receiver.bodies.join('\n');
     expect(exported).toContain('identity-under-test');
-    for (const secret of [password, code, grant.accessToken, grant.refreshToken, probe, address]) {
+    for (const secret of [password, code, grant.accessToken, grant.refreshToken, probe, address, userAgent]) {
       expect(exported).not.toContain(secret);
+    }
+    // Who the client is stays out of every span: no address or user-agent attribute, whichever
+    // semantic-convention version an instrumentation speaks.
+    const personal = [
+      'client.address',
+      'network.peer.address',
+      'net.peer.ip',
+      'net.sock.peer.addr',
+      'http.client_ip',
+      'user_agent.original',
+      'http.user_agent',
+    ];
+    for (const span of server) {
+      for (const key of personal) expect(attributes(span), `${span.name} ${key}`).not.toHaveProperty(key);
     }
   }, 90_000);
 

@@ -23,14 +23,37 @@ const REQUEST_ID_ATTRIBUTE = 'http.response.header.x-request-id';
 
 /** Attributes that hold a URL or its query; only the path may leave the process. */
 const URL_ATTRIBUTES = new Set(['url.full', 'url.path', 'http.target', 'http.url', 'url.original']);
-/** Attributes that carry values a client sent, never exported whatever an instrumentation decides. */
-const DROPPED_ATTRIBUTES = new Set(['url.query', 'db.postgresql.values', 'http.request.body']);
+/**
+ * Attributes that carry values a client sent or who the client is (its address and user agent are
+ * personal data, kept only where the owner can see and erase them), never exported whatever an
+ * instrumentation decides. Dropped rather than hashed: an IPv4 address's hash is reversed by trying
+ * all 2^32 of them. The request id on the span leads to the access log when an operator needs more.
+ */
+const DROPPED_ATTRIBUTES = new Set([
+  'url.query',
+  'db.postgresql.values',
+  'http.request.body',
+  'client.address',
+  'client.port',
+  'network.peer.address',
+  'network.peer.port',
+  'net.peer.ip',
+  'net.peer.name',
+  'net.peer.port',
+  'net.sock.peer.addr',
+  'net.sock.peer.port',
+  'http.client_ip',
+  'user_agent.original',
+  'http.user_agent',
+]);
+/** Header attributes of these names are dropped too, should an instrumentation record them. */
+const DROPPED_HEADERS = /^http\.request\.header\.(user-agent|x-forwarded-for|forwarded|x-real-ip)$/;
 
 /** Removes query strings (their values may be codes or tokens) and parameter values from a span. */
 function scrubAttributes(attributes: Attributes): void {
   for (const key of Object.keys(attributes)) {
     const value = attributes[key];
-    if (DROPPED_ATTRIBUTES.has(key) || key.startsWith('db.query.parameter.')) {
+    if (DROPPED_ATTRIBUTES.has(key) || DROPPED_HEADERS.test(key) || key.startsWith('db.query.parameter.')) {
       delete attributes[key];
     } else if (URL_ATTRIBUTES.has(key) && typeof value === 'string') {
       const cut = value.search(/[?#]/);
