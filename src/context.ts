@@ -11,6 +11,7 @@ import { SessionService } from './features/sessions/service.js';
 import { findElevation } from './features/step-up/repository.js';
 import { AuditLog } from './platform/audit/audit.js';
 import type { Clock } from './platform/clock.js';
+import { checkSecretsKey } from './platform/crypto/key-check.js';
 import { deriveKey } from './platform/crypto/keys.js';
 import { createPasswordHasher, type PasswordHasher } from './platform/crypto/passwords.js';
 import { Sealer } from './platform/crypto/seal.js';
@@ -69,6 +70,8 @@ export async function createContext(
   log: FastifyBaseLogger,
   signals: Signals = silentSignals,
 ): Promise<AppContext> {
+  // First: a SECRETS_KEY the database was not started with stops here, before anything is sealed.
+  await checkSecretsKey(database.db, config.secretsKey, clock);
   const sealer = new Sealer(deriveKey(config.secretsKey, 'sealing'));
   // Each purpose gets its own key derived from SECRETS_KEY, so no key serves two algorithms.
   const audit = new AuditLog(deriveKey(config.secretsKey, 'audit-seal'), clock);

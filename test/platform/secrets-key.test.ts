@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { exportJWK, generateKeyPair } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/net.js';
 import { type Spawned, spawnTs, tryConnect, waitFor, within } from './support.js';
@@ -14,43 +15,55 @@ afterEach(() => {
   running = undefined;
 });
 
-describe('a SECRETS_KEY that does not open the stored signing key', () => {
+async function twoStarts(extra: Record<string, string>): Promise<void> {
+  // One embedded database on disk, so the second start finds what the first one stored.
+  const dataDir = mkdtempSync(join(tmpdir(), 'idsvc-secrets-'));
+  const env = { NODE_ENV: 'development', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...extra };
+
+  const port = await freePort();
+  running = spawnTs('src/main.ts', {
+    ...env,
+    PORT: String(port),
+    SECRETS_KEY: randomBytes(32).toString('base64'),
+  });
+  const first = running;
+  await waitFor(
+    async () => {
+      if (first.child.exitCode !== null) throw new Error(`exited early: ${first.stderr()}`);
+      return (await tryConnect(port)) === 'connected' ? true : undefined;
+    },
+    60_000,
+    'the first start to listen',
+    100,
+  );
+  first.child.kill('SIGTERM');
+  expect((await within(first.exited, 20_000, 'the first start to stop')).code).toBe(0);
+
+  running = spawnTs('src/main.ts', {
+    ...env,
+    PORT: String(await freePort()),
+    SECRETS_KEY: randomBytes(32).toString('base64'),
+  });
+  const { code } = await within(running.exited, 60_000, 'the second start to exit');
+  const stderr = running.stderr();
+  expect(code).toBe(1);
+  expect(stderr.split('\n')).toHaveLength(2);
+  expect(stderr).toMatch(/^invalid configuration: SECRETS_KEY /);
+  expect(stderr).toContain('key check');
+  expect(stderr).not.toContain('    at ');
+  expect(running.stdout()).not.toContain('listening');
+}
+
+describe('a SECRETS_KEY that is not the one the database was first started with', () => {
   it('stops start-up with one line naming SECRETS_KEY, never a stack trace', async () => {
-    // One embedded database on disk, so the second start finds the key the first one sealed.
-    const dataDir = mkdtempSync(join(tmpdir(), 'idsvc-secrets-'));
-    const env = { NODE_ENV: 'development', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+    await twoStarts({});
+  }, 150_000);
 
-    const port = await freePort();
-    running = spawnTs('src/main.ts', {
-      ...env,
-      PORT: String(port),
-      SECRETS_KEY: randomBytes(32).toString('base64'),
-    });
-    const first = running;
-    await waitFor(
-      async () => {
-        if (first.child.exitCode !== null) throw new Error(`exited early: ${first.stderr()}`);
-        return (await tryConnect(port)) === 'connected' ? true : undefined;
-      },
-      60_000,
-      'the first start to listen',
-      100,
-    );
-    first.child.kill('SIGTERM');
-    expect((await within(first.exited, 20_000, 'the first start to stop')).code).toBe(0);
-
-    running = spawnTs('src/main.ts', {
-      ...env,
-      PORT: String(await freePort()),
-      SECRETS_KEY: randomBytes(32).toString('base64'),
-    });
-    const { code } = await within(running.exited, 60_000, 'the second start to exit');
-    const stderr = running.stderr();
-    expect(code).toBe(1);
-    expect(stderr.split('\n')).toHaveLength(2);
-    expect(stderr).toContain('SECRETS_KEY');
-    expect(stderr).toContain('signing keys');
-    expect(stderr).not.toContain('    at ');
-    expect(running.stdout()).not.toContain('listening');
+  it('stops start-up too when ACCESS_TOKEN_SIGNING_KEY is set and nothing sealed is opened at start', async () => {
+    // Security round 3, finding 3: this start used to run, answer 500 on confirmations and seal
+    // new audit records under the wrong key.
+    const { privateKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519', extractable: true });
+    const jwk = { ...(await exportJWK(privateKey)), kid: 'configured' };
+    await twoStarts({ ACCESS_TOKEN_SIGNING_KEY: JSON.stringify(jwk) });
   }, 150_000);
 });

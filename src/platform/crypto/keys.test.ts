@@ -14,6 +14,7 @@ describe('deriveKey', () => {
     'out-of-band-codes': 'bce53d71c3771bb27413c9c5f4fa9fcda77efae33f7f0740278545531d095ce7',
     'cursor-signing-key': '15e75b5e5ba5ae4252c4a38771ede01810cf9eefcc379d7dd98c50df0b52b589',
     'guess-budgets': '690b41457b74d861a8dc77e98682d025020d8c4ce570e2ac14426c3fea23f9e7',
+    'key-check': 'd0437e7c359771f758695aced6105f844e95febeb2536ee62543df7ecdb1e2c8',
   };
 
   it.each(Object.entries(KNOWN))('derives the %s key as before', (purpose, hex) => {

@@ -17,7 +17,9 @@ export type KeyPurpose =
   /** Pagination cursors, when CURSOR_SIGNING_KEY is not set. */
   | 'cursor-signing-key'
   /** Keyed hashes of guess-budget subjects (which name identifiers). */
-  | 'guess-budgets';
+  | 'guess-budgets'
+  /** The stored check that a later start runs under the same SECRETS_KEY (key_checks). */
+  | 'key-check';
 
 export function deriveKey(root: Buffer, purpose: KeyPurpose): Buffer {
   return createHmac('sha256', root).update(purpose).digest();

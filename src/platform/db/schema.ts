@@ -96,6 +96,12 @@ export interface Identities {
   session_epoch: Generated<number>;
 }
 
+export interface KeyChecks {
+  created_at: Timestamp;
+  id: number;
+  key_check: string;
+}
+
 export interface Passkeys {
   aaguid: string;
   backed_up: boolean;
@@ -242,6 +248,7 @@ export interface DB {
   guess_budgets: GuessBudgets;
   identifiers: Identifiers;
   identities: Identities;
+  key_checks: KeyChecks;
   passkeys: Passkeys;
   provider_links: ProviderLinks;
   provider_nonces: ProviderNonces;

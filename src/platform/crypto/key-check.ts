@@ -1,0 +1,58 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { ConfigError } from '../../config.js';
+import { computeHeadSeal } from '../audit/audit.js';
+import { readHead } from '../audit/repository.js';
+import type { Clock } from '../clock.js';
+import type { Db } from '../db/database.js';
+import { deriveKey } from './keys.js';
+
+/** Fixed and versioned: the value stored is HMAC(deriveKey(SECRETS_KEY, 'key-check'), LABEL). */
+const LABEL = 'identity-service key check v1';
+
+export function keyCheckOf(secretsKey: Buffer): string {
+  return createHmac('sha256', deriveKey(secretsKey, 'key-check')).update(LABEL).digest('base64url');
+}
+
+const WRONG_KEY = new ConfigError(
+  'SECRETS_KEY',
+  'is not the key this database was first started with (its stored key check does not match); rotation is not supported yet',
+);
+
+/**
+ * Stops start-up when SECRETS_KEY is not the key the database's sealed data was made with, whatever
+ * else is configured (with ACCESS_TOKEN_SIGNING_KEY set nothing sealed is opened at start-up, so
+ * without this check a wrong key would run and seal new audit records the chain cannot verify).
+ *
+ * The first start stores the check. A database upgraded from before the check holds sealed data
+ * already: its audit head carries HMAC(audit key, head), so the key is tried on that first and the
+ * check is stored only when it opens. Two instances starting at once under different keys race on
+ * one row (ON CONFLICT DO NOTHING); both then compare against the row that won.
+ */
+export async function checkSecretsKey(db: Db, secretsKey: Buffer, clock: Clock): Promise<void> {
+  const expected = keyCheckOf(secretsKey);
+  let stored = await db.selectFrom('key_checks').select('key_check').where('id', '=', 1).executeTakeFirst();
+  if (!stored) {
+    const head = await readHead(db);
+    if (head && head.head_seal !== '') {
+      const auditKey = deriveKey(secretsKey, 'audit-seal');
+      if (!same(head.head_seal, computeHeadSeal(auditKey, Number(head.seq), head.seal))) throw WRONG_KEY;
+    }
+    await db
+      .insertInto('key_checks')
+      .values({ id: 1, key_check: expected, created_at: clock.now() })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
+    stored = await db
+      .selectFrom('key_checks')
+      .select('key_check')
+      .where('id', '=', 1)
+      .executeTakeFirstOrThrow();
+  }
+  if (!same(stored.key_check, expected)) throw WRONG_KEY;
+}
+
+function same(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
