@@ -1,11 +1,37 @@
+import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config.js';
-import { verifyChain } from './platform/audit/audit.js';
+import { type AuditAnchor, parseAnchor, verifyChain } from './platform/audit/audit.js';
 import { deriveKey } from './platform/crypto/keys.js';
 import { openDatabase } from './platform/db/database.js';
 import { migrate } from './platform/db/migrator.js';
 
-/** `npm run audit:verify`: exit 0 intact, 1 cannot check, 2 broken (names the first broken record). */
+const USAGE = 'usage: npm run audit:verify [-- --expect-head SEQ:SEAL]';
+
+/** The anchor asked for, null when none, or a one-line refusal of the arguments. */
+function anchorArgument(): AuditAnchor | null | string {
+  let values: { 'expect-head'?: string };
+  try {
+    ({ values } = parseArgs({ options: { 'expect-head': { type: 'string' } }, strict: true }));
+  } catch {
+    return USAGE;
+  }
+  const text = values['expect-head'];
+  if (text === undefined) return null;
+  return (
+    parseAnchor(text) ?? `--expect-head must be SEQ:SEAL, the anchor of an "audit head" log line (${USAGE})`
+  );
+}
+
+/**
+ * `npm run audit:verify [-- --expect-head SEQ:SEAL]`: exit 0 intact (and, with an anchor, reaching
+ * it), 1 cannot check (bad arguments or configuration), 2 broken, truncated or behind the anchor.
+ */
 async function main(): Promise<number> {
+  const anchor = anchorArgument();
+  if (typeof anchor === 'string') {
+    console.error(anchor);
+    return 1;
+  }
   let config: ReturnType<typeof loadConfig>;
   try {
     config = loadConfig();
@@ -19,10 +45,21 @@ async function main(): Promise<number> {
   const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
   try {
     await migrate(database.db);
-    const result = await verifyChain(database.db, deriveKey(config.secretsKey, 'audit-seal'));
+    const result = await verifyChain(
+      database.db,
+      deriveKey(config.secretsKey, 'audit-seal'),
+      anchor ?? undefined,
+    );
     if (result.ok) {
-      console.log(`audit chain intact: ${result.count} records`);
+      const reaching = anchor ? `, reaching the anchor at ${anchor.seq}` : '';
+      console.log(`audit chain intact: ${result.count} records${reaching}`);
       return 0;
+    }
+    if ('behindAnchor' in result) {
+      console.log(
+        `audit chain behind its anchor: no record ${result.behindAnchor.seq} with the logged seal (${result.count} records verify); the database was restored to an earlier state or rewritten`,
+      );
+      return 2;
     }
     const { seq, id } = result.brokenAt;
     if (result.truncated) {

@@ -5,8 +5,9 @@ import { readHead } from './repository.js';
 /**
  * Writes the audit head (sequence, seal and the head's own seal) to the log. Kept outside the
  * database (the log shipped elsewhere), these lines anchor the chain: a copy of the database
- * restored to an earlier head, which the key alone cannot tell, shows as a sequence below one
- * already logged. The seals are HMAC outputs, not secrets.
+ * restored to an earlier head, which the key alone cannot tell, fails
+ * `npm run audit:verify -- --expect-head <anchor>` with the last anchor logged. The seals are HMAC
+ * outputs, not secrets.
  */
 export async function logAuditHead(
   db: Db,
@@ -14,7 +15,12 @@ export async function logAuditHead(
 ): Promise<void> {
   const head = await readHead(db);
   if (!head) return;
-  log.info({ auditHead: { seq: Number(head.seq), seal: head.seal, headSeal: head.head_seal } }, 'audit head');
+  const seq = Number(head.seq);
+  // `anchor` is what `npm run audit:verify -- --expect-head` takes.
+  log.info(
+    { auditHead: { seq, seal: head.seal, headSeal: head.head_seal, anchor: `${seq}:${head.seal}` } },
+    'audit head',
+  );
 }
 
 /** Logs the head every `seconds` while the app runs (0: never), and once at start-up. */

@@ -10,7 +10,14 @@ import { deriveKey } from '../crypto/keys.js';
 import { type Database, type Db, openDatabase } from '../db/database.js';
 import { migrate } from '../db/migrator.js';
 import { logAuditHead } from './anchor.js';
-import { type AuditEvent, AuditLog, canonicalJson, verifyChain } from './audit.js';
+import {
+  type AuditEvent,
+  AuditLog,
+  canonicalJson,
+  computeHeadSeal,
+  parseAnchor,
+  verifyChain,
+} from './audit.js';
 
 const key = deriveKey(randomBytes(32), 'audit-seal');
 
@@ -205,6 +212,47 @@ describe('sealed audit chain (PGlite)', () => {
     });
   });
 
+  it('an earlier head replayed whole verifies by the key alone, but not against the logged anchor', async () => {
+    await appendFive();
+    const logged = await sql<{
+      seq: unknown;
+      seal: string;
+    }>`SELECT seq, seal FROM audit_head WHERE id = 1`.execute(db);
+    const anchor = { seq: Number(logged.rows[0].seq), seal: logged.rows[0].seal };
+    expect(await verifyChain(db, key, anchor)).toEqual({ ok: true, count: 5 });
+    // The database restored to when record 3 was the newest: its head, own seal included, is one
+    // the key really sealed then (a backup holds exactly this), and the records after it are gone.
+    await sql`DELETE FROM audit_records WHERE seq > 3`.execute(db);
+    const third = await sql<{ seal: string }>`SELECT seal FROM audit_records WHERE seq = 3`.execute(db);
+    await sql`UPDATE audit_head SET seq = 3, seal = ${third.rows[0].seal}, head_seal = ${computeHeadSeal(key, 3, third.rows[0].seal)} WHERE id = 1`.execute(
+      db,
+    );
+    expect(await verifyChain(db, key)).toEqual({ ok: true, count: 3 });
+    expect(await verifyChain(db, key, anchor)).toEqual({ ok: false, count: 3, behindAnchor: anchor });
+    // An anchor at a record that exists but with another seal is not reached either.
+    const forged = { seq: 3, seal: anchor.seal };
+    expect(await verifyChain(db, key, forged)).toEqual({ ok: false, count: 3, behindAnchor: forged });
+    expect(await verifyChain(db, key, { seq: 3, seal: third.rows[0].seal })).toEqual({ ok: true, count: 3 });
+  });
+
+  it('parses an anchor as SEQ:SEAL and nothing else', () => {
+    const seal = 'a'.repeat(64);
+    expect(parseAnchor(`12:${seal}`)).toEqual({ seq: 12, seal });
+    for (const bad of [
+      '',
+      '12',
+      `0:${seal}`,
+      `-1:${seal}`,
+      `12:${seal}0`,
+      `12:${'A'.repeat(64)}`,
+      `1e3:${seal}`,
+      ` 12:${seal}`,
+      `99999999999999999:${seal}`,
+    ]) {
+      expect(parseAnchor(bad), bad).toBeNull();
+    }
+  });
+
   it('logs the head it would verify against, for an anchor outside the database', async () => {
     await appendFive();
     const lines: object[] = [];
@@ -212,7 +260,14 @@ describe('sealed audit chain (PGlite)', () => {
     const head = await sql<{ seal: string; head_seal: string }>`
       SELECT seal, head_seal FROM audit_head WHERE id = 1`.execute(db);
     expect(lines).toEqual([
-      { auditHead: { seq: 5, seal: head.rows[0].seal, headSeal: head.rows[0].head_seal } },
+      {
+        auditHead: {
+          seq: 5,
+          seal: head.rows[0].seal,
+          headSeal: head.rows[0].head_seal,
+          anchor: `5:${head.rows[0].seal}`,
+        },
+      },
     ]);
     expect(head.rows[0].head_seal).toMatch(/^[0-9a-f]{64}$/);
   });

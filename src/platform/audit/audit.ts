@@ -60,7 +60,32 @@ export type ChainVerification =
        * the head rewritten to an earlier one (brokenAt names the first record that is gone).
        */
       truncated?: true;
+    }
+  | {
+      ok: false;
+      /** Every record verifies, but none has the anchor's seq and seal (see AuditAnchor). */
+      count: number;
+      behindAnchor: AuditAnchor;
     };
+
+/**
+ * A head logged earlier (`SEQ:SEAL`, the `anchor` of the `audit head` log line), kept outside the
+ * database. A record with that seq and seal can only exist if the chain once reached it, and the
+ * records after it are append-only: a database restored to an earlier state, its head included,
+ * verifies against the key alone but has no such record.
+ */
+export interface AuditAnchor {
+  seq: number;
+  seal: string;
+}
+
+/** Parses `SEQ:SEAL` (a positive sequence and a 64-hex seal); null when it is not one. */
+export function parseAnchor(text: string): AuditAnchor | null {
+  const m = /^([1-9][0-9]{0,15}):([0-9a-f]{64})$/.exec(text);
+  if (!m) return null;
+  const seq = Number(m[1]);
+  return Number.isSafeInteger(seq) ? { seq, seal: m[2] } : null;
+}
 
 /** JSON with object keys sorted (by UTF-16 code units) and no whitespace. */
 export function canonicalJson(value: unknown): string {
@@ -206,15 +231,17 @@ const BATCH = 1000;
  * Walks every record in seq order, from one snapshot. Broken: the first record whose seal does not
  * verify or whose seq skips (a deleted record shows as a skip at the next one), or, past the last
  * record, a head that names a later record (records deleted from the end), or a head whose own
- * seal does not verify (records deleted from the end and the head rewritten to match).
+ * seal does not verify (records deleted from the end and the head rewritten to match). With an
+ * anchor, a chain that verifies but holds no record with the anchor's seq and seal is behind it.
  */
-export async function verifyChain(db: Db, key: Buffer): Promise<ChainVerification> {
+export async function verifyChain(db: Db, key: Buffer, anchor?: AuditAnchor): Promise<ChainVerification> {
   return db.transaction().execute(async (trx) => {
     await snapshot(trx);
     const head = await readHead(trx);
     let prevSeal = '';
     let expected = 1;
     let count = 0;
+    let anchored = false;
     for (;;) {
       // The first batch has no lower bound: a stray record before seq 1 is a skip too.
       const rows = await recordsAfter(trx, count === 0 ? null : expected - 1, BATCH);
@@ -224,6 +251,7 @@ export async function verifyChain(db: Db, key: Buffer): Promise<ChainVerificatio
         if (seq !== expected) return { ok: false, count, brokenAt: { seq, id } };
         const seal = computeSeal(key, prevSeal, content);
         if (seal !== r.seal) return { ok: false, count, brokenAt: { seq, id } };
+        if (anchor && seq === anchor.seq && r.seal === anchor.seal) anchored = true;
         prevSeal = r.seal;
         expected++;
         count++;
@@ -237,6 +265,7 @@ export async function verifyChain(db: Db, key: Buffer): Promise<ChainVerificatio
     if (head && count > 0 && head.head_seal !== computeHeadSeal(key, Number(head.seq), head.seal)) {
       return { ok: false, count, brokenAt: { seq: expected, id: null }, truncated: true };
     }
+    if (anchor && !anchored) return { ok: false, count, behindAnchor: anchor };
     return { ok: true, count };
   });
 }
