@@ -43,6 +43,24 @@ async function signInWith(auth: SoftAuthenticator, bend: Bend = {}) {
   return post('/sign-ins/passkeys', { credential: auth.get(opts.json().data.options, bend) });
 }
 
+/** A discoverable sign-in whose assertion names no user (the field absent, or null). */
+async function withoutHandle(auth: SoftAuthenticator, handle: undefined | null) {
+  const opts = (await post('/sign-ins/passkeys/options', {})).json().data.options;
+  const credential = auth.get(opts);
+  return post('/sign-ins/passkeys', {
+    credential: { ...credential, response: { ...credential.response, userHandle: handle } },
+  });
+}
+
+async function refusedAttempts(identityId: string): Promise<number> {
+  const r = await sql<{ n: number }>`
+    SELECT count(*)::int AS n FROM sign_in_attempts
+    WHERE identity_id = ${identityId} AND method = 'passkey' AND outcome = 'refused'`.execute(
+    t.ctx.database.db,
+  );
+  return r.rows[0].n;
+}
+
 describe('passkey registration', () => {
   it('registers with an elevated session: listed as a sign-in method and an active method, audited', async () => {
     t = await app();
@@ -161,6 +179,8 @@ describe('passkey sign-in', () => {
       ['wrong origin', () => signInWith(auth, { origin: 'https://evil.example' })],
       ['wrong RP ID', () => signInWith(auth, { rpId: 'evil.example' })],
       ['no user verification', () => signInWith(auth, { userVerified: false })],
+      ['no user handle', () => withoutHandle(auth, undefined)],
+      ['a null user handle', () => withoutHandle(auth, null)],
       [
         'unissued challenge',
         () => post('/sign-ins/passkeys', { credential: auth.get({ challenge: 'dW5pc3N1ZWQtY2hhbGxlbmdl' }) }),
@@ -172,6 +192,53 @@ describe('passkey sign-in', () => {
       bodies.push(res.body.replace(/"instance":"[^"]*"|"requestId":"[^"]*"/g, ''));
     }
     expect(new Set(bodies).size).toBe(1);
+  });
+
+  it('a discoverable sign-in without a user handle is refused like any failure, and the passkey still signs in with one', async () => {
+    // Security round 3, finding 11: the handle is what says whose passkey answered when no user
+    // was named (WebAuthn Level 3, 7.2); an assertion without it used to open a session.
+    t = await app();
+    const { who, auth } = await registered();
+    const answers = [await withoutHandle(auth, undefined), await withoutHandle(auth, null)];
+    answers.push(await signInWith(auth, { wrongKey: true }));
+    expectIdentical(answers, 401, 'identity.sign_in_refused');
+    const ok = await signInWith(auth);
+    expect(ok.statusCode, ok.body).toBe(201);
+    const context = await t.app.inject({
+      method: 'GET',
+      url: '/api/v1/session/context',
+      headers: bearer(ok.json().data.accessToken),
+    });
+    expect(context.json().data.identityId).toBe(who.person.identityId);
+  });
+
+  it('sign-in options need no body at all: no content type, no length, as a plain button sends them', async () => {
+    t = await app();
+    const bare = await t.app.inject({ method: 'POST', url: '/api/v1/sign-ins/passkeys/options' });
+    expect(bare.statusCode, bare.body).toBe(201);
+    expect(bare.json().data.options.allowCredentials).toEqual([]);
+    // Anything else that is not JSON is still refused before validation.
+    const text = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/sign-ins/passkeys/options',
+      headers: { 'content-type': 'text/plain' },
+      payload: 'hello',
+    });
+    expect(text.statusCode).toBe(415);
+  });
+
+  it('a stranger sending a known credential id with a bad signature writes nothing in the owner’s history', async () => {
+    t = await app();
+    const { who, auth } = await registered();
+    for (const bend of [{ wrongKey: true }, { origin: 'https://evil.example' }, { userVerified: false }]) {
+      expect((await signInWith(auth, bend)).statusCode).toBe(401);
+    }
+    expect((await withoutHandle(auth, undefined)).statusCode).toBe(401);
+    expect(await refusedAttempts(who.person.identityId)).toBe(0);
+    // A refusal the passkey really signed (its counter went back: a copied authenticator) is kept.
+    expect((await signInWith(auth, { counter: 5 })).statusCode).toBe(201);
+    expect((await signInWith(auth, { counter: 3 })).statusCode).toBe(401);
+    expect(await refusedAttempts(who.person.identityId)).toBe(1);
   });
 
   it('spent and expired challenges are refused with the same bytes as a bad signature', async () => {

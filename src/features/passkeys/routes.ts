@@ -79,7 +79,8 @@ export const passkeyRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContex
   app.post(
     '/sign-ins/passkeys/options',
     {
-      config: limitFor(provesAPassword, 'sign-ins/passkeys/options'),
+      // No body at all is the usual request (the button on a sign-in page): taken as `{}`.
+      config: { ...limitFor(provesAPassword, 'sign-ins/passkeys/options'), optionalBody: true },
       schema: {
         tags: ['passkeys'],
         summary: 'Request options for a passkey sign-in (navigator.credentials.get), single use, 5 minutes',

@@ -208,7 +208,10 @@ export class PasskeyService {
    * failure is the same `refusal`: an unknown or removed credential, a bad signature, another
    * origin or RP ID, no user verification, an unknown, expired, spent or foreign challenge, a user
    * handle that is not the passkey's identity, and a counter that went backwards on a credential
-   * that is not backup-eligible. `refused` learns whose passkey a refused assertion named.
+   * that is not backup-eligible. `refused` learns of a refusal only once the assertion's signature
+   * verified under the passkey's key (a removed passkey, a regressed counter): the owner's
+   * authenticator, or a copy of it, really signed. A credential id is not a secret, so
+   * an assertion that does not verify is refused without touching the owner's records.
    */
   async assert<T>(
     purpose: 'sign_in' | 'step_up',
@@ -216,19 +219,19 @@ export class PasskeyService {
     refusal: ProblemCode,
     bound: { sessionId: string | null; identityId?: string },
     act: (trx: Executor, passkey: PasskeyRow) => Promise<T>,
-    refused?: (passkey: PasskeyRow, reason: 'removed' | 'counter' | 'unverified') => Promise<void>,
+    refused?: (passkey: PasskeyRow, reason: 'removed' | 'counter') => Promise<void>,
   ): Promise<T> {
     const refuse = () => new Problem(refusal);
     const challenge = challengeOf(credential.response.clientDataJSON);
     if (!challenge) throw refuse();
     const passkey = await passkeyByCredential(this.ctx.database.db, credential.id);
     if (!passkey) throw refuse();
-    if (passkey.removed_at) {
-      await refused?.(passkey, 'removed');
-      throw refuse();
-    }
     if (bound.identityId && passkey.identity_id !== bound.identityId) throw refuse();
     const handle = credential.response.userHandle;
+    // A sign-in names no user (discoverable credentials), so the authenticator must say whose
+    // passkey answered (WebAuthn Level 3, 7.2 step 6): no user handle is a failure like any other.
+    // A step-up names the caller's passkeys, where the handle may be absent but never another's.
+    if (purpose === 'sign_in' && (handle === undefined || handle === null || handle === '')) throw refuse();
     if (handle !== undefined && handle !== null && handle !== userHandleOf(passkey.identity_id))
       throw refuse();
     let result: Awaited<ReturnType<typeof verifyAuthenticationResponse>> | undefined;
@@ -250,8 +253,11 @@ export class PasskeyService {
     } catch {
       result = undefined;
     }
-    if (!result?.verified) {
-      await refused?.(passkey, 'unverified');
+    // Only a signature the passkey's key made reaches `refused`: what anyone holding a credential id
+    // can send (a forged or unsigned assertion) never writes to the owner's records.
+    if (!result?.verified) throw refuse();
+    if (passkey.removed_at) {
+      await refused?.(passkey, 'removed');
       throw refuse();
     }
     const { newCounter, credentialBackedUp } = result.authenticationInfo;
@@ -267,6 +273,7 @@ export class PasskeyService {
         sessionId: bound.sessionId,
         now,
       });
+      // A spent challenge is most often the owner's own double submit: refused, not recorded.
       if (!spent) return { ok: false as const, refused: undefined };
       const used = await recordUse(trx, {
         id: passkey.id,
@@ -303,7 +310,8 @@ export class PasskeyActs {
    * POST /sign-ins/passkeys. Admitted against the guess budget of the credential and the client's
    * address prefix before anything is checked (like a password). A passkey with user verification
    * is two factors, so a session opens at once, in the transaction that spends the challenge. A
-   * refusal that names a known passkey is recorded in its identity's sign-in history.
+   * refusal is recorded in the owner's sign-in history only when the passkey really signed (see
+   * `assert`): a stranger sending its credential id with a bad signature leaves nothing there.
    */
   async signIn(credential: AuthenticationResponseJSON, meta: RequestMeta): Promise<SessionGrant> {
     const budget = guessSubject.passkey(credential.id, addressBucket(meta.ip ?? ''));
