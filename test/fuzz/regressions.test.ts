@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Problem } from '../../src/platform/http/problem.js';
+import { Problem } from '../../src/platform/problem.js';
 import { FuzzApp, type RequestSpec } from './support.js';
 
 /**

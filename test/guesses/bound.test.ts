@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Problem } from '../../src/platform/http/problem.js';
+import type { Problem } from '../../src/platform/problem.js';
 import { guessSubject } from '../../src/platform/rate-limit/guess-budget.js';
 import { ageOutSeconds } from '../../src/platform/rate-limit/repository.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';

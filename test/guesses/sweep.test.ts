@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/platform/clock.js';
-import type { Problem } from '../../src/platform/http/problem.js';
+import type { Problem } from '../../src/platform/problem.js';
 import { ageOutSeconds } from '../../src/platform/rate-limit/repository.js';
 import { sweepRateLimits } from '../../src/platform/rate-limit/sweep.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';

@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.js';
-import { Problem } from '../../platform/http/problem.js';
+import { Problem } from '../../platform/problem.js';
 import { liveStatus } from '../recovery-codes/repository.js';
 import { describeDevice } from '../sessions/devices.js';
 import * as repo from './repository.js';

@@ -2,9 +2,9 @@ import type { FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { operatorOf } from '../../platform/http/admin-auth.js';
 import { envelope, page } from '../../platform/http/envelope.js';
-import type { ProblemCode } from '../../platform/http/problem.js';
 import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, NoContent, responses } from '../../platform/http/schemas.js';
+import type { ProblemCode } from '../../platform/problem.js';
 import * as schema from './schemas.js';
 import { AdminService } from './service.js';
 

@@ -3,8 +3,8 @@ import type { CodeFormat } from '../../config.js';
 import type { Clock } from '../../platform/clock.js';
 import { type CodeHasher, generateCode, safeEqual } from '../../platform/crypto/tokens.js';
 import type { Db, Executor } from '../../platform/db/database.js';
-import { Problem } from '../../platform/http/problem.js';
 import { type DeliveryResult, type Notifier, verificationText } from '../../platform/notify/notifier.js';
+import { Problem } from '../../platform/problem.js';
 import type { GuessBudgets } from '../../platform/rate-limit/guess-budget.js';
 import {
   type IdentifierInput,

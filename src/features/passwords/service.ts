@@ -1,7 +1,7 @@
 import type { AppContext } from '../../context.js';
 import { assertPasswordPolicy } from '../../platform/crypto/password-policy.js';
 import type { SessionPrincipal } from '../../platform/http/auth.js';
-import { Problem } from '../../platform/http/problem.js';
+import { Problem } from '../../platform/problem.js';
 import { destinationSubject, guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { revokeChallenges } from '../challenges/repository.js';
 import { identifierOwner } from '../challenges/service.js';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
 import type { RequestMeta, SessionPrincipal } from '../../platform/http/auth.js';
-import { Problem, type ProblemCode } from '../../platform/http/problem.js';
+import { Problem, type ProblemCode } from '../../platform/problem.js';
 import { deleteFreshIdentity, findIdentity, insertIdentity } from '../identities/repository.js';
 import type { SessionService } from '../sessions/service.js';
 import { type Elevation, mintElevation, stepUpProofAllowed } from '../step-up/service.js';

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import { assertPasswordPolicy } from '../../platform/crypto/password-policy.js';
-import { Problem } from '../../platform/http/problem.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
+import { Problem } from '../../platform/problem.js';
 import { destinationSubject, guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { revokeChallenges } from '../challenges/repository.js';
 import { identifierOwner } from '../challenges/service.js';

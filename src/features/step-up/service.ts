@@ -2,7 +2,7 @@ import type { AppContext } from '../../context.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
 import type { Executor } from '../../platform/db/database.js';
 import type { RequestMeta, SessionPrincipal } from '../../platform/http/auth.js';
-import { Problem } from '../../platform/http/problem.js';
+import { Problem } from '../../platform/problem.js';
 import { addressBucket } from '../../platform/rate-limit/address.js';
 import { destinationSubject, guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { revokeChallenges, type StepUpChannel } from '../challenges/repository.js';

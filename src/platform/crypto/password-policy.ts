@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Problem } from '../http/problem.js';
+import { Problem } from '../problem.js';
 
 export type PasswordPolicyResult = { ok: true } | { ok: false; reason: 'too_short' | 'too_long' | 'common' };
 

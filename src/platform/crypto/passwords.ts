@@ -1,5 +1,5 @@
 import { type Algorithm, hash, verify } from '@node-rs/argon2';
-import { Problem } from '../http/problem.js';
+import { Problem } from '../problem.js';
 
 export interface PasswordHasher {
   hash(password: string): Promise<string>;

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AdminKey } from '../../config.js';
-import { Problem } from './problem.js';
+import { Problem } from '../problem.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -1,7 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Clock } from '../clock.js';
 import { sha256Hex } from '../crypto/tokens.js';
-import { Problem, type ProblemCode, sessionRequired } from './problem.js';
+import { Problem, type ProblemCode } from '../problem.js';
+import { sessionRequired } from './problem.js';
 
 export interface SessionPrincipal {
   identityId: string;

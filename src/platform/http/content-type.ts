@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { Problem } from './problem.js';
+import { Problem } from '../problem.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -1,6 +1,7 @@
 import type { ErrorObject } from 'ajv';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Problem } from './problem.js';
+import { Problem } from '../problem.js';
+import { problemBody } from './problem.js';
 import { validationEntries } from './validation.js';
 
 const UNAVAILABLE_CODES = new Set([
@@ -42,7 +43,10 @@ export const RETRY_AFTER_UNAVAILABLE = '5';
 
 export function sendProblem(reply: FastifyReply, problem: Problem): FastifyReply {
   if (problem.extra.headers) reply.headers(problem.extra.headers);
-  return reply.code(problem.status).type('application/problem+json').send(JSON.stringify(problem.body()));
+  return reply
+    .code(problem.status)
+    .type('application/problem+json')
+    .send(JSON.stringify(problemBody(problem)));
 }
 
 /** Turns anything thrown into a Problem. Only the 500 branch logs the real error. */

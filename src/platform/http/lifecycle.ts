@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
+import { Problem } from '../problem.js';
 import { RETRY_AFTER_UNAVAILABLE } from './errors.js';
-import { Problem } from './problem.js';
 
 /**
  * Every answer names its attempt with the server's own X-Request-Id (a client-supplied one is

@@ -1,5 +1,5 @@
 import { type TSchema, type TUnion, Type } from '@sinclair/typebox';
-import { CATALOGUE, type ProblemCode } from './problem.js';
+import { CATALOGUE, type ProblemCode } from '../problem.js';
 
 export const ProblemSchema = Type.Object(
   {
@@ -93,7 +93,7 @@ export function responses(
   if (opts.rateLimited) all.push('rate_limit.exceeded');
   const byStatus = new Map<number, ProblemCode[]>();
   for (const c of new Set(all)) {
-    const s = CATALOGUE[c][0];
+    const s = CATALOGUE[c].status;
     byStatus.set(s, [...(byStatus.get(s) ?? []), c]);
   }
   const out: Record<number, unknown> = { ...success };

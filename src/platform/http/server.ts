@@ -8,10 +8,10 @@ import Fastify, {
 import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
 import { installAccessLog } from '../log/logger.js';
+import type { Problem } from '../problem.js';
 import { installJsonBodies } from './content-type.js';
 import { installErrorHandling, sendProblem, toProblem } from './errors.js';
 import { installRequestLifecycle } from './lifecycle.js';
-import type { Problem } from './problem.js';
 import { ProblemSchema } from './schemas.js';
 import { addSharedSchema, validatorCompiler } from './validation.js';
 

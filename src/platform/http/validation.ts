@@ -4,7 +4,7 @@ import type { FastifySchemaCompiler } from 'fastify';
 
 const addFormats = formatsModule as unknown as { default: (ajv: Ajv, formats: string[]) => Ajv };
 
-import type { ValidationEntry } from './problem.js';
+import type { ValidationEntry } from '../problem.js';
 
 /**
  * The service's Ajv set-up. `verbose` (errors carry their schema) is for the fuzz suite, which

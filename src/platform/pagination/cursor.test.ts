@@ -1,7 +1,8 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../clock.js';
-import { Problem, type ProblemCode } from '../http/problem.js';
+import { problemBody } from '../http/problem.js';
+import { Problem, type ProblemCode } from '../problem.js';
 import { CursorCodec, type CursorKey, type CursorScope } from './cursor.js';
 
 const KEY: CursorKey = { id: 'k2026a', secret: Buffer.alloc(32, 7) };
@@ -302,7 +303,7 @@ describe('CursorCodec', () => {
       const problem = thrown as Problem;
       const serialized = JSON.stringify({
         message: problem.message,
-        body: problem.body(),
+        body: problemBody(problem),
         extra: problem.extra,
       });
       for (const needle of [p, s, POSITION.id, POSITION.t, SCOPE.subject, KEY.id]) {

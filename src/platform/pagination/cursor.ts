@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.js';
-import { Problem } from '../http/problem.js';
+import { Problem } from '../problem.js';
 
 /**
  * Signed collection cursors (interface: "Cursor protection").

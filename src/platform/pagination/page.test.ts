@@ -2,7 +2,7 @@ import { Value } from '@sinclair/typebox/value';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../clock.js';
-import { Problem } from '../http/problem.js';
+import { Problem } from '../problem.js';
 import { CursorCodec, type CursorScope } from './cursor.js';
 import {
   buildPage,

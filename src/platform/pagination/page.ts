@@ -1,5 +1,5 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
-import { Problem } from '../http/problem.js';
+import { Problem } from '../problem.js';
 import {
   type CursorCodec,
   type CursorPosition,

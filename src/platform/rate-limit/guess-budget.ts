@@ -2,8 +2,8 @@ import type { RateLimitSetting } from '../../config.js';
 import type { Clock } from '../clock.js';
 import { hmacHex } from '../crypto/tokens.js';
 import type { Db, Executor } from '../db/database.js';
-import { Problem } from '../http/problem.js';
 import type { Signals } from '../metrics/signals.js';
+import { Problem } from '../problem.js';
 import { admitAttempt, type BudgetPolicy, countSend, forgiveAttempts } from './repository.js';
 
 /**

@@ -2,8 +2,8 @@ import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { RateLimitSetting } from '../../config.js';
-import { Problem } from '../http/problem.js';
 import type { Signals } from '../metrics/signals.js';
+import { Problem } from '../problem.js';
 import { addressBucket } from './address.js';
 
 /**

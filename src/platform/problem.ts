@@ -1,0 +1,267 @@
+/**
+ * The one error type and its catalogue, on the ground floor: this module imports nothing, so the
+ * platform (crypto, pagination, rate limits) and the features refuse with it without reaching up
+ * into HTTP, and `platform/http/` only renders it (problem.ts there) as Problem Details.
+ *
+ * A refusal is `new Problem(code)`: status, title and detail come from here, so two refusals of one
+ * family are byte-identical by construction. No detail ever carries request data.
+ */
+export interface ProblemEntry {
+  status: number;
+  title: string;
+  detail: string;
+  /** Whether the same request may succeed later (the `retryable` member of the body). */
+  retryable: boolean;
+}
+
+export const CATALOGUE = {
+  'validation.failed': {
+    status: 400,
+    title: 'Validation failed',
+    detail: 'The request is not valid.',
+    retryable: false,
+  },
+  'collection.cursor_tampered': {
+    status: 400,
+    title: 'Cursor tampered',
+    detail: 'The cursor signature does not verify.',
+    retryable: false,
+  },
+  'collection.cursor_invalid': {
+    status: 400,
+    title: 'Cursor invalid',
+    detail: 'The cursor cannot be used here.',
+    retryable: false,
+  },
+  'collection.cursor_expired': {
+    status: 400,
+    title: 'Cursor expired',
+    detail: 'The cursor has expired; start again from the first page.',
+    retryable: false,
+  },
+  'identity.session_required': {
+    status: 401,
+    title: 'Session required',
+    detail: 'A valid session is required.',
+    retryable: false,
+  },
+  'admin.unauthorized': {
+    status: 401,
+    title: 'Unauthorized',
+    detail: 'A valid operator key is required.',
+    retryable: false,
+  },
+  'identity.sign_in_refused': {
+    status: 401,
+    title: 'Sign-in refused',
+    detail: 'The sign-in was refused.',
+    retryable: false,
+  },
+  'identity.second_factor_refused': {
+    status: 401,
+    title: 'Second factor refused',
+    detail: 'The second step was refused.',
+    retryable: false,
+  },
+  'identity.renewal_refused': {
+    status: 401,
+    title: 'Renewal refused',
+    detail: 'The renewal was refused.',
+    retryable: false,
+  },
+  'identity.elevation_required': {
+    status: 403,
+    title: 'Elevation required',
+    detail: 'A live elevation for this session is required.',
+    retryable: false,
+  },
+  'identity.step_up_confirmation_refused': {
+    status: 403,
+    title: 'Step-up refused',
+    detail: 'The step-up confirmation was refused.',
+    retryable: false,
+  },
+  'identity.second_factor_confirmation_refused': {
+    status: 403,
+    title: 'Second factor confirmation refused',
+    detail: 'The second factor could not be confirmed.',
+    retryable: false,
+  },
+  'identity.sign_in_method_not_found': {
+    status: 404,
+    title: 'Sign-in method not found',
+    detail: 'No such sign-in method.',
+    retryable: false,
+  },
+  'identity.second_factor_not_found': {
+    status: 404,
+    title: 'Second factor not found',
+    detail: 'No such second factor.',
+    retryable: false,
+  },
+  'identity.session_not_found': {
+    status: 404,
+    title: 'Session not found',
+    detail: 'No such live session.',
+    retryable: false,
+  },
+  'route.not_found': {
+    status: 404,
+    title: 'Not found',
+    detail: 'No route matches this method and path.',
+    retryable: false,
+  },
+  'admin.identity_not_found': {
+    status: 404,
+    title: 'Identity not found',
+    detail: 'No such identity.',
+    retryable: false,
+  },
+  'identity.identifier_taken': {
+    status: 409,
+    title: 'Identifier taken',
+    detail: 'The identifier is already in use.',
+    retryable: false,
+  },
+  'admin.identity_erased': {
+    status: 409,
+    title: 'Identity erased',
+    detail: 'The identity was erased; nothing more can change it.',
+    retryable: false,
+  },
+  'identity.last_sign_in_method': {
+    status: 409,
+    title: 'Last sign-in method',
+    detail: 'Removing this method would leave no way in.',
+    retryable: false,
+  },
+  'idempotency.key_reused': {
+    status: 409,
+    title: 'Idempotency key reused',
+    detail: 'The idempotency key was used with different content.',
+    retryable: false,
+  },
+  'precondition.failed': {
+    status: 412,
+    title: 'Precondition failed',
+    detail: 'The resource does not match the precondition.',
+    retryable: false,
+  },
+  'request.body_too_large': {
+    status: 413,
+    title: 'Body too large',
+    detail: 'The request body exceeds 16 KiB.',
+    retryable: false,
+  },
+  'request.unsupported_media_type': {
+    status: 415,
+    title: 'Unsupported media type',
+    detail: 'The request body must be application/json.',
+    retryable: false,
+  },
+  'identity.identifier_unusable': {
+    status: 422,
+    title: 'Identifier unusable',
+    detail: 'The identifier cannot be used.',
+    retryable: false,
+  },
+  'identity.identifier_channel_unavailable': {
+    status: 422,
+    title: 'No channel',
+    detail: 'No channel can deliver to this identifier.',
+    retryable: false,
+  },
+  'identity.verification_refused': {
+    status: 422,
+    title: 'Verification refused',
+    detail: 'The verification was refused.',
+    retryable: false,
+  },
+  'identity.sign_in_method_confirmation_refused': {
+    status: 422,
+    title: 'Confirmation refused',
+    detail: 'The sign-in method confirmation was refused.',
+    retryable: false,
+  },
+  'identity.password_change_refused': {
+    status: 422,
+    title: 'Password change refused',
+    detail: 'The password change was refused.',
+    retryable: false,
+  },
+  'identity.password_recovery_refused': {
+    status: 422,
+    title: 'Password recovery refused',
+    detail: 'The password recovery was refused.',
+    retryable: false,
+  },
+  'identity.step_up_unavailable': {
+    status: 422,
+    title: 'Step-up unavailable',
+    detail: 'No step-up channel is available.',
+    retryable: false,
+  },
+  'identity.sign_in_second_factor_locked': {
+    status: 423,
+    title: 'Account locked',
+    detail: 'The account is locked after repeated failures.',
+    retryable: false,
+  },
+  'identity.sign_in_method_locked': {
+    status: 423,
+    title: 'Account locked',
+    detail: 'The account is locked after repeated failures.',
+    retryable: false,
+  },
+  'identity.second_factor_locked': {
+    status: 423,
+    title: 'Account locked',
+    detail: 'The account is locked after repeated failures.',
+    retryable: false,
+  },
+  'identity.step_up_locked': {
+    status: 423,
+    title: 'Account locked',
+    detail: 'The account is locked after repeated failures.',
+    retryable: false,
+  },
+  'rate_limit.exceeded': {
+    status: 429,
+    title: 'Too many requests',
+    detail: 'The rate limit for this route is exceeded; retry later.',
+    retryable: true,
+  },
+  'internal.unexpected': {
+    status: 500,
+    title: 'Internal error',
+    detail: 'An unexpected error occurred.',
+    retryable: false,
+  },
+  'service.unavailable': {
+    status: 503,
+    title: 'Service unavailable',
+    detail: 'The service is temporarily unavailable; retry later.',
+    retryable: true,
+  },
+} as const satisfies Record<string, ProblemEntry>;
+
+export type ProblemCode = keyof typeof CATALOGUE;
+
+/** One invalid field of a request (the `errors` member of a validation refusal). */
+export interface ValidationEntry {
+  location: 'body' | 'query' | 'path' | 'header';
+  field: string;
+  code: string;
+  message: string;
+}
+
+export class Problem extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ProblemCode,
+    readonly extra: { errors?: ValidationEntry[]; headers?: Record<string, string> } = {},
+  ) {
+    super(code);
+    this.status = CATALOGUE[code].status;
+  }
+}
