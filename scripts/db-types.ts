@@ -20,7 +20,8 @@ async function generate(): Promise<string> {
   try {
     await migrate(database.db);
     const body = await codegen({
-      db: database.db,
+      // kysely-codegen brings its own copy of Kysely: the same instance, another declaration.
+      db: database.db as unknown as Parameters<typeof codegen>[0]['db'],
       dialect: new PostgresDialect(),
       // database.ts parses int8 as a JavaScript number (the counters fit in a double).
       typeMapping: { int8: 'number' },

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config.js';
 import { type AuditAnchor, parseAnchor, verifyChain } from './platform/audit/audit.js';
-import { deriveKey } from './platform/crypto/keys.js';
+import { loadOrCreateDevKey } from './platform/crypto/keys.js';
 import { openDatabase } from './platform/db/database.js';
 import { migrate } from './platform/db/migrator.js';
 
@@ -34,7 +34,7 @@ async function main(): Promise<number> {
   }
   let config: ReturnType<typeof loadConfig>;
   try {
-    config = loadConfig();
+    config = loadConfig(process.env, { devSecretsKey: loadOrCreateDevKey });
   } catch (err) {
     if (err instanceof ConfigError) {
       console.error(err.message);
@@ -45,11 +45,7 @@ async function main(): Promise<number> {
   const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
   try {
     await migrate(database.db);
-    const result = await verifyChain(
-      database.db,
-      deriveKey(config.secretsKey, 'audit-seal'),
-      anchor ?? undefined,
-    );
+    const result = await verifyChain(database.db, config.keys.auditSeal, anchor ?? undefined);
     if (result.ok) {
       const reaching = anchor ? `, reaching the anchor at ${anchor.seq}` : '';
       console.log(`audit chain intact: ${result.count} records${reaching}`);

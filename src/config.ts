@@ -1,8 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { deriveKey, loadOrCreateDevKey } from './platform/crypto/keys.js';
+import { purposeKeys } from './platform/crypto/keys.js';
 import { proxyList } from './platform/rate-limit/address.js';
 
 /** A configuration error names the variable; start-up prints its message alone and exits 1. */
@@ -21,75 +22,6 @@ export type TotpAlgorithm = 'SHA1' | 'SHA256' | 'SHA512';
 export interface RateLimitSetting {
   max: number;
   windowSeconds: number;
-}
-
-export interface Config {
-  nodeEnv: string;
-  production: boolean;
-  host: string;
-  port: number;
-  databaseUrl: string | undefined;
-  dataDir: string;
-  redisUrl: string | undefined;
-  publicOrigin: string;
-  corsOrigins: string[];
-  /** 32 raw bytes. */
-  secretsKey: Buffer;
-  cursorSigningKey: Buffer;
-  cursorKeyId: string;
-  accessTokenSigningKey: Record<string, unknown> | undefined;
-  smtpUrl: string | undefined;
-  mailFrom: string;
-  smsWebhookUrl: string | undefined;
-  identityProviders: IdentityProviderConfig[];
-  verificationCodeFormat: CodeFormat;
-  verificationCodeLength: number;
-  totpAlgorithm: TotpAlgorithm;
-  totpDigits: number;
-  totpPeriod: number;
-  rateLimits: {
-    sendsAMessage: RateLimitSetting;
-    answersAChallenge: RateLimitSetting;
-    provesAPassword: RateLimitSetting;
-    /** GET /account/export, per client address. */
-    accountExports: RateLimitSetting;
-    /** Per-subject guess budgets (RATE_LIMIT_GUESSES). */
-    guesses: { free: number; maxDelaySeconds: number };
-  };
-  /** Proxies whose X-Forwarded-For is honoured (addresses or CIDR ranges); false: none. */
-  trustProxy: string[] | false;
-  logLevel: string;
-  /** Lifetimes in seconds (contract section 5). */
-  lifetimes: {
-    accessToken: number;
-    session: number;
-    ticket: number;
-    challenge: number;
-    elevation: number;
-    lock: number;
-    nonce: number;
-  };
-  /** Argon2id memory cost in KiB; OWASP floor 19 MiB. */
-  argon2MemoryKiB: number;
-  /** Argon2id operations allowed at once (the rest queue). */
-  argon2Concurrency: number;
-  /** The longest expected wait in the Argon2id queue before a request is shed with 503. */
-  argon2MaxWaitMs: number;
-  shutdownTimeoutMs: number;
-  /** How often the audit head is written to the log, in seconds (0: never). */
-  auditHeadLogSeconds: number;
-  /** Out-of-band delivery timeout (SMTP connection, greeting and socket; SMS webhook total). */
-  notifyTimeoutMs: number;
-  /** The Prometheus listener (GET /metrics), apart from the API; port 0: off. */
-  metrics: { host: string; port: number };
-  /** The WebAuthn relying party; undefined: passkey routes are off (production without WEBAUTHN_*). */
-  webauthn: WebAuthnConfig | undefined;
-  /** The operators' listener (/admin/v1), apart from the public port; port 0: off. */
-  admin: { host: string; port: number; keys: AdminKey[] };
-  /** New-sign-in notices on the identity's verified channel (SIGN_IN_NOTICES). */
-  signInNotices: boolean;
-  /** The hosted account UI (ACCOUNT_UI, ACCOUNT_UI_PATH); undefined: not served. */
-  accountUi: { path: string } | undefined;
 }
 
 /** An operator's API key as configured: its name (the audit actor) and the SHA-256 of the key. */
@@ -118,6 +50,7 @@ export interface WebAuthnConfig {
 function makeAjv(coerceTypes: boolean): Ajv {
   const ajv = new Ajv({ coerceTypes, useDefaults: true, allErrors: false, verbose: true, strict: true });
   ajv.addKeyword('refusal');
+  ajv.addKeyword('shown');
   return ajv;
 }
 const jsonAjv = makeAjv(false);
@@ -208,68 +141,138 @@ for (const ajv of [jsonAjv, envAjv]) {
   for (const [name, validate] of Object.entries(FORMATS)) ajv.addFormat(name, { type: 'string', validate });
 }
 
-const integer = (def: number, minimum: number, maximum: number) =>
+/*
+ * Each variable is declared once, below: its schema, its default, its refusal and its description.
+ * `docs/configuration.md` is generated from these declarations (`npm run config:docs`, checked by
+ * the lint), and `Config` is inferred from `configFrom`, the one place each value is mapped.
+ * `shown` is the default as the documentation states it, where the schema's own default is computed
+ * or absent.
+ */
+interface Described {
+  description: string;
+  shown?: string;
+}
+const integer = (def: number, minimum: number, maximum: number, doc: Described) =>
   Type.Integer({
     default: def,
     minimum,
     maximum,
     refusal: `must be an integer from ${minimum} to ${maximum}`,
+    ...doc,
   });
-const oneOf = <T extends string>(def: T, allowed: readonly T[]) =>
+const oneOf = <T extends string>(def: T, allowed: readonly T[], doc: Described) =>
   Type.Unsafe<T>({
     type: 'string',
     enum: allowed,
     default: def,
     refusal: `must be one of ${allowed.join(', ')}`,
+    ...doc,
   });
-const text = (def: string) => Type.String({ default: def });
-const formatted = (format: string, refusal: string) => Type.Optional(Type.String({ format, refusal }));
-const rate = (def: string) =>
+const text = (def: string, doc: Described) => Type.String({ default: def, ...doc });
+const formatted = (format: string, refusal: string, doc: Described) =>
+  Type.Optional(Type.String({ format, refusal, ...doc }));
+const rate = (def: string, doc: Described) =>
   Type.String({
     default: def,
     pattern: '^0*[1-9][0-9]{0,8}/0*[1-9][0-9]{0,8}$',
     refusal: 'must be <count>/<seconds> with both at least 1',
+    ...doc,
   });
 
 const ARGON2_PRODUCTION_FLOOR_KIB = 19456;
 
-const Environment = Type.Object(
+/** The refusal of OTEL_EXPORTER_OTLP_ENDPOINT, also given by tracing, which reads it before the rest. */
+export const NOT_A_COLLECTOR = 'must be the http:// or https:// URL of an OTLP/HTTP collector';
+
+export const Environment = Type.Object(
   {
-    NODE_ENV: text('development'),
-    HOST: text('127.0.0.1'),
-    PORT: integer(3000, 0, 65535),
-    DATA_DIR: text('./data'),
-    DATABASE_URL: formatted('postgres-url', 'must be an absolute URL using postgres: or postgresql:'),
-    REDIS_URL: formatted('redis-url', 'must be an absolute URL using redis: or rediss:'),
-    PUBLIC_ORIGIN: formatted('origin', 'must be an absolute origin'),
+    NODE_ENV: text('development', {
+      description:
+        '`production` turns off the development outbox and requires `SECRETS_KEY` and `PUBLIC_ORIGIN`',
+    }),
+    HOST: text('127.0.0.1', { description: 'address the API listens on' }),
+    PORT: integer(3000, 0, 65535, { description: 'port the API listens on' }),
+    DATA_DIR: text('./data', {
+      description: 'embedded database, development outbox (`outbox.jsonl`), generated development key',
+    }),
+    DATABASE_URL: formatted('postgres-url', 'must be an absolute URL using postgres: or postgresql:', {
+      description:
+        '`postgres://…` for a PostgreSQL server (pooled, 20 connections); `memory://` for an in-memory embedded database',
+      shown: 'embedded PGlite persisted in `DATA_DIR/pgdata`',
+    }),
+    REDIS_URL: formatted('redis-url', 'must be an absolute URL using redis: or rediss:', {
+      description: '`redis://…`: rate-limit counters shared by every instance',
+      shown: 'in-process counters',
+    }),
+    PUBLIC_ORIGIN: formatted('origin', 'must be an absolute origin', {
+      description:
+        "the service's own origin; the access token's `iss` and `aud`, one value for every instance",
+      shown: 'required in production; `http://HOST:PORT` outside it',
+    }),
     CORS_ORIGINS: formatted(
       'origin-list',
       'entries must be absolute origins without path, query, fragment or wildcard',
+      {
+        description:
+          'comma-separated absolute origins (no path, query, fragment or `*`) allowed cross-origin; credentials are never allowed; `ETag` and `X-Request-Id` are exposed',
+      },
     ),
-    SECRETS_KEY: formatted('base64-32-bytes', 'must be 32 bytes in base64'),
-    CURSOR_SIGNING_KEY: formatted('at-least-32-bytes', 'must be at least 32 bytes'),
+    SECRETS_KEY: formatted('base64-32-bytes', 'must be 32 bytes in base64', {
+      description:
+        '32 bytes in base64. Every use goes through its own key derived by HMAC-SHA256 with a named purpose (`purposeKeys` in `src/platform/crypto/keys.ts`): sealing TOTP secrets and generated signing keys (AES-256-GCM), the audit seals, the code hashes, the guess-budget subjects, the cursor key and the key check. The first start stores a key check; a start under another key stops. Cannot be rotated yet (see [operations](operations.md#key-rotation))',
+      shown:
+        'required in production; outside production generated once into `DATA_DIR/secrets.key` at start-up',
+    }),
+    CURSOR_SIGNING_KEY: formatted('at-least-32-bytes', 'must be at least 32 bytes', {
+      description: 'HMAC-SHA256 key (at least 32 bytes) for pagination cursors',
+      shown: 'derived from `SECRETS_KEY`',
+    }),
     CURSOR_KEY_ID: Type.String({
       default: 'k1',
       pattern: '^[A-Za-z0-9_-]{1,32}$',
       refusal: 'must be 1 to 32 characters of A-Z a-z 0-9 _ -',
+      description: 'key id for pagination cursors (change it with the key)',
     }),
-    ACCESS_TOKEN_SIGNING_KEY: formatted('private-ed25519-jwk', 'must be a private Ed25519 JWK in JSON'),
-    SMTP_URL: formatted('smtp-url', 'must be an absolute URL using smtp: or smtps:'),
-    MAIL_FROM: text('Identity <no-reply@localhost>'),
-    SMS_WEBHOOK_URL: formatted('http-url', 'must be an absolute URL using http: or https:'),
+    ACCESS_TOKEN_SIGNING_KEY: formatted('private-ed25519-jwk', 'must be a private Ed25519 JWK in JSON', {
+      description: 'private Ed25519 JWK (JSON) that signs access tokens',
+      shown: 'generated at first start and kept (sealed) in the database',
+    }),
+    SMTP_URL: formatted('smtp-url', 'must be an absolute URL using smtp: or smtps:', {
+      description: 'email channel (`smtp://` or `smtps://`)',
+    }),
+    MAIL_FROM: text('Identity <no-reply@localhost>', { description: 'sender of every email' }),
+    SMS_WEBHOOK_URL: formatted('http-url', 'must be an absolute URL using http: or https:', {
+      description: 'SMS gateway: the service POSTs `{ "to", "text" }`; any 2xx is delivered',
+    }),
     IDENTITY_PROVIDERS: formatted(
       'identity-providers',
       'must be a JSON array of { name, issuer, audience, jwksUri | jwks } with distinct names',
+      {
+        description:
+          'JSON array `[{ "name", "issuer", "audience", "jwksUri" or "jwks" }]` of OIDC providers for ID-token sign-in; names are distinct, `[a-z0-9][a-z0-9_-]{0,62}`',
+      },
     ),
-    VERIFICATION_CODE_FORMAT: oneOf<CodeFormat>('numeric', ['numeric', 'alphabetic', 'alphanumeric']),
-    VERIFICATION_CODE_LENGTH: integer(6, 6, 12),
-    TOTP_ALGORITHM: oneOf<TotpAlgorithm>('SHA1', ['SHA1', 'SHA256', 'SHA512']),
-    TOTP_DIGITS: integer(6, 6, 8),
-    TOTP_PERIOD: integer(30, 15, 120),
-    RATE_LIMIT_SENDS_A_MESSAGE: rate('5/900'),
-    RATE_LIMIT_ANSWERS_A_CHALLENGE: rate('10/60'),
-    RATE_LIMIT_PROVES_A_PASSWORD: rate('10/60'),
-    RATE_LIMIT_ACCOUNT_EXPORTS: rate('5/3600'),
+    VERIFICATION_CODE_FORMAT: oneOf<CodeFormat>('numeric', ['numeric', 'alphabetic', 'alphanumeric'], {
+      description: 'out-of-band codes: `numeric`, `alphabetic` or `alphanumeric`',
+    }),
+    VERIFICATION_CODE_LENGTH: integer(6, 6, 12, { description: 'out-of-band code length, 6..12' }),
+    TOTP_ALGORITHM: oneOf<TotpAlgorithm>('SHA1', ['SHA1', 'SHA256', 'SHA512'], {
+      description: 'TOTP algorithm at enrolment; an enrolled factor keeps its own',
+    }),
+    TOTP_DIGITS: integer(6, 6, 8, { description: 'TOTP digits at enrolment, 6..8' }),
+    TOTP_PERIOD: integer(30, 15, 120, { description: 'TOTP period at enrolment, 15..120 seconds' }),
+    RATE_LIMIT_SENDS_A_MESSAGE: rate('5/900', {
+      description:
+        "`<count>/<seconds>` per client address on POST /sign-ups (and the other routes that send a message). The same count and window apply per destination, in the database: every message to one address or number (sign-up, recovery, sign-in-method and step-up codes, new-sign-in notices) counts against that destination's one window, whichever client asked and, for recovery, whether or not an account holds the address; an email counts as its mailbox (`+tag` dropped, Gmail dots folded). Past it a request answers 429 with `Retry-After` and sends nothing, and a notice is dropped. A step-up that sends a code also counts per identity and per address. See [API](api.md#messages-per-destination)",
+    }),
+    RATE_LIMIT_ANSWERS_A_CHALLENGE: rate('10/60', {
+      description:
+        'per client address on POST /sign-ups/confirmations and POST /sign-ins/second-factors (and other code-answering routes)',
+    }),
+    RATE_LIMIT_PROVES_A_PASSWORD: rate('10/60', {
+      description: 'per client address on POST /sign-ins and POST /sign-ins/renewals',
+    }),
+    RATE_LIMIT_ACCOUNT_EXPORTS: rate('5/3600', { description: 'per client address on GET /account/export' }),
     // Default: ten free failures, then 1, 2, 4 ... seconds up to twelve hours between attempts (the
     // bound this keeps on guessing a 6-digit code, ten sent codes live at once included, is in
     // docs/security.md "The guessing bound").
@@ -277,53 +280,132 @@ const Environment = Type.Object(
       default: `10/${12 * 3600}`,
       pattern: '^0*[1-9][0-9]{1,8}/0*[1-9][0-9]{0,8}$',
       refusal: 'must be <free failures>/<longest delay in seconds> with at least 10 free failures',
+      description:
+        '`<free failures>/<longest delay in seconds>`: per-subject guess budgets (per identity for step-up, enrolment, sign-in-method confirmations and second-factor sign-ins; per identifier and address prefix for passwords; per identifier for sign-up and recovery codes). Past the free failures each attempt waits 1, 2, 4 … seconds up to the longest delay; an early attempt is 429 with `Retry-After`, right or wrong, unchecked; a success resets, and a count untouched for thirty longest delays is forgotten. At least 10 free failures. See [security](security.md) for the bound',
     }),
     TRUST_PROXY: formatted(
       'proxy-list',
       'must be a comma-separated list of proxy addresses or CIDR ranges (a hop count or true is not accepted)',
+      {
+        description:
+          'comma-separated addresses or CIDR ranges of the proxies whose `X-Forwarded-For` is honoured; a hop count, `true` or any unusable entry stops start-up',
+        shown: 'none: the socket address is the client',
+      },
     ),
-    LOG_LEVEL: oneOf('info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
-    ACCESS_TOKEN_TTL: integer(900, 60, 86400),
-    SESSION_TTL: integer(30 * 86400, 300, 365 * 86400),
-    SECOND_FACTOR_TICKET_TTL: integer(300, 60, 3600),
-    CHALLENGE_TTL: integer(900, 60, 86400),
-    ELEVATION_TTL: integer(300, 30, 3600),
-    ACCOUNT_LOCK_TTL: integer(900, 60, 86400),
-    ARGON2_MEMORY_KIB: integer(ARGON2_PRODUCTION_FLOOR_KIB, 8, 1048576),
+    LOG_LEVEL: oneOf('info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+      description:
+        '`fatal`, `error`, `warn`, `info`, `debug`, `trace`, `silent`. At `info`: one access line per request (request id, method, route pattern, status, duration in ms, client address; never headers, bodies or query values) plus errors; `debug` adds a line when each request arrives. Lines go to stdout through an asynchronous destination, flushed at shutdown and on a fatal error',
+    }),
+    ACCESS_TOKEN_TTL: integer(900, 60, 86400, { description: 'access-token lifetime, seconds' }),
+    SESSION_TTL: integer(30 * 86400, 300, 365 * 86400, {
+      description: 'absolute session lifetime, fixed at sign-in, seconds',
+      shown: '`2592000` (30 days)',
+    }),
+    SECOND_FACTOR_TICKET_TTL: integer(300, 60, 3600, {
+      description: 'second-factor ticket lifetime, seconds',
+    }),
+    CHALLENGE_TTL: integer(900, 60, 86400, { description: 'out-of-band challenge lifetime, seconds' }),
+    ELEVATION_TTL: integer(300, 30, 3600, { description: 'elevation-token lifetime, seconds' }),
+    ACCOUNT_LOCK_TTL: integer(900, 60, 86400, {
+      description: 'how long the identity-wide lock lasts once tripped, seconds',
+    }),
+    ARGON2_MEMORY_KIB: integer(ARGON2_PRODUCTION_FLOOR_KIB, 8, 1048576, {
+      description: `Argon2id memory cost (t=2, p=1); production refuses less than ${ARGON2_PRODUCTION_FLOOR_KIB}`,
+    }),
     // One core stays free for the event loop and the database driver.
-    ARGON2_CONCURRENCY: integer(Math.max(1, availableParallelism() - 1), 1, 256),
-    ARGON2_MAX_WAIT_MS: integer(3000, 100, 600000),
-    SHUTDOWN_TIMEOUT_MS: integer(10000, 0, 600000),
-    AUDIT_HEAD_LOG_SECONDS: integer(3600, 0, 86400),
-    NOTIFY_TIMEOUT_MS: integer(10000, 100, 120000),
-    METRICS_PORT: integer(0, 0, 65535),
+    ARGON2_CONCURRENCY: integer(Math.max(1, availableParallelism() - 1), 1, 256, {
+      description:
+        'Argon2id hashes or verifications running at once; the rest wait in order (memory-hard hashing in parallel beyond the spare cores lowers total throughput and starves the event loop)',
+      shown: 'cores − 1, at least 1',
+    }),
+    ARGON2_MAX_WAIT_MS: integer(3000, 100, 600000, {
+      description:
+        'load shedding: a sign-in, sign-up or password route whose Argon2id work would wait longer than this (queue length at the measured pace) answers 503 `service.unavailable` with `Retry-After` at once, before writing anything',
+    }),
+    SHUTDOWN_TIMEOUT_MS: integer(10000, 0, 600000, {
+      description: 'how long SIGTERM waits for in-flight requests before exiting 1',
+    }),
+    AUDIT_HEAD_LOG_SECONDS: integer(3600, 0, 86400, {
+      description:
+        'how often the audit head (sequence, seal, head seal and the `anchor` that `audit:verify --expect-head` takes) is written to the log, to anchor the chain outside the database; also once at start-up; `0` never',
+    }),
+    NOTIFY_TIMEOUT_MS: integer(10000, 100, 120000, {
+      description: 'SMTP connection/greeting/socket timeout and webhook total timeout',
+    }),
+    METRICS_PORT: integer(0, 0, 65535, {
+      description:
+        "port of a separate listener serving Prometheus text at `GET /metrics` (see [operations](operations.md#metrics)); never served on the API's port; `0` off (every metric call is then a no-op)",
+      shown: '`0` (off)',
+    }),
     // Loopback by default, like ADMIN_HOST: the metrics name routes, rates and refusals, which are for
     // the operator, not for whoever reaches HOST.
-    METRICS_HOST: text('127.0.0.1'),
+    METRICS_HOST: text('127.0.0.1', {
+      description:
+        'address the metrics listener binds; keep it private (set it to reach the metrics from a scraper on another host)',
+    }),
     WEBAUTHN_RP_ID: Type.Optional(
       Type.String({
         pattern: '^(localhost|([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\\.)+[a-z]{2,63})$',
         refusal: 'must be a lower-case domain name (no scheme, port or path), or localhost',
+        description:
+          "passkeys' relying party id: the registrable domain every origin is on (`example.com`, or `localhost`); no scheme, port or path. Browsers refuse an IP address as an RP ID, so with the default `PUBLIC_ORIGIN` (`http://127.0.0.1:3000`) set `PUBLIC_ORIGIN=http://localhost:3000` to try passkeys in a browser",
+        shown: 'outside production: the host of `PUBLIC_ORIGIN`; production: unset (passkeys off)',
       }),
     ),
     WEBAUTHN_RP_NAME: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 64, refusal: 'must be 1 to 64 characters' }),
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        refusal: 'must be 1 to 64 characters',
+        description: 'the name authenticators show, 1..64 characters',
+        shown: 'outside production: `Identity`',
+      }),
     ),
-    WEBAUTHN_ORIGINS: Type.Optional(Type.String()),
-    SIGN_IN_NOTICES: oneOf('on', ['on', 'off']),
-    ACCOUNT_UI: oneOf('on', ['on', 'off']),
+    WEBAUTHN_ORIGINS: Type.Optional(
+      Type.String({
+        description:
+          'comma-separated exact origins a passkey may be used from, each on `WEBAUTHN_RP_ID` (the host itself or a subdomain); an invalid entry stops start-up with a line naming it. In production passkeys are on only when all three `WEBAUTHN_` variables are set; setting some but not all stops start-up',
+        shown: 'outside production: `PUBLIC_ORIGIN`',
+      }),
+    ),
+    SIGN_IN_NOTICES: oneOf('on', ['on', 'off'], {
+      description:
+        '`on` or `off`: after a sign-in from a device and address prefix the identity has not used in 90 days, a message to its first verified identifier a channel reaches (see [API](api.md#devices))',
+    }),
+    ACCOUNT_UI: oneOf('on', ['on', 'off'], {
+      description:
+        '`on` or `off`: the hosted account UI (sign-up, sign-in, devices, security) served at `ACCOUNT_UI_PATH`, bundled in memory from `ui/` at start-up (see [security](security.md))',
+    }),
     // A path of its own outside /api/ (the API's cache and CORS policies are not the UI's).
     ACCOUNT_UI_PATH: Type.String({
       default: '/account/',
       pattern: '^/(?!api/)([A-Za-z0-9._~-]+/)+$',
       refusal: 'must be an absolute path of letters, digits . _ ~ - segments ending with /, outside /api/',
+      description:
+        'where the account UI is served: an absolute path of `A-Z a-z 0-9 . _ ~ -` segments ending with `/`, outside `/api/`',
     }),
-    ADMIN_PORT: integer(0, 0, 65535),
-    ADMIN_HOST: text('127.0.0.1'),
+    ADMIN_PORT: integer(0, 0, 65535, {
+      description:
+        "port of the operators' listener serving `/admin/v1` only (see [admin](admin.md)); never the public port; must differ from `PORT` and `METRICS_PORT`; `0` off",
+      shown: '`0` (off)',
+    }),
+    ADMIN_HOST: text('127.0.0.1', { description: "address the operators' listener binds; keep it private" }),
     ADMIN_API_KEYS: formatted(
       'admin-keys',
       'must be a comma-separated list of name:sha256-hex (64 hex digits) with distinct names of a-z 0-9 . _ -',
+      {
+        description:
+          'comma-separated `name:sha256-hex` (64 hex digits) entries, names distinct (`[a-z0-9][a-z0-9._-]{0,62}`), made by `npm run admin:key -- NAME`; the name is the audit actor (`admin:NAME`); removing an entry revokes its key. Required when `ADMIN_PORT` is set',
+      },
     ),
+    // Read by src/platform/trace/tracing.ts before anything else loads (it must hook node:http and
+    // pg first); declared here too, so they are checked and documented with the rest.
+    OTEL_EXPORTER_OTLP_ENDPOINT: formatted('http-url', NOT_A_COLLECTOR, {
+      description:
+        'OpenTelemetry collector, OTLP over HTTP (`http://` or `https://` base URL; spans go to `/v1/traces`). Set, each request is traced (see [operations](operations.md#traces)); unset, no tracing code is loaded',
+      shown: 'unset (off)',
+    }),
+    OTEL_SERVICE_NAME: text('identity-service', { description: '`service.name` on the spans' }),
   },
   {
     // Production refuses to start without its own root secret, without its public origin (the
@@ -365,8 +447,20 @@ function rateOf(value: string): RateLimitSetting {
   return { max, windowSeconds };
 }
 
+export interface LoadOptions {
+  /**
+   * Where a development root secret comes from when SECRETS_KEY is unset outside production. The
+   * start-up passes `loadOrCreateDevKey` (DATA_DIR/secrets.key, written once); without it the key
+   * is random and lives as long as the process, so reading the configuration writes nothing.
+   */
+  devSecretsKey?: (dataDir: string) => Buffer;
+}
+
 /** Reads and validates every variable; throws ConfigError naming the first bad one. */
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+export function loadConfig(
+  env: Record<string, string | undefined> = process.env,
+  options: LoadOptions = {},
+): Config {
   const raw: Record<string, string> = {};
   for (const name of Object.keys(Environment.properties)) {
     const value = env[name];
@@ -380,33 +474,50 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   if (!checkEnvironment(raw)) throw refusal(checkEnvironment.errors ?? []);
   const e = raw as unknown as Environment;
-
-  const production = e.NODE_ENV === 'production';
   const dataDir = resolve(e.DATA_DIR);
-  const secretsKey = e.SECRETS_KEY ? Buffer.from(e.SECRETS_KEY, 'base64') : loadOrCreateDevKey(dataDir);
+  const secretsKey = e.SECRETS_KEY
+    ? Buffer.from(e.SECRETS_KEY, 'base64')
+    : (options.devSecretsKey?.(dataDir) ?? randomBytes(32));
+  const config = configFrom(e, dataDir, secretsKey);
+  checkAdmin(config);
+  return Object.freeze(config);
+}
+
+/** The service's configuration: what `configFrom` makes of the declared variables. */
+export type Config = Readonly<ReturnType<typeof configFrom>>;
+
+/** The one mapping from the validated variables to the shape the service reads. */
+function configFrom(e: Environment, dataDir: string, secretsKey: Buffer) {
+  const production = e.NODE_ENV === 'production';
   const guesses = rateOf(e.RATE_LIMIT_GUESSES);
   const ownOrigin = `http://${e.HOST.includes(':') ? `[${e.HOST}]` : e.HOST}:${e.PORT}`;
-
-  const config: Config = {
-    nodeEnv: e.NODE_ENV,
+  const publicOrigin = (e.PUBLIC_ORIGIN && parseOrigin(e.PUBLIC_ORIGIN)) || ownOrigin;
+  // Every key the service uses, each derived once from SECRETS_KEY for its own purpose.
+  const keys = purposeKeys(secretsKey);
+  return {
+    nodeEnv: e.NODE_ENV as string,
     production,
     host: e.HOST,
     port: e.PORT,
     databaseUrl: e.DATABASE_URL,
     dataDir,
     redisUrl: e.REDIS_URL,
-    publicOrigin: (e.PUBLIC_ORIGIN && parseOrigin(e.PUBLIC_ORIGIN)) || ownOrigin,
+    publicOrigin,
     corsOrigins: (e.CORS_ORIGINS?.split(',') ?? []).flatMap((entry) => parseOrigin(entry.trim()) ?? []),
+    /** 32 raw bytes: the root secret. Use `keys`, never this, to key anything. */
     secretsKey,
-    cursorSigningKey: e.CURSOR_SIGNING_KEY
-      ? Buffer.from(e.CURSOR_SIGNING_KEY, 'utf8')
-      : deriveKey(secretsKey, 'cursor-signing-key'),
+    keys,
+    cursorSigningKey: e.CURSOR_SIGNING_KEY ? Buffer.from(e.CURSOR_SIGNING_KEY, 'utf8') : keys.cursorSigning,
     cursorKeyId: e.CURSOR_KEY_ID,
-    accessTokenSigningKey: e.ACCESS_TOKEN_SIGNING_KEY ? JSON.parse(e.ACCESS_TOKEN_SIGNING_KEY) : undefined,
+    accessTokenSigningKey: e.ACCESS_TOKEN_SIGNING_KEY
+      ? (JSON.parse(e.ACCESS_TOKEN_SIGNING_KEY) as Record<string, unknown>)
+      : undefined,
     smtpUrl: e.SMTP_URL,
     mailFrom: e.MAIL_FROM,
     smsWebhookUrl: e.SMS_WEBHOOK_URL,
-    identityProviders: e.IDENTITY_PROVIDERS ? JSON.parse(e.IDENTITY_PROVIDERS) : [],
+    identityProviders: e.IDENTITY_PROVIDERS
+      ? (JSON.parse(e.IDENTITY_PROVIDERS) as IdentityProviderConfig[])
+      : ([] as IdentityProviderConfig[]),
     verificationCodeFormat: e.VERIFICATION_CODE_FORMAT,
     verificationCodeLength: e.VERIFICATION_CODE_LENGTH,
     totpAlgorithm: e.TOTP_ALGORITHM,
@@ -416,11 +527,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       sendsAMessage: rateOf(e.RATE_LIMIT_SENDS_A_MESSAGE),
       answersAChallenge: rateOf(e.RATE_LIMIT_ANSWERS_A_CHALLENGE),
       provesAPassword: rateOf(e.RATE_LIMIT_PROVES_A_PASSWORD),
+      /** GET /account/export, per client address. */
       accountExports: rateOf(e.RATE_LIMIT_ACCOUNT_EXPORTS),
+      /** Per-subject guess budgets (RATE_LIMIT_GUESSES). */
       guesses: { free: guesses.max, maxDelaySeconds: guesses.windowSeconds },
     },
-    trustProxy: (e.TRUST_PROXY && proxyList(e.TRUST_PROXY)) || false,
-    logLevel: e.LOG_LEVEL,
+    /** Proxies whose X-Forwarded-For is honoured (addresses or CIDR ranges); false: none. */
+    trustProxy: ((e.TRUST_PROXY && proxyList(e.TRUST_PROXY)) || false) as string[] | false,
+    logLevel: e.LOG_LEVEL as string,
+    /** Lifetimes in seconds. */
     lifetimes: {
       accessToken: e.ACCESS_TOKEN_TTL,
       session: e.SESSION_TTL,
@@ -430,21 +545,28 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       lock: e.ACCOUNT_LOCK_TTL,
       nonce: 600,
     },
+    /** Argon2id memory cost in KiB; OWASP floor 19 MiB. */
     argon2MemoryKiB: e.ARGON2_MEMORY_KIB,
+    /** Argon2id operations allowed at once (the rest queue). */
     argon2Concurrency: e.ARGON2_CONCURRENCY,
+    /** The longest expected wait in the Argon2id queue before a request is shed with 503. */
     argon2MaxWaitMs: e.ARGON2_MAX_WAIT_MS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    /** How often the audit head is written to the log, in seconds (0: never). */
     auditHeadLogSeconds: e.AUDIT_HEAD_LOG_SECONDS,
+    /** Out-of-band delivery timeout (SMTP connection, greeting and socket; SMS webhook total). */
     notifyTimeoutMs: e.NOTIFY_TIMEOUT_MS,
+    /** The Prometheus listener (GET /metrics), apart from the API; port 0: off. */
     metrics: { host: e.METRICS_HOST, port: e.METRICS_PORT },
-    webauthn: undefined,
+    /** The WebAuthn relying party; undefined: passkey routes are off (production without WEBAUTHN_*). */
+    webauthn: webauthnOf(e, production, publicOrigin),
+    /** The operators' listener (/admin/v1), apart from the public port; port 0: off. */
     admin: { host: e.ADMIN_HOST, port: e.ADMIN_PORT, keys: adminKeys(e.ADMIN_API_KEYS ?? '') ?? [] },
+    /** New-sign-in notices on the identity's verified channel (SIGN_IN_NOTICES). */
     signInNotices: e.SIGN_IN_NOTICES === 'on',
+    /** The hosted account UI (ACCOUNT_UI, ACCOUNT_UI_PATH); undefined: not served. */
     accountUi: e.ACCOUNT_UI === 'on' ? { path: e.ACCOUNT_UI_PATH } : undefined,
   };
-  config.webauthn = webauthnOf(e, production, config.publicOrigin);
-  checkAdmin(config);
-  return Object.freeze(config);
 }
 
 /** An operator key's name (ADMIN_API_KEYS, npm run admin:key): the audit actor after `admin:`. */
@@ -466,7 +588,7 @@ function adminKeys(value: string): AdminKey[] | null {
 }
 
 /** The operators' listener never shares a port with the public API or the metrics, and needs keys. */
-function checkAdmin(config: Config): void {
+function checkAdmin(config: ReturnType<typeof configFrom>): void {
   const { admin } = config;
   if (admin.port === 0) return;
   if (admin.keys.length === 0) throw new ConfigError('ADMIN_API_KEYS', 'is required when ADMIN_PORT is set');

@@ -12,7 +12,6 @@ import { findElevation } from './features/step-up/repository.js';
 import { AuditLog } from './platform/audit/audit.js';
 import type { Clock } from './platform/clock.js';
 import { checkSecretsKey } from './platform/crypto/key-check.js';
-import { deriveKey } from './platform/crypto/keys.js';
 import { createPasswordHasher, type PasswordHasher } from './platform/crypto/passwords.js';
 import { Sealer } from './platform/crypto/seal.js';
 import { CodeHasher } from './platform/crypto/tokens.js';
@@ -71,15 +70,15 @@ export async function createContext(
   signals: Signals = silentSignals,
 ): Promise<AppContext> {
   // First: a SECRETS_KEY the database was not started with stops here, before anything is sealed.
-  await checkSecretsKey(database.db, config.secretsKey, clock);
-  const sealer = new Sealer(deriveKey(config.secretsKey, 'sealing'));
-  // Each purpose gets its own key derived from SECRETS_KEY, so no key serves two algorithms.
-  const audit = new AuditLog(deriveKey(config.secretsKey, 'audit-seal'), clock);
+  await checkSecretsKey(database.db, config.keys, clock);
+  const sealer = new Sealer(config.keys.sealing);
+  // Each purpose has its own key derived from SECRETS_KEY (config.keys), so no key serves two algorithms.
+  const audit = new AuditLog(config.keys.auditSeal, clock);
   const lock = new AccountLock(audit, clock, config.lifetimes.lock, signals);
   const guesses = new GuessBudgets(
     database.db,
     clock,
-    deriveKey(config.secretsKey, 'guess-budgets'),
+    config.keys.guessBudgets,
     config.rateLimits.guesses,
     signals,
   );
@@ -95,7 +94,7 @@ export async function createContext(
       log,
     }),
   );
-  const codes = new CodeHasher(deriveKey(config.secretsKey, 'out-of-band-codes'));
+  const codes = new CodeHasher(config.keys.outOfBandCodes);
   const tokens = await AccessTokens.load(database.db, config, clock, sealer);
   const ctx = {
     config,
@@ -127,7 +126,7 @@ export async function createContext(
     messages: new MessageLimits(
       database.db,
       clock,
-      deriveKey(config.secretsKey, 'guess-budgets'),
+      config.keys.guessBudgets,
       config.rateLimits.sendsAMessage,
       signals,
     ),

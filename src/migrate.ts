@@ -1,9 +1,10 @@
 import { ConfigError, loadConfig } from './config.js';
+import { loadOrCreateDevKey } from './platform/crypto/keys.js';
 import { openDatabase } from './platform/db/database.js';
 import { migrate } from './platform/db/migrator.js';
 
 try {
-  const config = loadConfig();
+  const config = loadConfig(process.env, { devSecretsKey: loadOrCreateDevKey });
   const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
   const ran = await migrate(database.db);
   process.stdout.write(ran.length ? `applied: ${ran.join(', ')}\n` : 'nothing to apply\n');

@@ -2,6 +2,7 @@
 // Started by src/main.ts, after tracing when it is on.
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
+import { loadOrCreateDevKey } from './platform/crypto/keys.js';
 import { openDatabase } from './platform/db/database.js';
 import { MigrationError, migrate } from './platform/db/migrator.js';
 import { stopTracing } from './platform/trace/tracing.js';
@@ -14,7 +15,7 @@ function fail(message: string): never {
 
 let config: ReturnType<typeof loadConfig>;
 try {
-  config = loadConfig();
+  config = loadConfig(process.env, { devSecretsKey: loadOrCreateDevKey });
 } catch (err) {
   if (err instanceof ConfigError) fail(err.message);
   throw err;

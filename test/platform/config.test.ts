@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
-import { deriveKey } from '../../src/platform/crypto/keys.js';
+import { deriveKey, loadOrCreateDevKey } from '../../src/platform/crypto/keys.js';
 import { spawnTs, within } from './support.js';
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'idsvc-cfg-'));
@@ -157,14 +157,40 @@ describe('loadConfig', () => {
     expect(c.production).toBe(false);
   });
 
-  it('outside production generates SECRETS_KEY into DATA_DIR and reuses it', () => {
+  it('outside production, the start-up generates SECRETS_KEY into DATA_DIR and reuses it', () => {
     const dir = tmp();
-    const a = loadConfig({ DATA_DIR: dir });
+    const a = loadConfig({ DATA_DIR: dir }, { devSecretsKey: loadOrCreateDevKey });
     expect(a.secretsKey.length).toBe(32);
     expect(existsSync(join(dir, 'secrets.key'))).toBe(true);
     expect(readFileSync(join(dir, 'secrets.key'), 'utf8').trim()).toBe(a.secretsKey.toString('base64'));
-    const b = loadConfig({ DATA_DIR: dir });
+    const b = loadConfig({ DATA_DIR: dir }, { devSecretsKey: loadOrCreateDevKey });
     expect(b.secretsKey.equals(a.secretsKey)).toBe(true);
+  });
+
+  it('reading the configuration alone writes nothing: without the start-up key file the key is random', () => {
+    const dir = tmp();
+    const a = loadConfig({ DATA_DIR: dir });
+    const b = loadConfig({ DATA_DIR: dir });
+    expect(readdirSync(dir)).toEqual([]);
+    expect(a.secretsKey.length).toBe(32);
+    expect(a.secretsKey.equals(b.secretsKey)).toBe(false);
+  });
+
+  it('derives every purpose key once from SECRETS_KEY, each its own', () => {
+    const c = loadConfig({ SECRETS_KEY: key() });
+    const purposes = {
+      sealing: 'sealing',
+      auditSeal: 'audit-seal',
+      outOfBandCodes: 'out-of-band-codes',
+      cursorSigning: 'cursor-signing-key',
+      guessBudgets: 'guess-budgets',
+      keyCheck: 'key-check',
+    } as const;
+    expect(Object.keys(c.keys).sort()).toEqual(Object.keys(purposes).sort());
+    for (const [name, purpose] of Object.entries(purposes)) {
+      expect(c.keys[name as keyof typeof purposes].equals(deriveKey(c.secretsKey, purpose)), name).toBe(true);
+    }
+    expect(new Set(Object.values(c.keys).map((k) => k.toString('hex'))).size).toBe(6);
   });
 
   it('reads valid values', () => {

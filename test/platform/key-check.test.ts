@@ -5,7 +5,7 @@ import { ConfigError } from '../../src/config.js';
 import { AuditLog } from '../../src/platform/audit/audit.js';
 import { systemClock } from '../../src/platform/clock.js';
 import { checkSecretsKey } from '../../src/platform/crypto/key-check.js';
-import { deriveKey } from '../../src/platform/crypto/keys.js';
+import { purposeKeys } from '../../src/platform/crypto/keys.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 
 // The key check of SECRETS_KEY (security round 3, finding 3), on the database in use (PGlite, or
@@ -16,7 +16,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t.drop());
 
-const key = () => randomBytes(32);
+const key = () => purposeKeys(randomBytes(32));
 
 async function stored(): Promise<string[]> {
   const rows = await t.database.db.selectFrom('key_checks').select('key_check').execute();
@@ -40,8 +40,8 @@ describe('the stored key check of SECRETS_KEY', () => {
     const first = await stored();
     expect(first).toHaveLength(1);
     // The value is an HMAC under a derived key, never the key or a plain hash of it.
-    expect(first[0]).not.toContain(a.toString('base64'));
-    expect(first[0]).not.toContain(a.toString('base64url'));
+    expect(first[0]).not.toContain(a.keyCheck.toString('base64url'));
+    expect(first[0]).not.toContain(a.keyCheck.toString('hex'));
 
     await checkSecretsKey(t.database.db, a, systemClock);
     const err = await refusal(checkSecretsKey(t.database.db, key(), systemClock));
@@ -53,7 +53,7 @@ describe('the stored key check of SECRETS_KEY', () => {
   it('on a database upgraded from before the check, tries the key on the audit head before storing it', async () => {
     await t.database.db.deleteFrom('key_checks').execute();
     const a = key();
-    const audit = new AuditLog(deriveKey(a, 'audit-seal'), systemClock);
+    const audit = new AuditLog(a.auditSeal, systemClock);
     await t.database.db
       .transaction()
       .execute((trx) =>

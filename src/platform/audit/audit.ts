@@ -135,7 +135,7 @@ function toDetails(value: unknown): Record<string, unknown> {
 }
 
 export class AuditLog {
-  /** key: deriveKey(secretsKey, 'audit-seal'), made by the caller. */
+  /** key: config.keys.auditSeal (purposeKeys), made by the caller. */
   constructor(
     private readonly key: Buffer,
     private readonly clock: Clock,

@@ -4,13 +4,13 @@ import { computeHeadSeal } from '../audit/audit.js';
 import { readHead } from '../audit/repository.js';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/database.js';
-import { deriveKey } from './keys.js';
+import type { PurposeKeys } from './keys.js';
 
 /** Fixed and versioned: the value stored is HMAC(deriveKey(SECRETS_KEY, 'key-check'), LABEL). */
 const LABEL = 'identity-service key check v1';
 
-export function keyCheckOf(secretsKey: Buffer): string {
-  return createHmac('sha256', deriveKey(secretsKey, 'key-check')).update(LABEL).digest('base64url');
+export function keyCheckOf(keys: PurposeKeys): string {
+  return createHmac('sha256', keys.keyCheck).update(LABEL).digest('base64url');
 }
 
 const WRONG_KEY = new ConfigError(
@@ -28,14 +28,14 @@ const WRONG_KEY = new ConfigError(
  * check is stored only when it opens. Two instances starting at once under different keys race on
  * one row (ON CONFLICT DO NOTHING); both then compare against the row that won.
  */
-export async function checkSecretsKey(db: Db, secretsKey: Buffer, clock: Clock): Promise<void> {
-  const expected = keyCheckOf(secretsKey);
+export async function checkSecretsKey(db: Db, keys: PurposeKeys, clock: Clock): Promise<void> {
+  const expected = keyCheckOf(keys);
   let stored = await db.selectFrom('key_checks').select('key_check').where('id', '=', 1).executeTakeFirst();
   if (!stored) {
     const head = await readHead(db);
     if (head && head.head_seal !== '') {
-      const auditKey = deriveKey(secretsKey, 'audit-seal');
-      if (!same(head.head_seal, computeHeadSeal(auditKey, Number(head.seq), head.seal))) throw WRONG_KEY;
+      if (!same(head.head_seal, computeHeadSeal(keys.auditSeal, Number(head.seq), head.seal)))
+        throw WRONG_KEY;
     }
     await db
       .insertInto('key_checks')

@@ -25,9 +25,33 @@ export function deriveKey(root: Buffer, purpose: KeyPurpose): Buffer {
   return createHmac('sha256', root).update(purpose).digest();
 }
 
+/** Every purpose's key, derived once from the root secret (config.keys). */
+export interface PurposeKeys {
+  sealing: Buffer;
+  auditSeal: Buffer;
+  outOfBandCodes: Buffer;
+  cursorSigning: Buffer;
+  guessBudgets: Buffer;
+  keyCheck: Buffer;
+}
+
+/** The one function every purpose key comes from. */
+export function purposeKeys(root: Buffer): PurposeKeys {
+  return {
+    sealing: deriveKey(root, 'sealing'),
+    auditSeal: deriveKey(root, 'audit-seal'),
+    outOfBandCodes: deriveKey(root, 'out-of-band-codes'),
+    cursorSigning: deriveKey(root, 'cursor-signing-key'),
+    guessBudgets: deriveKey(root, 'guess-budgets'),
+    keyCheck: deriveKey(root, 'key-check'),
+  };
+}
+
 /**
  * Outside production only: the root secret is generated once into DATA_DIR/secrets.key (mode 0600)
- * and read back on every later start, so sealed data survives a restart.
+ * and read back on every later start, so sealed data survives a restart. Called by the start-up
+ * (serve.ts, migrate.ts, audit-verify.ts through loadConfig's `devSecretsKey`), never by reading
+ * the configuration alone.
  */
 export function loadOrCreateDevKey(dataDir: string): Buffer {
   const path = join(dataDir, 'secrets.key');

@@ -36,17 +36,18 @@ function tooEarly(now: Date, until: Date): Problem {
 }
 
 /**
- * Per-subject guess budgets (contract 7, RATE_LIMIT_GUESSES). An attempt is admitted, and counted,
- * before the secret is looked at; past the free allowance each further attempt must wait a growing
- * delay, and one made early is 429 rate_limit.exceeded with Retry-After, right or wrong, unchecked.
- * A success forgives the subject's count. This is rate limiting, apart from the identity-wide lock
- * (which keeps its statuses and is never consulted for a correct secret that arrives in time).
+ * Per-subject guess budgets (docs/security.md, "The guessing bound"; RATE_LIMIT_GUESSES). An
+ * attempt is admitted, and counted, before the secret is looked at; past the free allowance each
+ * further attempt must wait a growing delay, and one made early is 429 rate_limit.exceeded with
+ * Retry-After, right or wrong, unchecked. A success forgives the subject's count. This is rate
+ * limiting, apart from the identity-wide lock (which keeps its statuses and is never consulted for
+ * a correct secret that arrives in time).
  */
 export class GuessBudgets {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
-    /** deriveKey(secretsKey, 'guess-budgets'): subjects are stored as keyed hashes only. */
+    /** config.keys.guessBudgets: subjects are stored as keyed hashes only. */
     private readonly key: Buffer,
     private readonly policy: BudgetPolicy,
     private readonly signals: Signals,
@@ -105,14 +106,15 @@ function mailbox(address: string): string {
 /**
  * Messages sent per subject, counted in the database so every instance shares the count: every
  * message per destination (destinationSubject), a step-up's code per identity and per address too
- * (contract 3). A message past the limit of any of its subjects is not sent: a request that would
- * send it is 429 rate_limit.exceeded with Retry-After, a notice nobody waits for is dropped.
+ * (docs/security.md, "Messages per destination"). A message past the limit of any of its subjects is
+ * not sent: a request that would send it is 429 rate_limit.exceeded with Retry-After, a notice nobody
+ * waits for is dropped.
  */
 export class MessageLimits {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
-    /** deriveKey(secretsKey, 'guess-budgets'): subjects are stored as keyed hashes only. */
+    /** config.keys.guessBudgets: subjects are stored as keyed hashes only. */
     private readonly key: Buffer,
     private readonly setting: RateLimitSetting,
     private readonly signals: Signals,

@@ -12,7 +12,7 @@ import type { IncomingMessage } from 'node:http';
 import { createRequire } from 'node:module';
 import type { Attributes, Span } from '@opentelemetry/api';
 import type { tracing } from '@opentelemetry/sdk-node';
-import { ConfigError } from '../../config.js';
+import { ConfigError, NOT_A_COLLECTOR } from '../../config.js';
 
 /** The HTTP server span of each incoming request, so the request id can go on it once Fastify has one. */
 const serverSpans = new WeakMap<IncomingMessage, Span>();
@@ -75,8 +75,6 @@ class ScrubbingProcessor implements tracing.SpanProcessor {
     return Promise.resolve();
   }
 }
-
-const NOT_A_COLLECTOR = 'must be the http:// or https:// URL of an OTLP/HTTP collector';
 
 function endpointOf(env: NodeJS.ProcessEnv): string | undefined {
   const raw = env.OTEL_EXPORTER_OTLP_ENDPOINT;
