@@ -1,6 +1,9 @@
 import type { PageInfo } from '../pagination/page.js';
 
-/** Success envelope (interface 2.2): `data` always, `meta` only when there is something in it. */
+/**
+ * Success envelope (docs/architecture.md, "The request path"): `data` always, `meta` only when there
+ * is something in it.
+ */
 export function envelope<T>(
   data: T,
   meta?: Record<string, unknown>,

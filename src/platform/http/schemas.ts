@@ -61,7 +61,7 @@ export function TaggedUnion<T extends TSchema[]>(
   return schema as unknown as TUnion<T>;
 }
 
-/** Success envelope with `data` (interface 2.2). */
+/** Success envelope with `data` (docs/architecture.md, "The request path"). */
 export function Data<T extends TSchema>(data: T, meta?: TSchema) {
   return Type.Object(meta ? { data, meta } : { data });
 }

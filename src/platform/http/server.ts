@@ -39,7 +39,8 @@ export function createServer(
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
     // Draining is answered below as Problem Details: Fastify's own 503 is a bare JSON object
-    // without Retry-After (interface 2.3, 7).
+    // without Retry-After (every error is Problem Details, and a 503 says when to retry:
+    // docs/operations.md, "Health and readiness").
     return503OnClosing: false,
     // Every encapsulated plugin gets the strict compiler too: a plugin that adds a shared schema
     // would otherwise get Fastify's default Ajv, which strips unknown properties and coerces types.

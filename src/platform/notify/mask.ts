@@ -1,9 +1,9 @@
 import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
 
 /**
- * The one masked form of an address (contract 1), for answers and log lines alike:
- * `a***@example.com`, `+33******78`. The star count hides the length. A value that is neither a
- * usable address nor a parsable number shows nothing at all.
+ * The one masked form of an address (docs/decisions.md, "Identifiers, codes and passwords"), for
+ * answers and log lines alike: `a***@example.com`, `+33******78`. The star count hides the length.
+ * A value that is neither a usable address nor a parsable number shows nothing at all.
  */
 export function maskIdentifier(type: 'email' | 'phone', value: string): string {
   if (type === 'email') {

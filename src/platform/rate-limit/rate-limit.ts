@@ -7,8 +7,9 @@ import { Problem } from '../problem.js';
 import { addressBucket } from './address.js';
 
 /**
- * Registers the limiter without a global limit: only routes that name one of the three limits of
- * interface 8 are counted. With a Redis client the counts are shared by every instance.
+ * Registers the limiter without a global limit: only routes that name one of the three named limits
+ * (SENDS_A_MESSAGE, ANSWERS_A_CHALLENGE, PROVES_A_PASSWORD: docs/configuration.md) are counted.
+ * With a Redis client the counts are shared by every instance.
  */
 export async function registerRateLimits(
   app: FastifyInstance,
