@@ -77,8 +77,10 @@ describe('password hasher', () => {
     const hasher = createPasswordHasher({ memoryKiB: 19456, concurrency: 1, maxWaitMs: 100 });
     // Nothing is shed before the pace is known; the first hash measures it (tens of ms here).
     const hash = await hasher.hash('correct horse battery staple');
+    // Enough at once that the last would wait past the bound at any pace this machine could
+    // measure (one CI run measured none shed of 20): 200 at ≥ 0.5 ms each is ≥ 100 ms of queue.
     const outcomes = await Promise.allSettled(
-      Array.from({ length: 20 }, () => hasher.verify(hash, 'correct horse battery staple')),
+      Array.from({ length: 200 }, () => hasher.verify(hash, 'correct horse battery staple')),
     );
     const shed = outcomes.filter((o) => o.status === 'rejected');
     const served = outcomes.filter((o) => o.status === 'fulfilled');
