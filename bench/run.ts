@@ -38,13 +38,16 @@ interface Row {
   note: string;
 }
 
-async function startService(env: Record<string, string>): Promise<{ proc: ChildProcess; base: string }> {
+async function startService(
+  env: Record<string, string>,
+  entry = 'src/main.ts',
+): Promise<{ proc: ChildProcess; base: string }> {
   const port = await freePort();
   // BENCH_CPU_PROF=1 writes a V8 CPU profile of the service to bench/profiles/ (--cpu-prof).
   const prof = process.env.BENCH_CPU_PROF
     ? ['--cpu-prof', '--cpu-prof-dir', join(ROOT, 'bench/profiles')]
     : [];
-  const proc = spawn(process.execPath, [...prof, '--import', 'tsx', 'src/main.ts'], {
+  const proc = spawn(process.execPath, [...prof, '--import', 'tsx', entry], {
     cwd: ROOT,
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -155,6 +158,8 @@ async function main() {
     ...(process.env.BENCH_LOG_LEVEL ? { LOG_LEVEL: process.env.BENCH_LOG_LEVEL } : {}),
     SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
     MAIL_FROM: 'bench@example.com',
+    // Metrics on, as in production: every answer is counted.
+    METRICS_PORT: String(await freePort()),
     // One client address drives every request: the limits would measure themselves otherwise.
     RATE_LIMIT_SENDS_A_MESSAGE: '100000000/1',
     RATE_LIMIT_ANSWERS_A_CHALLENGE: '100000000/1',
@@ -165,8 +170,15 @@ async function main() {
   // What logging costs: the same service with logging off, alive beside the measured one and
   // measured in turn with it (silent, production, production, silent), so drift over the run
   // weighs on both alike. Warmed up first (JIT).
-  const silent = await startService({ ...serviceEnv, LOG_LEVEL: 'silent' });
+  const silent = await startService({
+    ...serviceEnv,
+    LOG_LEVEL: 'silent',
+    METRICS_PORT: String(await freePort()),
+  });
   await run({ url: `${silent.base}/health/live`, duration: 3 });
+  // The reference: bare Fastify on the same Node, the same body, measured in turn with the service.
+  const bare = await startService({}, 'bench/bare-fastify.ts');
+  await run({ url: `${bare.base}/health/live`, duration: 3 });
   const { proc, base } = await startService(serviceEnv);
   const rows: Row[] = [];
   try {
@@ -198,19 +210,27 @@ async function main() {
     }
 
     await run({ url: `${base}/health/live`, duration: 3 });
-    const silentFirst = await runCosted(silent.proc, { url: `${silent.base}/health/live` });
+    // Alternating rounds (bare, service, silent, silent, service, bare), so drift over the run
+    // weighs on each alike.
+    const bareFirst = await runCosted(bare.proc, { url: `${bare.base}/health/live` });
     const floorFirst = await runCosted(proc, { url: `${base}/health/live` });
-    const floorSecond = await runCosted(proc, { url: `${base}/health/live` });
+    const silentFirst = await runCosted(silent.proc, { url: `${silent.base}/health/live` });
     const silentSecond = await runCosted(silent.proc, { url: `${silent.base}/health/live` });
-    silent.proc.kill('SIGTERM');
-    await new Promise((r) => silent.proc.once('exit', r));
+    const floorSecond = await runCosted(proc, { url: `${base}/health/live` });
+    const bareSecond = await runCosted(bare.proc, { url: `${bare.base}/health/live` });
+    for (const p of [silent.proc, bare.proc]) {
+      p.kill('SIGTERM');
+      await new Promise((r) => p.once('exit', r));
+    }
     // Each floor is the mean of its two runs; p50 and p99 are those of its second.
     const mean = (a: { result: autocannon.Result }, b: { result: autocannon.Result }) =>
       (a.result.requests.average + b.result.requests.average) / 2;
     const floorRps = mean(floorFirst, floorSecond);
     const silentRps = mean(silentFirst, silentSecond);
+    const bareRps = mean(bareFirst, bareSecond);
     const floorUs = (floorFirst.usPerRequest + floorSecond.usPerRequest) / 2;
     const silentUs = (silentFirst.usPerRequest + silentSecond.usPerRequest) / 2;
+    const bareUs = (bareFirst.usPerRequest + bareSecond.usPerRequest) / 2;
     const both = (a: { result: autocannon.Result }, b: { result: autocannon.Result }) =>
       `mean of ${a.result.requests.average.toFixed(0)} and ${b.result.requests.average.toFixed(0)}`;
     rows.push({
@@ -218,6 +238,12 @@ async function main() {
       rps: floorRps,
       ratio: 1,
       note: `${both(floorFirst, floorSecond)}; service CPU ${floorUs.toFixed(1)} µs per request`,
+    });
+    rows.push({
+      ...row('GET /health/live, bare Fastify (the reference: no logger, no hooks)', bareSecond.result, null),
+      rps: bareRps,
+      ratio: bareRps / floorRps,
+      note: `${both(bareFirst, bareSecond)}; process CPU ${bareUs.toFixed(1)} µs per request; the service's floor is ${((floorRps / bareRps) * 100).toFixed(0)}% of it`,
     });
     rows.push({
       ...row('GET /health/live (LOG_LEVEL=silent)', silentSecond.result, null),
@@ -396,7 +422,9 @@ async function main() {
     const ctxShare = ctxRow.rps / combinedBound;
     const logCost = 1 - floorRps / silentRps;
     const logCpu = floorUs / silentUs - 1;
+    const bareShare = floorRps / bareRps;
     const targets = [
+      `| Floor (production defaults: log level info, metrics on) ≥ 0.8× bare Fastify in the same run | ${bareShare.toFixed(2)}× (${floorRps.toFixed(0)} vs ${bareRps.toFixed(0)} req/s); CPU per request ${floorUs.toFixed(1)} vs ${bareUs.toFixed(1)} µs | ${bareShare >= 0.8 ? 'met' : 'missed'} |`,
       `| Floor at the production log level loses ≤ 10% against \`LOG_LEVEL=silent\` | throughput ${(logCost * 100).toFixed(1)}% lower (${floorRps.toFixed(0)} vs ${silentRps.toFixed(0)} req/s); service CPU per request ${(logCpu * 100).toFixed(1)}% higher (${floorUs.toFixed(1)} vs ${silentUs.toFixed(1)} µs) | ${logCost <= 0.1 ? 'met' : logCpu <= 0.1 ? 'met by CPU per request; throughput within run-to-run noise' : 'missed'} |`,
       `| Session read ≥ 50% of the combined bound, p99 < 15 ms | ${(ctxShare * 100).toFixed(0)}% of ${combinedBound.toFixed(0)} req/s, p99 ${ctxRow.p99} ms | ${ctxShare >= 0.5 && ctxRow.p99 < 15 ? 'met' : 'missed'} |`,
       `| Renewals ≥ 2,500 req/s | ${renewRow.rps.toFixed(0)} req/s | ${renewRow.rps >= 2500 ? 'met' : 'missed'} |`,
@@ -433,7 +461,8 @@ ${readFileSync(join(ROOT, 'bench/analysis.md'), 'utf8')}`;
     writeFileSync(join(ROOT, 'docs/performance.md'), doc);
     process.stdout.write(`${doc}\n`);
   } finally {
-    if (silent.proc.exitCode === null && silent.proc.signalCode === null) silent.proc.kill('SIGKILL');
+    for (const p of [silent.proc, bare.proc])
+      if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
     proc.kill('SIGTERM');
     await new Promise((r) => proc.once('exit', r));
     await sink.close();

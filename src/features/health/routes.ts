@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.js';
 
 const Check = Type.Object({ status: Type.String(), responseTime: Type.Number() });
-const Report = Type.Object(
+export const Report = Type.Object(
   {
     status: Type.Union([Type.Literal('ok'), Type.Literal('error')]),
     info: Type.Record(Type.String(), Check),

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { Problem } from '../problem.js';
 
 declare module 'fastify' {
@@ -21,17 +21,28 @@ function isJson(contentType: string | undefined): boolean {
  */
 export function installJsonBodies(app: FastifyInstance): void {
   app.removeContentTypeParser(['text/plain']);
-  app.addHook('preValidation', async (request) => {
-    const schema = request.routeOptions.schema;
-    if (!schema?.body) return;
-    const hasBody =
-      request.headers['content-length'] !== undefined && request.headers['content-length'] !== '0';
-    if (!isJson(request.headers['content-type'])) {
-      if (!hasBody && !request.headers['transfer-encoding'] && request.routeOptions.config?.optionalBody) {
-        request.body = {};
-        return;
-      }
-      throw new Problem('request.unsupported_media_type');
-    }
+  // Only on routes that declare a body: a GET never pays for the check.
+  app.addHook('onRoute', (route) => {
+    if (!route.schema?.body) return;
+    const existing = route.preValidation;
+    route.preValidation = [
+      jsonOnly,
+      ...(existing === undefined ? [] : Array.isArray(existing) ? existing : [existing]),
+    ];
   });
+}
+
+function jsonOnly(request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
+  const hasBody =
+    request.headers['content-length'] !== undefined && request.headers['content-length'] !== '0';
+  if (!isJson(request.headers['content-type'])) {
+    if (!hasBody && !request.headers['transfer-encoding'] && request.routeOptions.config?.optionalBody) {
+      request.body = {};
+      done();
+      return;
+    }
+    done(new Problem('request.unsupported_media_type'));
+    return;
+  }
+  done();
 }

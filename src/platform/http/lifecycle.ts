@@ -16,7 +16,9 @@ export function installRequestLifecycle(app: FastifyInstance): void {
   // Node keeps a keep-alive connection whose request was in flight at server.close() open after
   // the answer, idle until the keep-alive timeout, which would hold the shutdown past its deadline
   // (exit 1 instead of 0).
-  app.addHook('onSend', async (request, reply, payload) => {
+  // Callback hooks, not async ones: they run on every answer, and a promise per hook per request
+  // is measurable on the cheapest routes (docs/performance.md).
+  app.addHook('onSend', (request, reply, payload, done) => {
     if (draining) reply.header('connection', 'close');
     // Grants, elevations, enrolment secrets and recovery codes must never sit in a shared or
     // browser cache: no /api answer is stored (a client still revalidates its own copy by ETag).
@@ -28,12 +30,14 @@ export function installRequestLifecycle(app: FastifyInstance): void {
     if (pattern === undefined || pattern.startsWith('/api/') || pattern.startsWith('/admin/')) {
       reply.header('cache-control', 'no-store');
     }
-    return payload;
+    done(null, payload);
   });
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     if (draining) {
-      throw new Problem('service.unavailable', { headers: { 'retry-after': RETRY_AFTER_UNAVAILABLE } });
+      done(new Problem('service.unavailable', { headers: { 'retry-after': RETRY_AFTER_UNAVAILABLE } }));
+      return;
     }
+    done();
   });
 }

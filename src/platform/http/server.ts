@@ -7,7 +7,7 @@ import Fastify, {
 } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
-import { installAccessLog } from '../log/logger.js';
+import { installAccessLog, lazyRequestLogger } from '../log/logger.js';
 import type { Problem } from '../problem.js';
 import { installJsonBodies } from './content-type.js';
 import { installErrorHandling, sendProblem, toProblem } from './errors.js';
@@ -30,6 +30,8 @@ export function createServer(
     loggerInstance: logger as FastifyBaseLogger,
     // One access line per request instead of Fastify's two (installAccessLog).
     logController: new LogController({ disableRequestLogging: true }),
+    // request.log is made on first use: almost no request logs beyond its access line.
+    childLoggerFactory: lazyRequestLogger,
     genReqId: () => randomUUID(),
     requestIdHeader: false,
     bodyLimit: BODY_LIMIT,

@@ -1,5 +1,5 @@
 import type { Writable } from 'node:stream';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 
 // Secrets can only reach a log line through headers or bodies; neither is logged, and these paths
@@ -23,6 +23,65 @@ const REDACT = [
   '*.accessToken',
   '*.idToken',
 ];
+
+/**
+ * A request's logger (Fastify's `request.log`), made only if the request logs something. Fastify
+ * builds a child logger for every request; with pino that copies the bindings and the redaction
+ * set-up each time, although almost no request logs anything but its access line, which has its
+ * own logger. The child is made, with the request id bound, on the first call.
+ */
+class LazyRequestLogger {
+  #real: Logger | undefined;
+  constructor(
+    private readonly parent: Logger,
+    private readonly bindings: pino.Bindings,
+    private readonly options: pino.ChildLoggerOptions,
+  ) {}
+  private get real(): Logger {
+    this.#real ??= this.parent.child(this.bindings, this.options);
+    return this.#real;
+  }
+  get level(): string {
+    return this.#real?.level ?? this.options.level ?? this.parent.level;
+  }
+  set level(level: string) {
+    this.real.level = level;
+  }
+  isLevelEnabled(level: string): boolean {
+    return (this.#real ?? this.parent).isLevelEnabled(level);
+  }
+  fatal(...args: Parameters<Logger['fatal']>): void {
+    this.real.fatal(...args);
+  }
+  error(...args: Parameters<Logger['error']>): void {
+    this.real.error(...args);
+  }
+  warn(...args: Parameters<Logger['warn']>): void {
+    this.real.warn(...args);
+  }
+  info(...args: Parameters<Logger['info']>): void {
+    this.real.info(...args);
+  }
+  debug(...args: Parameters<Logger['debug']>): void {
+    this.real.debug(...args);
+  }
+  trace(...args: Parameters<Logger['trace']>): void {
+    this.real.trace(...args);
+  }
+  silent(): void {}
+  child(bindings: pino.Bindings, options?: pino.ChildLoggerOptions): Logger {
+    return this.real.child(bindings, options);
+  }
+}
+
+/** Fastify's `childLoggerFactory`: a request logger that costs nothing until it is used. */
+export function lazyRequestLogger(
+  parent: FastifyBaseLogger,
+  bindings: pino.Bindings,
+  options: pino.ChildLoggerOptions,
+): FastifyBaseLogger {
+  return new LazyRequestLogger(parent as Logger, bindings, options) as unknown as FastifyBaseLogger;
+}
 
 export interface ServiceLogger {
   logger: Logger;

@@ -96,12 +96,26 @@ export class PrometheusMetrics implements Signals {
     });
   }
 
-  /** Counts every answer by route pattern (never the path a client sent), method and status. */
+  /**
+   * Counts every answer by route pattern (never the path a client sent), method and status. The
+   * labelled series are looked up once per (route, method, status) and kept: prom-client would
+   * otherwise hash the label set of both metrics on every answer.
+   */
   observeRequests(app: FastifyInstance): void {
+    const series = new Map<string, { count: { inc(): void }; time: { observe(v: number): void } }>();
     app.addHook('onResponse', (request, reply, done) => {
       const route = request.routeOptions.url ?? 'unmatched';
-      this.#requests.inc({ route, method: request.method, status: String(reply.statusCode) });
-      this.#duration.observe({ route, method: request.method }, reply.elapsedTime / 1000);
+      const key = `${request.method} ${reply.statusCode} ${route}`;
+      let s = series.get(key);
+      if (!s) {
+        s = {
+          count: this.#requests.labels({ route, method: request.method, status: String(reply.statusCode) }),
+          time: this.#duration.labels({ route, method: request.method }),
+        };
+        series.set(key, s);
+      }
+      s.count.inc();
+      s.time.observe(reply.elapsedTime / 1000);
       done();
     });
   }
