@@ -6,7 +6,10 @@ import * as repo from './repository.js';
 
 const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 
-/** GET /account/export: everything the service holds about the caller (issue 14 item 3). */
+/**
+ * GET /account/export: everything the service holds about the caller (docs/api.md, "3. Export your
+ * data").
+ */
 export class AccountService {
   constructor(private readonly ctx: AppContext) {}
 
@@ -35,33 +38,33 @@ export class AccountService {
         exportedAt: now.toISOString(),
         identity: {
           id: identity.id,
-          createdAt: iso(identity.created_at),
-          password: { set: identity.has_password, changedAt: iso(identity.password_changed_at) },
-          lock: { failedAttempts: identity.failed_attempts, lockedUntil: iso(identity.locked_until) },
+          createdAt: iso(identity.createdAt),
+          password: { set: identity.hasPassword, changedAt: iso(identity.passwordChangedAt) },
+          lock: { failedAttempts: identity.failedAttempts, lockedUntil: iso(identity.lockedUntil) },
         },
         identifiers: identifiers.map((i) => ({
           id: i.id,
           type: i.type,
           value: i.value,
-          createdAt: iso(i.created_at),
-          verifiedAt: iso(i.verified_at),
-          lastUsedAt: iso(i.last_used_at),
+          createdAt: iso(i.createdAt),
+          verifiedAt: iso(i.verifiedAt),
+          lastUsedAt: iso(i.lastUsedAt),
         })),
         providerLinks: providers.map((l) => ({
           id: l.id,
           provider: l.provider,
           subject: l.subject,
-          createdAt: iso(l.created_at),
-          lastUsedAt: iso(l.last_used_at),
+          createdAt: iso(l.createdAt),
+          lastUsedAt: iso(l.lastUsedAt),
         })),
         passkeys: passkeys.map((k) => ({
           id: k.id,
           label: k.label,
           aaguid: k.aaguid,
-          backedUp: k.backed_up,
+          backedUp: k.backedUp,
           transports: k.transports,
-          createdAt: iso(k.created_at),
-          lastUsedAt: iso(k.last_used_at),
+          createdAt: iso(k.createdAt),
+          lastUsedAt: iso(k.lastUsedAt),
         })),
         secondFactors: secondFactors.map((f) => ({
           id: f.id,
@@ -69,37 +72,37 @@ export class AccountService {
           algorithm: f.algorithm,
           digits: f.digits,
           period: f.period,
-          createdAt: iso(f.created_at),
-          verifiedAt: iso(f.verified_at),
-          lastUsedAt: iso(f.last_used_at),
+          createdAt: iso(f.createdAt),
+          verifiedAt: iso(f.verifiedAt),
+          lastUsedAt: iso(f.lastUsedAt),
         })),
-        recoveryCodes: { remaining: recovery.remaining, issuedAt: iso(recovery.issued_at) },
+        recoveryCodes: { remaining: recovery.remaining, issuedAt: iso(recovery.issuedAt) },
         sessions: sessions.map((s) => ({
           id: s.id,
           method: s.method,
-          createdAt: iso(s.created_at),
-          lastActiveAt: iso(s.renewed_at ?? s.created_at),
-          sessionExpiresAt: iso(s.expires_at),
-          endedAt: iso(s.revoked_at),
-          endedBecause: s.revoked_reason,
-          ipAddress: s.ip_address,
-          userAgent: s.user_agent,
-          device: describeDevice(s.user_agent),
+          createdAt: iso(s.createdAt),
+          lastActiveAt: iso(s.renewedAt ?? s.createdAt),
+          sessionExpiresAt: iso(s.expiresAt),
+          endedAt: iso(s.revokedAt),
+          endedBecause: s.revokedReason,
+          ipAddress: s.ipAddress,
+          userAgent: s.userAgent,
+          device: describeDevice(s.userAgent),
         })),
         signInHistory: attempts.map((a) => ({
           id: a.id,
-          occurredAt: iso(a.occurred_at),
+          occurredAt: iso(a.occurredAt),
           method: a.method,
           outcome: a.outcome,
-          ipAddress: a.ip_address,
-          userAgent: a.user_agent,
-          sessionId: a.session_id,
-          noticeSentAt: iso(a.notice_sent_at),
+          ipAddress: a.ipAddress,
+          userAgent: a.userAgent,
+          sessionId: a.sessionId,
+          noticeSentAt: iso(a.noticeSentAt),
         })),
         auditRecords: audit.map((r) => ({
           seq: Number(r.seq),
           id: r.id,
-          occurredAt: iso(r.occurred_at),
+          occurredAt: iso(r.occurredAt),
           name: r.name,
           actor: r.actor,
           target: r.target,

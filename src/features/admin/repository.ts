@@ -1,7 +1,9 @@
-import { sql } from 'kysely';
+import type { ExpressionBuilder } from 'kysely';
+import { jsonBuildObject } from 'kysely/helpers/postgres';
 import type { Executor } from '../../platform/db/database.js';
+import type { DB } from '../../platform/db/schema.js';
 import type { KeysetWindow } from '../../platform/pagination/page.js';
-import { afterPosition, newestFirst } from '../../platform/pagination/repository.js';
+import { rowsToFetch } from '../../platform/pagination/repository.js';
 import type { IdentifierType } from '../identities/identifier.js';
 
 /** Reads only: every write of an operator goes through the owning table's repository. */
@@ -10,14 +12,15 @@ export interface IdentifierJson {
   id: string;
   type: IdentifierType;
   value: string;
-  verified_at: string | null;
+  /** As json_build_object renders a timestamptz. */
+  verifiedAt: string | null;
 }
 
 export interface IdentityListRow {
   id: string;
-  created_at: Date;
-  disabled_at: Date | null;
-  erased_at: Date | null;
+  createdAt: Date;
+  disabledAt: Date | null;
+  erasedAt: Date | null;
   identifiers: IdentifierJson[];
 }
 
@@ -27,46 +30,90 @@ export type IdentityFilter =
   | { kind: 'prefix'; pattern: string }
   | { kind: 'all' };
 
-/** The identity's live identifiers (verified or pending), oldest first, for a query where `i` is the identity. */
-const liveIdentifiers = sql`
-  COALESCE((SELECT json_agg(json_build_object('id', f.id, 'type', f.type, 'value', f.value,
-                                              'verified_at', f.verified_at) ORDER BY f.created_at, f.id)
-            FROM identifiers f WHERE f.identity_id = i.id AND f.removed_at IS NULL), '[]'::json)`;
+/** A query over the identities aliased `i`. */
+type OverIdentities = ExpressionBuilder<DB & { i: DB['identities'] }, 'i'>;
 
-function matching(filter: IdentityFilter) {
-  switch (filter.kind) {
-    case 'exact':
-      return sql`EXISTS (SELECT 1 FROM identifiers f WHERE f.identity_id = i.id AND f.removed_at IS NULL
-                         AND f.type = ${filter.type} AND f.value = ${filter.value})`;
-    case 'prefix':
-      // The pattern is escaped by the caller; the index (value text_pattern_ops) serves LIKE 'x%'.
-      return sql`EXISTS (SELECT 1 FROM identifiers f WHERE f.identity_id = i.id AND f.removed_at IS NULL
-                         AND f.value LIKE ${filter.pattern} ESCAPE '\\')`;
-    case 'all':
-      return sql`TRUE`;
-  }
+/** The identity's live identifiers (verified or pending), oldest first, for a query where `i` is the identity. */
+function liveIdentifiers(eb: OverIdentities) {
+  return eb.fn
+    .coalesce(
+      eb
+        .selectFrom('identifiers as f')
+        .select((eb) =>
+          eb.fn
+            .agg<IdentifierJson[]>('json_agg', [
+              jsonBuildObject({
+                id: eb.ref('f.id'),
+                type: eb.ref('f.type'),
+                value: eb.ref('f.value'),
+                verifiedAt: eb.ref('f.verified_at'),
+              }),
+            ])
+            .orderBy('f.created_at')
+            .orderBy('f.id')
+            .as('identifiers'),
+        )
+        .whereRef('f.identity_id', '=', 'i.id')
+        .where('f.removed_at', 'is', null)
+        .$asScalar(),
+      eb.cast<IdentifierJson[]>(eb.val('[]'), 'json'),
+    )
+    .as('identifiers');
 }
 
-/** Newest first, the id as unique tiebreak. */
+/** An identity search that names identifiers (every other search matches all identities). */
+function matching(eb: OverIdentities, filter: Exclude<IdentityFilter, { kind: 'all' }>) {
+  const live = eb
+    .selectFrom('identifiers as f')
+    .select(eb.lit(1).as('one'))
+    .whereRef('f.identity_id', '=', 'i.id')
+    .where('f.removed_at', 'is', null);
+  if (filter.kind === 'exact') {
+    return eb.exists(live.where('f.type', '=', filter.type).where('f.value', '=', filter.value));
+  }
+  // The pattern is escaped by the caller (LIKE's default escape character is the backslash);
+  // the index (value text_pattern_ops) serves LIKE 'x%'.
+  return eb.exists(live.where('f.value', 'like', filter.pattern));
+}
+
+/**
+ * Newest first, the id as unique tiebreak: a keyset page ordered by (created_at DESC, id DESC), the
+ * rows strictly after the previous page's last row, one row past the page.
+ */
 export async function identitiesPage(
   trx: Executor,
   filter: IdentityFilter,
   window: KeysetWindow,
 ): Promise<IdentityListRow[]> {
-  const r = await sql<IdentityListRow>`
-    SELECT i.id, i.created_at, i.disabled_at, i.erased_at, ${liveIdentifiers} AS identifiers
-    FROM identities i
-    WHERE ${matching(filter)} AND ${afterPosition('i.created_at', window, 'i.id')}
-    ${newestFirst('i.created_at', window, 'i.id')}`.execute(trx);
-  return r.rows;
+  const { after } = window;
+  let query = trx
+    .selectFrom('identities as i')
+    .select((eb) => [
+      'i.id',
+      'i.created_at as createdAt',
+      'i.disabled_at as disabledAt',
+      'i.erased_at as erasedAt',
+      liveIdentifiers(eb),
+    ]);
+  if (filter.kind !== 'all') query = query.where((eb) => matching(eb, filter));
+  if (after) {
+    query = query.where((eb) =>
+      eb(
+        eb.refTuple('i.created_at', 'i.id'),
+        '<',
+        eb.tuple(new Date(after.t), eb.cast<string>(eb.val(after.id), 'uuid')),
+      ),
+    );
+  }
+  return query.orderBy('i.created_at', 'desc').orderBy('i.id', 'desc').limit(rowsToFetch(window)).execute();
 }
 
 export interface IdentityDetailRow extends IdentityListRow {
-  failed_attempts: number;
-  locked_until: Date | null;
-  live_sessions: number;
-  last_sign_in_at: Date | null;
-  recovery_codes: number;
+  failedAttempts: number;
+  lockedUntil: Date | null;
+  liveSessions: number;
+  lastSignInAt: Date | null;
+  recoveryCodes: number;
 }
 
 /** One identity as an operator sees it, in one statement; undefined when no such identity. */
@@ -75,15 +122,43 @@ export async function identityDetail(
   identityId: string,
   now: Date,
 ): Promise<IdentityDetailRow | undefined> {
-  const r = await sql<IdentityDetailRow>`
-    SELECT i.id, i.created_at, i.disabled_at, i.erased_at, ${liveIdentifiers} AS identifiers,
-      i.failed_attempts, i.locked_until,
-      (SELECT count(*)::int FROM sessions s WHERE s.identity_id = i.id AND s.revoked_at IS NULL
-         AND s.expires_at > ${now} AND s.epoch = i.session_epoch) AS live_sessions,
-      (SELECT max(a.occurred_at) FROM sign_in_attempts a
-         WHERE a.identity_id = i.id AND a.outcome = 'succeeded') AS last_sign_in_at,
-      (SELECT count(*)::int FROM recovery_codes c WHERE c.identity_id = i.id
-         AND c.used_at IS NULL AND c.revoked_at IS NULL) AS recovery_codes
-    FROM identities i WHERE i.id = ${identityId}`.execute(trx);
-  return r.rows[0];
+  return trx
+    .selectFrom('identities as i')
+    .select((eb) => [
+      'i.id',
+      'i.created_at as createdAt',
+      'i.disabled_at as disabledAt',
+      'i.erased_at as erasedAt',
+      liveIdentifiers(eb),
+      'i.failed_attempts as failedAttempts',
+      'i.locked_until as lockedUntil',
+      eb
+        .selectFrom('sessions as s')
+        .select((eb) => eb.cast<number>(eb.fn.countAll(), 'integer').as('n'))
+        .whereRef('s.identity_id', '=', 'i.id')
+        .where('s.revoked_at', 'is', null)
+        .where('s.expires_at', '>', now)
+        .whereRef('s.epoch', '=', 'i.session_epoch')
+        .$asScalar()
+        .$notNull()
+        .as('liveSessions'),
+      eb
+        .selectFrom('sign_in_attempts as a')
+        .select((eb) => eb.fn.max('a.occurred_at').as('t'))
+        .whereRef('a.identity_id', '=', 'i.id')
+        .where('a.outcome', '=', 'succeeded')
+        .$asScalar()
+        .as('lastSignInAt'),
+      eb
+        .selectFrom('recovery_codes as c')
+        .select((eb) => eb.cast<number>(eb.fn.countAll(), 'integer').as('n'))
+        .whereRef('c.identity_id', '=', 'i.id')
+        .where('c.used_at', 'is', null)
+        .where('c.revoked_at', 'is', null)
+        .$asScalar()
+        .$notNull()
+        .as('recoveryCodes'),
+    ])
+    .where('i.id', '=', identityId)
+    .executeTakeFirst();
 }

@@ -43,16 +43,16 @@ const ALL_METHODS = 1000;
 const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString());
 
 function identifiersOf(list: IdentifierJson[]) {
-  return list.map((f) => ({ id: f.id, type: f.type, value: f.value, verifiedAt: iso(f.verified_at) }));
+  return list.map((f) => ({ id: f.id, type: f.type, value: f.value, verifiedAt: iso(f.verifiedAt) }));
 }
 
 function listItem(row: IdentityListRow) {
   return {
     id: row.id,
-    createdAt: new Date(row.created_at).toISOString(),
+    createdAt: new Date(row.createdAt).toISOString(),
     identifiers: identifiersOf(row.identifiers),
-    disabledAt: iso(row.disabled_at),
-    erasedAt: iso(row.erased_at),
+    disabledAt: iso(row.disabledAt),
+    erasedAt: iso(row.erasedAt),
   };
 }
 
@@ -95,12 +95,13 @@ function filterOf(q: SearchQuery): IdentityFilter {
 }
 
 /**
- * The operators' acts (issue 14). Every write locks the identity row first (FOR UPDATE): a sign-in
- * writes its session and history through that row (FOR KEY SHARE), so it waits for the write and
- * re-reads the row, and no session or address is written for an identity disabled or erased
- * meanwhile. Every write appends its audit record, actor `admin:<key name>`, in its transaction.
- * Every read of personal data appends one too, before any of the data is answered: an operator
- * cannot see a person's data, or the trail of what they did, without the trail naming the key.
+ * The operators' acts (docs/admin.md; docs/decisions.md, "Operators: the admin API"). Every write
+ * locks the identity row first (FOR UPDATE): a sign-in writes its session and history through that
+ * row (FOR KEY SHARE), so it waits for the write and re-reads the row, and no session or address is
+ * written for an identity disabled or erased meanwhile. Every write appends its audit record, actor
+ * `admin:<key name>`, in its transaction. Every read of personal data appends one too, before any
+ * of the data is answered: an operator cannot see a person's data, or the trail of what they did,
+ * without the trail naming the key.
  */
 export class AdminService {
   constructor(private readonly ctx: AppContext) {}
@@ -122,7 +123,7 @@ export class AdminService {
       scope,
       query,
       (window) => identitiesPage(db, filter, window),
-      (row) => row.created_at,
+      (row) => row.createdAt,
     );
     await this.#recordRead(
       actor,
@@ -142,30 +143,30 @@ export class AdminService {
       methodsPage(db, identityId, { limit: ALL_METHODS }),
       secondFactorFacts(db, identityId),
     ]);
-    const lockedUntil = row.locked_until === null ? null : new Date(row.locked_until);
+    const lockedUntil = row.lockedUntil === null ? null : new Date(row.lockedUntil);
     const detail = {
       ...listItem(row),
       methods: methods.map((m) => ({
         id: m.id,
         kind: m.kind,
         display: m.detail,
-        verifiedAt: new Date(m.verified_at).toISOString(),
-        lastUsedAt: iso(m.last_used_at),
+        verifiedAt: new Date(m.verifiedAt).toISOString(),
+        lastUsedAt: iso(m.lastUsedAt),
       })),
       secondFactors: factors.map((f) => ({
         id: f.id,
         label: f.label,
-        verifiedAt: new Date(f.verified_at).toISOString(),
-        lastUsedAt: iso(f.last_used_at),
+        verifiedAt: new Date(f.verifiedAt).toISOString(),
+        lastUsedAt: iso(f.lastUsedAt),
       })),
-      recoveryCodesRemaining: row.recovery_codes,
+      recoveryCodesRemaining: row.recoveryCodes,
       lock: {
-        failedAttempts: row.failed_attempts,
+        failedAttempts: row.failedAttempts,
         lockedUntil: iso(lockedUntil),
         locked: lockedUntil !== null && lockedUntil > now,
       },
-      liveSessionCount: row.live_sessions,
-      lastSignInAt: iso(row.last_sign_in_at),
+      liveSessionCount: row.liveSessions,
+      lastSignInAt: iso(row.lastSignInAt),
     };
     await this.#recordRead(actor, IDENTITY_READ, [row.id], { view: 'detail' });
     return detail;
@@ -192,9 +193,9 @@ export class AdminService {
   /** Clears the identity-wide lock (its failure count and its end), as a correct code would. */
   async clearLock(identityId: string, actor: string): Promise<void> {
     await this.#write(identityId, actor, 'identity.account.lock_cleared', async (trx, now, identity) => {
-      const wasLocked = identity.locked_until !== null && new Date(identity.locked_until) > now;
+      const wasLocked = identity.lockedUntil !== null && new Date(identity.lockedUntil) > now;
       await this.ctx.lock.clear(trx, identityId);
-      return { details: { wasLocked, failedAttempts: identity.failed_attempts }, ended: 0 };
+      return { details: { wasLocked, failedAttempts: identity.failedAttempts }, ended: 0 };
     });
   }
 
@@ -325,7 +326,7 @@ export class AdminService {
     return this.ctx.database.db.transaction().execute(async (trx) => {
       const identity = await lockIdentity(trx, identityId);
       if (!identity) throw new Problem('admin.identity_not_found');
-      if (identity.erased_at !== null) throw new Problem('admin.identity_erased');
+      if (identity.erasedAt !== null) throw new Problem('admin.identity_erased');
       const now = this.ctx.clock.now();
       const { details, ended } = await act(trx, now, identity);
       await this.ctx.audit.append(trx, { name, actor, target: identityId, outcome: 'success', details });

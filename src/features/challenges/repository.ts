@@ -1,33 +1,34 @@
-import { type RawBuilder, sql } from 'kysely';
+import type { ExpressionBuilder } from 'kysely';
 import { changedOne } from '../../platform/db/compare-and-set.js';
 import type { Executor } from '../../platform/db/database.js';
+import type { DB } from '../../platform/db/schema.js';
 import type { IdentifierType, NormalisedIdentifier } from '../identities/identifier.js';
 
 export type ChallengePurpose = 'sign_up' | 'sign_in_method' | 'password_recovery' | 'step_up';
 export type StepUpChannel = 'second_factor' | 'identifier' | 'recovery_code';
 
-/** One row type for every purpose; the columns a purpose does not use are null (migration 0007). */
+/** One shape for every purpose; the columns a purpose does not use are null (migration 0007). */
 export interface ChallengeRow {
   id: string;
-  identity_id: string;
+  identityId: string;
   /** The address the code went to (sign-up, recovery, step-up by identifier). */
-  identifier_id: string | null;
+  identifierId: string | null;
   /** Step-up only: the session that started it. */
-  session_id: string | null;
+  sessionId: string | null;
   purpose: ChallengePurpose;
   channel: StepUpChannel | null;
   /** Keyed hash of the code; null only for a step-up answered by the authenticator. */
-  code_hash: string | null;
-  /** Sign-up only: the password sent with this registration (contract 3a). */
-  password_hash: string | null;
+  codeHash: string | null;
+  /** Sign-up only: the password sent with this registration (docs/api.md, "1. Sign up"). */
+  passwordHash: string | null;
   /** Sign-in method only: the address the code will add once confirmed. */
-  identifier_type: IdentifierType | null;
-  identifier_value: string | null;
+  identifierType: IdentifierType | null;
+  identifierValue: string | null;
   attempts: number;
-  max_attempts: number;
-  expires_at: Date;
-  spent_at: Date | null;
-  revoked_at: Date | null;
+  maxAttempts: number;
+  expiresAt: Date;
+  spentAt: Date | null;
+  revokedAt: Date | null;
 }
 
 export interface NewChallenge {
@@ -57,66 +58,120 @@ export type RevocationScope =
   /** A session's step-ups: only the newest can be answered. */
   | { sessionId: string };
 
-const COLUMNS = sql`id, identity_id, identifier_id, session_id, purpose, channel, code_hash, password_hash,
-  identifier_type, identifier_value, attempts, max_attempts, expires_at, spent_at, revoked_at`;
+type Challenges = ExpressionBuilder<DB, 'challenges'>;
 
-function ownedBy(owner: ChallengeOwner): RawBuilder<unknown> {
+/** A challenge under the domain's names: every read selects exactly these. */
+const COLUMNS = [
+  'id',
+  'identity_id as identityId',
+  'identifier_id as identifierId',
+  'session_id as sessionId',
+  'purpose',
+  'channel',
+  'code_hash as codeHash',
+  'password_hash as passwordHash',
+  'identifier_type as identifierType',
+  'identifier_value as identifierValue',
+  'attempts',
+  'max_attempts as maxAttempts',
+  'expires_at as expiresAt',
+  'spent_at as spentAt',
+  'revoked_at as revokedAt',
+] as const;
+
+/** The columns the database types as text, narrowed to the values the writes put there. */
+type ChallengeEnums = Pick<ChallengeRow, 'purpose' | 'channel' | 'identifierType'>;
+
+function ownedBy(eb: Challenges, owner: ChallengeOwner) {
   return 'identifierId' in owner
-    ? sql`identifier_id = ${owner.identifierId}`
-    : sql`identity_id = ${owner.identityId}`;
+    ? eb('identifier_id', '=', owner.identifierId)
+    : eb('identity_id', '=', owner.identityId);
 }
 
 /** Answerable at `now`: the one definition of a live challenge, shared by every statement below. */
-function answerable(now: Date): RawBuilder<unknown> {
-  return sql`spent_at IS NULL AND revoked_at IS NULL AND expires_at > ${now} AND attempts < max_attempts`;
+function answerable(eb: Challenges, now: Date) {
+  return eb.and([
+    eb('spent_at', 'is', null),
+    eb('revoked_at', 'is', null),
+    eb('expires_at', '>', now),
+    eb('attempts', '<', eb.ref('max_attempts')),
+  ]);
 }
 
 export async function insertChallenge(trx: Executor, c: NewChallenge): Promise<void> {
-  await sql`
-    INSERT INTO challenges
-      (id, identity_id, identifier_id, session_id, purpose, channel, code_hash, password_hash,
-       identifier_type, identifier_value, attempts, max_attempts, created_at, expires_at)
-    VALUES
-      (${c.id}, ${c.identityId}, ${c.identifierId ?? null}, ${c.sessionId ?? null}, ${c.purpose},
-       ${c.channel ?? null}, ${c.codeHash}, ${c.passwordHash ?? null}, ${c.address?.type ?? null},
-       ${c.address?.value ?? null}, 0, ${c.maxAttempts}, ${c.now}, ${c.expiresAt})`.execute(trx);
+  await trx
+    .insertInto('challenges')
+    .values({
+      id: c.id,
+      identity_id: c.identityId,
+      identifier_id: c.identifierId ?? null,
+      session_id: c.sessionId ?? null,
+      purpose: c.purpose,
+      channel: c.channel ?? null,
+      code_hash: c.codeHash,
+      password_hash: c.passwordHash ?? null,
+      identifier_type: c.address?.type ?? null,
+      identifier_value: c.address?.value ?? null,
+      attempts: 0,
+      max_attempts: c.maxAttempts,
+      created_at: c.now,
+      expires_at: c.expiresAt,
+    })
+    .execute();
 }
 
-export async function findChallenge(trx: Executor, id: string): Promise<ChallengeRow | undefined> {
-  const r = await sql<ChallengeRow>`SELECT ${COLUMNS} FROM challenges WHERE id = ${id}`.execute(trx);
-  return r.rows[0];
+export function findChallenge(trx: Executor, id: string): Promise<ChallengeRow | undefined> {
+  return trx
+    .selectFrom('challenges')
+    .select(COLUMNS)
+    .$narrowType<ChallengeEnums>()
+    .where('id', '=', id)
+    .executeTakeFirst();
 }
 
 /** The owner's challenges of one purpose that could still be answered at `now`, oldest first. */
-export async function liveChallenges(
+export function liveChallenges(
   trx: Executor,
   purpose: ChallengePurpose,
   owner: ChallengeOwner,
   now: Date,
 ): Promise<ChallengeRow[]> {
-  const r = await sql<ChallengeRow>`
-    SELECT ${COLUMNS} FROM challenges
-    WHERE ${ownedBy(owner)} AND purpose = ${purpose} AND ${answerable(now)}
-    ORDER BY created_at, id`.execute(trx);
-  return r.rows;
+  return trx
+    .selectFrom('challenges')
+    .select(COLUMNS)
+    .$narrowType<ChallengeEnums>()
+    .where((eb) => ownedBy(eb, owner))
+    .where('purpose', '=', purpose)
+    .where((eb) => answerable(eb, now))
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
 }
 
 /**
  * Compare-and-set: spends the challenge only while it is still answerable at `now`, so of two
  * requests racing with one code exactly one gets true.
  */
-export function spendChallenge(trx: Executor, id: string, now: Date): Promise<boolean> {
+export async function spendChallenge(trx: Executor, id: string, now: Date): Promise<boolean> {
   return changedOne(
-    trx,
-    sql`UPDATE challenges SET spent_at = ${now} WHERE id = ${id} AND ${answerable(now)} RETURNING id`,
+    trx
+      .updateTable('challenges')
+      .set({ spent_at: now })
+      .where('id', '=', id)
+      .where((eb) => answerable(eb, now))
+      .returning('id'),
   );
 }
 
 /** One attempt charged on one challenge while it is answerable; false once it no longer is. */
-export function chargeChallenge(trx: Executor, id: string, now: Date): Promise<boolean> {
+export async function chargeChallenge(trx: Executor, id: string, now: Date): Promise<boolean> {
   return changedOne(
-    trx,
-    sql`UPDATE challenges SET attempts = attempts + 1 WHERE id = ${id} AND ${answerable(now)} RETURNING id`,
+    trx
+      .updateTable('challenges')
+      .set((eb) => ({ attempts: eb('attempts', '+', eb.lit(1)) }))
+      .where('id', '=', id)
+      .where((eb) => answerable(eb, now))
+      .returning('id'),
   );
 }
 
@@ -127,32 +182,39 @@ export async function chargeLiveChallenges(
   owner: ChallengeOwner,
   now: Date,
 ): Promise<number> {
-  const r = await sql<{ id: string }>`
-    UPDATE challenges SET attempts = attempts + 1
-    WHERE ${ownedBy(owner)} AND purpose = ${purpose} AND ${answerable(now)}
-    RETURNING id`.execute(trx);
-  return r.rows.length;
+  const charged = await trx
+    .updateTable('challenges')
+    .set((eb) => ({ attempts: eb('attempts', '+', eb.lit(1)) }))
+    .where((eb) => ownedBy(eb, owner))
+    .where('purpose', '=', purpose)
+    .where((eb) => answerable(eb, now))
+    .returning('id')
+    .execute();
+  return charged.length;
 }
 
 export async function revokeChallenges(trx: Executor, scope: RevocationScope, now: Date): Promise<number> {
-  let where: RawBuilder<unknown>;
+  let revoke = trx.updateTable('challenges').set({ revoked_at: now });
   if ('sessionId' in scope) {
-    where = sql`session_id = ${scope.sessionId}`;
+    revoke = revoke.where('session_id', '=', scope.sessionId);
   } else if ('identifierId' in scope) {
-    where = sql`identifier_id = ${scope.identifierId}`;
-    if (scope.purpose) where = sql`${where} AND purpose = ${scope.purpose}`;
-    if (scope.exceptId) where = sql`${where} AND id <> ${scope.exceptId}`;
+    revoke = revoke.where('identifier_id', '=', scope.identifierId);
+    if (scope.purpose) revoke = revoke.where('purpose', '=', scope.purpose);
+    if (scope.exceptId) revoke = revoke.where('id', '<>', scope.exceptId);
   } else {
-    where = sql`identity_id = ${scope.identityId} AND purpose = ${scope.purpose}`;
+    revoke = revoke.where('identity_id', '=', scope.identityId).where('purpose', '=', scope.purpose);
     if (scope.address) {
-      where = sql`${where} AND identifier_type = ${scope.address.type} AND identifier_value = ${scope.address.value}`;
+      revoke = revoke
+        .where('identifier_type', '=', scope.address.type)
+        .where('identifier_value', '=', scope.address.value);
     }
   }
-  const r = await sql<{ id: string }>`
-    UPDATE challenges SET revoked_at = ${now}
-    WHERE ${where} AND spent_at IS NULL AND revoked_at IS NULL
-    RETURNING id`.execute(trx);
-  return r.rows.length;
+  const revoked = await revoke
+    .where('spent_at', 'is', null)
+    .where('revoked_at', 'is', null)
+    .returning('id')
+    .execute();
+  return revoked.length;
 }
 
 /**
@@ -161,12 +223,31 @@ export async function revokeChallenges(trx: Executor, scope: RevocationScope, no
  * for sign-ups, a password hash). Runs before the identifiers are deleted (foreign key).
  */
 export async function deleteIdentityChallenges(trx: Executor, identityId: string): Promise<number> {
-  const r = await sql`
-    DELETE FROM challenges c
-    WHERE c.identity_id = ${identityId}
-       OR c.identifier_id IN (SELECT id FROM identifiers WHERE identity_id = ${identityId})
-       OR (c.identifier_type, c.identifier_value) IN
-          (SELECT type, value FROM identifiers WHERE identity_id = ${identityId})
-    RETURNING c.id`.execute(trx);
-  return r.rows.length;
+  const deleted = await trx
+    .deleteFrom('challenges as c')
+    .where((eb) =>
+      eb.or([
+        eb('c.identity_id', '=', identityId),
+        eb(
+          'c.identifier_id',
+          'in',
+          eb
+            .selectFrom('identifiers')
+            .select('identifiers.id')
+            .where('identifiers.identity_id', '=', identityId),
+        ),
+        eb(
+          eb.refTuple('c.identifier_type', 'c.identifier_value'),
+          'in',
+          eb
+            .selectFrom('identifiers')
+            .select(['identifiers.type', 'identifiers.value'])
+            .where('identifiers.identity_id', '=', identityId)
+            .$asTuple('type', 'value'),
+        ),
+      ]),
+    )
+    .returning('c.id')
+    .execute();
+  return deleted.length;
 }

@@ -30,7 +30,7 @@ import {
 /** Owns no challenge: what an answer for an address no account holds reads and charges. */
 const NO_OWNER: ChallengeOwner = { identifierId: NOBODY };
 
-/** Contract 5: five attempts per challenge; the identity-wide lock counts on top. */
+/** Five attempts per challenge (docs/api.md, "1. Sign up"); the identity-wide lock counts on top. */
 export const CHALLENGE_MAX_ATTEMPTS = 5;
 
 export interface ChallengeSettings {
@@ -99,10 +99,10 @@ export interface OutOfBandAnswer<T> {
  * An unknown identifier owns nothing, so nothing is found or charged.
  */
 export function identifierOwner(
-  identifier: { id: string; identity_id: string } | undefined,
+  identifier: { id: string; identityId: string } | undefined,
 ): Pick<OutOfBandAnswer<unknown>, 'owner' | 'identityId'> {
   return identifier
-    ? { owner: { identifierId: identifier.id }, identityId: identifier.identity_id }
+    ? { owner: { identifierId: identifier.id }, identityId: identifier.identityId }
     : { owner: undefined, identityId: undefined };
 }
 
@@ -182,8 +182,8 @@ export class ChallengeFlow {
    * the charge and the lock's count are one transaction that commits before any Argon2 work; a
    * match is spent by the compare-and-set of a second transaction, which re-checks everything the
    * read relied on. An address no account holds runs the same statements keyed to nobody (they
-   * match no row) in the same one commit, so the answer's time does not tell them apart (issue 11
-   * item 6).
+   * match no row) in the same one commit, so the answer's time does not tell them apart
+   * (docs/decisions.md, "Guessing, proxies and hardening", equal time).
    */
   async answer<T>(a: OutOfBandAnswer<T>): Promise<{ ok: true; value: T } | Refused> {
     const owner = a.owner ?? NO_OWNER;
@@ -191,7 +191,7 @@ export class ChallengeFlow {
     const read = await this.db.transaction().execute(async (trx) => {
       if (a.budget) await this.guesses.admit(a.budget, trx);
       const live = await liveChallenges(trx, a.purpose, owner, this.clock.now());
-      const matches = live.filter((c) => safeEqual(c.code_hash ?? '', hash));
+      const matches = live.filter((c) => safeEqual(c.codeHash ?? '', hash));
       return matches.length > 0 ? { matches } : { matches, failure: await this.#miss(trx, a, owner) };
     });
     const chosen = a.select ? await a.select(read.matches) : read.matches[0];
@@ -242,18 +242,18 @@ export class ChallengeFlow {
     const live =
       c !== undefined &&
       c.purpose === 'step_up' &&
-      c.identity_id === a.identityId &&
-      c.session_id === a.sessionId &&
-      c.spent_at === null &&
-      c.revoked_at === null &&
-      new Date(c.expires_at) > now &&
-      c.attempts < c.max_attempts;
+      c.identityId === a.identityId &&
+      c.sessionId === a.sessionId &&
+      c.spentAt === null &&
+      c.revokedAt === null &&
+      new Date(c.expiresAt) > now &&
+      c.attempts < c.maxAttempts;
     // The keyed hash is computed whatever the challenge, so a dead one costs what a live one does.
     const hash = this.codes.hash(a.code);
     if (!live) return { ok: false };
     const proven =
       c.channel === 'identifier'
-        ? safeEqual(hash, c.code_hash ?? '')
+        ? safeEqual(hash, c.codeHash ?? '')
         : await a.proveWithoutCode(trx, c.channel as StepUpChannel, now);
     if (proven)
       return (await spendChallenge(trx, c.id, now))

@@ -1,27 +1,48 @@
-import { sql } from 'kysely';
+import { type ExpressionBuilder, sql } from 'kysely';
 import { changedOne } from '../../platform/db/compare-and-set.js';
 import type { Executor } from '../../platform/db/database.js';
+import type { DB } from '../../platform/db/schema.js';
 import type { NormalisedIdentifier } from './identifier.js';
 
 export interface IdentifierRow {
   id: string;
-  identity_id: string;
+  identityId: string;
   type: 'email' | 'phone';
   value: string;
-  verified_at: Date | null;
+  verifiedAt: Date | null;
 }
 
 export interface IdentityRow {
   id: string;
-  password_hash: string | null;
-  session_epoch: number;
-  failed_attempts: number;
-  locked_until: Date | null;
-  /** Set by an operator: every sign-in of this identity is refused (issue 14). */
-  disabled_at: Date | null;
+  passwordHash: string | null;
+  sessionEpoch: number;
+  failedAttempts: number;
+  lockedUntil: Date | null;
+  /** Set by an operator: every sign-in of this identity is refused (docs/admin.md, "Disable and enable"). */
+  disabledAt: Date | null;
   /** Set by an operator's erasure: nothing but the bare id is left, and nothing changes it again. */
-  erased_at: Date | null;
+  erasedAt: Date | null;
 }
+
+/** An identifiers row under the domain's names (IdentifierRow). */
+const identifierColumns = [
+  'id',
+  'identity_id as identityId',
+  'type',
+  'value',
+  'verified_at as verifiedAt',
+] as const;
+
+/** An identities row under the domain's names (IdentityRow). */
+const identityColumns = [
+  'id',
+  'password_hash as passwordHash',
+  'session_epoch as sessionEpoch',
+  'failed_attempts as failedAttempts',
+  'locked_until as lockedUntil',
+  'disabled_at as disabledAt',
+  'erased_at as erasedAt',
+] as const;
 
 /**
  * The nil UUID: no identity or identifier has it, so a statement keyed by it matches nothing. A
@@ -35,30 +56,43 @@ export async function findIdentifier(
   trx: Executor,
   ident: NormalisedIdentifier,
 ): Promise<IdentifierRow | undefined> {
-  const r = await sql<IdentifierRow>`
-    SELECT id, identity_id, type, value, verified_at FROM identifiers
-    WHERE type = ${ident.type} AND value = ${ident.value} AND removed_at IS NULL`.execute(trx);
-  return r.rows[0];
+  return trx
+    .selectFrom('identifiers')
+    .select(identifierColumns)
+    .$narrowType<{ type: IdentifierRow['type'] }>()
+    .where('type', '=', ident.type)
+    .where('value', '=', ident.value)
+    .where('removed_at', 'is', null)
+    .executeTakeFirst();
 }
 
 /** What a password sign-in needs of an address, in one statement: its identity, epoch and hash. */
 export interface PasswordHolder {
-  identity_id: string;
-  verified_at: Date | null;
-  password_hash: string | null;
-  session_epoch: number;
-  disabled_at: Date | null;
+  identityId: string;
+  verifiedAt: Date | null;
+  passwordHash: string | null;
+  sessionEpoch: number;
+  disabledAt: Date | null;
 }
 
 export async function findPasswordHolder(
   trx: Executor,
   ident: NormalisedIdentifier,
 ): Promise<PasswordHolder | undefined> {
-  const r = await sql<PasswordHolder>`
-    SELECT i.identity_id, i.verified_at, p.password_hash, p.session_epoch, p.disabled_at
-    FROM identifiers i JOIN identities p ON p.id = i.identity_id
-    WHERE i.type = ${ident.type} AND i.value = ${ident.value} AND i.removed_at IS NULL`.execute(trx);
-  return r.rows[0];
+  return trx
+    .selectFrom('identifiers as i')
+    .innerJoin('identities as p', 'p.id', 'i.identity_id')
+    .select([
+      'i.identity_id as identityId',
+      'i.verified_at as verifiedAt',
+      'p.password_hash as passwordHash',
+      'p.session_epoch as sessionEpoch',
+      'p.disabled_at as disabledAt',
+    ])
+    .where('i.type', '=', ident.type)
+    .where('i.value', '=', ident.value)
+    .where('i.removed_at', 'is', null)
+    .executeTakeFirst();
 }
 
 export async function findIdentity(
@@ -66,16 +100,8 @@ export async function findIdentity(
   id: string,
   forUpdate = false,
 ): Promise<IdentityRow | undefined> {
-  const r = forUpdate
-    ? await sql<IdentityRow>`
-        SELECT id, password_hash, session_epoch, failed_attempts, locked_until, disabled_at, erased_at FROM identities WHERE id = ${id} FOR UPDATE`.execute(
-        trx,
-      )
-    : await sql<IdentityRow>`
-        SELECT id, password_hash, session_epoch, failed_attempts, locked_until, disabled_at, erased_at FROM identities WHERE id = ${id}`.execute(
-        trx,
-      );
-  return r.rows[0];
+  const q = trx.selectFrom('identities').select(identityColumns).where('id', '=', id);
+  return (forUpdate ? q.forUpdate() : q).executeTakeFirst();
 }
 
 /** Locks the identity row: the first lock of anything that counts or rewrites an identity's set. */
@@ -84,28 +110,36 @@ export async function lockIdentity(trx: Executor, id: string): Promise<IdentityR
 }
 
 export async function verifiedIdentifiers(trx: Executor, identityId: string): Promise<IdentifierRow[]> {
-  const r = await sql<IdentifierRow>`
-    SELECT id, identity_id, type, value, verified_at FROM identifiers
-    WHERE identity_id = ${identityId} AND verified_at IS NOT NULL AND removed_at IS NULL
-    ORDER BY verified_at, id`.execute(trx);
-  return r.rows;
+  return trx
+    .selectFrom('identifiers')
+    .select(identifierColumns)
+    .$narrowType<{ type: IdentifierRow['type'] }>()
+    .where('identity_id', '=', identityId)
+    .where('verified_at', 'is not', null)
+    .where('removed_at', 'is', null)
+    .orderBy('verified_at')
+    .orderBy('id')
+    .execute();
 }
 
 /**
  * Ends every session of an identity that was issued before now: bumping the epoch kills sessions
- * still committing with the old one (concurrency guide: sign-out everywhere vs in-flight sign-ins).
+ * still committing with the old one (docs/decisions.md, "Sessions", session epoch: sign-out
+ * everywhere vs in-flight sign-ins).
  */
 export async function bumpSessionEpoch(trx: Executor, identityId: string): Promise<number> {
-  const r = await sql<{ session_epoch: number }>`
-    UPDATE identities SET session_epoch = session_epoch + 1 WHERE id = ${identityId} RETURNING session_epoch`.execute(
-    trx,
-  );
-  return r.rows[0].session_epoch;
+  const rows = await trx
+    .updateTable('identities')
+    .set((eb) => ({ session_epoch: eb('session_epoch', '+', eb.lit(1)) }))
+    .where('id', '=', identityId)
+    .returning('session_epoch')
+    .execute();
+  return rows[0].session_epoch;
 }
 
 export interface IdentitySummary {
   identifiers: IdentifierRow[];
-  /** The ways the identity can prove itself (contract 3), in a fixed order. */
+  /** The ways the identity can prove itself (`methods`: docs/api.md, "2. Who am I"), in a fixed order. */
   methods: string[];
 }
 
@@ -123,6 +157,7 @@ export interface SummaryColumns {
  * (the session context is on the hot path). Each feature that adds a kind of method adds its
  * clause here.
  */
+// raw: a column list spliced into the sessions repository's own raw query (a RawBuilder fragment), with json_agg(... ORDER BY)
 export const summaryColumns = sql`
   i.password_hash IS NOT NULL AS has_password,
   EXISTS (SELECT 1 FROM second_factors t WHERE t.identity_id = i.id
@@ -138,10 +173,10 @@ export const summaryColumns = sql`
 export function toSummary(identityId: string, row: SummaryColumns): IdentitySummary {
   const identifiers = row.identifiers.map((f) => ({
     id: f.id,
-    identity_id: identityId,
+    identityId,
     type: f.type,
     value: f.value,
-    verified_at: new Date(f.verified_at),
+    verifiedAt: new Date(f.verified_at),
   }));
   const methods: string[] = [];
   if (row.has_password) methods.push('password');
@@ -157,14 +192,12 @@ export async function insertIdentity(
   trx: Executor,
   identity: { id: string; createdAt: Date },
 ): Promise<void> {
-  await sql`INSERT INTO identities (id, created_at) VALUES (${identity.id}, ${identity.createdAt})`.execute(
-    trx,
-  );
+  await trx.insertInto('identities').values({ id: identity.id, created_at: identity.createdAt }).execute();
 }
 
 /** Only for an identity this transaction created and that lost the race for its identifier or link. */
 export async function deleteFreshIdentity(trx: Executor, id: string): Promise<void> {
-  await sql`DELETE FROM identities WHERE id = ${id}`.execute(trx);
+  await trx.deleteFrom('identities').where('id', '=', id).execute();
 }
 
 /**
@@ -178,23 +211,24 @@ export async function setPassword(
   now: Date,
   opts: { onlyIfUnset?: boolean } = {},
 ): Promise<boolean> {
-  const unset = opts.onlyIfUnset ? sql`AND password_hash IS NULL` : sql``;
   return changedOne(
-    trx,
-    sql`
-    UPDATE identities SET password_hash = ${passwordHash}, password_changed_at = ${now}
-    WHERE id = ${identityId} ${unset}
-    RETURNING id`,
+    trx
+      .updateTable('identities')
+      .set({ password_hash: passwordHash, password_changed_at: now })
+      .where('id', '=', identityId)
+      .$if(opts.onlyIfUnset === true, (q) => q.where('password_hash', 'is', null))
+      .returning('id'),
   );
 }
 
-export function removePassword(trx: Executor, identityId: string, now: Date): Promise<boolean> {
+export async function removePassword(trx: Executor, identityId: string, now: Date): Promise<boolean> {
   return changedOne(
-    trx,
-    sql`
-    UPDATE identities SET password_hash = NULL, password_changed_at = ${now}
-    WHERE id = ${identityId} AND password_hash IS NOT NULL
-    RETURNING id`,
+    trx
+      .updateTable('identities')
+      .set({ password_hash: null, password_changed_at: now })
+      .where('id', '=', identityId)
+      .where('password_hash', 'is not', null)
+      .returning('id'),
   );
 }
 
@@ -222,19 +256,45 @@ export async function countLockFailure(
   threshold: number,
   lockUntil: Date,
 ): Promise<LockCount | undefined> {
-  const running = sql`old.locked_until > ${now}::timestamptz`;
-  const failures = sql`CASE WHEN ${running} THEN old.failed_attempts + 1
-      WHEN old.locked_until IS NOT NULL THEN 1 ELSE old.failed_attempts + 1 END`;
-  const r = await sql<{ was_locked: boolean; locked_until: Date | null }>`
-    UPDATE identities AS i SET
-      failed_attempts = ${failures},
-      locked_until = CASE WHEN ${running} THEN old.locked_until
-        WHEN ${failures} >= ${threshold}::int THEN ${lockUntil}::timestamptz ELSE NULL END
-    FROM (SELECT id, failed_attempts, locked_until FROM identities WHERE id = ${identityId} FOR UPDATE) AS old
-    WHERE i.id = old.id
-    RETURNING coalesce(${running}, false) AS was_locked, i.locked_until`.execute(trx);
-  const row = r.rows[0];
-  return row && { wasLocked: row.was_locked, lockedUntil: row.locked_until };
+  const old = trx
+    .selectFrom('identities')
+    .select(['id', 'failed_attempts', 'locked_until'])
+    .where('id', '=', identityId)
+    .forUpdate()
+    .as('old');
+  // The updated row `i` and the old values `old`, as the SET and RETURNING clauses below see them.
+  type Old = Pick<DB['identities'], 'id' | 'failed_attempts' | 'locked_until'>;
+  type Eb = ExpressionBuilder<DB & { i: DB['identities']; old: Old }, 'i' | 'old'>;
+  const running = (eb: Eb) => eb('old.locked_until', '>', eb.cast<Date>(eb.val(now), 'timestamptz'));
+  const failures = (eb: Eb) =>
+    eb
+      .case()
+      .when(running(eb))
+      .then(eb('old.failed_attempts', '+', eb.lit(1)))
+      .when('old.locked_until', 'is not', null)
+      .then(eb.lit(1))
+      .else(eb('old.failed_attempts', '+', eb.lit(1)))
+      .end();
+  return trx
+    .updateTable('identities as i')
+    .from(old)
+    .set((eb) => ({
+      failed_attempts: failures(eb),
+      locked_until: eb
+        .case()
+        .when(running(eb))
+        .then(eb.ref('old.locked_until'))
+        .when(failures(eb), '>=', eb.cast<number>(eb.val(threshold), 'int4'))
+        .then(eb.cast<Date>(eb.val(lockUntil), 'timestamptz'))
+        .else(null)
+        .end(),
+    }))
+    .whereRef('i.id', '=', 'old.id')
+    .returning((eb) => [
+      eb.fn.coalesce(running(eb), eb.lit(false)).$castTo<boolean>().as('wasLocked'),
+      'i.locked_until as lockedUntil',
+    ])
+    .executeTakeFirst();
 }
 
 /**
@@ -248,12 +308,20 @@ export async function claimIdentifier(
   row: { id: string; identityId: string; identifier: NormalisedIdentifier; now: Date; verified: boolean },
 ): Promise<string | undefined> {
   const verifiedAt = row.verified ? row.now : null;
-  const r = await sql<{ id: string }>`
-    INSERT INTO identifiers (id, identity_id, type, value, created_at, verified_at)
-    VALUES (${row.id}, ${row.identityId}, ${row.identifier.type}, ${row.identifier.value}, ${row.now}, ${verifiedAt})
-    ON CONFLICT (type, value) WHERE removed_at IS NULL DO NOTHING
-    RETURNING id`.execute(trx);
-  return r.rows[0]?.id;
+  const inserted = await trx
+    .insertInto('identifiers')
+    .values({
+      id: row.id,
+      identity_id: row.identityId,
+      type: row.identifier.type,
+      value: row.identifier.value,
+      created_at: row.now,
+      verified_at: verifiedAt,
+    })
+    .onConflict((oc) => oc.columns(['type', 'value']).where('removed_at', 'is', null).doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  return inserted?.id;
 }
 
 /**
@@ -266,13 +334,15 @@ export async function markIdentifierVerified(
   now: Date,
   identityId?: string,
 ): Promise<boolean> {
-  const owner = identityId ? sql`AND identity_id = ${identityId}` : sql``;
   return changedOne(
-    trx,
-    sql`
-    UPDATE identifiers SET verified_at = ${now}
-    WHERE id = ${identifierId} ${owner} AND verified_at IS NULL AND removed_at IS NULL
-    RETURNING id`,
+    trx
+      .updateTable('identifiers')
+      .set({ verified_at: now })
+      .where('id', '=', identifierId)
+      .$if(Boolean(identityId), (q) => q.where('identity_id', '=', identityId!))
+      .where('verified_at', 'is', null)
+      .where('removed_at', 'is', null)
+      .returning('id'),
   );
 }
 
@@ -287,37 +357,49 @@ export async function removeIdentifier(
   now: Date,
   which: { identityId: string } | { pendingOnly: true },
 ): Promise<boolean> {
-  const condition = 'identityId' in which ? sql`identity_id = ${which.identityId}` : sql`verified_at IS NULL`;
   return changedOne(
-    trx,
-    sql`
-    UPDATE identifiers SET removed_at = ${now}
-    WHERE id = ${identifierId} AND ${condition} AND removed_at IS NULL
-    RETURNING id`,
+    trx
+      .updateTable('identifiers')
+      .set({ removed_at: now })
+      .where('id', '=', identifierId)
+      .where((eb) =>
+        'identityId' in which ? eb('identity_id', '=', which.identityId) : eb('verified_at', 'is', null),
+      )
+      .where('removed_at', 'is', null)
+      .returning('id'),
   );
 }
 
 export async function clearLockCounter(trx: Executor, identityId: string): Promise<void> {
-  await sql`UPDATE identities SET failed_attempts = 0, locked_until = NULL WHERE id = ${identityId}`.execute(
-    trx,
-  );
+  await trx
+    .updateTable('identities')
+    .set((eb) => ({ failed_attempts: eb.lit(0), locked_until: null }))
+    .where('id', '=', identityId)
+    .execute();
 }
 
 /** An operator's disablement; the first time is kept. False when it was disabled already. */
-export function disableIdentity(trx: Executor, identityId: string, now: Date): Promise<boolean> {
+export async function disableIdentity(trx: Executor, identityId: string, now: Date): Promise<boolean> {
   return changedOne(
-    trx,
-    sql`UPDATE identities SET disabled_at = ${now} WHERE id = ${identityId} AND disabled_at IS NULL RETURNING id`,
+    trx
+      .updateTable('identities')
+      .set({ disabled_at: now })
+      .where('id', '=', identityId)
+      .where('disabled_at', 'is', null)
+      .returning('id'),
   );
 }
 
 /** An operator's enablement; an erased identity stays disabled. False when nothing changed. */
-export function enableIdentity(trx: Executor, identityId: string): Promise<boolean> {
+export async function enableIdentity(trx: Executor, identityId: string): Promise<boolean> {
   return changedOne(
-    trx,
-    sql`
-    UPDATE identities SET disabled_at = NULL
-    WHERE id = ${identityId} AND disabled_at IS NOT NULL AND erased_at IS NULL RETURNING id`,
+    trx
+      .updateTable('identities')
+      .set({ disabled_at: null })
+      .where('id', '=', identityId)
+      .where('disabled_at', 'is not', null)
+      .where('erased_at', 'is', null)
+      .returning('id'),
   );
 }
 
@@ -328,10 +410,22 @@ export function enableIdentity(trx: Executor, identityId: string): Promise<boole
  * erased: no password, no lock. Answers how many identifiers were deleted.
  */
 export async function eraseIdentity(trx: Executor, identityId: string, now: Date): Promise<number> {
-  const gone = await sql`DELETE FROM identifiers WHERE identity_id = ${identityId} RETURNING id`.execute(trx);
-  await sql`
-    UPDATE identities SET password_hash = NULL, password_changed_at = NULL, failed_attempts = 0,
-      locked_until = NULL, disabled_at = coalesce(disabled_at, ${now}), erased_at = ${now}
-    WHERE id = ${identityId}`.execute(trx);
-  return gone.rows.length;
+  const gone = await trx
+    .deleteFrom('identifiers')
+    .where('identity_id', '=', identityId)
+    .returning('id')
+    .execute();
+  await trx
+    .updateTable('identities')
+    .set((eb) => ({
+      password_hash: null,
+      password_changed_at: null,
+      failed_attempts: eb.lit(0),
+      locked_until: null,
+      disabled_at: eb.fn.coalesce('disabled_at', eb.val(now)),
+      erased_at: now,
+    }))
+    .where('id', '=', identityId)
+    .execute();
+  return gone.length;
 }

@@ -1,11 +1,14 @@
 import { type TProperties, Type } from '@sinclair/typebox';
 import { TaggedUnion } from '../../platform/http/schemas.js';
 
-/** interface 2.4: identifier 1..320 characters; country two upper-case letters, phone only. */
+/** An identifier is 1..320 characters; country two upper-case letters, phone only. */
 const identifier = Type.String({ minLength: 1, maxLength: 320 });
 const country = Type.String({ pattern: '^[A-Z]{2}$' });
 
-/** The two identifier forms of contract 1, each a strict object, with `extra` merged into both. */
+/**
+ * The two identifier forms (email; phone with its country: docs/decisions.md, "Platform"), each a
+ * strict object, with `extra` merged into both.
+ */
 export function identifierForms<P extends TProperties>(extra: P) {
   return [
     Type.Object(

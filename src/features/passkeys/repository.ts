@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import { changedOne } from '../../platform/db/compare-and-set.js';
 import type { Executor } from '../../platform/db/database.js';
 
@@ -6,17 +5,17 @@ export type WebAuthnPurpose = 'registration' | 'sign_in' | 'step_up';
 
 export interface PasskeyRow {
   id: string;
-  identity_id: string;
-  credential_id: string;
-  public_key: Buffer;
-  sign_count: number;
+  identityId: string;
+  credentialId: string;
+  publicKey: Buffer;
+  signCount: number;
   transports: string[];
-  backup_eligible: boolean;
-  backed_up: boolean;
+  backupEligible: boolean;
+  backedUp: boolean;
   label: string | null;
-  created_at: Date;
-  last_used_at: Date | null;
-  removed_at: Date | null;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+  removedAt: Date | null;
 }
 
 export async function insertChallenge(
@@ -30,9 +29,17 @@ export async function insertChallenge(
     expiresAt: Date;
   },
 ): Promise<void> {
-  await sql`
-    INSERT INTO webauthn_challenges (id, purpose, challenge_hash, session_id, created_at, expires_at)
-    VALUES (${c.id}, ${c.purpose}, ${c.hash}, ${c.sessionId}, ${c.now}, ${c.expiresAt})`.execute(trx);
+  await trx
+    .insertInto('webauthn_challenges')
+    .values({
+      id: c.id,
+      purpose: c.purpose,
+      challenge_hash: c.hash,
+      session_id: c.sessionId,
+      created_at: c.now,
+      expires_at: c.expiresAt,
+    })
+    .execute();
 }
 
 /**
@@ -41,29 +48,41 @@ export async function insertChallenge(
  * answer. SKIP LOCKED: concurrent clean-ups never wait on each other.
  */
 export async function pruneExpiredChallenges(trx: Executor, now: Date, batch = 100): Promise<void> {
-  await sql`
-    DELETE FROM webauthn_challenges WHERE id IN (
-      SELECT id FROM webauthn_challenges WHERE expires_at <= ${now} ORDER BY expires_at LIMIT ${batch}
-      FOR UPDATE SKIP LOCKED)`.execute(trx);
+  await trx
+    .deleteFrom('webauthn_challenges')
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('webauthn_challenges')
+        .select('id')
+        .where('expires_at', '<=', now)
+        .orderBy('expires_at')
+        .limit(batch)
+        .forUpdate()
+        .skipLocked(),
+    )
+    .execute();
 }
 
 /**
- * Compare-and-set (concurrency guide): of every act presenting one challenge, exactly one spends
- * it; the others wait on the row lock, re-read it spent, and get false. The purpose and, for a
- * registration or step-up, the session must match, so a challenge never serves another act.
+ * Compare-and-set (docs/architecture.md, "The request path"): of every act presenting one
+ * challenge, exactly one spends it; the others wait on the row lock, re-read it spent, and get
+ * false. The purpose and, for a registration or step-up, the session must match, so a challenge
+ * never serves another act.
  */
-export function spendChallenge(
+export async function spendChallenge(
   trx: Executor,
   c: { hash: string; purpose: WebAuthnPurpose; sessionId: string | null; now: Date },
 ): Promise<boolean> {
   return changedOne(
-    trx,
-    sql`
-    UPDATE webauthn_challenges SET spent_at = ${c.now}
-    WHERE challenge_hash = ${c.hash} AND purpose = ${c.purpose}
-      AND session_id IS NOT DISTINCT FROM ${c.sessionId}
-      AND spent_at IS NULL AND expires_at > ${c.now}
-    RETURNING id`,
+    trx
+      .updateTable('webauthn_challenges')
+      .set({ spent_at: c.now })
+      .where('challenge_hash', '=', c.hash)
+      .where('purpose', '=', c.purpose)
+      .where('session_id', 'is not distinct from', c.sessionId)
+      .where('spent_at', 'is', null)
+      .where('expires_at', '>', c.now)
+      .returning('id'),
   );
 }
 
@@ -84,25 +103,55 @@ export async function insertPasskey(
   },
 ): Promise<boolean> {
   // A credential already live (on this identity or another) is not registered twice.
-  const r = await sql<{ id: string }>`
-    INSERT INTO passkeys (id, identity_id, credential_id, public_key, sign_count, transports,
-                          backup_eligible, backed_up, aaguid, label, created_at)
-    VALUES (${p.id}, ${p.identityId}, ${p.credentialId}, ${Buffer.from(p.publicKey)}, ${p.signCount},
-            ${p.transports}, ${p.backupEligible}, ${p.backedUp}, ${p.aaguid}, ${p.label}, ${p.now})
-    ON CONFLICT (credential_id) WHERE removed_at IS NULL DO NOTHING
-    RETURNING id`.execute(trx);
-  return r.rows.length === 1;
+  return changedOne(
+    trx
+      .insertInto('passkeys')
+      .values({
+        id: p.id,
+        identity_id: p.identityId,
+        credential_id: p.credentialId,
+        public_key: Buffer.from(p.publicKey),
+        sign_count: p.signCount,
+        transports: p.transports,
+        backup_eligible: p.backupEligible,
+        backed_up: p.backedUp,
+        aaguid: p.aaguid,
+        label: p.label,
+        created_at: p.now,
+      })
+      .onConflict((oc) => oc.column('credential_id').where('removed_at', 'is', null).doNothing())
+      .returning('id'),
+  );
 }
 
-const COLUMNS = sql`id, identity_id, credential_id, public_key, sign_count, transports, backup_eligible,
-  backed_up, label, created_at, last_used_at, removed_at`;
+/** A passkey row under the domain's names. */
+function selectPasskeys(trx: Executor) {
+  return trx
+    .selectFrom('passkeys')
+    .select([
+      'id',
+      'identity_id as identityId',
+      'credential_id as credentialId',
+      'public_key as publicKey',
+      'sign_count as signCount',
+      'transports',
+      'backup_eligible as backupEligible',
+      'backed_up as backedUp',
+      'label',
+      'created_at as createdAt',
+      'last_used_at as lastUsedAt',
+      'removed_at as removedAt',
+    ]);
+}
 
 /** The identity's live passkeys, oldest first (excludeCredentials, the removal rule). */
-export async function livePasskeys(trx: Executor, identityId: string): Promise<PasskeyRow[]> {
-  const r = await sql<PasskeyRow>`
-    SELECT ${COLUMNS} FROM passkeys
-    WHERE identity_id = ${identityId} AND removed_at IS NULL ORDER BY created_at, id`.execute(trx);
-  return r.rows;
+export function livePasskeys(trx: Executor, identityId: string): Promise<PasskeyRow[]> {
+  return selectPasskeys(trx)
+    .where('identity_id', '=', identityId)
+    .where('removed_at', 'is', null)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
 }
 
 /** The newest row of a credential id, live or removed (a removed one is refused and recorded). */
@@ -110,10 +159,12 @@ export async function passkeyByCredential(
   trx: Executor,
   credentialId: string,
 ): Promise<PasskeyRow | undefined> {
-  const r = await sql<PasskeyRow>`
-    SELECT ${COLUMNS} FROM passkeys WHERE credential_id = ${credentialId}
-    ORDER BY removed_at IS NULL DESC, created_at DESC LIMIT 1`.execute(trx);
-  return r.rows[0];
+  return selectPasskeys(trx)
+    .where('credential_id', '=', credentialId)
+    .orderBy((eb) => eb('removed_at', 'is', null), 'desc')
+    .orderBy('created_at', 'desc')
+    .limit(1)
+    .executeTakeFirst();
 }
 
 /**
@@ -123,28 +174,48 @@ export async function passkeyByCredential(
  * use time follow. False when the passkey was removed meanwhile or a concurrent use recorded the
  * same or a higher count first (a cloned authenticator).
  */
-export function recordUse(
+export async function recordUse(
   trx: Executor,
   u: { id: string; signCount: number; backedUp: boolean; now: Date },
 ): Promise<boolean> {
   return changedOne(
-    trx,
-    sql`
-    UPDATE passkeys SET sign_count = GREATEST(sign_count, ${u.signCount}), backed_up = ${u.backedUp},
-      last_used_at = ${u.now}
-    WHERE id = ${u.id} AND removed_at IS NULL
-      AND (backup_eligible OR sign_count < ${u.signCount} OR (sign_count = 0 AND ${u.signCount}::bigint = 0))
-    RETURNING id`,
+    trx
+      .updateTable('passkeys')
+      .set((eb) => ({
+        sign_count: eb.fn<number>('greatest', ['sign_count', eb.val(u.signCount)]),
+        backed_up: u.backedUp,
+        last_used_at: u.now,
+      }))
+      .where('id', '=', u.id)
+      .where('removed_at', 'is', null)
+      .where((eb) =>
+        eb.or([
+          eb.ref('backup_eligible'),
+          eb('sign_count', '<', u.signCount),
+          eb.and([
+            eb('sign_count', '=', eb.lit(0)),
+            eb(eb.cast<number>(eb.val(u.signCount), 'bigint'), '=', eb.lit(0)),
+          ]),
+        ]),
+      )
+      .returning('id'),
   );
 }
 
-export function removePasskey(trx: Executor, id: string, identityId: string, now: Date): Promise<boolean> {
+export async function removePasskey(
+  trx: Executor,
+  id: string,
+  identityId: string,
+  now: Date,
+): Promise<boolean> {
   return changedOne(
-    trx,
-    sql`
-    UPDATE passkeys SET removed_at = ${now}
-    WHERE id = ${id} AND identity_id = ${identityId} AND removed_at IS NULL
-    RETURNING id`,
+    trx
+      .updateTable('passkeys')
+      .set({ removed_at: now })
+      .where('id', '=', id)
+      .where('identity_id', '=', identityId)
+      .where('removed_at', 'is', null)
+      .returning('id'),
   );
 }
 
@@ -153,8 +224,11 @@ export function removePasskey(trx: Executor, id: string, identityId: string, now
  * its sessions.
  */
 export async function deleteIdentityPasskeys(trx: Executor, identityId: string): Promise<void> {
-  await sql`
-    DELETE FROM webauthn_challenges
-    WHERE session_id IN (SELECT id FROM sessions WHERE identity_id = ${identityId})`.execute(trx);
-  await sql`DELETE FROM passkeys WHERE identity_id = ${identityId}`.execute(trx);
+  await trx
+    .deleteFrom('webauthn_challenges')
+    .where('session_id', 'in', (eb) =>
+      eb.selectFrom('sessions').select('id').where('identity_id', '=', identityId),
+    )
+    .execute();
+  await trx.deleteFrom('passkeys').where('identity_id', '=', identityId).execute();
 }

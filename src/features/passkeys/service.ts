@@ -103,7 +103,7 @@ export class PasskeyService {
       timeout: CHALLENGE_TTL_SECONDS * 1000,
       attestationType: 'none',
       excludeCredentials: existing.map((p) => ({
-        id: p.credential_id,
+        id: p.credentialId,
         // biome-ignore lint/suspicious/noExplicitAny: stored as the browser reported them
         transports: p.transports as any,
       })),
@@ -193,7 +193,7 @@ export class PasskeyService {
       timeout: CHALLENGE_TTL_SECONDS * 1000,
       userVerification: 'required',
       allowCredentials: mine.map((p) => ({
-        id: p.credential_id,
+        id: p.credentialId,
         // biome-ignore lint/suspicious/noExplicitAny: stored as the browser reported them
         transports: p.transports as any,
       })),
@@ -226,13 +226,13 @@ export class PasskeyService {
     if (!challenge) throw refuse();
     const passkey = await passkeyByCredential(this.ctx.database.db, credential.id);
     if (!passkey) throw refuse();
-    if (bound.identityId && passkey.identity_id !== bound.identityId) throw refuse();
+    if (bound.identityId && passkey.identityId !== bound.identityId) throw refuse();
     const handle = credential.response.userHandle;
     // A sign-in names no user (discoverable credentials), so the authenticator must say whose
     // passkey answered (WebAuthn Level 3, 7.2 step 6): no user handle is a failure like any other.
     // A step-up names the caller's passkeys, where the handle may be absent but never another's.
     if (purpose === 'sign_in' && (handle === undefined || handle === null || handle === '')) throw refuse();
-    if (handle !== undefined && handle !== null && handle !== userHandleOf(passkey.identity_id))
+    if (handle !== undefined && handle !== null && handle !== userHandleOf(passkey.identityId))
       throw refuse();
     let result: Awaited<ReturnType<typeof verifyAuthenticationResponse>> | undefined;
     try {
@@ -243,8 +243,8 @@ export class PasskeyService {
         expectedRPID: this.#rp.rpId,
         requireUserVerification: true,
         credential: {
-          id: passkey.credential_id,
-          publicKey: new Uint8Array(passkey.public_key),
+          id: passkey.credentialId,
+          publicKey: new Uint8Array(passkey.publicKey),
           // The counter is judged where the use is recorded (recordUse): a backup-eligible
           // passkey's may stay or go back.
           counter: 0,
@@ -256,7 +256,7 @@ export class PasskeyService {
     // Only a signature the passkey's key made reaches `refused`: what anyone holding a credential id
     // can send (a forged or unsigned assertion) never writes to the owner's records.
     if (!result?.verified) throw refuse();
-    if (passkey.removed_at) {
+    if (passkey.removedAt) {
       await refused?.(passkey, 'removed');
       throw refuse();
     }
@@ -282,11 +282,11 @@ export class PasskeyService {
         now,
       });
       if (!used) {
-        const current = await passkeyByCredential(trx, passkey.credential_id);
+        const current = await passkeyByCredential(trx, passkey.credentialId);
         return {
           ok: false as const,
           refused:
-            current?.id === passkey.id && !current.removed_at ? ('counter' as const) : ('removed' as const),
+            current?.id === passkey.id && !current.removedAt ? ('counter' as const) : ('removed' as const),
         };
       }
       return { ok: true as const, value: await act(trx, passkey) };
@@ -322,25 +322,25 @@ export class PasskeyActs {
       'identity.sign_in_refused',
       { sessionId: null },
       async (trx, passkey) => {
-        const identity = await findIdentity(trx, passkey.identity_id);
+        const identity = await findIdentity(trx, passkey.identityId);
         if (!identity) throw new Problem('identity.sign_in_refused');
         await this.ctx.guesses.forgive(trx, budget);
         return this.ctx.sessions.openSessionWithin(
           trx,
-          passkey.identity_id,
-          identity.session_epoch,
+          passkey.identityId,
+          identity.sessionEpoch,
           'passkey',
           meta,
         );
       },
       async (passkey, reason) => {
-        await this.ctx.sessions.recordAttempt(passkey.identity_id, 'passkey', 'refused', meta);
+        await this.ctx.sessions.recordAttempt(passkey.identityId, 'passkey', 'refused', meta);
         if (reason === 'counter') {
           // A counter that went backwards on a device-bound passkey: a cloned authenticator.
           await this.ctx.audit.appendOwn(
             this.ctx.database.db,
             'identity.passkey.counter_regressed',
-            passkey.identity_id,
+            passkey.identityId,
             {
               methodId: passkey.id,
             },

@@ -7,7 +7,7 @@ import { IdentifierForm } from '../identities/schemas.js';
 
 const newPassword = Type.String({ minLength: MIN_PASSWORD_LENGTH, maxLength: MAX_PASSWORD_LENGTH });
 
-/** POST /password-changes (interface 4.5): strict. */
+/** POST /password-changes (docs/api.md, "5. Change the password (signed in)"): strict. */
 export const PasswordChangeBody = Type.Object(
   {
     currentPassword: Type.String({ minLength: 1, maxLength: MAX_PASSWORD_LENGTH }),

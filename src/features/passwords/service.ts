@@ -45,7 +45,7 @@ export class PasswordService {
     await this.ctx.guesses.admit(budget);
     // Argon2 runs outside the transaction; the row is re-checked under its lock below.
     const identity = await findIdentity(db, identityId);
-    const verifiedHash = identity?.password_hash ?? null;
+    const verifiedHash = identity?.passwordHash ?? null;
     const ok = verifiedHash
       ? await this.ctx.passwords.verify(verifiedHash, input.currentPassword)
       : await this.ctx.passwords.burn(input.currentPassword);
@@ -60,7 +60,7 @@ export class PasswordService {
     const ended = await db.transaction().execute(async (trx) => {
       const locked = await lockIdentity(trx, identityId);
       // Changed or removed since it was verified: the proof no longer holds.
-      if (!locked || locked.password_hash !== verifiedHash) throw refusal();
+      if (!locked || locked.passwordHash !== verifiedHash) throw refusal();
       await lockCallerSession(trx, locked, sessionId);
       await setPassword(trx, identityId, newHash, now);
       const ended = await endOtherSessions(trx, principal, 'password_changed', now);
@@ -88,13 +88,13 @@ export class PasswordService {
     // time, so neither the 429 nor the answer's time tells them apart. Past it nothing is sent.
     await this.ctx.messages.count([destinationSubject(ident)]);
     const identifier = await findIdentifier(db, ident);
-    const known = identifier?.verified_at ? identifier : undefined;
+    const known = identifier?.verifiedAt ? identifier : undefined;
     const issued = await db.transaction().execute(async (trx) => {
       // An unknown address gets no challenge; the answer promises the same expiry either way.
       const challenge = known
         ? await this.ctx.challenges.issue(trx, {
             purpose: 'password_recovery',
-            identityId: known.identity_id,
+            identityId: known.identityId,
             identifierId: known.id,
           })
         : { id: null, code: undefined, expiresAt: this.ctx.challenges.expiryFromNow() };
@@ -102,7 +102,7 @@ export class PasswordService {
       await this.ctx.audit.append(trx, {
         name: 'identity.password_recovery.requested',
         actor: null,
-        target: known?.identity_id ?? null,
+        target: known?.identityId ?? null,
         outcome: known ? 'success' : 'failure',
         details: { identifierType: ident.type, challengeId: challenge.id },
       });
@@ -133,7 +133,7 @@ export class PasswordService {
     const refusal = () => new Problem('identity.password_recovery_refused');
     const ident = normaliseIdentifier(input);
     const identifier = ident ? await findIdentifier(this.ctx.database.db, ident) : undefined;
-    const known = identifier?.verified_at ? identifier : undefined;
+    const known = identifier?.verifiedAt ? identifier : undefined;
     let newHash = '';
     const answer = await this.ctx.challenges.answer({
       purpose: 'password_recovery',
@@ -148,7 +148,7 @@ export class PasswordService {
         return first;
       },
       admit: async (trx, challenge, now) => {
-        const identityId = challenge.identity_id;
+        const identityId = challenge.identityId;
         await lockIdentity(trx, identityId);
         await setPassword(trx, identityId, newHash, now);
         await bumpSessionEpoch(trx, identityId);

@@ -1,23 +1,24 @@
-import { sql } from 'kysely';
 import { changedOne } from '../../platform/db/compare-and-set.js';
 import type { Executor } from '../../platform/db/database.js';
 
-export interface ProviderLinkRow {
+/** A live link of a provider's subject to an identity. */
+export interface ProviderLink {
   id: string;
-  identity_id: string;
+  identityId: string;
   provider: string;
   subject: string;
-  created_at: Date;
-  last_used_at: Date | null;
+  createdAt: Date;
+  lastUsedAt: Date | null;
 }
 
 export async function insertNonce(
   trx: Executor,
   n: { id: string; hash: string; now: Date; expiresAt: Date },
 ): Promise<void> {
-  await sql`
-    INSERT INTO provider_nonces (id, hash, created_at, expires_at)
-    VALUES (${n.id}, ${n.hash}, ${n.now}, ${n.expiresAt})`.execute(trx);
+  await trx
+    .insertInto('provider_nonces')
+    .values({ id: n.id, hash: n.hash, created_at: n.now, expires_at: n.expiresAt })
+    .execute();
 }
 
 /**
@@ -27,23 +28,35 @@ export async function insertNonce(
  * each delete rows nobody else holds, so two clean-ups never wait on (or deadlock with) each other.
  */
 export async function pruneExpiredNonces(trx: Executor, now: Date, batch = 100): Promise<void> {
-  await sql`
-    DELETE FROM provider_nonces WHERE id IN (
-      SELECT id FROM provider_nonces WHERE expires_at <= ${now} ORDER BY expires_at LIMIT ${batch}
-      FOR UPDATE SKIP LOCKED)`.execute(trx);
+  await trx
+    .deleteFrom('provider_nonces')
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('provider_nonces')
+        .select('id')
+        .where('expires_at', '<=', now)
+        .orderBy('expires_at')
+        .limit(batch)
+        .forUpdate()
+        .skipLocked(),
+    )
+    .execute();
 }
 
 /**
- * Compare-and-set (concurrency guide): of every act racing with one nonce, on any route, exactly
- * one gets the row back; the others wait on the row lock, re-read it spent, and get false.
+ * Compare-and-set (docs/architecture.md, "The request path"): of every act racing with one nonce,
+ * on any route, exactly one gets the row back; the others wait on the row lock, re-read it spent,
+ * and get false.
  */
-export function spendNonce(trx: Executor, hash: string, now: Date): Promise<boolean> {
+export async function spendNonce(trx: Executor, hash: string, now: Date): Promise<boolean> {
   return changedOne(
-    trx,
-    sql`
-    UPDATE provider_nonces SET spent_at = ${now}
-    WHERE hash = ${hash} AND spent_at IS NULL AND expires_at > ${now}
-    RETURNING id`,
+    trx
+      .updateTable('provider_nonces')
+      .set({ spent_at: now })
+      .where('hash', '=', hash)
+      .where('spent_at', 'is', null)
+      .where('expires_at', '>', now)
+      .returning('id'),
   );
 }
 
@@ -51,11 +64,21 @@ export async function findLiveLink(
   trx: Executor,
   provider: string,
   subject: string,
-): Promise<ProviderLinkRow | undefined> {
-  const r = await sql<ProviderLinkRow>`
-    SELECT id, identity_id, provider, subject, created_at, last_used_at FROM provider_links
-    WHERE provider = ${provider} AND subject = ${subject} AND removed_at IS NULL`.execute(trx);
-  return r.rows[0];
+): Promise<ProviderLink | undefined> {
+  return trx
+    .selectFrom('provider_links')
+    .select([
+      'id',
+      'identity_id as identityId',
+      'provider',
+      'subject',
+      'created_at as createdAt',
+      'last_used_at as lastUsedAt',
+    ])
+    .where('provider', '=', provider)
+    .where('subject', '=', subject)
+    .where('removed_at', 'is', null)
+    .executeTakeFirst();
 }
 
 /**
@@ -66,16 +89,23 @@ export async function insertLink(
   trx: Executor,
   l: { id: string; identityId: string; provider: string; subject: string; now: Date },
 ): Promise<string | undefined> {
-  const r = await sql<{ id: string }>`
-    INSERT INTO provider_links (id, identity_id, provider, subject, created_at)
-    VALUES (${l.id}, ${l.identityId}, ${l.provider}, ${l.subject}, ${l.now})
-    ON CONFLICT (provider, subject) WHERE removed_at IS NULL DO NOTHING
-    RETURNING id`.execute(trx);
-  return r.rows[0]?.id;
+  const r = await trx
+    .insertInto('provider_links')
+    .values({
+      id: l.id,
+      identity_id: l.identityId,
+      provider: l.provider,
+      subject: l.subject,
+      created_at: l.now,
+    })
+    .onConflict((oc) => oc.columns(['provider', 'subject']).where('removed_at', 'is', null).doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  return r?.id;
 }
 
 export async function touchLink(trx: Executor, id: string, now: Date): Promise<void> {
-  await sql`UPDATE provider_links SET last_used_at = ${now} WHERE id = ${id}`.execute(trx);
+  await trx.updateTable('provider_links').set({ last_used_at: now }).where('id', '=', id).execute();
 }
 
 export interface LinkRow {
@@ -84,23 +114,35 @@ export interface LinkRow {
 }
 
 export async function liveLinks(trx: Executor, identityId: string): Promise<LinkRow[]> {
-  const r = await sql<LinkRow>`
-    SELECT id, provider FROM provider_links
-    WHERE identity_id = ${identityId} AND removed_at IS NULL ORDER BY created_at, id`.execute(trx);
-  return r.rows;
+  return trx
+    .selectFrom('provider_links')
+    .select(['id', 'provider'])
+    .where('identity_id', '=', identityId)
+    .where('removed_at', 'is', null)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
 }
 
-export function removeLink(trx: Executor, linkId: string, identityId: string, now: Date): Promise<boolean> {
+/** Compare-and-set: true when this call removed the live link (docs/architecture.md, "The request path"). */
+export async function removeLink(
+  trx: Executor,
+  linkId: string,
+  identityId: string,
+  now: Date,
+): Promise<boolean> {
   return changedOne(
-    trx,
-    sql`
-    UPDATE provider_links SET removed_at = ${now}
-    WHERE id = ${linkId} AND identity_id = ${identityId} AND removed_at IS NULL
-    RETURNING id`,
+    trx
+      .updateTable('provider_links')
+      .set({ removed_at: now })
+      .where('id', '=', linkId)
+      .where('identity_id', '=', identityId)
+      .where('removed_at', 'is', null)
+      .returning('id'),
   );
 }
 
 /** Erasure: every provider link of the identity (the provider's subject is personal data). */
 export async function deleteIdentityLinks(trx: Executor, identityId: string): Promise<void> {
-  await sql`DELETE FROM provider_links WHERE identity_id = ${identityId}`.execute(trx);
+  await trx.deleteFrom('provider_links').where('identity_id', '=', identityId).execute();
 }

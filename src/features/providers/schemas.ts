@@ -12,7 +12,7 @@ export const ProviderNonceSchema = Type.Object(
   { additionalProperties: false },
 );
 
-/** POST /step-ups/providers (contract 2). */
+/** POST /step-ups/providers (docs/api.md, "3. Provider step-up"). */
 export const ProviderStepUpBody = Type.Object(
   {
     provider: Type.String({ minLength: 1, maxLength: 64 }),
@@ -21,7 +21,10 @@ export const ProviderStepUpBody = Type.Object(
   { additionalProperties: false },
 );
 
-/** Elevation (contract 3): opaque, bound to the calling session and identity. */
+/**
+ * Elevation (docs/api.md, "1. Step up: get an elevation token"): opaque, bound to the calling session
+ * and identity.
+ */
 export const ElevationSchema = Type.Object(
   { elevationToken: Type.String(), elevationExpiresAt: Instant },
   { additionalProperties: false },

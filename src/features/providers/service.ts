@@ -70,15 +70,15 @@ export class ProviderService {
       await touchLink(trx, link.id, now);
       // Read here, before the session is opened: a removal of this link committed in between moves
       // the epoch on, and the session issued below is dead on arrival.
-      const identity = await findIdentity(trx, link.identity_id);
-      // A disabled identity's sign-in is the ordinary refusal (issue 14).
-      if (!identity || identity.disabled_at !== null) return undefined;
-      return { identityId: link.identity_id, linkId: link.id, epoch: identity.session_epoch };
+      const identity = await findIdentity(trx, link.identityId);
+      // A disabled identity's sign-in is the ordinary refusal (docs/admin.md, "Disable and enable").
+      if (!identity || identity.disabledAt !== null) return undefined;
+      return { identityId: link.identityId, linkId: link.id, epoch: identity.sessionEpoch };
     });
     if (!found) {
       // A replay of a token whose subject is known is recorded in that identity's history.
       const link = await findLiveLink(this.ctx.database.db, proof.provider, proof.subject);
-      if (link) await sessions.recordAttempt(link.identity_id, 'provider', 'refused', meta);
+      if (link) await sessions.recordAttempt(link.identityId, 'provider', 'refused', meta);
       throw new Problem('identity.sign_in_refused');
     }
     return sessions.completePrimary(found.identityId, found.epoch, 'provider', meta);
@@ -99,7 +99,7 @@ export class ProviderService {
     const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
       if (!(await spendNonce(trx, proof.nonceHash, now))) return undefined;
       const link = await findLiveLink(trx, proof.provider, proof.subject);
-      if (!link || link.identity_id !== principal.identityId) return undefined;
+      if (!link || link.identityId !== principal.identityId) return undefined;
       // Asked before minting (which asks again) so the refusal commits the spent nonce with it.
       if (!(await stepUpProofAllowed(trx, principal.identityId, 'provider', true))) return 'unavailable';
       await touchLink(trx, link.id, now);

@@ -1,33 +1,51 @@
-import { sql } from 'kysely';
 import type { Executor } from '../../platform/db/database.js';
+
+export interface LiveCodes {
+  remaining: number;
+  issuedAt: Date | null;
+}
 
 /** A new batch replaces the live one; codes already used keep their used state. */
 export async function revokeLiveCodes(trx: Executor, identityId: string, now: Date): Promise<void> {
-  await sql`
-    UPDATE recovery_codes SET revoked_at = ${now}
-    WHERE identity_id = ${identityId} AND used_at IS NULL AND revoked_at IS NULL`.execute(trx);
+  await trx
+    .updateTable('recovery_codes')
+    .set({ revoked_at: now })
+    .where('identity_id', '=', identityId)
+    .where('used_at', 'is', null)
+    .where('revoked_at', 'is', null)
+    .execute();
 }
 
 export async function insertBatch(
   trx: Executor,
   b: { identityId: string; batchId: string; codeHashes: string[]; now: Date },
 ): Promise<void> {
-  const rows = b.codeHashes.map(
-    (hash) => sql`(gen_random_uuid(), ${b.identityId}, ${b.batchId}, ${hash}, ${b.now})`,
-  );
-  await sql`
-    INSERT INTO recovery_codes (id, identity_id, batch_id, code_hash, issued_at)
-    VALUES ${sql.join(rows)}`.execute(trx);
+  await trx
+    .insertInto('recovery_codes')
+    .values((eb) =>
+      b.codeHashes.map((hash) => ({
+        id: eb.fn<string>('gen_random_uuid'),
+        identity_id: b.identityId,
+        batch_id: b.batchId,
+        code_hash: hash,
+        issued_at: b.now,
+      })),
+    )
+    .execute();
 }
 
-export async function liveStatus(
-  trx: Executor,
-  identityId: string,
-): Promise<{ remaining: number; issued_at: Date | null }> {
-  const r = await sql<{ remaining: number; issued_at: Date | null }>`
-    SELECT count(*)::int AS remaining, max(issued_at) AS issued_at FROM recovery_codes
-    WHERE identity_id = ${identityId} AND used_at IS NULL AND revoked_at IS NULL`.execute(trx);
-  return r.rows[0] ?? { remaining: 0, issued_at: null };
+export async function liveStatus(trx: Executor, identityId: string): Promise<LiveCodes> {
+  const r = await trx
+    .selectFrom('recovery_codes')
+    .select((eb) => [
+      eb.cast<number>(eb.fn.countAll(), 'integer').as('remaining'),
+      eb.fn.max('issued_at').as('issuedAt'),
+    ])
+    .where('identity_id', '=', identityId)
+    .where('used_at', 'is', null)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return r ?? { remaining: 0, issuedAt: null };
 }
 
 /**
@@ -40,14 +58,19 @@ export async function useCode(
   codeHash: string,
   now: Date,
 ): Promise<boolean> {
-  const r = await sql`
-    UPDATE recovery_codes SET used_at = ${now}
-    WHERE identity_id = ${identityId} AND code_hash = ${codeHash} AND used_at IS NULL AND revoked_at IS NULL
-    RETURNING id`.execute(trx);
-  return r.rows.length > 0;
+  const r = await trx
+    .updateTable('recovery_codes')
+    .set({ used_at: now })
+    .where('identity_id', '=', identityId)
+    .where('code_hash', '=', codeHash)
+    .where('used_at', 'is', null)
+    .where('revoked_at', 'is', null)
+    .returning('id')
+    .execute();
+  return r.length > 0;
 }
 
 /** Erasure: every recovery code of the identity, used or not. */
 export async function deleteIdentityCodes(trx: Executor, identityId: string): Promise<void> {
-  await sql`DELETE FROM recovery_codes WHERE identity_id = ${identityId}`.execute(trx);
+  await trx.deleteFrom('recovery_codes').where('identity_id', '=', identityId).execute();
 }

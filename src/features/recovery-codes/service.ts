@@ -5,7 +5,7 @@ import type { CodeAttempt } from '../challenges/service.js';
 import { findIdentity } from '../identities/repository.js';
 import * as repo from './repository.js';
 
-/** Interface 8: ten codes per batch, four groups of four. */
+/** Ten codes per batch, four groups of four (docs/api.md, "4. Issue recovery codes"). */
 export const BATCH_SIZE = 10;
 const GROUPS = 4;
 const GROUP_LENGTH = 4;
@@ -36,7 +36,10 @@ function newCode(): string {
   return groups.join('-');
 }
 
-/** The form that is hashed: upper case, hyphens removed (contract 2: either case, with or without hyphens). */
+/**
+ * The form that is hashed: upper case, hyphens removed (a code is accepted in either case, with or
+ * without hyphens: docs/api.md, "5. Sign in with the second step").
+ */
 export function normaliseRecoveryCode(code: string): string {
   return code.replace(/-/g, '').toUpperCase();
 }
@@ -69,11 +72,11 @@ export class RecoveryCodeService {
     return { recoveryCodes, issuedAt: now.toISOString() };
   }
 
-  /** issuedAt is absent (not null) when nothing is live (interface 2.5). */
+  /** issuedAt is absent (not null) when nothing is live (docs/api.md, "4. Issue recovery codes"). */
   async status(identityId: string): Promise<RecoveryCodeStatus> {
     const s = await repo.liveStatus(this.ctx.database.db, identityId);
-    return s.remaining > 0 && s.issued_at
-      ? { remaining: s.remaining, issuedAt: new Date(s.issued_at).toISOString() }
+    return s.remaining > 0 && s.issuedAt
+      ? { remaining: s.remaining, issuedAt: new Date(s.issuedAt).toISOString() }
       : { remaining: 0 };
   }
 }

@@ -5,7 +5,7 @@ import { codePattern } from '../../platform/crypto/tokens.js';
 import { Instant } from '../../platform/http/schemas.js';
 import { IdentifierForm } from '../identities/schemas.js';
 
-/** POST /sign-ups (contract 2): identifier form + the password of this registration. */
+/** POST /sign-ups (docs/api.md, "1. Sign up"): identifier form + the password of this registration. */
 export const SignUpBody = IdentifierForm({
   password: Type.String({ minLength: MIN_PASSWORD_LENGTH, maxLength: MAX_PASSWORD_LENGTH }),
 });
@@ -14,7 +14,7 @@ export type SignUpBody = Static<typeof SignUpBody>;
 /**
  * POST /sign-ups/confirmations. The code pattern follows the configured format and length, so the
  * schema is built once the configuration is known: a code of the wrong shape is a 400 before any
- * lookup, and the pattern's anchors refuse surrounding whitespace (interface 2.4).
+ * lookup, and the pattern's anchors refuse surrounding whitespace.
  */
 export function confirmationBody(config: Pick<Config, 'verificationCodeFormat' | 'verificationCodeLength'>) {
   return IdentifierForm({
@@ -30,7 +30,7 @@ export function confirmationBody(config: Pick<Config, 'verificationCodeFormat' |
 }
 
 /**
- * Sign-up result (interface 2.5, contract 3). `identity` carries no id and no timestamp, so a first
+ * Sign-up result (docs/api.md, "1. Sign up"). `identity` carries no id and no timestamp, so a first
  * and a repeat registration answer the same bytes apart from the expiry instant.
  */
 export const SignUpResult = Type.Object(

@@ -66,8 +66,8 @@ export class RegistrationService {
         // The winner's row was removed between the conflict and this read: a rare race; the client
         // may retry, and nothing of this attempt is kept.
         if (!existing) throw new Problem('service.unavailable');
-        if (existing.verified_at !== null) throw new Problem('identity.identifier_taken');
-        identityId = existing.identity_id;
+        if (existing.verifiedAt !== null) throw new Problem('identity.identifier_taken');
+        identityId = existing.identityId;
         identifierId = existing.id;
       }
       // Every code sent counts against the address's window (RATE_LIMIT_SENDS_A_MESSAGE per
@@ -76,8 +76,8 @@ export class RegistrationService {
       // nothing and spends nothing: it already says the address is taken, and a stranger's 409s
       // must not use up the owner's messages (a new-sign-in notice among them) without a trace.
       await this.ctx.messages.count([destinationSubject(ident)], trx);
-      // Earlier live challenges stay live (contract 3a): a stranger's registration must not
-      // invalidate the owner's code in flight.
+      // Earlier live challenges stay live (docs/api.md, "1. Sign up"): a stranger's registration
+      // must not invalidate the owner's code in flight.
       const issued = await this.ctx.challenges.issue(trx, {
         purpose: 'sign_up',
         identityId,
@@ -95,8 +95,8 @@ export class RegistrationService {
       return issued;
     });
 
-    // After the commit: a failed delivery still leaves the registration in place (interface 4.2),
-    // and a slow channel never holds a transaction open.
+    // After the commit: a failed delivery still leaves the registration in place (`NOT_DELIVERED`,
+    // docs/api.md, "1. Sign up"), and a slow channel never holds a transaction open.
     const delivery = await this.ctx.challenges.deliver('sign_up', ident, challenge.code!);
 
     return {
@@ -129,24 +129,26 @@ export class RegistrationService {
       // one verifies; with no match the password is verified against the dummy hash all the same.
       select: async (matches) => {
         for (const candidate of matches) {
-          if (await this.ctx.passwords.verify(candidate.password_hash!, input.password)) return candidate;
+          if (await this.ctx.passwords.verify(candidate.passwordHash!, input.password)) return candidate;
         }
         if (matches.length === 0) await this.ctx.passwords.burn(input.password);
         return undefined;
       },
       // The lock is never consulted here: a correct code on a locked account still confirms.
       admit: async (trx, challenge, now) => {
-        const { identifier_id: identifierId, identity_id: identityId } = challenge;
+        const { identifierId, identityId } = challenge;
         if (!identifierId || !(await markIdentifierVerified(trx, identifierId, now))) {
           throw new Problem('identity.verification_refused');
         }
-        // Contract 3a: the identity's password becomes the password of the challenge that confirmed.
-        // It only ever fills a pending identity's empty password; an established account's password
-        // is never replaced through a sign-up challenge.
-        if (!(await setPassword(trx, identityId, challenge.password_hash!, now, { onlyIfUnset: true }))) {
+        // The identity's password becomes the password of the challenge that confirmed
+        // (docs/decisions.md, "Identifiers, codes and passwords", Registration). It only ever fills
+        // a pending identity's empty password; an established account's password is never replaced
+        // through a sign-up challenge.
+        if (!(await setPassword(trx, identityId, challenge.passwordHash!, now, { onlyIfUnset: true }))) {
           throw new Problem('identity.verification_refused');
         }
-        // Contract 3a: once one registration is confirmed, nobody else's pending password can claim it.
+        // Once one registration is confirmed, nobody else's pending password can claim it
+        // (docs/api.md, "1. Sign up").
         await revokeChallenges(trx, { identifierId, purpose: 'sign_up', exceptId: challenge.id }, now);
         await this.ctx.audit.appendOwn(trx, 'identity.identifier.verified', identityId, {
           identifierType: ident.type,

@@ -1,4 +1,4 @@
-import { type NotNull, sql } from 'kysely';
+import type { NotNull } from 'kysely';
 import type { TotpAlgorithm } from '../../config.js';
 import { changedOne } from '../../platform/db/compare-and-set.js';
 import type { Executor } from '../../platform/db/database.js';
@@ -7,7 +7,7 @@ import { afterPosition, rowsToFetch } from '../../platform/pagination/repository
 
 export interface FactorSecretRow {
   id: string;
-  sealed_secret: string;
+  sealedSecret: string;
   algorithm: TotpAlgorithm;
   digits: number;
   period: number;
@@ -16,22 +16,25 @@ export interface FactorSecretRow {
 export interface FactorListRow {
   id: string;
   label: string | null;
-  verified_at: Date;
-  last_used_at: Date | null;
+  verifiedAt: Date;
+  lastUsedAt: Date | null;
 }
 
 export interface TicketRow {
   id: string;
-  identity_id: string;
+  identityId: string;
   epoch: number;
-  primary_method: string;
+  primaryMethod: string;
   attempts: number;
-  max_attempts: number;
-  expires_at: Date;
-  spent_at: Date | null;
+  maxAttempts: number;
+  expiresAt: Date;
+  spentAt: Date | null;
 }
 
-/** Any earlier pending enrolment stops confirming once a new one starts (interface 4.6). */
+/**
+ * Any earlier pending enrolment stops confirming once a new one starts (docs/decisions.md, "Step-up,
+ * second factors, recovery codes, lock", TOTP).
+ */
 export async function revokePending(trx: Executor, identityId: string, now: Date): Promise<void> {
   await trx
     .updateTable('second_factors')
@@ -55,31 +58,49 @@ export async function insertPending(
     now: Date;
   },
 ): Promise<void> {
-  await sql`
-    INSERT INTO second_factors (id, identity_id, label, sealed_secret, algorithm, digits, period, created_at)
-    VALUES (${f.id}, ${f.identityId}, ${f.label}, ${f.sealedSecret}, ${f.algorithm}, ${f.digits}, ${f.period},
-            ${f.now})`.execute(trx);
+  await trx
+    .insertInto('second_factors')
+    .values({
+      id: f.id,
+      identity_id: f.identityId,
+      label: f.label,
+      sealed_secret: f.sealedSecret,
+      algorithm: f.algorithm,
+      digits: f.digits,
+      period: f.period,
+      created_at: f.now,
+    })
+    .execute();
 }
 
-export async function pendingFactor(trx: Executor, identityId: string): Promise<FactorSecretRow | undefined> {
-  const r = await sql<FactorSecretRow>`
-    SELECT id, sealed_secret, algorithm, digits, period FROM second_factors
-    WHERE identity_id = ${identityId} AND verified_at IS NULL AND revoked_at IS NULL`.execute(trx);
-  return r.rows[0];
+/** What checking a code needs, under the domain's names. */
+const SECRET_COLUMNS = ['id', 'sealed_secret as sealedSecret', 'algorithm', 'digits', 'period'] as const;
+
+export function pendingFactor(trx: Executor, identityId: string): Promise<FactorSecretRow | undefined> {
+  return trx
+    .selectFrom('second_factors')
+    .select(SECRET_COLUMNS)
+    .$narrowType<{ algorithm: TotpAlgorithm }>()
+    .where('identity_id', '=', identityId)
+    .where('verified_at', 'is', null)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
 }
 
 /**
  * Compare-and-set: verifies the pending row only if it is still pending and the step is newer than
  * any accepted before, so of two confirmations in one time step exactly one wins.
  */
-export function verifyPending(trx: Executor, id: string, step: number, now: Date): Promise<boolean> {
+export async function verifyPending(trx: Executor, id: string, step: number, now: Date): Promise<boolean> {
   return changedOne(
-    trx,
-    sql`
-    UPDATE second_factors SET verified_at = ${now}, last_used_step = ${step}
-    WHERE id = ${id} AND verified_at IS NULL AND revoked_at IS NULL
-      AND (last_used_step IS NULL OR last_used_step < ${step})
-    RETURNING id`,
+    trx
+      .updateTable('second_factors')
+      .set({ verified_at: now, last_used_step: step })
+      .where('id', '=', id)
+      .where('verified_at', 'is', null)
+      .where('revoked_at', 'is', null)
+      .where((eb) => eb.or([eb('last_used_step', 'is', null), eb('last_used_step', '<', step)]))
+      .returning('id'),
   );
 }
 
@@ -95,7 +116,7 @@ function verifiedOf(trx: Executor, identityId: string) {
 /** Oldest verification first, with what checking a code needs. */
 export function verifiedFactors(trx: Executor, identityId: string): Promise<FactorSecretRow[]> {
   return verifiedOf(trx, identityId)
-    .select(['id', 'sealed_secret', 'algorithm', 'digits', 'period'])
+    .select(SECRET_COLUMNS)
     .$narrowType<{ algorithm: TotpAlgorithm }>()
     .orderBy('verified_at')
     .orderBy('id')
@@ -107,14 +128,16 @@ export async function hasVerifiedFactor(trx: Executor, identityId: string): Prom
 }
 
 /** Compare-and-set on the last used step: a code is accepted once per factor and time step. */
-export function useFactor(trx: Executor, id: string, step: number, now: Date): Promise<boolean> {
+export async function useFactor(trx: Executor, id: string, step: number, now: Date): Promise<boolean> {
   return changedOne(
-    trx,
-    sql`
-    UPDATE second_factors SET last_used_step = ${step}, last_used_at = ${now}
-    WHERE id = ${id} AND verified_at IS NOT NULL AND revoked_at IS NULL
-      AND (last_used_step IS NULL OR last_used_step < ${step})
-    RETURNING id`,
+    trx
+      .updateTable('second_factors')
+      .set({ last_used_step: step, last_used_at: now })
+      .where('id', '=', id)
+      .where('verified_at', 'is not', null)
+      .where('revoked_at', 'is', null)
+      .where((eb) => eb.or([eb('last_used_step', 'is', null), eb('last_used_step', '<', step)]))
+      .returning('id'),
   );
 }
 
@@ -125,8 +148,8 @@ export function verifiedPage(
   window: KeysetWindow,
 ): Promise<FactorListRow[]> {
   return verifiedOf(trx, identityId)
-    .select(['id', 'label', 'verified_at', 'last_used_at'])
-    .$narrowType<{ verified_at: NotNull }>()
+    .select(['id', 'label', 'verified_at as verifiedAt', 'last_used_at as lastUsedAt'])
+    .$narrowType<{ verifiedAt: NotNull }>()
     .where(afterPosition('verified_at', window))
     .orderBy('verified_at', 'desc')
     .orderBy('id', 'desc')
@@ -141,16 +164,16 @@ export async function revokeVerified(
   identityId: string,
   now: Date,
 ): Promise<boolean> {
-  const revoked = await trx
-    .updateTable('second_factors')
-    .set({ revoked_at: now })
-    .where('id', '=', id)
-    .where('identity_id', '=', identityId)
-    .where('verified_at', 'is not', null)
-    .where('revoked_at', 'is', null)
-    .returning('id')
-    .execute();
-  return revoked.length === 1;
+  return changedOne(
+    trx
+      .updateTable('second_factors')
+      .set({ revoked_at: now })
+      .where('id', '=', id)
+      .where('identity_id', '=', identityId)
+      .where('verified_at', 'is not', null)
+      .where('revoked_at', 'is', null)
+      .returning('id'),
+  );
 }
 
 export async function insertTicket(
@@ -166,11 +189,20 @@ export async function insertTicket(
     expiresAt: Date;
   },
 ): Promise<void> {
-  await sql`
-    INSERT INTO second_factor_tickets
-      (id, ticket_hash, identity_id, epoch, primary_method, attempts, max_attempts, created_at, expires_at)
-    VALUES (${t.id}, ${t.hash}, ${t.identityId}, ${t.epoch}, ${t.primaryMethod}, 0, ${t.maxAttempts}, ${t.now},
-            ${t.expiresAt})`.execute(trx);
+  await trx
+    .insertInto('second_factor_tickets')
+    .values({
+      id: t.id,
+      ticket_hash: t.hash,
+      identity_id: t.identityId,
+      epoch: t.epoch,
+      primary_method: t.primaryMethod,
+      attempts: 0,
+      max_attempts: t.maxAttempts,
+      created_at: t.now,
+      expires_at: t.expiresAt,
+    })
+    .execute();
 }
 
 /** Whose ticket this is, without a lock (to charge the right guess budget before the answer). */
@@ -184,34 +216,50 @@ export async function ticketHolder(db: Executor, tokenHash: string): Promise<str
 }
 
 /** Row lock: two completions of one ticket are decided one after the other. */
-export async function lockTicket(trx: Executor, hash: string): Promise<TicketRow | undefined> {
-  const r = await sql<TicketRow>`
-    SELECT id, identity_id, epoch, primary_method, attempts, max_attempts, expires_at, spent_at
-    FROM second_factor_tickets WHERE ticket_hash = ${hash} FOR UPDATE`.execute(trx);
-  return r.rows[0];
+export function lockTicket(trx: Executor, hash: string): Promise<TicketRow | undefined> {
+  return trx
+    .selectFrom('second_factor_tickets')
+    .select([
+      'id',
+      'identity_id as identityId',
+      'epoch',
+      'primary_method as primaryMethod',
+      'attempts',
+      'max_attempts as maxAttempts',
+      'expires_at as expiresAt',
+      'spent_at as spentAt',
+    ])
+    .where('ticket_hash', '=', hash)
+    .forUpdate()
+    .executeTakeFirst();
 }
 
 /** Compare-and-set: spends the ticket only while it is live at `now`. */
-export function spendTicket(trx: Executor, id: string, now: Date): Promise<boolean> {
+export async function spendTicket(trx: Executor, id: string, now: Date): Promise<boolean> {
   return changedOne(
-    trx,
-    sql`
-    UPDATE second_factor_tickets SET spent_at = ${now}
-    WHERE id = ${id} AND spent_at IS NULL AND expires_at > ${now} AND attempts < max_attempts
-    RETURNING id`,
+    trx
+      .updateTable('second_factor_tickets')
+      .set({ spent_at: now })
+      .where('id', '=', id)
+      .where('spent_at', 'is', null)
+      .where('expires_at', '>', now)
+      .whereRef('attempts', '<', 'max_attempts')
+      .returning('id'),
   );
 }
 
 export async function chargeTicket(trx: Executor, id: string): Promise<number> {
-  const r = await sql<{ attempts: number }>`
-    UPDATE second_factor_tickets SET attempts = attempts + 1 WHERE id = ${id} RETURNING attempts`.execute(
-    trx,
-  );
-  return r.rows[0]?.attempts ?? 0;
+  const r = await trx
+    .updateTable('second_factor_tickets')
+    .set((eb) => ({ attempts: eb('attempts', '+', eb.lit(1)) }))
+    .where('id', '=', id)
+    .returning('attempts')
+    .executeTakeFirst();
+  return r?.attempts ?? 0;
 }
 
 /** Erasure: every second factor of the identity and every ticket it was handed. */
 export async function deleteIdentityFactors(trx: Executor, identityId: string): Promise<void> {
-  await sql`DELETE FROM second_factor_tickets WHERE identity_id = ${identityId}`.execute(trx);
-  await sql`DELETE FROM second_factors WHERE identity_id = ${identityId}`.execute(trx);
+  await trx.deleteFrom('second_factor_tickets').where('identity_id', '=', identityId).execute();
+  await trx.deleteFrom('second_factors').where('identity_id', '=', identityId).execute();
 }

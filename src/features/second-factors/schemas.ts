@@ -3,7 +3,7 @@ import { IdInput, Instant, Uuid } from '../../platform/http/schemas.js';
 import { Page } from '../../platform/pagination/page.js';
 import { SessionGrantSchema } from '../sessions/schemas.js';
 
-/** Interface 2.4: a second-factor code is 6 to 8 digits. */
+/** A second-factor code is 6 to 8 digits. */
 const totpCode = Type.String({ pattern: '^[0-9]{6,8}$', minLength: 6, maxLength: 8 });
 
 export const EnrolmentBody = Type.Object(

@@ -45,7 +45,7 @@ export async function acceptCurrentCode(
 ): Promise<boolean> {
   const { identityId, code, now } = attempt;
   for (const factor of await repo.verifiedFactors(trx, identityId)) {
-    const secret = ctx.sealer.open(factor.sealed_secret, factor.id);
+    const secret = ctx.sealer.open(factor.sealedSecret, factor.id);
     const step = matchStep(secret, policyOf(factor), code, now);
     if (step !== null && (await repo.useFactor(trx, factor.id, step, now))) return true;
   }
@@ -107,7 +107,7 @@ export class SecondFactorService {
       await findIdentity(trx, identityId, true);
       const pending = await repo.pendingFactor(trx, identityId);
       if (pending) {
-        const secret = this.ctx.sealer.open(pending.sealed_secret, pending.id);
+        const secret = this.ctx.sealer.open(pending.sealedSecret, pending.id);
         const step = matchStep(secret, policyOf(pending), code, now);
         if (step !== null && (await repo.verifyPending(trx, pending.id, step, now))) {
           await this.ctx.audit.append(trx, {
@@ -132,12 +132,12 @@ export class SecondFactorService {
 
   async list(scope: CursorScope, query: PageQuery) {
     const fetch = (window: KeysetWindow) => repo.verifiedPage(this.ctx.database.db, scope.subject, window);
-    const { items, pageInfo } = await keysetPage(this.ctx.cursors, scope, query, fetch, (r) => r.verified_at);
+    const { items, pageInfo } = await keysetPage(this.ctx.cursors, scope, query, fetch, (r) => r.verifiedAt);
     const data: SecondFactorListItem[] = items.map((r) => ({
       id: r.id,
       label: r.label,
-      verifiedAt: new Date(r.verified_at).toISOString(),
-      lastUsedAt: r.last_used_at ? new Date(r.last_used_at).toISOString() : null,
+      verifiedAt: new Date(r.verifiedAt).toISOString(),
+      lastUsedAt: r.lastUsedAt ? new Date(r.lastUsedAt).toISOString() : null,
     }));
     return { items: data, pageInfo };
   }
@@ -173,29 +173,29 @@ export class SecondFactorService {
     if (holder) await this.ctx.guesses.admit(guessSubject.secondStep(holder));
     const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
       const t = await repo.lockTicket(trx, sha256Hex(ticket));
-      if (!t || t.spent_at !== null || new Date(t.expires_at) <= now || t.attempts >= t.max_attempts) {
+      if (!t || t.spentAt !== null || new Date(t.expiresAt) <= now || t.attempts >= t.maxAttempts) {
         return { ok: false as const, locked: false };
       }
-      await findIdentity(trx, t.identity_id, true);
+      await findIdentity(trx, t.identityId, true);
       const proven =
         'code' in proof
-          ? await acceptCurrentCode(trx, this.ctx, { identityId: t.identity_id, code: proof.code, now })
+          ? await acceptCurrentCode(trx, this.ctx, { identityId: t.identityId, code: proof.code, now })
           : await useRecoveryCode(trx, this.ctx, {
-              identityId: t.identity_id,
+              identityId: t.identityId,
               code: proof.recoveryCode,
               now,
             });
       if (proven) {
         // Cannot fail under the row lock; if it ever did, the rollback also un-spends the code.
         if (!(await repo.spendTicket(trx, t.id, now))) throw new Problem('identity.second_factor_refused');
-        await this.ctx.lock.clear(trx, t.identity_id);
-        await this.ctx.guesses.forgive(trx, guessSubject.secondStep(t.identity_id));
-        return { ok: true as const, identityId: t.identity_id, epoch: t.epoch };
+        await this.ctx.lock.clear(trx, t.identityId);
+        await this.ctx.guesses.forgive(trx, guessSubject.secondStep(t.identityId));
+        return { ok: true as const, identityId: t.identityId, epoch: t.epoch };
       }
       await repo.chargeTicket(trx, t.id);
-      const failure = await this.ctx.lock.recordFailure(trx, t.identity_id, 'sign-ins/second-factors');
+      const failure = await this.ctx.lock.recordFailure(trx, t.identityId, 'sign-ins/second-factors');
       await recordAttempt(trx, {
-        identityId: t.identity_id,
+        identityId: t.identityId,
         now,
         method,
         outcome: 'refused',

@@ -4,7 +4,7 @@ import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
 import type { SecondFactorTicket } from '../sessions/service.js';
 import { hasVerifiedFactor, insertTicket } from './repository.js';
 
-/** Interface 8: 5 attempts per ticket. */
+/** 5 attempts per ticket (docs/api.md, "5. Sign in with the second step"). */
 export const TICKET_ATTEMPTS = 5;
 
 /**

@@ -30,7 +30,7 @@ interface SigningKey {
 
 const TOKEN_TYPE = 'at+jwt';
 // Verified claims are kept per token until it expires: the signature is checked once per token,
-// while the session row is still read on every request (contract 5).
+// while the session row is still read on every request (docs/decisions.md, "Sessions").
 const CACHE_LIMIT = 50_000;
 
 async function importPair(privateJwk: JWK): Promise<Omit<SigningKey, 'kid'>> {
@@ -40,7 +40,7 @@ async function importPair(privateJwk: JWK): Promise<Omit<SigningKey, 'kid'>> {
   return { privateKey, publicKey, publicJwk: { ...publicJwk, alg: 'EdDSA', use: 'sig' } };
 }
 
-/** EdDSA (Ed25519) access tokens (contract 5): iss, aud, sub, sid, iat, exp, jti. */
+/** EdDSA (Ed25519) access tokens (docs/api.md, "1. Sign in"): iss, aud, sub, sid, iat, exp, jti. */
 export class AccessTokens {
   private readonly cache = new Map<string, AccessClaims>();
   private constructor(
@@ -78,13 +78,13 @@ export class AccessTokens {
         publicJwk: { ...pub, kid, alg: 'EdDSA', use: 'sig' },
         now: clock.now(),
       });
-      return [{ kid, sealed_private_jwk: sealed }];
+      return [{ kid, sealedPrivateJwk: sealed }];
     });
     const keys: SigningKey[] = [];
     for (const row of rows) {
       let opened: string;
       try {
-        opened = sealer.open(row.sealed_private_jwk, `signing-key:${row.kid}`);
+        opened = sealer.open(row.sealedPrivateJwk, `signing-key:${row.kid}`);
       } catch {
         // AES-GCM refuses another key's seal: start-up stops with one line (main.ts), no stack.
         throw new ConfigError(

@@ -1,7 +1,10 @@
 import ipaddr from 'ipaddr.js';
 import { UAParser } from 'ua-parser-js';
 
-/** What the owner's session list says of the device a session started on (issue 14). */
+/**
+ * What the owner's session list says of the device a session started on (docs/api.md, "1. Where am I
+ * signed in").
+ */
 export interface Device {
   /** e.g. "Chrome 156 on Linux", "Mobile Safari 17 on iOS (mobile)"; "Unknown device" without a user agent. */
   description: string;

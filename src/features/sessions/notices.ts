@@ -6,7 +6,10 @@ import { verifiedIdentifiers } from '../identities/repository.js';
 import { addressPrefix, describeDevice, deviceFamily } from './devices.js';
 import { markNoticeSent, signInOrigins } from './repository.js';
 
-/** A place counts as known for 90 days after the last sign-in from it (issue 14). */
+/**
+ * A place counts as known for 90 days after the last sign-in from it (docs/api.md, "4. New sign-in
+ * notices").
+ */
 export const NOTICE_LOOKBACK_DAYS = 90;
 // Distinct (address, user agent) pairs compared; an identity with more is compared with its newest.
 const ORIGINS_COMPARED = 200;
@@ -55,9 +58,9 @@ export class SignInNotices {
     const prefix = addressPrefix(from.ip);
     const known = origins.some(
       (o) =>
-        new Date(o.last_at).getTime() >= since &&
-        deviceFamily(o.user_agent) === device &&
-        addressPrefix(o.ip_address) === prefix,
+        new Date(o.lastAt).getTime() >= since &&
+        deviceFamily(o.userAgent) === device &&
+        addressPrefix(o.ipAddress) === prefix,
     );
     if (known) return;
     const to = (await verifiedIdentifiers(db, identityId)).find((i) => this.ctx.notifier.canDeliver(i.type));
@@ -104,10 +107,13 @@ function noticeText(when: Date, device: string, ip: string | null): string {
  * whichever route opened it (password, provider, second step, passkey).
  */
 export function installSignInNotices(app: FastifyInstance, notices: SignInNotices): void {
-  app.addHook('onResponse', async (request, reply) => {
+  // A callback hook (no promise per answer), since every answer passes here.
+  app.addHook('onResponse', (request, reply, done) => {
     const opened = request.openedSession;
-    if (!opened || reply.statusCode !== 201) return;
-    const { ip, userAgent } = requestMeta(request);
-    notices.afterSignIn(opened.identityId, opened.sessionId, { ip, userAgent });
+    if (opened && reply.statusCode === 201) {
+      const { ip, userAgent } = requestMeta(request);
+      notices.afterSignIn(opened.identityId, opened.sessionId, { ip, userAgent });
+    }
+    done();
   });
 }

@@ -2,17 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { changedOne } from '../../platform/db/compare-and-set.js';
 import type { Executor } from '../../platform/db/database.js';
+import type { SessionState as GuardSessionState } from '../../platform/http/auth.js';
 import type { KeysetWindow } from '../../platform/pagination/page.js';
-import { afterPosition, newestFirst } from '../../platform/pagination/repository.js';
+import { afterPosition, rowsToFetch } from '../../platform/pagination/repository.js';
 import { type SummaryColumns, summaryColumns } from '../identities/repository.js';
 
-export interface SessionState {
+/** The guard's session state (platform/http/auth.ts) with the session's id and refresh generation. */
+export interface SessionState extends GuardSessionState {
   id: string;
-  identity_id: string;
-  epoch: number;
-  identity_epoch: number;
-  expires_at: Date;
-  revoked_at: Date | null;
   generation: number;
 }
 
@@ -35,25 +32,67 @@ export interface NewSession {
  * identity disabled or erased meanwhile.
  */
 export async function insertSession(trx: Executor, s: NewSession): Promise<boolean> {
-  const r = await sql`
-    INSERT INTO sessions (id, identity_id, epoch, method, created_at, expires_at, generation, ip_address, user_agent)
-    SELECT ${s.id}, id, ${s.epoch}, ${s.method}, ${s.now}, ${s.expiresAt}, 1, ${s.ip}, ${s.userAgent}
-    FROM identities WHERE id = ${s.identityId} AND disabled_at IS NULL FOR KEY SHARE
-    RETURNING id`.execute(trx);
-  if (r.rows.length === 0) return false;
-  await sql`
-    INSERT INTO refresh_tokens (hash, session_id, generation, created_at)
-    VALUES (${s.refreshHash}, ${s.id}, 1, ${s.now})`.execute(trx);
+  const inserted = await trx
+    .insertInto('sessions')
+    .columns([
+      'id',
+      'identity_id',
+      'epoch',
+      'method',
+      'created_at',
+      'expires_at',
+      'generation',
+      'ip_address',
+      'user_agent',
+    ])
+    .expression((eb) =>
+      eb
+        .selectFrom('identities')
+        .select([
+          eb.val(s.id).as('id'),
+          'id as identity_id',
+          eb.val(s.epoch).as('epoch'),
+          eb.val(s.method).as('method'),
+          eb.val(s.now).as('created_at'),
+          eb.val(s.expiresAt).as('expires_at'),
+          eb.lit(1).as('generation'),
+          eb.val(s.ip).as('ip_address'),
+          eb.val(s.userAgent).as('user_agent'),
+        ])
+        .where('id', '=', s.identityId)
+        .where('disabled_at', 'is', null)
+        .forKeyShare(),
+    )
+    .returning('id')
+    .execute();
+  if (inserted.length === 0) return false;
+  await trx
+    .insertInto('refresh_tokens')
+    .values({ hash: s.refreshHash, session_id: s.id, generation: 1, created_at: s.now })
+    .execute();
   return true;
+}
+
+/** The session joined to its identity's epoch, by the session's primary key. */
+function stateOf(trx: Executor, sessionId: string) {
+  return trx
+    .selectFrom('sessions as s')
+    .innerJoin('identities as i', 'i.id', 's.identity_id')
+    .select([
+      's.id',
+      's.identity_id as identityId',
+      's.epoch',
+      'i.session_epoch as identityEpoch',
+      's.expires_at as expiresAt',
+      's.revoked_at as revokedAt',
+      's.generation',
+    ])
+    .where('s.id', '=', sessionId);
 }
 
 /** The guard's read: one primary-key lookup of the session joined to its identity's epoch. */
 export async function sessionState(trx: Executor, sessionId: string): Promise<SessionState | undefined> {
-  const r = await sql<SessionState>`
-    SELECT s.id, s.identity_id, s.epoch, i.session_epoch AS identity_epoch, s.expires_at, s.revoked_at, s.generation
-    FROM sessions s JOIN identities i ON i.id = s.identity_id
-    WHERE s.id = ${sessionId}`.execute(trx);
-  return r.rows[0];
+  return stateOf(trx, sessionId).executeTakeFirst();
 }
 
 /** The guard's read and the identity summary together: GET /session/context in one round trip. */
@@ -61,8 +100,10 @@ export async function sessionStateWithSummary(
   trx: Executor,
   sessionId: string,
 ): Promise<(SessionState & SummaryColumns) | undefined> {
+  // raw: summaryColumns (identities/repository.ts) is a raw multi-column fragment a builder select cannot take
   const r = await sql<SessionState & SummaryColumns>`
-    SELECT s.id, s.identity_id, s.epoch, i.session_epoch AS identity_epoch, s.expires_at, s.revoked_at, s.generation,
+    SELECT s.id, s.identity_id AS "identityId", s.epoch, i.session_epoch AS "identityEpoch",
+      s.expires_at AS "expiresAt", s.revoked_at AS "revokedAt", s.generation,
       ${summaryColumns}
     FROM sessions s JOIN identities i ON i.id = s.identity_id
     WHERE s.id = ${sessionId}`.execute(trx);
@@ -70,11 +111,7 @@ export async function sessionStateWithSummary(
 }
 
 export async function lockSession(trx: Executor, sessionId: string): Promise<SessionState | undefined> {
-  const r = await sql<SessionState>`
-    SELECT s.id, s.identity_id, s.epoch, i.session_epoch AS identity_epoch, s.expires_at, s.revoked_at, s.generation
-    FROM sessions s JOIN identities i ON i.id = s.identity_id
-    WHERE s.id = ${sessionId} FOR UPDATE OF s`.execute(trx);
-  return r.rows[0];
+  return stateOf(trx, sessionId).forUpdate('s').executeTakeFirst();
 }
 
 export type RenewalOutcome =
@@ -98,48 +135,89 @@ export async function renewSession(
   newHash: string,
   now: Date,
 ): Promise<RenewalOutcome> {
-  const r = await sql<{
-    session_id: string | null;
-    identity_id: string | null;
-    expires_at: Date | null;
-    replayed: number;
-  }>`
-    WITH cur AS (
-      SELECT t.hash, t.generation AS token_generation, t.spent_at, s.id, s.identity_id, s.generation,
-             s.revoked_at, s.expires_at, s.epoch, i.session_epoch
-      FROM refresh_tokens t
-      JOIN sessions s ON s.id = t.session_id
-      JOIN identities i ON i.id = s.identity_id
-      WHERE t.hash = ${oldHash}
-      FOR UPDATE OF t, s
-    ), live AS (
-      SELECT * FROM cur
-      WHERE spent_at IS NULL AND token_generation = generation AND revoked_at IS NULL
-        AND expires_at > ${now} AND epoch = session_epoch
-    ), spent AS (
-      UPDATE refresh_tokens r SET spent_at = ${now} FROM live WHERE r.hash = live.hash
-      RETURNING live.id, live.generation, live.identity_id, live.expires_at
-    ), moved AS (
-      UPDATE sessions s SET generation = spent.generation + 1, renewed_at = ${now}
-      FROM spent WHERE s.id = spent.id
-      RETURNING s.id, s.generation
-    ), stored AS (
-      INSERT INTO refresh_tokens (hash, session_id, generation, created_at)
-      SELECT ${newHash}, id, generation, ${now} FROM moved
-      RETURNING session_id
-    ), replay AS (
-      UPDATE sessions s SET revoked_at = ${now}, revoked_reason = 'refresh_token_replayed'
-      FROM cur
-      WHERE s.id = cur.id AND s.revoked_at IS NULL
-        AND (cur.spent_at IS NOT NULL OR cur.token_generation <> cur.generation)
-      RETURNING s.id
+  const row = await trx
+    .with('cur', (db) =>
+      db
+        .selectFrom('refresh_tokens as t')
+        .innerJoin('sessions as s', 's.id', 't.session_id')
+        .innerJoin('identities as i', 'i.id', 's.identity_id')
+        .select([
+          't.hash',
+          't.generation as token_generation',
+          't.spent_at',
+          's.id',
+          's.identity_id',
+          's.generation',
+          's.revoked_at',
+          's.expires_at',
+          's.epoch',
+          'i.session_epoch',
+        ])
+        .where('t.hash', '=', oldHash)
+        .forUpdate(['t', 's']),
     )
-    SELECT stored.session_id, spent.identity_id, spent.expires_at,
-           (SELECT count(*) FROM replay)::int AS replayed
-    FROM (SELECT 1) one
-    LEFT JOIN stored ON true
-    LEFT JOIN spent ON spent.id = stored.session_id`.execute(trx);
-  const row = r.rows[0];
+    .with('live', (db) =>
+      db
+        .selectFrom('cur')
+        .selectAll()
+        .where('spent_at', 'is', null)
+        .whereRef('token_generation', '=', 'generation')
+        .where('revoked_at', 'is', null)
+        .where('expires_at', '>', now)
+        .whereRef('epoch', '=', 'session_epoch'),
+    )
+    .with('spent', (db) =>
+      db
+        .updateTable('refresh_tokens as r')
+        .set({ spent_at: now })
+        .from('live')
+        .whereRef('r.hash', '=', 'live.hash')
+        .returning(['live.id', 'live.generation', 'live.identity_id', 'live.expires_at']),
+    )
+    .with('moved', (db) =>
+      db
+        .updateTable('sessions as s')
+        .from('spent')
+        .set((eb) => ({ generation: eb('spent.generation', '+', eb.lit(1)), renewed_at: now }))
+        .whereRef('s.id', '=', 'spent.id')
+        .returning(['s.id', 's.generation']),
+    )
+    .with('stored', (db) =>
+      db
+        .insertInto('refresh_tokens')
+        .columns(['hash', 'session_id', 'generation', 'created_at'])
+        .expression((eb) =>
+          eb
+            .selectFrom('moved')
+            .select([eb.val(newHash).as('hash'), 'id', 'generation', eb.val(now).as('created_at')]),
+        )
+        .returning('session_id'),
+    )
+    .with('replay', (db) =>
+      db
+        .updateTable('sessions as s')
+        .set({ revoked_at: now, revoked_reason: 'refresh_token_replayed' })
+        .from('cur')
+        .whereRef('s.id', '=', 'cur.id')
+        .where('s.revoked_at', 'is', null)
+        .where((eb) =>
+          eb.or([
+            eb('cur.spent_at', 'is not', null),
+            eb('cur.token_generation', '<>', eb.ref('cur.generation')),
+          ]),
+        )
+        .returning('s.id'),
+    )
+    .selectFrom(trx.selectNoFrom((eb) => eb.lit(1).as('x')).as('one'))
+    .leftJoin('stored', (join) => join.onTrue())
+    .leftJoin('spent', 'spent.id', 'stored.session_id')
+    .select((eb) => [
+      'stored.session_id',
+      'spent.identity_id',
+      'spent.expires_at',
+      eb.cast<number>(eb.selectFrom('replay').select(eb.fn.countAll().as('n')), 'integer').as('replayed'),
+    ])
+    .executeTakeFirst();
   if (row?.session_id && row.identity_id && row.expires_at) {
     return {
       outcome: 'rotated',
@@ -159,27 +237,45 @@ export async function renewSession(
  * the presented token unspent again. A revocation in between stays.
  */
 export async function undoRenewal(trx: Executor, oldHash: string, newHash: string): Promise<void> {
-  await sql`
-    WITH gone AS (
-      DELETE FROM refresh_tokens WHERE hash = ${newHash} AND spent_at IS NULL
-      RETURNING session_id, generation
-    ), back AS (
-      UPDATE sessions s SET generation = gone.generation - 1
-      FROM gone WHERE s.id = gone.session_id AND s.generation = gone.generation
-      RETURNING s.id
+  await trx
+    .with('gone', (db) =>
+      db
+        .deleteFrom('refresh_tokens')
+        .where('hash', '=', newHash)
+        .where('spent_at', 'is', null)
+        .returning(['session_id', 'generation']),
     )
-    UPDATE refresh_tokens t SET spent_at = NULL FROM back WHERE t.hash = ${oldHash} AND t.session_id = back.id`.execute(
-    trx,
-  );
+    .with('back', (db) =>
+      db
+        .updateTable('sessions as s')
+        .from('gone')
+        .set((eb) => ({ generation: eb('gone.generation', '-', eb.lit(1)) }))
+        .whereRef('s.id', '=', 'gone.session_id')
+        .whereRef('s.generation', '=', 'gone.generation')
+        .returning('s.id'),
+    )
+    .updateTable('refresh_tokens as t')
+    .set({ spent_at: null })
+    .from('back')
+    .where('t.hash', '=', oldHash)
+    .whereRef('t.session_id', '=', 'back.id')
+    .execute();
 }
 
 /** Compare-and-set: the first revocation's time and reason are kept. */
-export function revokeSession(trx: Executor, sessionId: string, reason: string, now: Date): Promise<boolean> {
+export async function revokeSession(
+  trx: Executor,
+  sessionId: string,
+  reason: string,
+  now: Date,
+): Promise<boolean> {
   return changedOne(
-    trx,
-    sql`
-    UPDATE sessions SET revoked_at = ${now}, revoked_reason = ${reason}
-    WHERE id = ${sessionId} AND revoked_at IS NULL RETURNING id`,
+    trx
+      .updateTable('sessions')
+      .set({ revoked_at: now, revoked_reason: reason })
+      .where('id', '=', sessionId)
+      .where('revoked_at', 'is', null)
+      .returning('id'),
   );
 }
 
@@ -190,31 +286,30 @@ export async function revokeIdentitySessions(
   now: Date,
   exceptSessionId?: string,
 ): Promise<number> {
-  const r = exceptSessionId
-    ? await sql`
-        UPDATE sessions SET revoked_at = ${now}, revoked_reason = ${reason}
-        WHERE identity_id = ${identityId} AND revoked_at IS NULL AND id <> ${exceptSessionId} RETURNING id`.execute(
-        trx,
-      )
-    : await sql`
-        UPDATE sessions SET revoked_at = ${now}, revoked_reason = ${reason}
-        WHERE identity_id = ${identityId} AND revoked_at IS NULL RETURNING id`.execute(trx);
-  return r.rows.length;
+  const revoked = await trx
+    .updateTable('sessions')
+    .set({ revoked_at: now, revoked_reason: reason })
+    .where('identity_id', '=', identityId)
+    .where('revoked_at', 'is', null)
+    .$if(Boolean(exceptSessionId), (qb) => qb.where('id', '<>', exceptSessionId as string))
+    .returning('id')
+    .execute();
+  return revoked.length;
 }
 
 /** Moves one session to the identity's current epoch (password change keeps the caller alive). */
 export async function adoptEpoch(trx: Executor, sessionId: string, epoch: number): Promise<void> {
-  await sql`UPDATE sessions SET epoch = ${epoch} WHERE id = ${sessionId}`.execute(trx);
+  await trx.updateTable('sessions').set({ epoch }).where('id', '=', sessionId).execute();
 }
 
-export interface AttemptRow {
+export interface Attempt {
   id: string;
-  occurred_at: Date;
+  occurredAt: Date;
   method: string;
   outcome: 'succeeded' | 'refused';
-  ip_address: string | null;
-  user_agent: string | null;
-  notice_sent_at: Date | null;
+  ipAddress: string | null;
+  userAgent: string | null;
+  noticeSentAt: Date | null;
 }
 
 export async function recordAttempt(
@@ -235,15 +330,41 @@ export async function recordAttempt(
   // Written through the identity's row: keyed by NOBODY it writes nothing, in the same statement.
   // An erased identity keeps no address or user agent, so nothing is recorded against it; FOR KEY
   // SHARE waits for an erasure in flight (which holds the row FOR UPDATE) and re-reads the row.
-  await sql`
-    INSERT INTO sign_in_attempts (id, identity_id, session_id, occurred_at, method, outcome, ip_address, user_agent)
-    SELECT ${a.id ?? randomUUID()}, id, ${a.sessionId ?? null}, ${a.now}, ${a.method}, ${a.outcome}, ${a.ip}, ${a.userAgent}
-    FROM identities WHERE id = ${a.identityId} AND erased_at IS NULL FOR KEY SHARE`.execute(trx);
+  await trx
+    .insertInto('sign_in_attempts')
+    .columns([
+      'id',
+      'identity_id',
+      'session_id',
+      'occurred_at',
+      'method',
+      'outcome',
+      'ip_address',
+      'user_agent',
+    ])
+    .expression((eb) =>
+      eb
+        .selectFrom('identities')
+        .select([
+          eb.val(a.id ?? randomUUID()).as('id'),
+          'id as identity_id',
+          eb.val(a.sessionId ?? null).as('session_id'),
+          eb.val(a.now).as('occurred_at'),
+          eb.val(a.method).as('method'),
+          eb.val(a.outcome).as('outcome'),
+          eb.val(a.ip).as('ip_address'),
+          eb.val(a.userAgent).as('user_agent'),
+        ])
+        .where('id', '=', a.identityId)
+        .where('erased_at', 'is', null)
+        .forKeyShare(),
+    )
+    .execute();
 }
 
 /** Withdraws a provisional refusal once the attempt it stood for succeeded. */
 export async function withdrawAttempt(trx: Executor, id: string): Promise<void> {
-  await sql`DELETE FROM sign_in_attempts WHERE id = ${id}`.execute(trx);
+  await trx.deleteFrom('sign_in_attempts').where('id', '=', id).execute();
 }
 
 /** Newest first with the id as unique tiebreak. */
@@ -251,22 +372,35 @@ export async function attemptsPage(
   trx: Executor,
   identityId: string,
   window: KeysetWindow,
-): Promise<AttemptRow[]> {
-  const r = await sql<AttemptRow>`
-    SELECT id, occurred_at, method, outcome, ip_address, user_agent, notice_sent_at FROM sign_in_attempts
-    WHERE identity_id = ${identityId} AND ${afterPosition('occurred_at', window)}
-    ${newestFirst('occurred_at', window)}`.execute(trx);
-  return r.rows;
+): Promise<Attempt[]> {
+  return trx
+    .selectFrom('sign_in_attempts')
+    .select([
+      'id',
+      'occurred_at as occurredAt',
+      'method',
+      'outcome',
+      'ip_address as ipAddress',
+      'user_agent as userAgent',
+      'notice_sent_at as noticeSentAt',
+    ])
+    .$narrowType<{ outcome: Attempt['outcome'] }>()
+    .where('identity_id', '=', identityId)
+    .where(afterPosition('occurred_at', window))
+    .orderBy('occurred_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(rowsToFetch(window))
+    .execute();
 }
 
-export interface LiveSessionRow {
+export interface LiveSession {
   id: string;
-  created_at: Date;
-  last_active_at: Date;
-  expires_at: Date;
+  createdAt: Date;
+  lastActiveAt: Date;
+  expiresAt: Date;
   method: string;
-  ip_address: string | null;
-  user_agent: string | null;
+  ipAddress: string | null;
+  userAgent: string | null;
 }
 
 /**
@@ -278,15 +412,28 @@ export async function liveSessionsPage(
   identityId: string,
   now: Date,
   window: KeysetWindow,
-): Promise<LiveSessionRow[]> {
-  const r = await sql<LiveSessionRow>`
-    SELECT s.id, s.created_at, coalesce(s.renewed_at, s.created_at) AS last_active_at, s.expires_at, s.method,
-           s.ip_address, s.user_agent
-    FROM sessions s JOIN identities i ON i.id = s.identity_id
-    WHERE s.identity_id = ${identityId} AND s.revoked_at IS NULL AND s.expires_at > ${now}
-      AND s.epoch = i.session_epoch AND ${afterPosition('s.created_at', window, 's.id')}
-    ${newestFirst('s.created_at', window, 's.id')}`.execute(trx);
-  return r.rows;
+): Promise<LiveSession[]> {
+  return trx
+    .selectFrom('sessions as s')
+    .innerJoin('identities as i', 'i.id', 's.identity_id')
+    .select((eb) => [
+      's.id',
+      's.created_at as createdAt',
+      eb.fn.coalesce('s.renewed_at', 's.created_at').as('lastActiveAt'),
+      's.expires_at as expiresAt',
+      's.method',
+      's.ip_address as ipAddress',
+      's.user_agent as userAgent',
+    ])
+    .where('s.identity_id', '=', identityId)
+    .where('s.revoked_at', 'is', null)
+    .where('s.expires_at', '>', now)
+    .whereRef('s.epoch', '=', 'i.session_epoch')
+    .where(afterPosition('s.created_at', window, 's.id'))
+    .orderBy('s.created_at', 'desc')
+    .orderBy('s.id', 'desc')
+    .limit(rowsToFetch(window))
+    .execute();
 }
 
 /**
@@ -294,7 +441,7 @@ export async function liveSessionsPage(
  * that names nothing live of this identity: unknown, another identity's, already ended, expired,
  * or dead by an epoch move; the caller answers all of them alike.
  */
-export function revokeOwnSession(
+export async function revokeOwnSession(
   trx: Executor,
   sessionId: string,
   identityId: string,
@@ -302,14 +449,24 @@ export function revokeOwnSession(
   now: Date,
 ): Promise<boolean> {
   return changedOne(
-    trx,
-    sql`
-    UPDATE sessions s SET revoked_at = ${now}, revoked_reason = ${reason}
-    FROM identities i
-    WHERE s.id = ${sessionId} AND s.identity_id = ${identityId} AND i.id = s.identity_id
-      AND s.revoked_at IS NULL AND s.expires_at > ${now} AND s.epoch = i.session_epoch
-    RETURNING s.id`,
+    trx
+      .updateTable('sessions as s')
+      .set({ revoked_at: now, revoked_reason: reason })
+      .from('identities as i')
+      .where('s.id', '=', sessionId)
+      .where('s.identity_id', '=', identityId)
+      .whereRef('i.id', '=', 's.identity_id')
+      .where('s.revoked_at', 'is', null)
+      .where('s.expires_at', '>', now)
+      .whereRef('s.epoch', '=', 'i.session_epoch')
+      .returning('s.id'),
   );
+}
+
+export interface SignInOrigin {
+  ipAddress: string | null;
+  userAgent: string | null;
+  lastAt: Date;
 }
 
 /**
@@ -321,18 +478,30 @@ export async function signInOrigins(
   identityId: string,
   except: string,
   limit: number,
-): Promise<{ ip_address: string | null; user_agent: string | null; last_at: Date }[]> {
-  const r = await sql<{ ip_address: string | null; user_agent: string | null; last_at: Date }>`
-    SELECT ip_address, user_agent, max(occurred_at) AS last_at FROM sign_in_attempts
-    WHERE identity_id = ${identityId} AND outcome = 'succeeded' AND session_id IS DISTINCT FROM ${except}::uuid
-    GROUP BY ip_address, user_agent
-    ORDER BY last_at DESC LIMIT ${limit}`.execute(trx);
-  return r.rows;
+): Promise<SignInOrigin[]> {
+  return trx
+    .selectFrom('sign_in_attempts')
+    .select((eb) => [
+      'ip_address as ipAddress',
+      'user_agent as userAgent',
+      eb.fn.max('occurred_at').as('lastAt'),
+    ])
+    .where('identity_id', '=', identityId)
+    .where('outcome', '=', 'succeeded')
+    .where((eb) => eb('session_id', 'is distinct from', eb.cast<string>(eb.val(except), 'uuid')))
+    .groupBy(['ip_address', 'user_agent'])
+    .orderBy('lastAt', 'desc')
+    .limit(limit)
+    .execute();
 }
 
 /** Records on the sign-in's history entry that a new-sign-in notice went out. */
 export async function markNoticeSent(trx: Executor, sessionId: string, now: Date): Promise<void> {
-  await sql`UPDATE sign_in_attempts SET notice_sent_at = ${now} WHERE session_id = ${sessionId}`.execute(trx);
+  await trx
+    .updateTable('sign_in_attempts')
+    .set({ notice_sent_at: now })
+    .where('session_id', '=', sessionId)
+    .execute();
 }
 
 // Any fixed number distinct from the migration lock: instances racing to create the first key.
@@ -340,36 +509,58 @@ const KEY_CREATION_LOCK = 727_011_002;
 
 /** Serialises key creation across instances until the transaction ends. */
 export async function lockKeyCreation(trx: Executor): Promise<void> {
-  await sql`SELECT pg_advisory_xact_lock(${KEY_CREATION_LOCK})`.execute(trx);
+  await trx
+    .selectNoFrom((eb) => eb.fn<void>('pg_advisory_xact_lock', [eb.val(KEY_CREATION_LOCK)]).as('locked'))
+    .execute();
 }
 
-export async function liveSigningKeys(trx: Executor): Promise<{ kid: string; sealed_private_jwk: string }[]> {
-  const r = await sql<{ kid: string; sealed_private_jwk: string }>`
-    SELECT kid, sealed_private_jwk FROM signing_keys WHERE retired_at IS NULL ORDER BY created_at, kid`.execute(
-    trx,
-  );
-  return r.rows;
+export interface SealedSigningKey {
+  kid: string;
+  sealedPrivateJwk: string;
+}
+
+export async function liveSigningKeys(trx: Executor): Promise<SealedSigningKey[]> {
+  return trx
+    .selectFrom('signing_keys')
+    .select(['kid', 'sealed_private_jwk as sealedPrivateJwk'])
+    .where('retired_at', 'is', null)
+    .orderBy('created_at')
+    .orderBy('kid')
+    .execute();
 }
 
 export async function insertSigningKey(
   trx: Executor,
   k: { kid: string; sealedPrivateJwk: string; publicJwk: Record<string, unknown>; now: Date },
 ): Promise<void> {
-  await sql`
-    INSERT INTO signing_keys (kid, sealed_private_jwk, public_jwk, created_at)
-    VALUES (${k.kid}, ${k.sealedPrivateJwk}, ${JSON.stringify(k.publicJwk)}::jsonb, ${k.now})`.execute(trx);
+  await trx
+    .insertInto('signing_keys')
+    .values({
+      kid: k.kid,
+      sealed_private_jwk: k.sealedPrivateJwk,
+      // JSON text: PostgreSQL parses it into the jsonb column.
+      public_jwk: JSON.stringify(k.publicJwk),
+      created_at: k.now,
+    })
+    .execute();
 }
 
 /** Erasure (after its sessions were ended): no session of the identity keeps where it came from. */
 export async function eraseSessionOrigins(trx: Executor, identityId: string): Promise<void> {
-  await sql`
-    UPDATE sessions SET ip_address = NULL, user_agent = NULL
-    WHERE identity_id = ${identityId} AND (ip_address IS NOT NULL OR user_agent IS NOT NULL)`.execute(trx);
+  await trx
+    .updateTable('sessions')
+    .set({ ip_address: null, user_agent: null })
+    .where('identity_id', '=', identityId)
+    .where((eb) => eb.or([eb('ip_address', 'is not', null), eb('user_agent', 'is not', null)]))
+    .execute();
 }
 
 /** Erasure: the identity's sign-in history keeps its instants and outcomes, not its addresses. */
 export async function eraseAttemptOrigins(trx: Executor, identityId: string): Promise<void> {
-  await sql`
-    UPDATE sign_in_attempts SET ip_address = NULL, user_agent = NULL
-    WHERE identity_id = ${identityId} AND (ip_address IS NOT NULL OR user_agent IS NOT NULL)`.execute(trx);
+  await trx
+    .updateTable('sign_in_attempts')
+    .set({ ip_address: null, user_agent: null })
+    .where('identity_id', '=', identityId)
+    .where((eb) => eb.or([eb('ip_address', 'is not', null), eb('user_agent', 'is not', null)]))
+    .execute();
 }

@@ -14,7 +14,7 @@ export async function lockCallerSession(
   sessionId: string,
 ): Promise<void> {
   const session = await lockSession(trx, sessionId);
-  if (!identity || !session || session.revoked_at !== null || session.epoch !== identity.session_epoch) {
+  if (!identity || !session || session.revokedAt !== null || session.epoch !== identity.sessionEpoch) {
     throw sessionRequired();
   }
 }

@@ -200,7 +200,8 @@ export const sessionRoutes = featureRoutes(
       },
     );
 
-    // Public signing keys (contract 5): outside /api, registered on the root instance by app.ts.
+    // Public signing keys (GET /.well-known/jwks.json, docs/api.md, "1. Sign in"): outside /api,
+    // registered on the root instance by app.ts.
   },
 );
 

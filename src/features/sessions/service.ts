@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Static } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
 import type { Executor } from '../../platform/db/database.js';
@@ -14,8 +15,12 @@ import { findPasswordHolder, NOBODY, type SummaryColumns, toSummary } from '../i
 import { describeDevice } from './devices.js';
 import * as repo from './repository.js';
 import { endAllSessions } from './revocations.js';
+import type { SessionGrantSchema } from './schemas.js';
 
-/** Interface 2.5 / contract 5: what a sign-in answers when a second step is needed. No token. */
+/**
+ * What a sign-in answers when a second step is needed (docs/api.md, "5. Sign in with the second
+ * step"). No token.
+ */
 export interface SecondFactorTicket {
   kind: 'second_factor_required';
   secondFactorTicket: string;
@@ -29,13 +34,8 @@ export type SecondStep = (
   method: string,
 ) => Promise<SecondFactorTicket | null>;
 
-export interface SessionGrant {
-  kind: 'session';
-  accessToken: string;
-  accessTokenExpiresAt: string;
-  refreshToken: string;
-  sessionExpiresAt: string;
-}
+/** What a sign-in or a renewal answers with a session: the routes send it as SessionGrantSchema. */
+export type SessionGrant = Static<typeof SessionGrantSchema>;
 
 export class SessionService {
   constructor(
@@ -63,13 +63,14 @@ export class SessionService {
     // Admitted and recorded as refused in one commit, before the password is looked at: on the
     // account when there is one, by the same statement keyed to nobody when there is none. A
     // refusal then writes nothing more, so its time does not tell an account from no account
-    // (issue 11 item 6); a success withdraws the provisional record.
+    // (docs/decisions.md, "Guessing, proxies and hardening", equal time); a success withdraws the
+    // provisional record.
     const provisional = randomUUID();
     await db.transaction().execute(async (trx) => {
       await this.ctx.guesses.admit(budget, trx);
       await repo.recordAttempt(trx, {
         id: provisional,
-        identityId: holder?.identity_id ?? NOBODY,
+        identityId: holder?.identityId ?? NOBODY,
         now: this.ctx.clock.now(),
         method: 'password',
         outcome: 'refused',
@@ -77,7 +78,7 @@ export class SessionService {
       });
     });
     // A disabled identity's password is never checked: the same refusal, at the same cost.
-    const hash = holder?.verified_at && holder.disabled_at === null ? holder.password_hash : null;
+    const hash = holder?.verifiedAt && holder.disabledAt === null ? holder.passwordHash : null;
     // The epoch is read before the password is checked: a revocation committed while the check
     // runs moves the epoch on, and the session issued below is dead on arrival.
     const ok = hash
@@ -88,7 +89,7 @@ export class SessionService {
       await this.ctx.guesses.forgive(trx, budget);
       await repo.withdrawAttempt(trx, provisional);
     });
-    return this.completePrimary(holder.identity_id, holder.session_epoch, 'password', meta);
+    return this.completePrimary(holder.identityId, holder.sessionEpoch, 'password', meta);
   }
 
   /**
@@ -242,7 +243,7 @@ export class SessionService {
         id: i.id,
         type: i.type,
         value: maskIdentifier(i.type, i.value),
-        verifiedAt: new Date(i.verified_at!).toISOString(),
+        verifiedAt: new Date(i.verifiedAt!).toISOString(),
       })),
       methods,
       organizations: [] as string[],
@@ -251,17 +252,17 @@ export class SessionService {
 
   async history(scope: CursorScope, query: PageQuery) {
     const fetch = (window: KeysetWindow) => repo.attemptsPage(this.ctx.database.db, scope.subject, window);
-    const { items, pageInfo } = await keysetPage(this.ctx.cursors, scope, query, fetch, (r) => r.occurred_at);
+    const { items, pageInfo } = await keysetPage(this.ctx.cursors, scope, query, fetch, (r) => r.occurredAt);
     return {
       items: items.map((r) => ({
         id: r.id,
-        occurredAt: new Date(r.occurred_at).toISOString(),
+        occurredAt: new Date(r.occurredAt).toISOString(),
         method: r.method,
         outcome: r.outcome,
-        ipAddress: r.ip_address,
-        userAgent: r.user_agent,
-        device: describeDevice(r.user_agent),
-        noticeSentAt: r.notice_sent_at ? new Date(r.notice_sent_at).toISOString() : null,
+        ipAddress: r.ipAddress,
+        userAgent: r.userAgent,
+        device: describeDevice(r.userAgent),
+        noticeSentAt: r.noticeSentAt ? new Date(r.noticeSentAt).toISOString() : null,
       })),
       pageInfo,
     };
@@ -272,16 +273,16 @@ export class SessionService {
     const now = this.ctx.clock.now();
     const fetch = (window: KeysetWindow) =>
       repo.liveSessionsPage(this.ctx.database.db, scope.subject, now, window);
-    const { items, pageInfo } = await keysetPage(this.ctx.cursors, scope, query, fetch, (r) => r.created_at);
+    const { items, pageInfo } = await keysetPage(this.ctx.cursors, scope, query, fetch, (r) => r.createdAt);
     return {
       items: items.map((r) => ({
         id: r.id,
-        createdAt: new Date(r.created_at).toISOString(),
-        lastActiveAt: new Date(r.last_active_at).toISOString(),
-        sessionExpiresAt: new Date(r.expires_at).toISOString(),
+        createdAt: new Date(r.createdAt).toISOString(),
+        lastActiveAt: new Date(r.lastActiveAt).toISOString(),
+        sessionExpiresAt: new Date(r.expiresAt).toISOString(),
         method: r.method,
-        device: describeDevice(r.user_agent),
-        ipAddress: r.ip_address,
+        device: describeDevice(r.userAgent),
+        ipAddress: r.ipAddress,
         current: r.id === currentSessionId,
       })),
       pageInfo,

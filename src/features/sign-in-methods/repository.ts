@@ -1,7 +1,6 @@
-import { sql } from 'kysely';
 import type { Executor } from '../../platform/db/database.js';
 import type { KeysetWindow } from '../../platform/pagination/page.js';
-import { afterPosition, newestFirst } from '../../platform/pagination/repository.js';
+import { afterPosition, rowsToFetch } from '../../platform/pagination/repository.js';
 import { passwordMethodId } from './password-method.js';
 
 export interface MethodRow {
@@ -9,8 +8,8 @@ export interface MethodRow {
   kind: 'email' | 'phone' | 'password' | 'provider' | 'passkey';
   /** Identifier value (unmasked, masked by the service), provider name or passkey label; null for the password. */
   detail: string | null;
-  verified_at: Date;
-  last_used_at: Date | null;
+  verifiedAt: Date;
+  lastUsedAt: Date | null;
 }
 
 /**
@@ -18,30 +17,75 @@ export interface MethodRow {
  * identifiers, the password (under its derived id; last used = its latest successful sign-in),
  * live provider links and live passkeys.
  */
-export async function methodsPage(
-  trx: Executor,
-  identityId: string,
-  window: KeysetWindow,
-): Promise<MethodRow[]> {
+export function methodsPage(trx: Executor, identityId: string, window: KeysetWindow): Promise<MethodRow[]> {
   const passwordId = passwordMethodId(identityId);
-  const r = await sql<MethodRow>`
-    SELECT m.id, m.kind, m.detail, m.verified_at, m.last_used_at FROM (
-      SELECT f.id, f.type AS kind, f.value AS detail, f.verified_at, f.last_used_at
-      FROM identifiers f
-      WHERE f.identity_id = ${identityId} AND f.verified_at IS NOT NULL AND f.removed_at IS NULL
-      UNION ALL
-      SELECT ${passwordId}::uuid, 'password', NULL, COALESCE(i.password_changed_at, i.created_at),
-        (SELECT max(a.occurred_at) FROM sign_in_attempts a
-         WHERE a.identity_id = i.id AND a.method = 'password' AND a.outcome = 'succeeded')
-      FROM identities i WHERE i.id = ${identityId} AND i.password_hash IS NOT NULL
-      UNION ALL
-      SELECT l.id, 'provider', l.provider, l.created_at, l.last_used_at
-      FROM provider_links l WHERE l.identity_id = ${identityId} AND l.removed_at IS NULL
-      UNION ALL
-      SELECT k.id, 'passkey', k.label, k.created_at, k.last_used_at
-      FROM passkeys k WHERE k.identity_id = ${identityId} AND k.removed_at IS NULL
-    ) m
-    WHERE ${afterPosition('m.verified_at', window, 'm.id')}
-    ${newestFirst('m.verified_at', window, 'm.id')}`.execute(trx);
-  return r.rows;
+  const methods = trx
+    .selectFrom('identifiers as f')
+    .select(['f.id', 'f.type as kind', 'f.value as detail', 'f.verified_at', 'f.last_used_at'])
+    .where('f.identity_id', '=', identityId)
+    .where('f.verified_at', 'is not', null)
+    .where('f.removed_at', 'is', null)
+    // The union's row: verified_at is never null here (filtered above); the password has no detail.
+    .$castTo<{
+      id: string;
+      kind: string;
+      detail: string | null;
+      verified_at: Date;
+      last_used_at: Date | null;
+    }>()
+    .unionAll(
+      trx
+        .selectFrom('identities as i')
+        .select((eb) => [
+          eb.cast<string>(eb.val(passwordId), 'uuid').as('id'),
+          eb.val('password').as('kind'),
+          eb.lit(null).as('detail'),
+          eb.fn.coalesce('i.password_changed_at', 'i.created_at').as('verified_at'),
+          eb
+            .selectFrom('sign_in_attempts as a')
+            .select((a) => a.fn.max('a.occurred_at').as('occurred_at'))
+            .whereRef('a.identity_id', '=', 'i.id')
+            .where('a.method', '=', 'password')
+            .where('a.outcome', '=', 'succeeded')
+            .as('last_used_at'),
+        ])
+        .where('i.id', '=', identityId)
+        .where('i.password_hash', 'is not', null),
+    )
+    .unionAll(
+      trx
+        .selectFrom('provider_links as l')
+        .select((eb) => [
+          'l.id',
+          eb.val('provider').as('kind'),
+          'l.provider as detail',
+          'l.created_at as verified_at',
+          'l.last_used_at',
+        ])
+        .where('l.identity_id', '=', identityId)
+        .where('l.removed_at', 'is', null),
+    )
+    .unionAll(
+      trx
+        .selectFrom('passkeys as k')
+        .select((eb) => [
+          'k.id',
+          eb.val('passkey').as('kind'),
+          'k.label as detail',
+          'k.created_at as verified_at',
+          'k.last_used_at',
+        ])
+        .where('k.identity_id', '=', identityId)
+        .where('k.removed_at', 'is', null),
+    )
+    .as('m');
+  return trx
+    .selectFrom(methods)
+    .select(['m.id', 'm.kind', 'm.detail', 'm.verified_at as verifiedAt', 'm.last_used_at as lastUsedAt'])
+    .$narrowType<{ kind: MethodRow['kind'] }>()
+    .where(afterPosition('m.verified_at', window, 'm.id'))
+    .orderBy('m.verified_at', 'desc')
+    .orderBy('m.id', 'desc')
+    .limit(rowsToFetch(window))
+    .execute();
 }

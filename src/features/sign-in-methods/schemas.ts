@@ -7,8 +7,9 @@ import { identifierForms } from '../identities/schemas.js';
 import { providerForm } from '../sessions/schemas.js';
 
 /**
- * POST /sign-in-methods (contract 2): an identifier form, or the provider form
- * `{ identifierType: "provider", provider, idToken }`, told apart by identifierType. Strict.
+ * POST /sign-in-methods (docs/api.md, "4.1 Add an address", "4.2 Link a provider"): an identifier
+ * form, or the provider form `{ identifierType: "provider", provider, idToken }`, told apart by
+ * identifierType. Strict.
  */
 export const AddMethodBody = TaggedUnion('identifierType', [
   ...identifierForms({}),

@@ -41,7 +41,7 @@ export class SignInMethodService {
   async list(scope: CursorScope, query: PageQuery) {
     const identityId = scope.subject;
     const fetch = (window: KeysetWindow) => methodsPage(this.ctx.database.db, identityId, window);
-    const { items, pageInfo } = await keysetPage(this.ctx.cursors, scope, query, fetch, (r) => r.verified_at);
+    const { items, pageInfo } = await keysetPage(this.ctx.cursors, scope, query, fetch, (r) => r.verifiedAt);
     return {
       items: items.map((r) => ({
         id: r.id,
@@ -52,8 +52,8 @@ export class SignInMethodService {
             : r.kind === 'provider' || r.kind === 'passkey'
               ? r.detail
               : null,
-        verifiedAt: new Date(r.verified_at).toISOString(),
-        lastUsedAt: r.last_used_at ? new Date(r.last_used_at).toISOString() : null,
+        verifiedAt: new Date(r.verifiedAt).toISOString(),
+        lastUsedAt: r.lastUsedAt ? new Date(r.lastUsedAt).toISOString() : null,
       })),
       pageInfo,
     };
@@ -81,7 +81,7 @@ export class SignInMethodService {
     const ident = this.ctx.challenges.reachableAddress(input);
     const { db } = this.ctx.database;
     const existing = await findIdentifier(db, ident);
-    if (existing?.verified_at) throw new Problem('identity.identifier_taken');
+    if (existing?.verifiedAt) throw new Problem('identity.identifier_taken');
     // The code counts against the address's window like every message (RATE_LIMIT_SENDS_A_MESSAGE
     // per destination); a 409 above sends nothing and counts nothing, as at sign-up.
     await this.ctx.messages.count([destinationSubject(ident)]);
@@ -144,11 +144,11 @@ export class SignInMethodService {
     challenge: ChallengeRow,
     now: Date,
   ): Promise<'verified' | 'taken'> {
-    const ident = { type: challenge.identifier_type!, value: challenge.identifier_value! };
+    const ident = { type: challenge.identifierType!, value: challenge.identifierValue! };
     const existing = await findIdentifier(trx, ident);
     let identifierId: string | undefined;
-    if (existing?.verified_at) return 'taken';
-    if (existing && existing.identity_id === identityId) {
+    if (existing?.verifiedAt) return 'taken';
+    if (existing && existing.identityId === identityId) {
       identifierId = (await markIdentifierVerified(trx, existing.id, now, identityId))
         ? existing.id
         : undefined;
@@ -169,7 +169,7 @@ export class SignInMethodService {
     if (!identifierId) return 'taken';
     // Once an address is added, the identity's other pending challenges for it are moot.
     await revokeChallenges(trx, { identityId, purpose: 'sign_in_method', address: ident }, now);
-    // A correct code clears the lock (interface 3), even when it was locked.
+    // A correct code clears the lock (docs/api.md, "4.1 Add an address"), even when it was locked.
     await this.ctx.lock.clear(trx, identityId);
     await this.ctx.audit.appendOwn(trx, 'identity.sign_in_method.verified', identityId, {
       kind: ident.type,
@@ -194,7 +194,7 @@ export class SignInMethodService {
       const identifiers = await verifiedIdentifiers(trx, identityId);
       const links = await liveLinks(trx, identityId);
       const passkeys = await livePasskeys(trx, identityId);
-      const hasPassword = identity!.password_hash !== null;
+      const hasPassword = identity!.passwordHash !== null;
 
       let kind: 'password' | 'identifier' | 'provider' | 'passkey';
       if (hasPassword && methodId === passwordMethodId(identityId)) kind = 'password';
@@ -203,9 +203,9 @@ export class SignInMethodService {
       else if (passkeys.some((p) => p.id === methodId)) kind = 'passkey';
       else throw new Problem('identity.sign_in_method_not_found');
 
-      // Contract 8: a way in is the password with at least one verified identifier, a linked
-      // provider that is configured now (a link to a disabled provider cannot open a session), or
-      // a passkey while passkeys are on (a relying party is configured).
+      // A way in (docs/api.md, "4.3 Remove a method") is the password with at least one verified
+      // identifier, a linked provider that is configured now (a link to a disabled provider cannot
+      // open a session), or a passkey while passkeys are on (a relying party is configured).
       const passwordLeft = hasPassword && kind !== 'password';
       const identifiersLeft = identifiers.filter((i) => i.id !== methodId).length;
       const providersLeft = links.filter((l) => l.id !== methodId && enabled.has(l.provider)).length;

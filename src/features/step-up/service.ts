@@ -30,11 +30,12 @@ export type StepUpProof = StepUpChannel | 'provider' | 'passkey';
 const ONE_FACTOR: ReadonlySet<StepUpProof> = new Set<StepUpProof>(['identifier', 'provider']);
 
 /**
- * The rule of every step-up (contract 3, docs/security.md "Step-up proves the strongest factor"):
- * once the identity holds a verified second factor, a one-factor proof no longer elevates, or
- * whoever holds a session and a mailbox (or the upstream account) could remove the authenticator.
- * In a transaction the identity row is locked first, the order every second-factor write follows,
- * so a factor confirmed concurrently is either seen here or confirmed after the elevation exists.
+ * The rule of every step-up (docs/api.md, "1. Step up: get an elevation token"; docs/security.md,
+ * "Security round 3: the findings of the third attack", finding 1): once the identity holds a
+ * verified second factor, a one-factor proof no longer elevates, or whoever holds a session and a
+ * mailbox (or the upstream account) could remove the authenticator. In a transaction the identity
+ * row is locked first, the order every second-factor write follows, so a factor confirmed
+ * concurrently is either seen here or confirmed after the elevation exists.
  */
 export async function stepUpProofAllowed(
   exec: Executor,
@@ -99,8 +100,8 @@ export class StepUpService {
     const hasFactor = await hasVerifiedFactor(db, identityId);
     const channel: StepUpChannel = requested ?? (hasFactor ? 'second_factor' : 'identifier');
     let recipient: { id: string; type: 'email' | 'phone'; value: string } | undefined;
-    // Contract 3: with a verified factor the step-up proves it (its code, or a recovery code);
-    // owning the mailbox is no longer enough, so the identifier channel is refused (the rule of
+    // With a verified factor the step-up proves it (its code, or a recovery code); owning the
+    // mailbox is no longer enough, so the identifier channel is refused (the rule of
     // stepUpProofAllowed, asked again when the elevation is minted). Without a factor there is
     // nothing for the authenticator or a recovery code to prove.
     const allowed = channel === 'identifier' ? !hasFactor : hasFactor;

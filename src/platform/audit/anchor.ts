@@ -18,7 +18,7 @@ export async function logAuditHead(
   const seq = Number(head.seq);
   // `anchor` is what `npm run audit:verify -- --expect-head` takes.
   log.info(
-    { auditHead: { seq, seal: head.seal, headSeal: head.head_seal, anchor: `${seq}:${head.seal}` } },
+    { auditHead: { seq, seal: head.seal, headSeal: head.headSeal, anchor: `${seq}:${head.seal}` } },
     'audit head',
   );
 }

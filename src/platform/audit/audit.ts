@@ -10,7 +10,6 @@ import {
   recordsPage,
   type StoredRecord,
   type StoredRecordWithPrevious,
-  snapshot,
 } from './repository.js';
 
 /**
@@ -205,7 +204,7 @@ export class AuditLog {
    */
   #verified(r: StoredRecordWithPrevious): VerifiedRecord {
     const content = contentOf(r);
-    const prev = content.seq === 1 ? '' : r.prev_seal;
+    const prev = content.seq === 1 ? '' : r.prevSeal;
     const verified = prev !== null && computeSeal(this.key, prev, content) === r.seal;
     return { ...content, verified };
   }
@@ -216,7 +215,7 @@ function contentOf(r: StoredRecord): AuditRecordContent {
   return {
     seq: Number(r.seq),
     id: String(r.id),
-    occurredAt: toIso(r.occurred_at),
+    occurredAt: toIso(r.occurredAt),
     name: r.name,
     actor: r.actor,
     target: r.target,
@@ -235,37 +234,41 @@ const BATCH = 1000;
  * anchor, a chain that verifies but holds no record with the anchor's seq and seal is behind it.
  */
 export async function verifyChain(db: Db, key: Buffer, anchor?: AuditAnchor): Promise<ChainVerification> {
-  return db.transaction().execute(async (trx) => {
-    await snapshot(trx);
-    const head = await readHead(trx);
-    let prevSeal = '';
-    let expected = 1;
-    let count = 0;
-    let anchored = false;
-    for (;;) {
-      // The first batch has no lower bound: a stray record before seq 1 is a skip too.
-      const rows = await recordsAfter(trx, count === 0 ? null : expected - 1, BATCH);
-      for (const r of rows) {
-        const content = contentOf(r);
-        const { seq, id } = content;
-        if (seq !== expected) return { ok: false, count, brokenAt: { seq, id } };
-        const seal = computeSeal(key, prevSeal, content);
-        if (seal !== r.seal) return { ok: false, count, brokenAt: { seq, id } };
-        if (anchor && seq === anchor.seq && r.seal === anchor.seal) anchored = true;
-        prevSeal = r.seal;
-        expected++;
-        count++;
+  // One consistent view, nothing written.
+  return db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .setAccessMode('read only')
+    .execute(async (trx) => {
+      const head = await readHead(trx);
+      let prevSeal = '';
+      let expected = 1;
+      let count = 0;
+      let anchored = false;
+      for (;;) {
+        // The first batch has no lower bound: a stray record before seq 1 is a skip too.
+        const rows = await recordsAfter(trx, count === 0 ? null : expected - 1, BATCH);
+        for (const r of rows) {
+          const content = contentOf(r);
+          const { seq, id } = content;
+          if (seq !== expected) return { ok: false, count, brokenAt: { seq, id } };
+          const seal = computeSeal(key, prevSeal, content);
+          if (seal !== r.seal) return { ok: false, count, brokenAt: { seq, id } };
+          if (anchor && seq === anchor.seq && r.seal === anchor.seal) anchored = true;
+          prevSeal = r.seal;
+          expected++;
+          count++;
+        }
+        if (rows.length < BATCH) break;
       }
-      if (rows.length < BATCH) break;
-    }
-    if (head && Number(head.seq) >= expected) {
-      return { ok: false, count, brokenAt: { seq: expected, id: null } };
-    }
-    // The chain ends where the head says; the head must also be one the key sealed there.
-    if (head && count > 0 && head.head_seal !== computeHeadSeal(key, Number(head.seq), head.seal)) {
-      return { ok: false, count, brokenAt: { seq: expected, id: null }, truncated: true };
-    }
-    if (anchor && !anchored) return { ok: false, count, behindAnchor: anchor };
-    return { ok: true, count };
-  });
+      if (head && Number(head.seq) >= expected) {
+        return { ok: false, count, brokenAt: { seq: expected, id: null } };
+      }
+      // The chain ends where the head says; the head must also be one the key sealed there.
+      if (head && count > 0 && head.headSeal !== computeHeadSeal(key, Number(head.seq), head.seal)) {
+        return { ok: false, count, brokenAt: { seq: expected, id: null }, truncated: true };
+      }
+      if (anchor && !anchored) return { ok: false, count, behindAnchor: anchor };
+      return { ok: true, count };
+    });
 }

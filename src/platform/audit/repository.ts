@@ -1,10 +1,11 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Executor } from '../db/database.js';
 
+/** A record as stored, under the domain's names (seq is int8: a number here, see database.ts). */
 export interface StoredRecord {
-  seq: unknown;
+  seq: number;
   id: string;
-  occurred_at: unknown;
+  occurredAt: Date | string;
   name: string;
   actor: string | null;
   target: string | null;
@@ -13,19 +14,29 @@ export interface StoredRecord {
   seal: string;
 }
 
-/** The head row, locked: every append waits here for the one before it to commit. */
-export async function lockHead(trx: Executor): Promise<{ seq: unknown; seal: string } | undefined> {
-  const r = await sql<{ seq: unknown; seal: string }>`
-    SELECT seq, seal FROM audit_head WHERE id = 1 FOR UPDATE`.execute(trx);
-  return r.rows[0];
+export interface Head {
+  seq: number;
+  seal: string;
+  /** HMAC(audit key, "head:<seq>:<seal>"); empty until the first append after migration 0010. */
+  headSeal: string;
 }
 
-export async function readHead(
-  trx: Executor,
-): Promise<{ seq: unknown; seal: string; head_seal: string } | undefined> {
-  const r = await sql<{ seq: unknown; seal: string; head_seal: string }>`
-    SELECT seq, seal, head_seal FROM audit_head WHERE id = 1`.execute(trx);
-  return r.rows[0];
+/** The head row, locked: every append waits here for the one before it to commit. */
+export async function lockHead(trx: Executor): Promise<{ seq: number; seal: string } | undefined> {
+  return trx
+    .selectFrom('audit_head')
+    .select(['seq', 'seal'])
+    .where('id', '=', 1)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+export async function readHead(trx: Executor): Promise<Head | undefined> {
+  return trx
+    .selectFrom('audit_head')
+    .select(['seq', 'seal', 'head_seal as headSeal'])
+    .where('id', '=', 1)
+    .executeTakeFirst();
 }
 
 export async function insertRecord(
@@ -43,18 +54,26 @@ export async function insertRecord(
     headSeal: string;
   },
 ): Promise<void> {
-  await sql`
-    INSERT INTO audit_records (seq, id, occurred_at, name, actor, target, outcome, details, seal)
-    VALUES (${r.seq}, ${r.id}, ${r.occurredAt}, ${r.name}, ${r.actor}, ${r.target},
-            ${r.outcome}, ${JSON.stringify(r.details)}::jsonb, ${r.seal})`.execute(trx);
-  await sql`UPDATE audit_head SET seq = ${r.seq}, seal = ${r.seal}, head_seal = ${r.headSeal} WHERE id = 1`.execute(
-    trx,
-  );
-}
-
-/** A consistent view for the verifier: one snapshot, nothing written. */
-export async function snapshot(trx: Executor): Promise<void> {
-  await sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY`.execute(trx);
+  await trx
+    .insertInto('audit_records')
+    .values({
+      seq: r.seq,
+      id: r.id,
+      occurred_at: r.occurredAt,
+      name: r.name,
+      actor: r.actor,
+      target: r.target,
+      outcome: r.outcome,
+      // JSON text into the jsonb column (the server parses it), as both drivers bind it alike.
+      details: JSON.stringify(r.details),
+      seal: r.seal,
+    })
+    .execute();
+  await trx
+    .updateTable('audit_head')
+    .set({ seq: r.seq, seal: r.seal, head_seal: r.headSeal })
+    .where('id', '=', 1)
+    .execute();
 }
 
 /** Up to `limit` records in seq order after `afterSeq` (every record from the start when null). */
@@ -63,16 +82,28 @@ export async function recordsAfter(
   afterSeq: number | null,
   limit: number,
 ): Promise<StoredRecord[]> {
-  const after = afterSeq === null ? sql`TRUE` : sql`seq > ${afterSeq}`;
-  const r = await sql<StoredRecord>`
-    SELECT seq, id, occurred_at, name, actor, target, outcome, details, seal
-    FROM audit_records WHERE ${after} ORDER BY seq LIMIT ${limit}`.execute(trx);
-  return r.rows;
+  return trx
+    .selectFrom('audit_records')
+    .select([
+      'seq',
+      'id',
+      'occurred_at as occurredAt',
+      'name',
+      'actor',
+      'target',
+      'outcome',
+      'details',
+      'seal',
+    ])
+    .$if(afterSeq !== null, (q) => q.where('seq', '>', afterSeq as number))
+    .orderBy('seq')
+    .limit(limit)
+    .execute();
 }
 
 /** A stored record with the seal of the record before it (null for the first or a missing one). */
 export interface StoredRecordWithPrevious extends StoredRecord {
-  prev_seal: string | null;
+  prevSeal: string | null;
 }
 
 /**
@@ -84,9 +115,11 @@ function window(
   bound: RawBuilder<unknown>,
   order: RawBuilder<unknown>,
 ) {
+  // raw: the window's bound and direction are fragments of the statement withPrevious runs.
   if (q.identityId === null) {
     return sql`SELECT seq FROM audit_records WHERE ${bound} ORDER BY seq ${order} LIMIT ${q.limit}`;
   }
+  // raw: a UNION of two parenthesised selects, each ordered and limited along its own index.
   return sql`
     (SELECT seq FROM audit_records WHERE actor = ${q.identityId} AND ${bound} ORDER BY seq ${order} LIMIT ${q.limit})
     UNION
@@ -100,10 +133,12 @@ async function withPrevious(
   bound: RawBuilder<unknown>,
   order: RawBuilder<unknown>,
 ): Promise<StoredRecordWithPrevious[]> {
+  // raw: a CTE over a UNION of two separately ordered and limited index scans, joined to the
+  // record before each; the builder would need the same SQL in pieces, less clearly.
   const r = await sql<StoredRecordWithPrevious>`
     WITH w AS (${window(q, bound, order)})
-    SELECT r.seq, r.id, r.occurred_at, r.name, r.actor, r.target, r.outcome, r.details, r.seal,
-           p.seal AS prev_seal
+    SELECT r.seq, r.id, r.occurred_at AS "occurredAt", r.name, r.actor, r.target, r.outcome, r.details, r.seal,
+           p.seal AS "prevSeal"
     FROM w JOIN audit_records r ON r.seq = w.seq LEFT JOIN audit_records p ON p.seq = r.seq - 1
     ORDER BY r.seq ${order} LIMIT ${q.limit}`.execute(trx);
   return r.rows;
@@ -114,6 +149,7 @@ export function recordsPage(
   trx: Executor,
   q: { identityId: string | null; beforeSeq: number | null; limit: number },
 ): Promise<StoredRecordWithPrevious[]> {
+  // raw: fragments of the windowed statement above.
   const bound = q.beforeSeq === null ? sql`TRUE` : sql`seq < ${q.beforeSeq}`;
   return withPrevious(trx, q, bound, sql`DESC`);
 }
@@ -123,5 +159,6 @@ export function recordsBatch(
   trx: Executor,
   q: { identityId: string | null; afterSeq: number; limit: number },
 ): Promise<StoredRecordWithPrevious[]> {
+  // raw: fragments of the windowed statement above.
   return withPrevious(trx, q, sql`seq > ${q.afterSeq}`, sql`ASC`);
 }

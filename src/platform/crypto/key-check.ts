@@ -33,9 +33,8 @@ export async function checkSecretsKey(db: Db, keys: PurposeKeys, clock: Clock): 
   let stored = await db.selectFrom('key_checks').select('key_check').where('id', '=', 1).executeTakeFirst();
   if (!stored) {
     const head = await readHead(db);
-    if (head && head.head_seal !== '') {
-      if (!same(head.head_seal, computeHeadSeal(keys.auditSeal, Number(head.seq), head.seal)))
-        throw WRONG_KEY;
+    if (head && head.headSeal !== '') {
+      if (!same(head.headSeal, computeHeadSeal(keys.auditSeal, Number(head.seq), head.seal))) throw WRONG_KEY;
     }
     await db
       .insertInto('key_checks')

@@ -11,19 +11,19 @@ export interface SessionPrincipal {
 
 /** What the session guard needs to know of a session: its row joined to its identity's epoch. */
 export interface SessionState {
-  identity_id: string;
+  identityId: string;
   epoch: number;
-  identity_epoch: number;
-  expires_at: Date;
-  revoked_at: Date | null;
+  identityEpoch: number;
+  expiresAt: Date;
+  revokedAt: Date | null;
 }
 
 /** What the elevation guard needs to know of an elevation token. */
 export interface ElevationState {
-  identity_id: string;
-  session_id: string;
-  expires_at: Date;
-  session_revoked_at: Date | null;
+  identityId: string;
+  sessionId: string;
+  expiresAt: Date;
+  sessionRevokedAt: Date | null;
 }
 
 /** Reads a session's state by id; a route may read more in the same round trip (the context). */
@@ -66,10 +66,10 @@ const MAX_TOKEN = 4096;
 const MAX_ELEVATION_TOKEN = 256;
 
 /**
- * Interface 5.2: missing header, other scheme, empty value, a token nobody issued, a revoked
- * session and an elevation token used as bearer all get the identical 401. The signature is
- * checked once per token (cached until exp); the session row is read on every request, so a
- * revocation on any instance takes effect at the very next request.
+ * The session guard (docs/decisions.md, "Platform"): missing header, other scheme, empty value, a
+ * token nobody issued, a revoked session and an elevation token used as bearer all get the
+ * identical 401. The signature is checked once per token (cached until exp); the session row is
+ * read on every request, so a revocation on any instance takes effect at the very next request.
  */
 export function requireSession(deps: AuthDeps, load: SessionLoader = deps.loadSession) {
   return async function sessionGuard(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
@@ -82,10 +82,10 @@ export function requireSession(deps: AuthDeps, load: SessionLoader = deps.loadSe
     const state = await load(claims.sid);
     if (
       !state ||
-      state.identity_id !== claims.sub ||
-      state.revoked_at !== null ||
-      new Date(state.expires_at) <= deps.clock.now() ||
-      state.epoch !== state.identity_epoch
+      state.identityId !== claims.sub ||
+      state.revokedAt !== null ||
+      new Date(state.expiresAt) <= deps.clock.now() ||
+      state.epoch !== state.identityEpoch
     ) {
       throw sessionRequired();
     }
@@ -101,9 +101,10 @@ export const SESSION_REFUSALS: ProblemCode[] = ['identity.session_required'];
 export const ELEVATION_REFUSALS: ProblemCode[] = [...SESSION_REFUSALS, 'identity.elevation_required'];
 
 /**
- * Interface 5.3: runs after requireSession (a dead session has already answered 401). A missing,
- * unknown or expired elevation, one minted for another session or identity, and one whose session
- * has ended all get the identical 403 identity.elevation_required.
+ * The elevation guard (docs/api.md, "1. Step up: get an elevation token"): runs after
+ * requireSession (a dead session has already answered 401). A missing, unknown or expired
+ * elevation, one minted for another session or identity, and one whose session has ended all get
+ * the identical 403 identity.elevation_required.
  */
 export function requireElevation(deps: AuthDeps) {
   return async function elevationGuard(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
@@ -115,10 +116,10 @@ export function requireElevation(deps: AuthDeps) {
     const row = await deps.findElevation(sha256Hex(header));
     if (
       !row ||
-      row.session_id !== principal.sessionId ||
-      row.identity_id !== principal.identityId ||
-      row.session_revoked_at !== null ||
-      new Date(row.expires_at) <= deps.clock.now()
+      row.sessionId !== principal.sessionId ||
+      row.identityId !== principal.identityId ||
+      row.sessionRevokedAt !== null ||
+      new Date(row.expiresAt) <= deps.clock.now()
     ) {
       throw new Problem('identity.elevation_required');
     }
@@ -153,7 +154,8 @@ export function listScope(request: FastifyRequest): { route: string; subject: st
 /**
  * The guards a feature's routes stand behind, built once per plugin, with the OpenAPI security
  * each one implies (so the document cannot drift from the check). `elevated` runs the session guard
- * first (a dead session answers 401), then the elevation guard (403): interface 5.3.
+ * first (a dead session answers 401), then the elevation guard (403), as docs/api.md, "1. Step up:
+ * get an elevation token" says.
  */
 export function guards(deps: AuthDeps) {
   const session = requireSession(deps);

@@ -3,17 +3,14 @@ import type { KeysetWindow } from './page.js';
 
 /**
  * The SQL of a keyset page ordered by (instant DESC, id DESC), shared by every list route: the
- * rows strictly after the previous page's last row (every row on the first page) ...
+ * rows strictly after the previous page's last row (every row on the first page). Each list orders
+ * by (instant DESC, id DESC) and fetches rowsToFetch rows with the builder.
  */
+// raw: a row-value comparison, (instant, id) < (t, id), which the builder has no operator for.
 export function afterPosition(instant: string, { after }: KeysetWindow, id = 'id'): RawBuilder<SqlBool> {
   return after
     ? sql<SqlBool>`(${sql.ref(instant)}, ${sql.ref(id)}) < (${new Date(after.t)}, ${after.id}::uuid)`
     : sql<SqlBool>`TRUE`;
-}
-
-/** ... newest first with the id as unique tiebreak, one row past the page to tell whether more follow. */
-export function newestFirst(instant: string, window: KeysetWindow, id = 'id'): RawBuilder<unknown> {
-  return sql`ORDER BY ${sql.ref(instant)} DESC, ${sql.ref(id)} DESC LIMIT ${rowsToFetch(window)}`;
 }
 
 /** One row past the page, to tell whether more follow (for a query-builder select). */

@@ -41,6 +41,8 @@ export async function admitAttempt(
       ELSE NULL END`;
   const aged = sql`b.updated_at <= ${now}::timestamptz - make_interval(secs => ${ageOutSeconds(policy)}::int)`;
   const attempts = sql`CASE WHEN ${aged} THEN 1 ELSE b.attempts + 1 END`;
+  // raw: one upsert whose wait is computed from the row it finds (CASE, make_interval, power); the
+  // admission, the count and the next wait must be one statement under the row lock.
   const admitted = await sql<{ attempts: number }>`
     INSERT INTO guess_budgets AS b (key, attempts, next_attempt_at, updated_at)
     VALUES (${key}, 1, ${waitAfter(sql`1`)}, ${now})
@@ -51,14 +53,17 @@ export async function admitAttempt(
     WHERE b.next_attempt_at IS NULL OR b.next_attempt_at <= ${now}
     RETURNING attempts`.execute(db);
   if (admitted.rows.length === 1) return null;
-  const held = await sql<{ next_attempt_at: Date }>`
-    SELECT next_attempt_at FROM guess_budgets WHERE key = ${key}`.execute(db);
-  return held.rows[0]?.next_attempt_at ?? now;
+  const held = await db
+    .selectFrom('guess_budgets')
+    .select('next_attempt_at as nextAttemptAt')
+    .where('key', '=', key)
+    .executeTakeFirst();
+  return held?.nextAttemptAt ?? now;
 }
 
 /** A success: the subject's next attempts are free again. */
 export async function forgiveAttempts(db: Executor, key: string): Promise<void> {
-  await sql`DELETE FROM guess_budgets WHERE key = ${key}`.execute(db);
+  await db.deleteFrom('guess_budgets').where('key', '=', key).execute();
 }
 
 /**
@@ -72,17 +77,35 @@ export async function countSend(
   now: Date,
   windowSeconds: number,
 ): Promise<{ sent: number; windowEndsAt: Date }> {
-  const expired = sql`w.window_started_at <= ${now}::timestamptz - make_interval(secs => ${windowSeconds}::int)`;
-  const r = await sql<{ sent: number; window_started_at: Date }>`
-    INSERT INTO send_windows AS w (key, window_started_at, sent) VALUES (${key}, ${now}, 1)
-    ON CONFLICT (key) DO UPDATE SET
-      window_started_at = CASE WHEN ${expired} THEN ${now} ELSE w.window_started_at END,
-      sent = CASE WHEN ${expired} THEN 1 ELSE w.sent + 1 END
-    RETURNING sent, window_started_at`.execute(db);
-  const row = r.rows[0];
+  // A window that started at or before the cutoff has ended: this message starts a new one.
+  const cutoff = new Date(now.getTime() - windowSeconds * 1000);
+  const row = await db
+    .insertInto('send_windows')
+    .values({ key, window_started_at: now, sent: 1 })
+    .onConflict((oc) =>
+      oc.column('key').doUpdateSet((eb) => {
+        const ended = eb('send_windows.window_started_at', '<=', cutoff);
+        return {
+          window_started_at: eb
+            .case()
+            .when(ended)
+            .then(now)
+            .else(eb.ref('send_windows.window_started_at'))
+            .end(),
+          sent: eb
+            .case()
+            .when(ended)
+            .then(1)
+            .else(eb('send_windows.sent', '+', 1))
+            .end(),
+        };
+      }),
+    )
+    .returning(['sent', 'window_started_at as windowStartedAt'])
+    .executeTakeFirstOrThrow();
   return {
     sent: row.sent,
-    windowEndsAt: new Date(new Date(row.window_started_at).getTime() + windowSeconds * 1000),
+    windowEndsAt: new Date(new Date(row.windowStartedAt).getTime() + windowSeconds * 1000),
   };
 }
 
