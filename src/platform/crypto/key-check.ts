@@ -13,10 +13,11 @@ export function keyCheckOf(keys: PurposeKeys): string {
   return createHmac('sha256', keys.keyCheck).update(LABEL).digest('base64url');
 }
 
-const WRONG_KEY = new ConfigError(
-  'SECRETS_KEY',
-  'is not the key this database was first started with (its stored key check does not match); rotation is not supported yet',
-);
+const wrongKey = () =>
+  new ConfigError(
+    'SECRETS_KEY',
+    'is not the key this database was first started with (its stored key check does not match); rotation is not supported yet',
+  );
 
 /**
  * Stops start-up when SECRETS_KEY is not the key the database's sealed data was made with, whatever
@@ -34,7 +35,8 @@ export async function checkSecretsKey(db: Db, keys: PurposeKeys, clock: Clock): 
   if (!stored) {
     const head = await readHead(db);
     if (head && head.headSeal !== '') {
-      if (!same(head.headSeal, computeHeadSeal(keys.auditSeal, Number(head.seq), head.seal))) throw WRONG_KEY;
+      if (!same(head.headSeal, computeHeadSeal(keys.auditSeal, Number(head.seq), head.seal)))
+        throw wrongKey();
     }
     await db
       .insertInto('key_checks')
@@ -47,7 +49,7 @@ export async function checkSecretsKey(db: Db, keys: PurposeKeys, clock: Clock): 
       .where('id', '=', 1)
       .executeTakeFirstOrThrow();
   }
-  if (!same(stored.key_check, expected)) throw WRONG_KEY;
+  if (!same(stored.key_check, expected)) throw wrongKey();
 }
 
 function same(a: string, b: string): boolean {
