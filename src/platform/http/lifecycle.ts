@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Problem } from '../problem.js';
 import { RETRY_AFTER_UNAVAILABLE } from './errors.js';
+import { routePatternOf } from './route-pattern.js';
 
 /**
  * Every answer names its attempt with the server's own X-Request-Id (a client-supplied one is
@@ -26,7 +27,7 @@ export function installRequestLifecycle(app: FastifyInstance): void {
     // answered, never the raw URL: the router decodes `/%61pi/v1/...` to an /api route while the raw
     // URL does not start with /api/. An answer no route gave (404, a refused path) holds nothing
     // worth caching either.
-    const pattern = request.routeOptions.url;
+    const pattern = routePatternOf(request);
     if (pattern === undefined || pattern.startsWith('/api/') || pattern.startsWith('/admin/')) {
       reply.header('cache-control', 'no-store');
     }

@@ -12,6 +12,7 @@ import type { Problem } from '../problem.js';
 import { installJsonBodies } from './content-type.js';
 import { installErrorHandling, sendProblem, toProblem } from './errors.js';
 import { installRequestLifecycle } from './lifecycle.js';
+import { installRoutePattern } from './route-pattern.js';
 import { ProblemSchema } from './schemas.js';
 import { addSharedSchema, validatorCompiler } from './validation.js';
 
@@ -76,6 +77,7 @@ export function installPlatformPolicies(app: FastifyInstance, access: Logger): v
   app.addSchema(ProblemSchema);
   addSharedSchema(ProblemSchema as { $id: string });
   installErrorHandling(app);
+  installRoutePattern(app);
   installRequestLifecycle(app);
   installAccessLog(app, access);
   installJsonBodies(app);

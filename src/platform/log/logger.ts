@@ -1,6 +1,7 @@
 import type { Writable } from 'node:stream';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
+import { routePatternOf } from '../http/route-pattern.js';
 
 // Secrets can only reach a log line through headers or bodies; neither is logged, and these paths
 // are censored in case a future log call includes them.
@@ -141,7 +142,7 @@ export function installAccessLog(app: FastifyInstance, access: Logger): void {
       {
         reqId: request.id,
         method: request.method,
-        route: request.routeOptions.url ?? null,
+        route: routePatternOf(request) ?? null,
         status: reply.statusCode,
         ms: Math.round(reply.elapsedTime * 100) / 100,
         ip: request.ip,

@@ -1,6 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { routePatternOf } from '../http/route-pattern.js';
+import { AnswerMetrics } from './answers.js';
 import type { Signals } from './signals.js';
 
 /** Gauges read when scraped: the Argon2id gate and the database pool. */
@@ -20,19 +22,8 @@ const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
  */
 export class PrometheusMetrics implements Signals {
   readonly registry = new Registry();
-  readonly #requests = new Counter({
-    name: 'identity_http_requests_total',
-    help: 'HTTP requests answered, by route pattern, method and status.',
-    labelNames: ['route', 'method', 'status'],
-    registers: [this.registry],
-  });
-  readonly #duration = new Histogram({
-    name: 'identity_http_request_duration_seconds',
-    help: 'Time from the request to its answer, by route pattern and method.',
-    labelNames: ['route', 'method'],
-    buckets: SECONDS,
-    registers: [this.registry],
-  });
+  /** Answers by route pattern, method and status, and their durations (see answers.ts). */
+  readonly #answers = new AnswerMetrics(SECONDS);
   readonly #refusals = new Counter({
     name: 'identity_refusals_total',
     help: 'Requests refused by a limit before their secret was checked, by rule.',
@@ -64,6 +55,19 @@ export class PrometheusMetrics implements Signals {
   });
 
   constructor() {
+    for (const metric of this.#answers.metrics({
+      requests: [
+        'identity_http_requests_total',
+        'HTTP requests answered, by route pattern, method and status.',
+      ],
+      duration: [
+        'identity_http_request_duration_seconds',
+        'Time from the request to its answer, by route pattern and method.',
+      ],
+    })) {
+      // biome-ignore lint/suspicious/noExplicitAny: prom-client types registerMetric for its own classes
+      this.registry.registerMetric(metric as any);
+    }
     // Process metrics (CPU, memory, handles) and the event loop's delay (nodejs_eventloop_lag_*).
     collectDefaultMetrics({ register: this.registry });
   }
@@ -96,26 +100,15 @@ export class PrometheusMetrics implements Signals {
     });
   }
 
-  /**
-   * Counts every answer by route pattern (never the path a client sent), method and status. The
-   * labelled series are looked up once per (route, method, status) and kept: prom-client would
-   * otherwise hash the label set of both metrics on every answer.
-   */
+  /** Counts every answer by route pattern (never the path a client sent), method and status. */
   observeRequests(app: FastifyInstance): void {
-    const series = new Map<string, { count: { inc(): void }; time: { observe(v: number): void } }>();
     app.addHook('onResponse', (request, reply, done) => {
-      const route = request.routeOptions.url ?? 'unmatched';
-      const key = `${request.method} ${reply.statusCode} ${route}`;
-      let s = series.get(key);
-      if (!s) {
-        s = {
-          count: this.#requests.labels({ route, method: request.method, status: String(reply.statusCode) }),
-          time: this.#duration.labels({ route, method: request.method }),
-        };
-        series.set(key, s);
-      }
-      s.count.inc();
-      s.time.observe(reply.elapsedTime / 1000);
+      this.#answers.record(
+        routePatternOf(request) ?? 'unmatched',
+        request.method,
+        reply.statusCode,
+        reply.elapsedTime / 1000,
+      );
       done();
     });
   }
