@@ -24,9 +24,10 @@ import { GuessBudgets, MessageLimits } from './platform/rate-limit/guess-budget.
 
 /**
  * What every feature plugin is handed: the collaborators shared by several features, each built
- * once here (app.ts calls createContext before any route registers). This is the wiring level,
- * above features and platform alike: features import its type only, and no feature constructs
- * another feature's service.
+ * once here (app.ts calls createContext before any route registers), in order, each from those
+ * before it. This is the wiring level, above features and platform alike: only the route plugins
+ * import its type; each service declares the few collaborators it uses (its own `...Deps`
+ * interface), which this context satisfies structurally.
  */
 export interface AppContext {
   config: Config;
@@ -96,60 +97,68 @@ export async function createContext(
   );
   const codes = new CodeHasher(config.keys.outOfBandCodes);
   const tokens = await AccessTokens.load(database.db, config, clock, sealer);
-  const ctx = {
+  const passwords = createPasswordHasher({
+    memoryKiB: config.argon2MemoryKiB,
+    concurrency: config.argon2Concurrency,
+    maxWaitMs: config.argon2MaxWaitMs,
+    onWait: (ms) => signals.argon2Waited(ms),
+  });
+  const challenges = new ChallengeFlow(
+    database.db,
+    codes,
+    lock,
+    clock,
+    {
+      format: config.verificationCodeFormat,
+      length: config.verificationCodeLength,
+      lifetime: config.lifetimes.challenge,
+    },
+    notifier,
+    guesses,
+  );
+  const messages = new MessageLimits(
+    database.db,
+    clock,
+    config.keys.guessBudgets,
+    config.rateLimits.sendsAMessage,
+    signals,
+  );
+  const cursors = new CursorCodec({ id: config.cursorKeyId, secret: config.cursorSigningKey }, clock);
+  const auth: AuthDeps = {
+    clock,
+    verifyAccessToken: (token: string) => tokens.verify(token),
+    loadSession: (sessionId: string) => sessionState(database.db, sessionId),
+    findElevation: (tokenHash: string) => findElevation(database.db, tokenHash),
+  };
+  const providers = new ProviderVerifier({ config, clock, log });
+  const ticketDeps = { config, database, clock };
+  const sessions = new SessionService(
+    { config, database, clock, passwords, audit, guesses, cursors, tokens, signals },
+    (identityId, epoch, method) => secondFactorTicketFor(ticketDeps, identityId, epoch, method),
+  );
+  const notices = new SignInNotices({ config, database, clock, log, messages, notifier, signals });
+  return {
     config,
     database,
     clock,
     log,
-    passwords: createPasswordHasher({
-      memoryKiB: config.argon2MemoryKiB,
-      concurrency: config.argon2Concurrency,
-      maxWaitMs: config.argon2MaxWaitMs,
-      onWait: (ms) => signals.argon2Waited(ms),
-    }),
+    passwords,
     audit,
     lock,
-    challenges: new ChallengeFlow(
-      database.db,
-      codes,
-      lock,
-      clock,
-      {
-        format: config.verificationCodeFormat,
-        length: config.verificationCodeLength,
-        lifetime: config.lifetimes.challenge,
-      },
-      notifier,
-      guesses,
-    ),
+    challenges,
     guesses,
-    messages: new MessageLimits(
-      database.db,
-      clock,
-      config.keys.guessBudgets,
-      config.rateLimits.sendsAMessage,
-      signals,
-    ),
+    messages,
     notifier,
     codes,
     sealer,
-    cursors: new CursorCodec({ id: config.cursorKeyId, secret: config.cursorSigningKey }, clock),
+    cursors,
     tokens,
+    providers,
+    sessions,
+    notices,
+    auth,
     signals,
-    auth: {
-      clock,
-      verifyAccessToken: (token: string) => tokens.verify(token),
-      loadSession: (sessionId: string) => sessionState(database.db, sessionId),
-      findElevation: (tokenHash: string) => findElevation(database.db, tokenHash),
-    },
-  } as AppContext;
-  // The three that need the finished context.
-  ctx.providers = new ProviderVerifier(ctx);
-  ctx.sessions = new SessionService(ctx, (identityId, epoch, method) =>
-    secondFactorTicketFor(ctx, identityId, epoch, method),
-  );
-  ctx.notices = new SignInNotices(ctx);
-  return ctx;
+  } satisfies AppContext;
 }
 
 /** Every message's outcome is counted by channel. */

@@ -1,4 +1,6 @@
-import type { AppContext } from '../../context.js';
+import type { AuditLog } from '../../platform/audit/audit.js';
+import type { Clock } from '../../platform/clock.js';
+import type { Database } from '../../platform/db/database.js';
 import { Problem } from '../../platform/problem.js';
 import { liveStatus } from '../recovery-codes/repository.js';
 import { describeDevice } from '../sessions/devices.js';
@@ -6,12 +8,19 @@ import * as repo from './repository.js';
 
 const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 
+/** What the account export reads. */
+export interface AccountServiceDeps {
+  database: Database;
+  clock: Clock;
+  audit: AuditLog;
+}
+
 /**
  * GET /account/export: everything the service holds about the caller (docs/api.md, "3. Export your
  * data").
  */
 export class AccountService {
-  constructor(private readonly ctx: AppContext) {}
+  constructor(private readonly deps: AccountServiceDeps) {}
 
   /**
    * One JSON document: the identity, its identifiers unmasked, its methods,
@@ -19,8 +28,8 @@ export class AccountService {
    * addresses and user agents recorded, and the audit records about it. Audited as an export.
    */
   async export(identityId: string) {
-    const now = this.ctx.clock.now();
-    return this.ctx.database.db.transaction().execute(async (trx) => {
+    const now = this.deps.clock.now();
+    return this.deps.database.db.transaction().execute(async (trx) => {
       const identity = await repo.identityFacts(trx, identityId);
       if (!identity) throw new Problem('identity.session_required');
       const [identifiers, secondFactors, passkeys, providers, recovery, sessions, attempts, audit] =
@@ -111,7 +120,7 @@ export class AccountService {
         })),
       };
       // The export itself is on the record (and in the next export).
-      await this.ctx.audit.appendOwn(trx, 'identity.account.exported', identityId);
+      await this.deps.audit.appendOwn(trx, 'identity.account.exported', identityId);
       return document;
     });
   }

@@ -1,13 +1,15 @@
 import { Readable } from 'node:stream';
-import type { AppContext } from '../../context.js';
-import type { AuditEvent, VerifiedRecord } from '../../platform/audit/audit.js';
-import type { Executor } from '../../platform/db/database.js';
-import type { CursorScope } from '../../platform/pagination/cursor.js';
+import type { AuditEvent, AuditLog, VerifiedRecord } from '../../platform/audit/audit.js';
+import type { Clock } from '../../platform/clock.js';
+import type { Database, Executor } from '../../platform/db/database.js';
+import type { Signals } from '../../platform/metrics/signals.js';
+import type { CursorCodec, CursorScope } from '../../platform/pagination/cursor.js';
 import { buildPage, keysetPage, type PageInfo, readPageQuery } from '../../platform/pagination/page.js';
 import { Problem } from '../../platform/problem.js';
 import { secondFactorFacts } from '../account/repository.js';
 import { deleteIdentityChallenges } from '../challenges/repository.js';
 import { normaliseIdentifier } from '../identities/identifier.js';
+import type { AccountLock } from '../identities/lock.js';
 import {
   disableIdentity,
   enableIdentity,
@@ -94,6 +96,16 @@ function filterOf(q: SearchQuery): IdentityFilter {
   return { kind: 'exact', type: ident.type, value: ident.value };
 }
 
+/** What the operator acts use. */
+export interface AdminServiceDeps {
+  database: Database;
+  clock: Clock;
+  audit: AuditLog;
+  lock: AccountLock;
+  cursors: CursorCodec;
+  signals: Signals;
+}
+
 /**
  * The operators' acts (docs/admin.md; docs/decisions.md, "Operators: the admin API"). Every write
  * locks the identity row first (FOR UPDATE): a sign-in writes its session and history through that
@@ -104,7 +116,7 @@ function filterOf(q: SearchQuery): IdentityFilter {
  * without the trail naming the key.
  */
 export class AdminService {
-  constructor(private readonly ctx: AppContext) {}
+  constructor(private readonly deps: AdminServiceDeps) {}
 
   /**
    * One read record per identity on the page (an empty page shows nobody and writes none), so the
@@ -117,9 +129,9 @@ export class AdminService {
     actor: string,
   ): Promise<{ items: unknown[]; pageInfo: PageInfo }> {
     const filter = filterOf(query);
-    const { db } = this.ctx.database;
+    const { db } = this.deps.database;
     const { items, pageInfo } = await keysetPage(
-      this.ctx.cursors,
+      this.deps.cursors,
       scope,
       query,
       (window) => identitiesPage(db, filter, window),
@@ -135,8 +147,8 @@ export class AdminService {
   }
 
   async read(identityId: string, actor: string) {
-    const { db } = this.ctx.database;
-    const now = this.ctx.clock.now();
+    const { db } = this.deps.database;
+    const now = this.deps.clock.now();
     const row = await identityDetail(db, identityId, now);
     if (!row) throw new Problem('admin.identity_not_found');
     const [methods, factors] = await Promise.all([
@@ -179,7 +191,7 @@ export class AdminService {
       const sessionsEnded = await endAllSessions(trx, identityId, 'disabled', now);
       return { details: { changed, sessionsEnded }, ended: sessionsEnded };
     });
-    this.ctx.signals.sessionsRevoked('disabled', ended);
+    this.deps.signals.sessionsRevoked('disabled', ended);
   }
 
   /** Sign-ins admitted again; the sessions the disablement ended stay ended. */
@@ -194,7 +206,7 @@ export class AdminService {
   async clearLock(identityId: string, actor: string): Promise<void> {
     await this.#write(identityId, actor, 'identity.account.lock_cleared', async (trx, now, identity) => {
       const wasLocked = identity.lockedUntil !== null && new Date(identity.lockedUntil) > now;
-      await this.ctx.lock.clear(trx, identityId);
+      await this.deps.lock.clear(trx, identityId);
       return { details: { wasLocked, failedAttempts: identity.failedAttempts }, ended: 0 };
     });
   }
@@ -210,7 +222,7 @@ export class AdminService {
         return { details: { sessionsEnded }, ended: sessionsEnded };
       },
     );
-    this.ctx.signals.sessionsRevoked('ended_by_operator', ended);
+    this.deps.signals.sessionsRevoked('ended_by_operator', ended);
   }
 
   /**
@@ -235,7 +247,7 @@ export class AdminService {
       const identifiers = await eraseIdentity(trx, identityId, now);
       return { details: { sessionsEnded, identifiersDeleted: identifiers }, ended: sessionsEnded };
     });
-    this.ctx.signals.sessionsRevoked('erased', ended);
+    this.deps.signals.sessionsRevoked('erased', ended);
   }
 
   /**
@@ -248,17 +260,17 @@ export class AdminService {
     query: AuditQuery,
     actor: string,
   ): Promise<{ items: VerifiedRecord[]; pageInfo: PageInfo }> {
-    const req = readPageQuery(query, this.ctx.cursors, scope);
+    const req = readPageQuery(query, this.deps.cursors, scope);
     const before = req.after?.seq;
     if (req.after && (typeof before !== 'number' || !Number.isSafeInteger(before) || before < 1)) {
       throw new Problem('collection.cursor_invalid');
     }
-    const rows = await this.ctx.audit.page(this.ctx.database.db, {
+    const rows = await this.deps.audit.page(this.deps.database.db, {
       identityId: query.identityId ?? null,
       beforeSeq: typeof before === 'number' ? before : null,
       limit: req.limit + 1,
     });
-    const page = buildPage(rows, req.limit, (r) => ({ seq: r.seq }), this.ctx.cursors, scope, req.cursorTtl);
+    const page = buildPage(rows, req.limit, (r) => ({ seq: r.seq }), this.deps.cursors, scope, req.cursorTtl);
     await this.#recordRead(actor, TRAIL_READ, [query.identityId ?? null], {
       view: 'page',
       records: page.items.length,
@@ -274,7 +286,7 @@ export class AdminService {
    * chain's head lock until they commit.
    */
   async auditStream(identityId: string | null, afterSeq: number, actor: string): Promise<Readable> {
-    const { audit, database } = this.ctx;
+    const { audit, database } = this.deps;
     const own = await this.#recordRead(actor, TRAIL_READ, [identityId], { view: 'stream', afterSeq });
     async function* lines(): AsyncGenerator<string> {
       let after = afterSeq;
@@ -300,10 +312,10 @@ export class AdminService {
     details: NonNullable<AuditEvent['details']>,
   ): Promise<number> {
     if (targets.length === 0) return 0;
-    return this.ctx.database.db.transaction().execute(async (trx) => {
+    return this.deps.database.db.transaction().execute(async (trx) => {
       let seq = 0;
       for (const target of targets) {
-        ({ seq } = await this.ctx.audit.append(trx, { name, actor, target, outcome: 'success', details }));
+        ({ seq } = await this.deps.audit.append(trx, { name, actor, target, outcome: 'success', details }));
       }
       return seq;
     });
@@ -323,13 +335,13 @@ export class AdminService {
       identity: IdentityRow,
     ) => Promise<{ details: NonNullable<AuditEvent['details']>; ended: number }>,
   ): Promise<number> {
-    return this.ctx.database.db.transaction().execute(async (trx) => {
+    return this.deps.database.db.transaction().execute(async (trx) => {
       const identity = await lockIdentity(trx, identityId);
       if (!identity) throw new Problem('admin.identity_not_found');
       if (identity.erasedAt !== null) throw new Problem('admin.identity_erased');
-      const now = this.ctx.clock.now();
+      const now = this.deps.clock.now();
       const { details, ended } = await act(trx, now, identity);
-      await this.ctx.audit.append(trx, { name, actor, target: identityId, outcome: 'success', details });
+      await this.deps.audit.append(trx, { name, actor, target: identityId, outcome: 'success', details });
       return ended;
     });
   }

@@ -10,18 +10,20 @@ import {
   verifyRegistrationResponse,
 } from '@simplewebauthn/server';
 import { decodeClientDataJSON } from '@simplewebauthn/server/helpers';
-import type { WebAuthnConfig } from '../../config.js';
-import type { AppContext } from '../../context.js';
+import type { Config, WebAuthnConfig } from '../../config.js';
+import type { AuditLog } from '../../platform/audit/audit.js';
+import type { Clock } from '../../platform/clock.js';
 import { sha256Hex } from '../../platform/crypto/tokens.js';
-import type { Executor } from '../../platform/db/database.js';
+import type { Database, Executor } from '../../platform/db/database.js';
 import type { RequestMeta, SessionPrincipal } from '../../platform/http/auth.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
 import { Problem, type ProblemCode } from '../../platform/problem.js';
 import { addressBucket } from '../../platform/rate-limit/address.js';
+import type { GuessBudgets } from '../../platform/rate-limit/guess-budget.js';
 import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { findIdentity, verifiedIdentifiers } from '../identities/repository.js';
-import type { SessionGrant } from '../sessions/service.js';
-import { type Elevation, mintElevation } from '../step-up/service.js';
+import type { SessionGrant, SessionService } from '../sessions/service.js';
+import { type Elevation, type MintElevationDeps, mintElevation } from '../step-up/service.js';
 import {
   insertChallenge,
   insertPasskey,
@@ -44,6 +46,14 @@ export interface Options<T> {
   expiresAt: string;
 }
 
+/** What passkey registration and assertion use. */
+export interface PasskeyServiceDeps {
+  database: Database;
+  clock: Clock;
+  audit: AuditLog;
+  config: Pick<Config, 'webauthn'>;
+}
+
 /**
  * WebAuthn through @simplewebauthn/server: creation and request options, attestation and
  * assertion verification. Challenges are stored as their SHA-256 and spent by compare-and-set in
@@ -52,9 +62,9 @@ export interface Options<T> {
 export class PasskeyService {
   readonly #rp: WebAuthnConfig;
 
-  constructor(private readonly ctx: AppContext) {
-    if (!ctx.config.webauthn) throw new Error('passkeys are off: no WebAuthn relying party is configured');
-    this.#rp = ctx.config.webauthn;
+  constructor(private readonly deps: PasskeyServiceDeps) {
+    if (!deps.config.webauthn) throw new Error('passkeys are off: no WebAuthn relying party is configured');
+    this.#rp = deps.config.webauthn;
   }
 
   private async issue(
@@ -62,9 +72,9 @@ export class PasskeyService {
     challenge: string,
     sessionId: string | null,
   ): Promise<string> {
-    const now = this.ctx.clock.now();
+    const now = this.deps.clock.now();
     const expiresAt = new Date(now.getTime() + CHALLENGE_TTL_SECONDS * 1000);
-    await this.ctx.database.db.transaction().execute(async (trx) => {
+    await this.deps.database.db.transaction().execute(async (trx) => {
       await pruneExpiredChallenges(trx, now);
       await insertChallenge(trx, {
         id: randomUUID(),
@@ -82,7 +92,7 @@ export class PasskeyService {
   async registrationOptions(
     principal: SessionPrincipal,
   ): Promise<Options<PublicKeyCredentialCreationOptionsJSON>> {
-    const { db } = this.ctx.database;
+    const { db } = this.deps.database;
     const [existing, identifiers] = await Promise.all([
       livePasskeys(db, principal.identityId),
       verifiedIdentifiers(db, principal.identityId),
@@ -143,8 +153,8 @@ export class PasskeyService {
     }
     if (!info) throw refusal();
     const verified = info;
-    const now = this.ctx.clock.now();
-    const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
+    const now = this.deps.clock.now();
+    const outcome = await this.deps.database.db.transaction().execute(async (trx) => {
       const spent = await spendChallenge(trx, {
         hash: sha256Hex(challenge),
         purpose: 'registration',
@@ -167,7 +177,7 @@ export class PasskeyService {
         now,
       });
       if (!stored) return 'taken' as const;
-      await this.ctx.audit.appendOwn(trx, 'identity.sign_in_method.verified', principal.identityId, {
+      await this.deps.audit.appendOwn(trx, 'identity.sign_in_method.verified', principal.identityId, {
         kind: 'passkey',
         methodId: id,
       });
@@ -187,7 +197,7 @@ export class PasskeyService {
     purpose: 'sign_in' | 'step_up',
     principal?: SessionPrincipal,
   ): Promise<Options<PublicKeyCredentialRequestOptionsJSON>> {
-    const mine = principal ? await livePasskeys(this.ctx.database.db, principal.identityId) : [];
+    const mine = principal ? await livePasskeys(this.deps.database.db, principal.identityId) : [];
     const options = await generateAuthenticationOptions({
       rpID: this.#rp.rpId,
       timeout: CHALLENGE_TTL_SECONDS * 1000,
@@ -224,7 +234,7 @@ export class PasskeyService {
     const refuse = () => new Problem(refusal);
     const challenge = challengeOf(credential.response.clientDataJSON);
     if (!challenge) throw refuse();
-    const passkey = await passkeyByCredential(this.ctx.database.db, credential.id);
+    const passkey = await passkeyByCredential(this.deps.database.db, credential.id);
     if (!passkey) throw refuse();
     if (bound.identityId && passkey.identityId !== bound.identityId) throw refuse();
     const handle = credential.response.userHandle;
@@ -261,12 +271,12 @@ export class PasskeyService {
       throw refuse();
     }
     const { newCounter, credentialBackedUp } = result.authenticationInfo;
-    const now = this.ctx.clock.now();
+    const now = this.deps.clock.now();
     // The challenge is spent first: of assertions racing over one challenge, the losers are
     // refused for the challenge, never mistaken for a cloned authenticator. The counter is then
     // judged in the statement that records the use (recordUse); a failure there keeps the
     // challenge spent and is recorded.
-    const done = await this.ctx.database.db.transaction().execute(async (trx) => {
+    const done = await this.deps.database.db.transaction().execute(async (trx) => {
       const spent = await spendChallenge(trx, {
         hash: sha256Hex(challenge),
         purpose,
@@ -299,10 +309,18 @@ export class PasskeyService {
   }
 }
 
+/** What the passkey sign-in and step-up use. */
+export interface PasskeyActsDeps extends MintElevationDeps {
+  database: Database;
+  audit: AuditLog;
+  guesses: GuessBudgets;
+  sessions: SessionService;
+}
+
 /** The passkey acts: sign-in (a way in with two factors) and step-up. */
 export class PasskeyActs {
   constructor(
-    private readonly ctx: AppContext,
+    private readonly deps: PasskeyActsDeps,
     private readonly passkeys: PasskeyService,
   ) {}
 
@@ -315,7 +333,7 @@ export class PasskeyActs {
    */
   async signIn(credential: AuthenticationResponseJSON, meta: RequestMeta): Promise<SessionGrant> {
     const budget = guessSubject.passkey(credential.id, addressBucket(meta.ip ?? ''));
-    await this.ctx.guesses.admit(budget);
+    await this.deps.guesses.admit(budget);
     return this.passkeys.assert(
       'sign_in',
       credential,
@@ -324,8 +342,8 @@ export class PasskeyActs {
       async (trx, passkey) => {
         const identity = await findIdentity(trx, passkey.identityId);
         if (!identity) throw new Problem('identity.sign_in_refused');
-        await this.ctx.guesses.forgive(trx, budget);
-        return this.ctx.sessions.openSessionWithin(
+        await this.deps.guesses.forgive(trx, budget);
+        return this.deps.sessions.openSessionWithin(
           trx,
           passkey.identityId,
           identity.sessionEpoch,
@@ -334,11 +352,11 @@ export class PasskeyActs {
         );
       },
       async (passkey, reason) => {
-        await this.ctx.sessions.recordAttempt(passkey.identityId, 'passkey', 'refused', meta);
+        await this.deps.sessions.recordAttempt(passkey.identityId, 'passkey', 'refused', meta);
         if (reason === 'counter') {
           // A counter that went backwards on a device-bound passkey: a cloned authenticator.
-          await this.ctx.audit.appendOwn(
-            this.ctx.database.db,
+          await this.deps.audit.appendOwn(
+            this.deps.database.db,
             'identity.passkey.counter_regressed',
             passkey.identityId,
             {
@@ -352,15 +370,15 @@ export class PasskeyActs {
 
   /** POST /step-ups/passkeys: an assertion by one of the caller's own passkeys mints the elevation. */
   async stepUp(principal: SessionPrincipal, credential: AuthenticationResponseJSON): Promise<Elevation> {
-    await this.ctx.guesses.admit(guessSubject.session(principal.identityId));
+    await this.deps.guesses.admit(guessSubject.session(principal.identityId));
     return this.passkeys.assert(
       'step_up',
       credential,
       'identity.step_up_confirmation_refused',
       { sessionId: principal.sessionId, identityId: principal.identityId },
       async (trx) => {
-        await this.ctx.guesses.forgive(trx, guessSubject.session(principal.identityId));
-        return mintElevation(trx, this.ctx, principal, 'passkey');
+        await this.deps.guesses.forgive(trx, guessSubject.session(principal.identityId));
+        return mintElevation(trx, this.deps, principal, 'passkey');
       },
     );
   }

@@ -1,11 +1,19 @@
-import type { AppContext } from '../../context.js';
+import type { FastifyBaseLogger } from 'fastify';
+import type { AuditLog } from '../../platform/audit/audit.js';
+import type { Clock } from '../../platform/clock.js';
 import { assertPasswordPolicy } from '../../platform/crypto/password-policy.js';
+import type { PasswordHasher } from '../../platform/crypto/passwords.js';
+import type { Database } from '../../platform/db/database.js';
 import type { SessionPrincipal } from '../../platform/http/auth.js';
+import type { Signals } from '../../platform/metrics/signals.js';
 import { Problem } from '../../platform/problem.js';
+import type { GuessBudgets, MessageLimits } from '../../platform/rate-limit/guess-budget.js';
 import { destinationSubject, guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { revokeChallenges } from '../challenges/repository.js';
+import type { ChallengeFlow } from '../challenges/service.js';
 import { identifierOwner } from '../challenges/service.js';
 import { type IdentifierInput, normaliseIdentifier } from '../identities/identifier.js';
+import type { AccountLock } from '../identities/lock.js';
 import {
   bumpSessionEpoch,
   findIdentifier,
@@ -19,8 +27,22 @@ import { endOtherSessions, lockCallerSession } from '../sessions/revocations.js'
 const LOCK_ROUTE = 'password-recovery-confirmation';
 const CHANGE_ROUTE = 'password-changes';
 
+/** What password changes and resets use. */
+export interface PasswordServiceDeps {
+  database: Database;
+  clock: Clock;
+  log: FastifyBaseLogger;
+  passwords: PasswordHasher;
+  audit: AuditLog;
+  lock: AccountLock;
+  challenges: ChallengeFlow;
+  guesses: GuessBudgets;
+  messages: MessageLimits;
+  signals: Signals;
+}
+
 export class PasswordService {
-  constructor(private readonly ctx: AppContext) {}
+  constructor(private readonly deps: PasswordServiceDeps) {}
 
   /**
    * POST /password-changes. A wrong current password, an identity without a password and a
@@ -35,28 +57,28 @@ export class PasswordService {
   ): Promise<void> {
     assertPasswordPolicy(input.newPassword, 'newPassword');
     // Shed before anything is written when the Argon2id queue is past its bound (503).
-    this.ctx.passwords.admit();
+    this.deps.passwords.admit();
     const { identityId, sessionId } = principal;
-    const { db } = this.ctx.database;
+    const { db } = this.deps.database;
     const refusal = () => new Problem('identity.password_change_refused');
     const budget = guessSubject.currentPassword(identityId);
     // Before the password is looked at: past the free failures an early attempt is 429, right or
     // wrong, unchecked, so a stolen access token is no password oracle (docs/security.md).
-    await this.ctx.guesses.admit(budget);
+    await this.deps.guesses.admit(budget);
     // Argon2 runs outside the transaction; the row is re-checked under its lock below.
     const identity = await findIdentity(db, identityId);
     const verifiedHash = identity?.passwordHash ?? null;
     const ok = verifiedHash
-      ? await this.ctx.passwords.verify(verifiedHash, input.currentPassword)
-      : await this.ctx.passwords.burn(input.currentPassword);
+      ? await this.deps.passwords.verify(verifiedHash, input.currentPassword)
+      : await this.deps.passwords.burn(input.currentPassword);
     if (!ok) {
       // A wrong current password is a failed guess like any other: it counts on the identity-wide
       // lock too (which keeps this route's own 422; the lock never refuses a correct secret).
-      await db.transaction().execute((trx) => this.ctx.lock.recordFailure(trx, identityId, CHANGE_ROUTE));
+      await db.transaction().execute((trx) => this.deps.lock.recordFailure(trx, identityId, CHANGE_ROUTE));
       throw refusal();
     }
-    const newHash = await this.ctx.passwords.hash(input.newPassword);
-    const now = this.ctx.clock.now();
+    const newHash = await this.deps.passwords.hash(input.newPassword);
+    const now = this.deps.clock.now();
     const ended = await db.transaction().execute(async (trx) => {
       const locked = await lockIdentity(trx, identityId);
       // Changed or removed since it was verified: the proof no longer holds.
@@ -66,12 +88,12 @@ export class PasswordService {
       const ended = await endOtherSessions(trx, principal, 'password_changed', now);
       // The other sessions (a thief's among them) are gone: the step-up budget starts afresh, and
       // the current password was proven.
-      await this.ctx.guesses.forgive(trx, guessSubject.session(identityId));
-      await this.ctx.guesses.forgive(trx, budget);
-      await this.ctx.audit.appendOwn(trx, 'identity.password.changed', identityId, { sessionsEnded: ended });
+      await this.deps.guesses.forgive(trx, guessSubject.session(identityId));
+      await this.deps.guesses.forgive(trx, budget);
+      await this.deps.audit.appendOwn(trx, 'identity.password.changed', identityId, { sessionsEnded: ended });
       return ended;
     });
-    this.ctx.signals.sessionsRevoked('password_changed', ended);
+    this.deps.signals.sessionsRevoked('password_changed', ended);
   }
 
   /**
@@ -81,25 +103,25 @@ export class PasswordService {
    */
   async start(input: IdentifierInput): Promise<{ challengeExpiresAt: string }> {
     // Both refusals depend on the address's shape and the configuration only, never on an account.
-    const ident = this.ctx.challenges.reachableAddress(input);
-    const { db } = this.ctx.database;
+    const ident = this.deps.challenges.reachableAddress(input);
+    const { db } = this.deps.database;
     // Counted per destination before anything about an account is read, by the same statement for
     // a known and an unknown address: the limit trips at the same count for both and costs the same
     // time, so neither the 429 nor the answer's time tells them apart. Past it nothing is sent.
-    await this.ctx.messages.count([destinationSubject(ident)]);
+    await this.deps.messages.count([destinationSubject(ident)]);
     const identifier = await findIdentifier(db, ident);
     const known = identifier?.verifiedAt ? identifier : undefined;
     const issued = await db.transaction().execute(async (trx) => {
       // An unknown address gets no challenge; the answer promises the same expiry either way.
       const challenge = known
-        ? await this.ctx.challenges.issue(trx, {
+        ? await this.deps.challenges.issue(trx, {
             purpose: 'password_recovery',
             identityId: known.identityId,
             identifierId: known.id,
           })
-        : { id: null, code: undefined, expiresAt: this.ctx.challenges.expiryFromNow() };
+        : { id: null, code: undefined, expiresAt: this.deps.challenges.expiryFromNow() };
       // Recorded either way (no address in the record), which also keeps the work alike.
-      await this.ctx.audit.append(trx, {
+      await this.deps.audit.append(trx, {
         name: 'identity.password_recovery.requested',
         actor: null,
         target: known?.identityId ?? null,
@@ -112,8 +134,8 @@ export class PasswordService {
     if (known && code) {
       // After the answer is on its way; the notifier reports failures as results and logs them.
       setImmediate(() => {
-        this.ctx.challenges.deliver('password_recovery', ident, code).catch((err: unknown) => {
-          this.ctx.log.error({ errClass: (err as Error)?.name }, 'recovery message failed');
+        this.deps.challenges.deliver('password_recovery', ident, code).catch((err: unknown) => {
+          this.deps.log.error({ errClass: (err as Error)?.name }, 'recovery message failed');
         });
       });
     }
@@ -129,13 +151,13 @@ export class PasswordService {
   async confirm(input: IdentifierInput & { code: string; newPassword: string }): Promise<void> {
     assertPasswordPolicy(input.newPassword, 'newPassword');
     // Shed before anything is written when the Argon2id queue is past its bound (503).
-    this.ctx.passwords.admit();
+    this.deps.passwords.admit();
     const refusal = () => new Problem('identity.password_recovery_refused');
     const ident = normaliseIdentifier(input);
-    const identifier = ident ? await findIdentifier(this.ctx.database.db, ident) : undefined;
+    const identifier = ident ? await findIdentifier(this.deps.database.db, ident) : undefined;
     const known = identifier?.verifiedAt ? identifier : undefined;
     let newHash = '';
-    const answer = await this.ctx.challenges.answer({
+    const answer = await this.deps.challenges.answer({
       purpose: 'password_recovery',
       ...identifierOwner(known),
       // Charged per address whether or not an account holds it, so the answer stays the same.
@@ -144,7 +166,7 @@ export class PasswordService {
       route: LOCK_ROUTE,
       // Hashed before the transaction, so no row lock is held during Argon2.
       select: async ([first]) => {
-        if (first) newHash = await this.ctx.passwords.hash(input.newPassword);
+        if (first) newHash = await this.deps.passwords.hash(input.newPassword);
         return first;
       },
       admit: async (trx, challenge, now) => {
@@ -153,10 +175,10 @@ export class PasswordService {
         await setPassword(trx, identityId, newHash, now);
         await bumpSessionEpoch(trx, identityId);
         const ended = await revokeIdentitySessions(trx, identityId, 'password_recovered', now);
-        await this.ctx.guesses.forgive(trx, guessSubject.session(identityId));
+        await this.deps.guesses.forgive(trx, guessSubject.session(identityId));
         // After a recovery, every other recovery code of the identity is dead.
         await revokeChallenges(trx, { identityId, purpose: 'password_recovery' }, now);
-        await this.ctx.audit.appendOwn(trx, 'identity.password.recovered', identityId, {
+        await this.deps.audit.appendOwn(trx, 'identity.password.recovered', identityId, {
           identifierType: known?.type ?? null,
           sessionsEnded: ended,
         });
@@ -164,6 +186,6 @@ export class PasswordService {
       },
     });
     if (!answer.ok) throw refusal();
-    this.ctx.signals.sessionsRevoked('password_recovered', answer.value);
+    this.deps.signals.sessionsRevoked('password_recovered', answer.value);
   }
 }

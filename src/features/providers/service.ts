@@ -1,11 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import type { AppContext } from '../../context.js';
+import type { Config } from '../../config.js';
+import type { AuditLog } from '../../platform/audit/audit.js';
+import type { Clock } from '../../platform/clock.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
+import type { Database } from '../../platform/db/database.js';
 import type { RequestMeta, SessionPrincipal } from '../../platform/http/auth.js';
 import { Problem, type ProblemCode } from '../../platform/problem.js';
 import { deleteFreshIdentity, findIdentity, insertIdentity } from '../identities/repository.js';
 import type { SessionService } from '../sessions/service.js';
-import { type Elevation, mintElevation, stepUpProofAllowed } from '../step-up/service.js';
+import {
+  type Elevation,
+  type MintElevationDeps,
+  mintElevation,
+  stepUpProofAllowed,
+} from '../step-up/service.js';
 import {
   findLiveLink,
   insertLink,
@@ -14,22 +22,33 @@ import {
   spendNonce,
   touchLink,
 } from './repository.js';
+import type { ProviderVerifier } from './verifier.js';
 
 export interface ProviderInput {
   provider: string;
   idToken: string;
 }
 
+/** What provider nonces and ID-token acts use. */
+export interface ProviderServiceDeps extends MintElevationDeps {
+  database: Database;
+  clock: Clock;
+  audit: AuditLog;
+  providers: ProviderVerifier;
+  sessions: SessionService;
+  config: Pick<Config, 'lifetimes'>;
+}
+
 /** Provider nonces, and ID tokens as a way in, a step-up and a sign-in method. */
 export class ProviderService {
-  constructor(private readonly ctx: AppContext) {}
+  constructor(private readonly deps: ProviderServiceDeps) {}
 
   /** POST /provider-nonces: the nonce is shown once; only its hex SHA-256 is stored. */
   async issueNonce(): Promise<{ nonce: string; expiresAt: string }> {
     const nonce = opaqueToken();
-    const now = this.ctx.clock.now();
-    const expiresAt = new Date(now.getTime() + this.ctx.config.lifetimes.nonce * 1000);
-    await this.ctx.database.db.transaction().execute(async (trx) => {
+    const now = this.deps.clock.now();
+    const expiresAt = new Date(now.getTime() + this.deps.config.lifetimes.nonce * 1000);
+    await this.deps.database.db.transaction().execute(async (trx) => {
       await pruneExpiredNonces(trx, now);
       await insertNonce(trx, { id: randomUUID(), hash: sha256Hex(nonce), now, expiresAt });
     });
@@ -43,11 +62,11 @@ export class ProviderService {
    * second-factor ticket) then comes from SessionService.completePrimary like a password sign-in.
    */
   async signIn(input: ProviderInput, meta: RequestMeta): ReturnType<SessionService['completePrimary']> {
-    const { sessions } = this.ctx;
-    const proof = await this.ctx.providers.verify(input.provider, input.idToken);
+    const { sessions } = this.deps;
+    const proof = await this.deps.providers.verify(input.provider, input.idToken);
     if (!proof) throw new Problem('identity.sign_in_refused');
-    const now = this.ctx.clock.now();
-    const found = await this.ctx.database.db.transaction().execute(async (trx) => {
+    const now = this.deps.clock.now();
+    const found = await this.deps.database.db.transaction().execute(async (trx) => {
       if (!(await spendNonce(trx, proof.nonceHash, now))) return undefined;
       let link = await findLiveLink(trx, proof.provider, proof.subject);
       if (!link) {
@@ -55,7 +74,7 @@ export class ProviderService {
         await insertIdentity(trx, { id: identityId, createdAt: now });
         const linkId = await insertLink(trx, { id: randomUUID(), identityId, ...proof, now });
         if (linkId) {
-          await this.ctx.audit.appendOwn(trx, 'identity.provider.registered', identityId, {
+          await this.deps.audit.appendOwn(trx, 'identity.provider.registered', identityId, {
             provider: proof.provider,
             linkId,
           });
@@ -77,7 +96,7 @@ export class ProviderService {
     });
     if (!found) {
       // A replay of a token whose subject is known is recorded in that identity's history.
-      const link = await findLiveLink(this.ctx.database.db, proof.provider, proof.subject);
+      const link = await findLiveLink(this.deps.database.db, proof.provider, proof.subject);
       if (link) await sessions.recordAttempt(link.identityId, 'provider', 'refused', meta);
       throw new Problem('identity.sign_in_refused');
     }
@@ -93,17 +112,17 @@ export class ProviderService {
    */
   async stepUp(principal: SessionPrincipal, input: ProviderInput): Promise<Elevation> {
     const refusal = () => new Problem('identity.step_up_confirmation_refused');
-    const proof = await this.ctx.providers.verify(input.provider, input.idToken);
+    const proof = await this.deps.providers.verify(input.provider, input.idToken);
     if (!proof) throw refusal();
-    const now = this.ctx.clock.now();
-    const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
+    const now = this.deps.clock.now();
+    const outcome = await this.deps.database.db.transaction().execute(async (trx) => {
       if (!(await spendNonce(trx, proof.nonceHash, now))) return undefined;
       const link = await findLiveLink(trx, proof.provider, proof.subject);
       if (!link || link.identityId !== principal.identityId) return undefined;
       // Asked before minting (which asks again) so the refusal commits the spent nonce with it.
       if (!(await stepUpProofAllowed(trx, principal.identityId, 'provider', true))) return 'unavailable';
       await touchLink(trx, link.id, now);
-      return mintElevation(trx, this.ctx, principal, 'provider');
+      return mintElevation(trx, this.deps, principal, 'provider');
     });
     if (outcome === 'unavailable') throw new Problem('identity.step_up_unavailable');
     if (!outcome) throw refusal();
@@ -116,14 +135,14 @@ export class ProviderService {
    * identity.identifier_taken; the nonce is spent either way.
    */
   async link(identityId: string, input: ProviderInput, refusalCode: ProblemCode): Promise<{ id: string }> {
-    const proof = await this.ctx.providers.verify(input.provider, input.idToken);
+    const proof = await this.deps.providers.verify(input.provider, input.idToken);
     if (!proof) throw new Problem(refusalCode);
-    const now = this.ctx.clock.now();
-    const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
+    const now = this.deps.clock.now();
+    const outcome = await this.deps.database.db.transaction().execute(async (trx) => {
       if (!(await spendNonce(trx, proof.nonceHash, now))) return { refused: true as const };
       const id = await insertLink(trx, { id: randomUUID(), identityId, ...proof, now });
       if (!id) return { taken: true as const };
-      await this.ctx.audit.appendOwn(trx, 'identity.sign_in_method.verified', identityId, {
+      await this.deps.audit.appendOwn(trx, 'identity.sign_in_method.verified', identityId, {
         kind: 'provider',
         provider: proof.provider,
         methodId: id,

@@ -1,6 +1,7 @@
+import type { FastifyBaseLogger } from 'fastify';
 import { createLocalJWKSet, createRemoteJWKSet, errors, type JWTVerifyGetKey, jwtVerify } from 'jose';
-import type { IdentityProviderConfig } from '../../config.js';
-import type { AppContext } from '../../context.js';
+import type { Config, IdentityProviderConfig } from '../../config.js';
+import type { Clock } from '../../platform/clock.js';
 
 /** What a verified ID token proves: this provider vouches for this subject, for this nonce hash. */
 export interface ProviderProof {
@@ -21,6 +22,12 @@ export const JWKS_COOLDOWN_SECONDS = 30;
 /** A fetched key set is trusted this long before it is refreshed on the next use. */
 export const JWKS_MAX_AGE_SECONDS = 600;
 
+/** What a remote key set uses. */
+interface RemoteKeysDeps {
+  clock: Clock;
+  log: FastifyBaseLogger;
+}
+
 /**
  * A provider's remote key set. jose fetches, parses and deduplicates concurrent fetches; when to
  * fetch is decided here on the injected clock (jose's own cooldown reads the system clock), so the
@@ -34,14 +41,14 @@ class RemoteKeys {
 
   constructor(
     url: string,
-    private readonly ctx: AppContext,
+    private readonly deps: RemoteKeysDeps,
   ) {
     // Infinite age and cooldown: jose never refetches on its own, only when reload() is called.
     this.#remote = createRemoteJWKSet(new URL(url), { cooldownDuration: Infinity, cacheMaxAge: Infinity });
   }
 
   readonly resolve: JWTVerifyGetKey = async (header, token) => {
-    const now = this.ctx.clock.now().getTime();
+    const now = this.deps.clock.now().getTime();
     if (this.#loadedAt === undefined) {
       if (!this.#pending && !this.#mayAttempt(now)) throw new errors.JWKSNoMatchingKey();
       await this.#reload(now);
@@ -49,7 +56,7 @@ class RemoteKeys {
       // A stale set is refreshed, but a provider outage keeps the keys we have rather than
       // refusing every sign-in.
       await this.#reload(now).catch((err: unknown) => {
-        this.ctx.log.warn({ errClass: (err as Error)?.name }, 'provider key set refresh failed');
+        this.deps.log.warn({ errClass: (err as Error)?.name }, 'provider key set refresh failed');
       });
     }
     try {
@@ -91,6 +98,11 @@ interface Provider {
   keys: JWTVerifyGetKey;
 }
 
+/** What verifying ID tokens uses. */
+export interface ProviderVerifierDeps extends RemoteKeysDeps {
+  config: Pick<Config, 'identityProviders'>;
+}
+
 /**
  * Verifies provider ID tokens against the configured providers. Built once per application, so a
  * remote key set is fetched once and shared by every route (src/context.ts builds it).
@@ -98,11 +110,11 @@ interface Provider {
 export class ProviderVerifier {
   readonly #providers = new Map<string, Provider>();
 
-  constructor(private readonly ctx: AppContext) {
-    for (const config of ctx.config.identityProviders) {
+  constructor(private readonly deps: ProviderVerifierDeps) {
+    for (const config of deps.config.identityProviders) {
       const keys =
         config.jwksUri !== undefined
-          ? new RemoteKeys(config.jwksUri, ctx).resolve
+          ? new RemoteKeys(config.jwksUri, deps).resolve
           : createLocalJWKSet(config.jwks as Parameters<typeof createLocalJWKSet>[0]);
       this.#providers.set(config.name, { config, keys });
     }
@@ -127,7 +139,7 @@ export class ProviderVerifier {
         issuer: provider.config.issuer,
         audience: provider.config.audience,
         algorithms: ALGORITHMS,
-        currentDate: this.ctx.clock.now(),
+        currentDate: this.deps.clock.now(),
         requiredClaims: ['sub', 'exp', 'iat', 'nonce'],
       });
       const nonce = (payload as { nonce?: unknown }).nonce;
@@ -142,7 +154,7 @@ export class ProviderVerifier {
       return { provider: providerName, subject, nonceHash: nonce };
     } catch (err) {
       // Only the class of failure: the token and the claims stay out of the logs.
-      this.ctx.log.debug(
+      this.deps.log.debug(
         { provider: providerName, errCode: (err as { code?: string })?.code },
         'ID token refused',
       );

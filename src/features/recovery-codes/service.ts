@@ -1,6 +1,8 @@
 import { randomInt, randomUUID } from 'node:crypto';
-import type { AppContext } from '../../context.js';
-import type { Executor } from '../../platform/db/database.js';
+import type { AuditLog } from '../../platform/audit/audit.js';
+import type { Clock } from '../../platform/clock.js';
+import type { CodeHasher } from '../../platform/crypto/tokens.js';
+import type { Database, Executor } from '../../platform/db/database.js';
 import type { CodeAttempt } from '../challenges/service.js';
 import { findIdentity } from '../identities/repository.js';
 import * as repo from './repository.js';
@@ -44,28 +46,36 @@ export function normaliseRecoveryCode(code: string): string {
   return code.replace(/-/g, '').toUpperCase();
 }
 
+/** What issuing and counting recovery codes use. */
+export interface RecoveryCodeServiceDeps {
+  database: Database;
+  clock: Clock;
+  audit: AuditLog;
+  codes: CodeHasher;
+}
+
 export class RecoveryCodeService {
-  constructor(private readonly ctx: AppContext) {}
+  constructor(private readonly deps: RecoveryCodeServiceDeps) {}
 
   /**
    * The identity row is locked first, so concurrent issuances run one after the other and each
    * revokes the batch the previous one inserted: exactly one live batch of ten remains.
    */
   async issue(identityId: string): Promise<RecoveryCodeBatch> {
-    const now = this.ctx.clock.now();
+    const now = this.deps.clock.now();
     const codes = new Set<string>();
     while (codes.size < BATCH_SIZE) codes.add(newCode());
     const recoveryCodes = [...codes];
-    await this.ctx.database.db.transaction().execute(async (trx) => {
+    await this.deps.database.db.transaction().execute(async (trx) => {
       await findIdentity(trx, identityId, true);
       await repo.revokeLiveCodes(trx, identityId, now);
       await repo.insertBatch(trx, {
         identityId,
         batchId: randomUUID(),
-        codeHashes: recoveryCodes.map((c) => this.ctx.codes.hash(normaliseRecoveryCode(c))),
+        codeHashes: recoveryCodes.map((c) => this.deps.codes.hash(normaliseRecoveryCode(c))),
         now,
       });
-      await this.ctx.audit.appendOwn(trx, 'identity.recovery_codes.issued', identityId, {
+      await this.deps.audit.appendOwn(trx, 'identity.recovery_codes.issued', identityId, {
         count: BATCH_SIZE,
       });
     });
@@ -74,11 +84,17 @@ export class RecoveryCodeService {
 
   /** issuedAt is absent (not null) when nothing is live (docs/api.md, "4. Issue recovery codes"). */
   async status(identityId: string): Promise<RecoveryCodeStatus> {
-    const s = await repo.liveStatus(this.ctx.database.db, identityId);
+    const s = await repo.liveStatus(this.deps.database.db, identityId);
     return s.remaining > 0 && s.issuedAt
       ? { remaining: s.remaining, issuedAt: new Date(s.issuedAt).toISOString() }
       : { remaining: 0 };
   }
+}
+
+/** What spending a recovery code uses. */
+export interface UseRecoveryCodeDeps {
+  audit: AuditLog;
+  codes: CodeHasher;
 }
 
 /**
@@ -87,15 +103,15 @@ export class RecoveryCodeService {
  */
 export async function useRecoveryCode(
   trx: Executor,
-  ctx: AppContext,
+  deps: UseRecoveryCodeDeps,
   attempt: CodeAttempt,
 ): Promise<boolean> {
   const { identityId, code, now } = attempt;
   const normalised = normaliseRecoveryCode(code);
-  const hash = ctx.codes.hash(normalised);
+  const hash = deps.codes.hash(normalised);
   if (!NORMALISED.test(normalised)) return false;
   if (!(await repo.useCode(trx, identityId, hash, now))) return false;
   const { remaining } = await repo.liveStatus(trx, identityId);
-  await ctx.audit.appendOwn(trx, 'identity.recovery_code.used', identityId, { remaining });
+  await deps.audit.appendOwn(trx, 'identity.recovery_code.used', identityId, { remaining });
   return true;
 }

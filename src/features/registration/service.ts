@@ -1,10 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import type { AppContext } from '../../context.js';
+import type { AuditLog } from '../../platform/audit/audit.js';
+import type { Clock } from '../../platform/clock.js';
 import { assertPasswordPolicy } from '../../platform/crypto/password-policy.js';
+import type { PasswordHasher } from '../../platform/crypto/passwords.js';
+import type { Database } from '../../platform/db/database.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
 import { Problem } from '../../platform/problem.js';
+import type { MessageLimits } from '../../platform/rate-limit/guess-budget.js';
 import { destinationSubject, guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { revokeChallenges } from '../challenges/repository.js';
+import type { ChallengeFlow } from '../challenges/service.js';
 import { identifierOwner } from '../challenges/service.js';
 import { type IdentifierInput, normaliseIdentifier } from '../identities/identifier.js';
 import {
@@ -29,9 +34,19 @@ export interface ConfirmationInput extends IdentifierInput {
   code: string;
 }
 
+/** What registration uses. */
+export interface RegistrationServiceDeps {
+  database: Database;
+  clock: Clock;
+  passwords: PasswordHasher;
+  audit: AuditLog;
+  challenges: ChallengeFlow;
+  messages: MessageLimits;
+}
+
 /** Registration: an identifier and a password, proven by a code sent to the identifier. */
 export class RegistrationService {
-  constructor(private readonly ctx: AppContext) {}
+  constructor(private readonly deps: RegistrationServiceDeps) {}
 
   /**
    * POST /sign-ups. Every refusal that needs no database (policy, normalisation, channel) comes
@@ -39,15 +54,15 @@ export class RegistrationService {
    */
   async signUp(input: SignUpInput): Promise<SignUpResult> {
     assertPasswordPolicy(input.password, 'password');
-    const ident = this.ctx.challenges.reachableAddress(input);
+    const ident = this.deps.challenges.reachableAddress(input);
     // Shed before anything is written when the Argon2id queue is past its bound (503).
-    this.ctx.passwords.admit();
+    this.deps.passwords.admit();
 
     // Argon2 runs before the transaction so no row lock is held during the hash.
-    const passwordHash = await this.ctx.passwords.hash(input.password);
-    const now = this.ctx.clock.now();
+    const passwordHash = await this.deps.passwords.hash(input.password);
+    const now = this.deps.clock.now();
 
-    const challenge = await this.ctx.database.db.transaction().execute(async (trx) => {
+    const challenge = await this.deps.database.db.transaction().execute(async (trx) => {
       const newIdentityId = randomUUID();
       await insertIdentity(trx, { id: newIdentityId, createdAt: now });
       let identityId: string = newIdentityId;
@@ -75,17 +90,17 @@ export class RegistrationService {
       // registration back, so nothing is written or sent. A verified address's 409 (above) sends
       // nothing and spends nothing: it already says the address is taken, and a stranger's 409s
       // must not use up the owner's messages (a new-sign-in notice among them) without a trace.
-      await this.ctx.messages.count([destinationSubject(ident)], trx);
+      await this.deps.messages.count([destinationSubject(ident)], trx);
       // Earlier live challenges stay live (docs/api.md, "1. Sign up"): a stranger's registration
       // must not invalidate the owner's code in flight.
-      const issued = await this.ctx.challenges.issue(trx, {
+      const issued = await this.deps.challenges.issue(trx, {
         purpose: 'sign_up',
         identityId,
         identifierId,
         passwordHash,
       });
       // Last statement: the append holds the chain's head lock until commit.
-      await this.ctx.audit.append(trx, {
+      await this.deps.audit.append(trx, {
         name: 'identity.sign_up.requested',
         actor: null,
         target: identityId,
@@ -97,7 +112,7 @@ export class RegistrationService {
 
     // After the commit: a failed delivery still leaves the registration in place (`NOT_DELIVERED`,
     // docs/api.md, "1. Sign up"), and a slow channel never holds a transaction open.
-    const delivery = await this.ctx.challenges.deliver('sign_up', ident, challenge.code!);
+    const delivery = await this.deps.challenges.deliver('sign_up', ident, challenge.code!);
 
     return {
       identity: { identifierType: ident.type, identifier: maskIdentifier(ident.type, ident.value) },
@@ -115,11 +130,11 @@ export class RegistrationService {
     const ident = normaliseIdentifier(input);
     if (!ident) throw new Problem('identity.identifier_unusable');
     // Shed before anything is written when the Argon2id queue is past its bound (503).
-    this.ctx.passwords.admit();
+    this.deps.passwords.admit();
 
     // Read outside a transaction: the Argon2 work below must not run while holding row locks.
-    const identifier = await findIdentifier(this.ctx.database.db, ident);
-    const answer = await this.ctx.challenges.answer({
+    const identifier = await findIdentifier(this.deps.database.db, ident);
+    const answer = await this.deps.challenges.answer({
       purpose: 'sign_up',
       ...identifierOwner(identifier),
       budget: guessSubject.code('sign_up', ident.value),
@@ -129,9 +144,9 @@ export class RegistrationService {
       // one verifies; with no match the password is verified against the dummy hash all the same.
       select: async (matches) => {
         for (const candidate of matches) {
-          if (await this.ctx.passwords.verify(candidate.passwordHash!, input.password)) return candidate;
+          if (await this.deps.passwords.verify(candidate.passwordHash!, input.password)) return candidate;
         }
-        if (matches.length === 0) await this.ctx.passwords.burn(input.password);
+        if (matches.length === 0) await this.deps.passwords.burn(input.password);
         return undefined;
       },
       // The lock is never consulted here: a correct code on a locked account still confirms.
@@ -150,7 +165,7 @@ export class RegistrationService {
         // Once one registration is confirmed, nobody else's pending password can claim it
         // (docs/api.md, "1. Sign up").
         await revokeChallenges(trx, { identifierId, purpose: 'sign_up', exceptId: challenge.id }, now);
-        await this.ctx.audit.appendOwn(trx, 'identity.identifier.verified', identityId, {
+        await this.deps.audit.appendOwn(trx, 'identity.identifier.verified', identityId, {
           identifierType: ident.type,
           identifierId,
           via: 'sign_up',

@@ -1,16 +1,21 @@
 import { randomUUID } from 'node:crypto';
-import type { AppContext } from '../../context.js';
+import type { Config } from '../../config.js';
+import type { AuditLog } from '../../platform/audit/audit.js';
+import type { Clock } from '../../platform/clock.js';
+import type { Sealer } from '../../platform/crypto/seal.js';
 import { sha256Hex } from '../../platform/crypto/tokens.js';
-import type { Executor } from '../../platform/db/database.js';
+import type { Database, Executor } from '../../platform/db/database.js';
 import type { RequestMeta } from '../../platform/http/auth.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
-import type { CursorScope } from '../../platform/pagination/cursor.js';
+import type { CursorCodec, CursorScope } from '../../platform/pagination/cursor.js';
 import { type KeysetWindow, keysetPage, type PageQuery } from '../../platform/pagination/page.js';
 import { Problem } from '../../platform/problem.js';
+import type { GuessBudgets } from '../../platform/rate-limit/guess-budget.js';
 import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import type { CodeAttempt } from '../challenges/service.js';
+import type { AccountLock } from '../identities/lock.js';
 import { findIdentity, verifiedIdentifiers } from '../identities/repository.js';
-import { useRecoveryCode } from '../recovery-codes/service.js';
+import { type UseRecoveryCodeDeps, useRecoveryCode } from '../recovery-codes/service.js';
 import { recordAttempt } from '../sessions/repository.js';
 import type { SessionGrant, SessionService } from '../sessions/service.js';
 import * as repo from './repository.js';
@@ -33,6 +38,11 @@ function policyOf(row: repo.FactorSecretRow): TotpPolicy {
   return { algorithm: row.algorithm, digits: Number(row.digits), period: Number(row.period) };
 }
 
+/** What checking an authenticator code uses. */
+export interface AcceptCurrentCodeDeps {
+  sealer: Sealer;
+}
+
 /**
  * Accepts the current code of any active factor of the identity, once per factor and time step
  * (compare-and-set on last_used_step), inside the caller's transaction. Each factor is checked
@@ -40,12 +50,12 @@ function policyOf(row: repo.FactorSecretRow): TotpPolicy {
  */
 export async function acceptCurrentCode(
   trx: Executor,
-  ctx: AppContext,
+  deps: AcceptCurrentCodeDeps,
   attempt: CodeAttempt,
 ): Promise<boolean> {
   const { identityId, code, now } = attempt;
   for (const factor of await repo.verifiedFactors(trx, identityId)) {
-    const secret = ctx.sealer.open(factor.sealedSecret, factor.id);
+    const secret = deps.sealer.open(factor.sealedSecret, factor.id);
     const step = matchStep(secret, policyOf(factor), code, now);
     if (step !== null && (await repo.useFactor(trx, factor.id, step, now))) return true;
   }
@@ -54,11 +64,24 @@ export async function acceptCurrentCode(
 
 export type SecondStepProof = { code: string } | { recoveryCode: string };
 
+/** What enrolling, listing and answering with second factors use. */
+export interface SecondFactorServiceDeps extends AcceptCurrentCodeDeps, UseRecoveryCodeDeps {
+  database: Database;
+  clock: Clock;
+  audit: AuditLog;
+  lock: AccountLock;
+  guesses: GuessBudgets;
+  sealer: Sealer;
+  cursors: CursorCodec;
+  sessions: SessionService;
+  config: Pick<Config, 'totpAlgorithm' | 'totpDigits' | 'totpPeriod'>;
+}
+
 export class SecondFactorService {
   private readonly sessions: SessionService;
 
-  constructor(private readonly ctx: AppContext) {
-    this.sessions = ctx.sessions;
+  constructor(private readonly deps: SecondFactorServiceDeps) {
+    this.sessions = deps.sessions;
   }
 
   /**
@@ -66,15 +89,15 @@ export class SecondFactorService {
    * revokes the pending row of the previous one, leaving one live pending row (the newest).
    */
   async enrol(identityId: string, label: string | null): Promise<Enrolment> {
-    const now = this.ctx.clock.now();
+    const now = this.deps.clock.now();
     const policy: TotpPolicy = {
-      algorithm: this.ctx.config.totpAlgorithm,
-      digits: this.ctx.config.totpDigits,
-      period: this.ctx.config.totpPeriod,
+      algorithm: this.deps.config.totpAlgorithm,
+      digits: this.deps.config.totpDigits,
+      period: this.deps.config.totpPeriod,
     };
     const id = randomUUID();
     const secret = newSecret();
-    const accountLabel = await this.ctx.database.db.transaction().execute(async (trx) => {
+    const accountLabel = await this.deps.database.db.transaction().execute(async (trx) => {
       await findIdentity(trx, identityId, true);
       await repo.revokePending(trx, identityId, now);
       await repo.insertPending(trx, {
@@ -82,7 +105,7 @@ export class SecondFactorService {
         identityId,
         label,
         // The row id as associated data: a sealed secret copied onto another row does not open.
-        sealedSecret: this.ctx.sealer.seal(secret, id),
+        sealedSecret: this.deps.sealer.seal(secret, id),
         ...policy,
         now,
       });
@@ -101,26 +124,26 @@ export class SecondFactorService {
    */
   async confirm(identityId: string, code: string): Promise<void> {
     const budget = guessSubject.session(identityId);
-    await this.ctx.guesses.admit(budget);
-    const now = this.ctx.clock.now();
-    const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
+    await this.deps.guesses.admit(budget);
+    const now = this.deps.clock.now();
+    const outcome = await this.deps.database.db.transaction().execute(async (trx) => {
       await findIdentity(trx, identityId, true);
       const pending = await repo.pendingFactor(trx, identityId);
       if (pending) {
-        const secret = this.ctx.sealer.open(pending.sealedSecret, pending.id);
+        const secret = this.deps.sealer.open(pending.sealedSecret, pending.id);
         const step = matchStep(secret, policyOf(pending), code, now);
         if (step !== null && (await repo.verifyPending(trx, pending.id, step, now))) {
-          await this.ctx.audit.append(trx, {
+          await this.deps.audit.append(trx, {
             name: 'identity.second_factor.verified',
             actor: identityId,
             target: pending.id,
             outcome: 'success',
           });
-          await this.ctx.guesses.forgive(trx, budget);
+          await this.deps.guesses.forgive(trx, budget);
           return { ok: true as const };
         }
       }
-      const failure = await this.ctx.lock.recordFailure(trx, identityId, 'second-factors/confirmations');
+      const failure = await this.deps.lock.recordFailure(trx, identityId, 'second-factors/confirmations');
       return { ok: false as const, locked: failure.locked };
     });
     if (!outcome.ok) {
@@ -131,8 +154,8 @@ export class SecondFactorService {
   }
 
   async list(scope: CursorScope, query: PageQuery) {
-    const fetch = (window: KeysetWindow) => repo.verifiedPage(this.ctx.database.db, scope.subject, window);
-    const { items, pageInfo } = await keysetPage(this.ctx.cursors, scope, query, fetch, (r) => r.verifiedAt);
+    const fetch = (window: KeysetWindow) => repo.verifiedPage(this.deps.database.db, scope.subject, window);
+    const { items, pageInfo } = await keysetPage(this.deps.cursors, scope, query, fetch, (r) => r.verifiedAt);
     const data: SecondFactorListItem[] = items.map((r) => ({
       id: r.id,
       label: r.label,
@@ -144,11 +167,11 @@ export class SecondFactorService {
 
   /** Unknown, foreign, pending and already removed ids are the same "not found". */
   async remove(identityId: string, id: string): Promise<void> {
-    const now = this.ctx.clock.now();
-    await this.ctx.database.db.transaction().execute(async (trx) => {
+    const now = this.deps.clock.now();
+    await this.deps.database.db.transaction().execute(async (trx) => {
       if (!(await repo.revokeVerified(trx, id, identityId, now)))
         throw new Problem('identity.second_factor_not_found');
-      await this.ctx.audit.append(trx, {
+      await this.deps.audit.append(trx, {
         name: 'identity.second_factor.removed',
         actor: identityId,
         target: id,
@@ -166,12 +189,12 @@ export class SecondFactorService {
    * only a failure on an account that was already locked answers 423.
    */
   async completeSignIn(ticket: string, proof: SecondStepProof, meta: RequestMeta): Promise<SessionGrant> {
-    const now = this.ctx.clock.now();
+    const now = this.deps.clock.now();
     const method = 'code' in proof ? 'second_factor' : 'recovery_code';
     // The budget is the ticket's identity's: an unknown ticket has nothing to guess at.
-    const holder = await repo.ticketHolder(this.ctx.database.db, sha256Hex(ticket));
-    if (holder) await this.ctx.guesses.admit(guessSubject.secondStep(holder));
-    const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
+    const holder = await repo.ticketHolder(this.deps.database.db, sha256Hex(ticket));
+    if (holder) await this.deps.guesses.admit(guessSubject.secondStep(holder));
+    const outcome = await this.deps.database.db.transaction().execute(async (trx) => {
       const t = await repo.lockTicket(trx, sha256Hex(ticket));
       if (!t || t.spentAt !== null || new Date(t.expiresAt) <= now || t.attempts >= t.maxAttempts) {
         return { ok: false as const, locked: false };
@@ -179,8 +202,8 @@ export class SecondFactorService {
       await findIdentity(trx, t.identityId, true);
       const proven =
         'code' in proof
-          ? await acceptCurrentCode(trx, this.ctx, { identityId: t.identityId, code: proof.code, now })
-          : await useRecoveryCode(trx, this.ctx, {
+          ? await acceptCurrentCode(trx, this.deps, { identityId: t.identityId, code: proof.code, now })
+          : await useRecoveryCode(trx, this.deps, {
               identityId: t.identityId,
               code: proof.recoveryCode,
               now,
@@ -188,12 +211,12 @@ export class SecondFactorService {
       if (proven) {
         // Cannot fail under the row lock; if it ever did, the rollback also un-spends the code.
         if (!(await repo.spendTicket(trx, t.id, now))) throw new Problem('identity.second_factor_refused');
-        await this.ctx.lock.clear(trx, t.identityId);
-        await this.ctx.guesses.forgive(trx, guessSubject.secondStep(t.identityId));
+        await this.deps.lock.clear(trx, t.identityId);
+        await this.deps.guesses.forgive(trx, guessSubject.secondStep(t.identityId));
         return { ok: true as const, identityId: t.identityId, epoch: t.epoch };
       }
       await repo.chargeTicket(trx, t.id);
-      const failure = await this.ctx.lock.recordFailure(trx, t.identityId, 'sign-ins/second-factors');
+      const failure = await this.deps.lock.recordFailure(trx, t.identityId, 'sign-ins/second-factors');
       await recordAttempt(trx, {
         identityId: t.identityId,
         now,

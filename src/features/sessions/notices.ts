@@ -1,6 +1,11 @@
-import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../../context.js';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { Config } from '../../config.js';
+import type { Clock } from '../../platform/clock.js';
+import type { Database } from '../../platform/db/database.js';
 import { requestMeta } from '../../platform/http/auth.js';
+import type { Signals } from '../../platform/metrics/signals.js';
+import type { Notifier } from '../../platform/notify/notifier.js';
+import type { MessageLimits } from '../../platform/rate-limit/guess-budget.js';
 import { destinationSubject } from '../../platform/rate-limit/guess-budget.js';
 import { verifiedIdentifiers } from '../identities/repository.js';
 import { addressPrefix, describeDevice, deviceFamily } from './devices.js';
@@ -14,6 +19,17 @@ export const NOTICE_LOOKBACK_DAYS = 90;
 // Distinct (address, user agent) pairs compared; an identity with more is compared with its newest.
 const ORIGINS_COMPARED = 200;
 
+/** What a new-sign-in notice uses. */
+export interface SignInNoticesDeps {
+  database: Database;
+  clock: Clock;
+  log: FastifyBaseLogger;
+  messages: MessageLimits;
+  notifier: Notifier;
+  signals: Signals;
+  config: Pick<Config, 'signInNotices'>;
+}
+
 /**
  * New-sign-in notices: after a sign-in that opened a session from a device (browser, OS, device
  * type) and address prefix (IPv4 /24, IPv6 /64) this identity has not signed in from in the last
@@ -26,14 +42,14 @@ const ORIGINS_COMPARED = 200;
 export class SignInNotices {
   private readonly inFlight = new Set<Promise<void>>();
 
-  constructor(private readonly ctx: AppContext) {}
+  constructor(private readonly deps: SignInNoticesDeps) {}
 
   /** Starts the notice for a session just opened; returns at once. */
   afterSignIn(identityId: string, sessionId: string, from: { ip: string | null; userAgent: string | null }) {
-    if (!this.ctx.config.signInNotices) return;
+    if (!this.deps.config.signInNotices) return;
     const job = this.notify(identityId, sessionId, from).catch((err: unknown) => {
       // Never the address or the message: only that it failed and the error's class.
-      this.ctx.log.warn({ errorClass: (err as Error)?.name ?? 'Error' }, 'new sign-in notice failed');
+      this.deps.log.warn({ errorClass: (err as Error)?.name ?? 'Error' }, 'new sign-in notice failed');
     });
     this.inFlight.add(job);
     void job.finally(() => this.inFlight.delete(job));
@@ -49,8 +65,8 @@ export class SignInNotices {
     sessionId: string,
     from: { ip: string | null; userAgent: string | null },
   ): Promise<void> {
-    const { db } = this.ctx.database;
-    const now = this.ctx.clock.now();
+    const { db } = this.deps.database;
+    const now = this.deps.clock.now();
     const origins = await signInOrigins(db, identityId, sessionId, ORIGINS_COMPARED);
     if (origins.length === 0) return;
     const since = now.getTime() - NOTICE_LOOKBACK_DAYS * 86400_000;
@@ -63,31 +79,31 @@ export class SignInNotices {
         addressPrefix(o.ipAddress) === prefix,
     );
     if (known) return;
-    const to = (await verifiedIdentifiers(db, identityId)).find((i) => this.ctx.notifier.canDeliver(i.type));
+    const to = (await verifiedIdentifiers(db, identityId)).find((i) => this.deps.notifier.canDeliver(i.type));
     if (!to) return;
     // Notices share the destination's window with every other message (RATE_LIMIT_SENDS_A_MESSAGE),
     // so sign-ins from new places cannot flood an inbox. Past it the notice is dropped, not delayed:
     // the sign-in was answered long ago. The history entry keeps noticeSentAt null, which is what
     // the owner sees; the log line and the metric tell the operator, never the address.
-    if (!(await this.ctx.messages.admits([destinationSubject(to)]))) {
-      this.ctx.signals.refused('messages:notice');
-      this.ctx.log.warn(
+    if (!(await this.deps.messages.admits([destinationSubject(to)]))) {
+      this.deps.signals.refused('messages:notice');
+      this.deps.log.warn(
         { channel: to.type },
         'new sign-in notice dropped: its destination is past its message limit',
       );
       return;
     }
-    const result = await this.ctx.notifier.send({
+    const result = await this.deps.notifier.send({
       to: to.value,
       type: to.type,
       subject: 'New sign-in to your account',
       text: noticeText(now, describeDevice(from.userAgent).description, from.ip),
     });
     if (result.status !== 'DELIVERED') {
-      this.ctx.log.warn({ channel: to.type }, 'new sign-in notice not delivered');
+      this.deps.log.warn({ channel: to.type }, 'new sign-in notice not delivered');
       return;
     }
-    await markNoticeSent(db, sessionId, this.ctx.clock.now());
+    await markNoticeSent(db, sessionId, this.deps.clock.now());
   }
 }
 

@@ -1,17 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import type { Static } from '@sinclair/typebox';
-import type { AppContext } from '../../context.js';
+import type { Config } from '../../config.js';
+import type { AuditLog } from '../../platform/audit/audit.js';
+import type { Clock } from '../../platform/clock.js';
+import type { PasswordHasher } from '../../platform/crypto/passwords.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
-import type { Executor } from '../../platform/db/database.js';
+import type { Database, Executor } from '../../platform/db/database.js';
 import type { RequestMeta } from '../../platform/http/auth.js';
+import type { Signals } from '../../platform/metrics/signals.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
-import type { CursorScope } from '../../platform/pagination/cursor.js';
+import type { CursorCodec, CursorScope } from '../../platform/pagination/cursor.js';
 import { type KeysetWindow, keysetPage, type PageQuery } from '../../platform/pagination/page.js';
 import { Problem, type ProblemCode } from '../../platform/problem.js';
 import { addressBucket } from '../../platform/rate-limit/address.js';
+import type { GuessBudgets } from '../../platform/rate-limit/guess-budget.js';
 import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { type IdentifierInput, normaliseIdentifier } from '../identities/identifier.js';
 import { findPasswordHolder, NOBODY, type SummaryColumns, toSummary } from '../identities/repository.js';
+import type { AccessTokens } from './access-tokens.js';
 import { describeDevice } from './devices.js';
 import * as repo from './repository.js';
 import { endAllSessions } from './revocations.js';
@@ -37,9 +43,22 @@ export type SecondStep = (
 /** What a sign-in or a renewal answers with a session: the routes send it as SessionGrantSchema. */
 export type SessionGrant = Static<typeof SessionGrantSchema>;
 
+/** What opening, renewing, listing and ending sessions use. */
+export interface SessionServiceDeps {
+  database: Database;
+  clock: Clock;
+  passwords: PasswordHasher;
+  audit: AuditLog;
+  guesses: GuessBudgets;
+  cursors: CursorCodec;
+  tokens: AccessTokens;
+  signals: Signals;
+  config: Pick<Config, 'lifetimes'>;
+}
+
 export class SessionService {
   constructor(
-    private readonly ctx: AppContext,
+    private readonly deps: SessionServiceDeps,
     private readonly secondStep: SecondStep,
   ) {}
 
@@ -52,9 +71,9 @@ export class SessionService {
     input: IdentifierInput & { password: string },
     meta: RequestMeta,
   ): Promise<SessionGrant | SecondFactorTicket> {
-    const { db } = this.ctx.database;
+    const { db } = this.deps.database;
     // Shed before anything is written when the Argon2id queue is past its bound (503).
-    this.ctx.passwords.admit();
+    this.deps.passwords.admit();
     const ident = normaliseIdentifier(input);
     // Per identifier and address prefix, known account or not: a stranger elsewhere who knows only
     // the identifier cannot hold back the owner's correct password.
@@ -67,11 +86,11 @@ export class SessionService {
     // provisional record.
     const provisional = randomUUID();
     await db.transaction().execute(async (trx) => {
-      await this.ctx.guesses.admit(budget, trx);
+      await this.deps.guesses.admit(budget, trx);
       await repo.recordAttempt(trx, {
         id: provisional,
         identityId: holder?.identityId ?? NOBODY,
-        now: this.ctx.clock.now(),
+        now: this.deps.clock.now(),
         method: 'password',
         outcome: 'refused',
         ...metaOf(meta),
@@ -82,11 +101,11 @@ export class SessionService {
     // The epoch is read before the password is checked: a revocation committed while the check
     // runs moves the epoch on, and the session issued below is dead on arrival.
     const ok = hash
-      ? await this.ctx.passwords.verify(hash, input.password)
-      : await this.ctx.passwords.burn(input.password);
+      ? await this.deps.passwords.verify(hash, input.password)
+      : await this.deps.passwords.burn(input.password);
     if (!ok || !hash || !holder) throw new Problem('identity.sign_in_refused');
     await db.transaction().execute(async (trx) => {
-      await this.ctx.guesses.forgive(trx, budget);
+      await this.deps.guesses.forgive(trx, budget);
       await repo.withdrawAttempt(trx, provisional);
     });
     return this.completePrimary(holder.identityId, holder.sessionEpoch, 'password', meta);
@@ -120,7 +139,7 @@ export class SessionService {
     meta: RequestMeta,
     refusal: ProblemCode = 'identity.sign_in_refused',
   ): Promise<SessionGrant> {
-    return this.ctx.database.db
+    return this.deps.database.db
       .transaction()
       .execute((trx) => this.openSessionWithin(trx, identityId, epoch, method, meta, refusal));
   }
@@ -137,10 +156,10 @@ export class SessionService {
     meta: RequestMeta,
     refusal: ProblemCode = 'identity.sign_in_refused',
   ): Promise<SessionGrant> {
-    const now = this.ctx.clock.now();
+    const now = this.deps.clock.now();
     const sessionId = randomUUID();
     const refreshToken = opaqueToken();
-    const expiresAt = new Date(now.getTime() + this.ctx.config.lifetimes.session * 1000);
+    const expiresAt = new Date(now.getTime() + this.deps.config.lifetimes.session * 1000);
     const opened = await repo.insertSession(trx, {
       id: sessionId,
       identityId,
@@ -162,7 +181,7 @@ export class SessionService {
       ...metaOf(meta),
     });
     // Signed inside the transaction: a signing failure rolls the session back.
-    const access = await this.ctx.tokens.sign(identityId, sessionId);
+    const access = await this.deps.tokens.sign(identityId, sessionId);
     meta.opened?.(identityId, sessionId);
     return grant(access, refreshToken, expiresAt);
   }
@@ -173,9 +192,9 @@ export class SessionService {
     outcome: 'succeeded' | 'refused',
     meta: RequestMeta,
   ) {
-    await repo.recordAttempt(this.ctx.database.db, {
+    await repo.recordAttempt(this.deps.database.db, {
       identityId,
-      now: this.ctx.clock.now(),
+      now: this.deps.clock.now(),
       method,
       outcome,
       ...metaOf(meta),
@@ -190,16 +209,16 @@ export class SessionService {
    * back, so the client's retry with the token it holds is not mistaken for a replay.
    */
   async renew(refreshToken: string): Promise<SessionGrant> {
-    const { db } = this.ctx.database;
+    const { db } = this.deps.database;
     const presented = sha256Hex(refreshToken);
     const next = opaqueToken();
     const nextHash = sha256Hex(next);
-    const renewal = await repo.renewSession(db, presented, nextHash, this.ctx.clock.now());
-    if (renewal.outcome === 'replayed') this.ctx.signals.sessionsRevoked('refresh_token_replayed', 1);
+    const renewal = await repo.renewSession(db, presented, nextHash, this.deps.clock.now());
+    if (renewal.outcome === 'replayed') this.deps.signals.sessionsRevoked('refresh_token_replayed', 1);
     if (renewal.outcome !== 'rotated') throw new Problem('identity.renewal_refused');
-    let access: Awaited<ReturnType<AppContext['tokens']['sign']>>;
+    let access: Awaited<ReturnType<AccessTokens['sign']>>;
     try {
-      access = await this.ctx.tokens.sign(renewal.identityId, renewal.sessionId);
+      access = await this.deps.tokens.sign(renewal.identityId, renewal.sessionId);
     } catch (err) {
       await repo.undoRenewal(db, presented, nextHash);
       throw err;
@@ -209,12 +228,12 @@ export class SessionService {
 
   async signOut(sessionId: string): Promise<void> {
     const ended = await repo.revokeSession(
-      this.ctx.database.db,
+      this.deps.database.db,
       sessionId,
       'signed_out',
-      this.ctx.clock.now(),
+      this.deps.clock.now(),
     );
-    this.ctx.signals.sessionsRevoked('signed_out', ended ? 1 : 0);
+    this.deps.signals.sessionsRevoked('signed_out', ended ? 1 : 0);
   }
 
   /**
@@ -222,15 +241,15 @@ export class SessionService {
    * (under the identity row lock), so a session inserted later with the old epoch is never live.
    */
   async signOutEverywhere(identityId: string): Promise<void> {
-    const now = this.ctx.clock.now();
-    const ended = await this.ctx.database.db.transaction().execute(async (trx) => {
+    const now = this.deps.clock.now();
+    const ended = await this.deps.database.db.transaction().execute(async (trx) => {
       const revoked = await endAllSessions(trx, identityId, 'signed_out_everywhere', now);
       // The thief's sessions are gone, and with them any claim on the step-up budget.
-      await this.ctx.guesses.forgive(trx, guessSubject.session(identityId));
-      await this.ctx.audit.appendOwn(trx, 'identity.sessions.revoked_everywhere', identityId);
+      await this.deps.guesses.forgive(trx, guessSubject.session(identityId));
+      await this.deps.audit.appendOwn(trx, 'identity.sessions.revoked_everywhere', identityId);
       return revoked;
     });
-    this.ctx.signals.sessionsRevoked('signed_out_everywhere', ended);
+    this.deps.signals.sessionsRevoked('signed_out_everywhere', ended);
   }
 
   /** Shapes the context from the row the guard read with the summary columns. */
@@ -251,8 +270,8 @@ export class SessionService {
   }
 
   async history(scope: CursorScope, query: PageQuery) {
-    const fetch = (window: KeysetWindow) => repo.attemptsPage(this.ctx.database.db, scope.subject, window);
-    const { items, pageInfo } = await keysetPage(this.ctx.cursors, scope, query, fetch, (r) => r.occurredAt);
+    const fetch = (window: KeysetWindow) => repo.attemptsPage(this.deps.database.db, scope.subject, window);
+    const { items, pageInfo } = await keysetPage(this.deps.cursors, scope, query, fetch, (r) => r.occurredAt);
     return {
       items: items.map((r) => ({
         id: r.id,
@@ -270,10 +289,10 @@ export class SessionService {
 
   /** GET /sessions: the caller's live sessions, newest first, the caller's own marked current. */
   async liveSessions(scope: CursorScope, query: PageQuery, currentSessionId: string) {
-    const now = this.ctx.clock.now();
+    const now = this.deps.clock.now();
     const fetch = (window: KeysetWindow) =>
-      repo.liveSessionsPage(this.ctx.database.db, scope.subject, now, window);
-    const { items, pageInfo } = await keysetPage(this.ctx.cursors, scope, query, fetch, (r) => r.createdAt);
+      repo.liveSessionsPage(this.deps.database.db, scope.subject, now, window);
+    const { items, pageInfo } = await keysetPage(this.deps.cursors, scope, query, fetch, (r) => r.createdAt);
     return {
       items: items.map((r) => ({
         id: r.id,
@@ -295,14 +314,14 @@ export class SessionService {
    * it. Unknown, another identity's and already ended all answer the identical 404.
    */
   async revokeOwnSession(identityId: string, sessionId: string): Promise<void> {
-    const now = this.ctx.clock.now();
-    const ended = await this.ctx.database.db.transaction().execute(async (trx) => {
+    const now = this.deps.clock.now();
+    const ended = await this.deps.database.db.transaction().execute(async (trx) => {
       if (!(await repo.revokeOwnSession(trx, sessionId, identityId, 'revoked_by_owner', now))) return false;
-      await this.ctx.audit.appendOwn(trx, 'identity.session.revoked', identityId, { sessionId });
+      await this.deps.audit.appendOwn(trx, 'identity.session.revoked', identityId, { sessionId });
       return true;
     });
     if (!ended) throw new Problem('identity.session_not_found');
-    this.ctx.signals.sessionsRevoked('revoked_by_owner', 1);
+    this.deps.signals.sessionsRevoked('revoked_by_owner', 1);
   }
 }
 

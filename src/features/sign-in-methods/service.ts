@@ -1,14 +1,20 @@
 import { randomUUID } from 'node:crypto';
-import type { AppContext } from '../../context.js';
-import type { Executor } from '../../platform/db/database.js';
+import type { Config } from '../../config.js';
+import type { AuditLog } from '../../platform/audit/audit.js';
+import type { Clock } from '../../platform/clock.js';
+import type { Database, Executor } from '../../platform/db/database.js';
 import type { SessionPrincipal } from '../../platform/http/auth.js';
+import type { Signals } from '../../platform/metrics/signals.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
-import type { CursorScope } from '../../platform/pagination/cursor.js';
+import type { CursorCodec, CursorScope } from '../../platform/pagination/cursor.js';
 import { type KeysetWindow, keysetPage, type PageQuery } from '../../platform/pagination/page.js';
 import { Problem } from '../../platform/problem.js';
+import type { MessageLimits } from '../../platform/rate-limit/guess-budget.js';
 import { destinationSubject, guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { type ChallengeRow, revokeChallenges } from '../challenges/repository.js';
+import type { ChallengeFlow } from '../challenges/service.js';
 import type { IdentifierInput, IdentifierType } from '../identities/identifier.js';
+import type { AccountLock } from '../identities/lock.js';
 import {
   claimIdentifier,
   findIdentifier,
@@ -20,7 +26,8 @@ import {
 } from '../identities/repository.js';
 import { livePasskeys, removePasskey } from '../passkeys/repository.js';
 import { liveLinks, removeLink } from '../providers/repository.js';
-import { type ProviderInput, ProviderService } from '../providers/service.js';
+import { type ProviderInput, ProviderService, type ProviderServiceDeps } from '../providers/service.js';
+import type { ProviderVerifier } from '../providers/verifier.js';
 import { endOtherSessions, lockCallerSession } from '../sessions/revocations.js';
 import { passwordMethodId } from './password-method.js';
 import { methodsPage } from './repository.js';
@@ -31,17 +38,31 @@ type AddMethodInput =
   | (IdentifierInput & { identifierType: IdentifierType })
   | ({ identifierType: 'provider' } & ProviderInput);
 
+/** What listing, adding and removing sign-in methods use (and the provider acts it hands on). */
+export interface SignInMethodServiceDeps extends ProviderServiceDeps {
+  database: Database;
+  clock: Clock;
+  audit: AuditLog;
+  lock: AccountLock;
+  challenges: ChallengeFlow;
+  messages: MessageLimits;
+  cursors: CursorCodec;
+  providers: ProviderVerifier;
+  signals: Signals;
+  config: Pick<Config, 'lifetimes' | 'webauthn'>;
+}
+
 export class SignInMethodService {
   readonly #providers: ProviderService;
 
-  constructor(private readonly ctx: AppContext) {
-    this.#providers = new ProviderService(ctx);
+  constructor(private readonly deps: SignInMethodServiceDeps) {
+    this.#providers = new ProviderService(deps);
   }
 
   async list(scope: CursorScope, query: PageQuery) {
     const identityId = scope.subject;
-    const fetch = (window: KeysetWindow) => methodsPage(this.ctx.database.db, identityId, window);
-    const { items, pageInfo } = await keysetPage(this.ctx.cursors, scope, query, fetch, (r) => r.verifiedAt);
+    const fetch = (window: KeysetWindow) => methodsPage(this.deps.database.db, identityId, window);
+    const { items, pageInfo } = await keysetPage(this.deps.cursors, scope, query, fetch, (r) => r.verifiedAt);
     return {
       items: items.map((r) => ({
         id: r.id,
@@ -78,28 +99,28 @@ export class SignInMethodService {
    * held only by someone else's unconfirmed registration is not: proving the code claims it.
    */
   private async addIdentifier(identityId: string, input: IdentifierInput) {
-    const ident = this.ctx.challenges.reachableAddress(input);
-    const { db } = this.ctx.database;
+    const ident = this.deps.challenges.reachableAddress(input);
+    const { db } = this.deps.database;
     const existing = await findIdentifier(db, ident);
     if (existing?.verifiedAt) throw new Problem('identity.identifier_taken');
     // The code counts against the address's window like every message (RATE_LIMIT_SENDS_A_MESSAGE
     // per destination); a 409 above sends nothing and counts nothing, as at sign-up.
-    await this.ctx.messages.count([destinationSubject(ident)]);
+    await this.deps.messages.count([destinationSubject(ident)]);
 
     const challenge = await db.transaction().execute(async (trx) => {
-      const issued = await this.ctx.challenges.issue(trx, {
+      const issued = await this.deps.challenges.issue(trx, {
         purpose: 'sign_in_method',
         identityId,
         address: ident,
       });
-      await this.ctx.audit.appendOwn(trx, 'identity.sign_in_method.requested', identityId, {
+      await this.deps.audit.appendOwn(trx, 'identity.sign_in_method.requested', identityId, {
         kind: ident.type,
         challengeId: issued.id,
       });
       return issued;
     });
     // After the commit, so a slow channel never holds a transaction open.
-    const delivery = await this.ctx.challenges.deliver('sign_in_method', ident, challenge.code!);
+    const delivery = await this.deps.challenges.deliver('sign_in_method', ident, challenge.code!);
     return {
       challengeExpiresAt: challenge.expiresAt.toISOString(),
       challengeDelivery: { status: delivery.status, resendable: delivery.resendable },
@@ -114,7 +135,7 @@ export class SignInMethodService {
    */
   async confirm(principal: SessionPrincipal, code: string): Promise<void> {
     const { identityId } = principal;
-    const answer = await this.ctx.challenges.answer({
+    const answer = await this.deps.challenges.answer({
       purpose: 'sign_in_method',
       owner: { identityId },
       identityId,
@@ -170,8 +191,8 @@ export class SignInMethodService {
     // Once an address is added, the identity's other pending challenges for it are moot.
     await revokeChallenges(trx, { identityId, purpose: 'sign_in_method', address: ident }, now);
     // A correct code clears the lock (docs/api.md, "4.1 Add an address"), even when it was locked.
-    await this.ctx.lock.clear(trx, identityId);
-    await this.ctx.audit.appendOwn(trx, 'identity.sign_in_method.verified', identityId, {
+    await this.deps.lock.clear(trx, identityId);
+    await this.deps.audit.appendOwn(trx, 'identity.sign_in_method.verified', identityId, {
       kind: ident.type,
       methodId: identifierId,
     });
@@ -186,9 +207,9 @@ export class SignInMethodService {
    */
   async remove(principal: SessionPrincipal, methodId: string): Promise<void> {
     const { identityId, sessionId } = principal;
-    const now = this.ctx.clock.now();
-    const enabled = this.ctx.providers.names;
-    const ended = await this.ctx.database.db.transaction().execute(async (trx) => {
+    const now = this.deps.clock.now();
+    const enabled = this.deps.providers.names;
+    const ended = await this.deps.database.db.transaction().execute(async (trx) => {
       const identity = await lockIdentity(trx, identityId);
       await lockCallerSession(trx, identity, sessionId);
       const identifiers = await verifiedIdentifiers(trx, identityId);
@@ -209,7 +230,7 @@ export class SignInMethodService {
       const passwordLeft = hasPassword && kind !== 'password';
       const identifiersLeft = identifiers.filter((i) => i.id !== methodId).length;
       const providersLeft = links.filter((l) => l.id !== methodId && enabled.has(l.provider)).length;
-      const passkeysLeft = this.ctx.config.webauthn ? passkeys.filter((p) => p.id !== methodId).length : 0;
+      const passkeysLeft = this.deps.config.webauthn ? passkeys.filter((p) => p.id !== methodId).length : 0;
       if (!((passwordLeft && identifiersLeft > 0) || providersLeft > 0 || passkeysLeft > 0)) {
         throw new Problem('identity.last_sign_in_method');
       }
@@ -225,10 +246,10 @@ export class SignInMethodService {
       if (!removed) throw new Problem('identity.sign_in_method_not_found');
 
       const revoked = await endOtherSessions(trx, principal, 'sign_in_method_removed', now);
-      await this.ctx.audit.appendOwn(trx, 'identity.sign_in_method.removed', identityId, { kind, methodId });
+      await this.deps.audit.appendOwn(trx, 'identity.sign_in_method.removed', identityId, { kind, methodId });
       return revoked;
     });
-    this.ctx.signals.sessionsRevoked('sign_in_method_removed', ended);
+    this.deps.signals.sessionsRevoked('sign_in_method_removed', ended);
   }
 
   /** A code in flight to a removed address (step-up, recovery) must not answer for it any more. */

@@ -1,15 +1,19 @@
-import type { AppContext } from '../../context.js';
+import type { Config } from '../../config.js';
+import type { Clock } from '../../platform/clock.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
-import type { Executor } from '../../platform/db/database.js';
+import type { Database, Executor } from '../../platform/db/database.js';
 import type { RequestMeta, SessionPrincipal } from '../../platform/http/auth.js';
+import type { Notifier } from '../../platform/notify/notifier.js';
 import { Problem } from '../../platform/problem.js';
 import { addressBucket } from '../../platform/rate-limit/address.js';
+import type { GuessBudgets, MessageLimits } from '../../platform/rate-limit/guess-budget.js';
 import { destinationSubject, guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { revokeChallenges, type StepUpChannel } from '../challenges/repository.js';
+import type { ChallengeFlow } from '../challenges/service.js';
 import { lockIdentity, verifiedIdentifiers } from '../identities/repository.js';
-import { useRecoveryCode } from '../recovery-codes/service.js';
+import { type UseRecoveryCodeDeps, useRecoveryCode } from '../recovery-codes/service.js';
 import { hasVerifiedFactor } from '../second-factors/repository.js';
-import { acceptCurrentCode } from '../second-factors/service.js';
+import { type AcceptCurrentCodeDeps, acceptCurrentCode } from '../second-factors/service.js';
 import { insertElevation } from './repository.js';
 
 export type { StepUpChannel };
@@ -48,6 +52,12 @@ export async function stepUpProofAllowed(
   return !(await hasVerifiedFactor(exec, identityId));
 }
 
+/** What minting an elevation uses. */
+export interface MintElevationDeps {
+  clock: Clock;
+  config: Pick<Config, 'lifetimes'>;
+}
+
 /**
  * Mints an elevation for one session of one identity, inside the caller's transaction (so a
  * provider step-up spends its nonce and mints in one commit). Every channel names the proof it
@@ -57,14 +67,14 @@ export async function stepUpProofAllowed(
  */
 export async function mintElevation(
   trx: Executor,
-  ctx: AppContext,
+  deps: MintElevationDeps,
   target: { identityId: string; sessionId: string },
   proof: StepUpProof,
 ): Promise<Elevation> {
   if (!(await stepUpProofAllowed(trx, target.identityId, proof, true)))
     throw new Problem('identity.step_up_unavailable');
-  const now = ctx.clock.now();
-  const expiresAt = new Date(now.getTime() + ctx.config.lifetimes.elevation * 1000);
+  const now = deps.clock.now();
+  const expiresAt = new Date(now.getTime() + deps.config.lifetimes.elevation * 1000);
   const token = opaqueToken();
   await insertElevation(trx, {
     tokenHash: sha256Hex(token),
@@ -82,8 +92,18 @@ export interface StepUpChallenge {
   challengeExpiresAt: string;
 }
 
+/** What a step-up by a code uses. */
+export interface StepUpServiceDeps extends MintElevationDeps, AcceptCurrentCodeDeps, UseRecoveryCodeDeps {
+  database: Database;
+  clock: Clock;
+  challenges: ChallengeFlow;
+  guesses: GuessBudgets;
+  messages: MessageLimits;
+  notifier: Notifier;
+}
+
 export class StepUpService {
-  constructor(private readonly ctx: AppContext) {}
+  constructor(private readonly deps: StepUpServiceDeps) {}
 
   /**
    * Starts a step-up for the calling session. A new one retires the session's earlier step-ups,
@@ -95,7 +115,7 @@ export class StepUpService {
     requested: StepUpChannel | undefined,
     meta: RequestMeta,
   ): Promise<StepUpChallenge> {
-    const { db } = this.ctx.database;
+    const { db } = this.deps.database;
     const { identityId, sessionId } = principal;
     const hasFactor = await hasVerifiedFactor(db, identityId);
     const channel: StepUpChannel = requested ?? (hasFactor ? 'second_factor' : 'identifier');
@@ -109,20 +129,20 @@ export class StepUpService {
     if (channel === 'identifier') {
       // The identity's first verified identifier (oldest verification first).
       const first = (await verifiedIdentifiers(db, identityId))[0];
-      if (!first || !this.ctx.notifier.canDeliver(first.type))
+      if (!first || !this.deps.notifier.canDeliver(first.type))
         throw new Problem('identity.step_up_unavailable');
       recipient = { id: first.id, type: first.type, value: first.value };
       // A step-up that sends a message counts per identity, per address and, like every message,
       // per destination (SENDS_A_MESSAGE).
-      await this.ctx.messages.count([
+      await this.deps.messages.count([
         `step-up:${identityId}`,
         `step-up:${addressBucket(meta.ip ?? '')}`,
         destinationSubject(first),
       ]);
     }
     const challenge = await db.transaction().execute(async (trx) => {
-      await revokeChallenges(trx, { sessionId }, this.ctx.clock.now());
-      return this.ctx.challenges.issue(trx, {
+      await revokeChallenges(trx, { sessionId }, this.deps.clock.now());
+      return this.deps.challenges.issue(trx, {
         purpose: 'step_up',
         identityId,
         sessionId,
@@ -133,7 +153,7 @@ export class StepUpService {
     });
     if (recipient && challenge.code) {
       // Delivery failures are logged by the notifier; the caller may start again.
-      await this.ctx.challenges.deliver('step_up', recipient, challenge.code);
+      await this.deps.challenges.deliver('step_up', recipient, challenge.code);
     }
     return { challengeId: challenge.id, channel, challengeExpiresAt: challenge.expiresAt.toISOString() };
   }
@@ -150,9 +170,9 @@ export class StepUpService {
     const { identityId, sessionId } = principal;
     const budget = guessSubject.session(identityId);
     // Before any look at the code: an attempt made before its time is 429, right or wrong.
-    await this.ctx.guesses.admit(budget);
-    const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
-      const answer = await this.ctx.challenges.answerStepUp(trx, {
+    await this.deps.guesses.admit(budget);
+    const outcome = await this.deps.database.db.transaction().execute(async (trx) => {
+      const answer = await this.deps.challenges.answerStepUp(trx, {
         challengeId,
         identityId,
         sessionId,
@@ -160,14 +180,14 @@ export class StepUpService {
         route: 'step-ups/confirmations',
         proveWithoutCode: (t, channel, now) =>
           channel === 'recovery_code'
-            ? useRecoveryCode(t, this.ctx, { identityId, code, now })
-            : acceptCurrentCode(t, this.ctx, { identityId, code, now }),
+            ? useRecoveryCode(t, this.deps, { identityId, code, now })
+            : acceptCurrentCode(t, this.deps, { identityId, code, now }),
       });
       // A spend lost after a correct proof rolls back whatever the proof consumed.
       if (answer === 'lost') throw new Problem('identity.step_up_confirmation_refused');
       if (!answer.ok) return answer;
-      await this.ctx.guesses.forgive(trx, budget);
-      const elevation = await mintElevation(trx, this.ctx, { identityId, sessionId }, answer.channel);
+      await this.deps.guesses.forgive(trx, budget);
+      const elevation = await mintElevation(trx, this.deps, { identityId, sessionId }, answer.channel);
       return { ok: true as const, elevation };
     });
     if (!outcome.ok) {
