@@ -92,7 +92,14 @@ function stateOf(trx: Executor, sessionId: string) {
 
 /** The guard's read: one primary-key lookup of the session joined to its identity's epoch. */
 export async function sessionState(trx: Executor, sessionId: string): Promise<SessionState | undefined> {
-  return stateOf(trx, sessionId).executeTakeFirst();
+  // raw: the guard's read on every authenticated request; a template costs nothing to build,
+  // where the builder compiles the statement anew each time (measured in bench/analysis.md).
+  const r = await sql<SessionState>`
+    SELECT s.id, s.identity_id AS "identityId", s.epoch, i.session_epoch AS "identityEpoch",
+      s.expires_at AS "expiresAt", s.revoked_at AS "revokedAt", s.generation
+    FROM sessions s JOIN identities i ON i.id = s.identity_id
+    WHERE s.id = ${sessionId}`.execute(trx);
+  return r.rows[0];
 }
 
 /** The guard's read and the identity summary together: GET /session/context in one round trip. */
@@ -135,89 +142,51 @@ export async function renewSession(
   newHash: string,
   now: Date,
 ): Promise<RenewalOutcome> {
-  const row = await trx
-    .with('cur', (db) =>
-      db
-        .selectFrom('refresh_tokens as t')
-        .innerJoin('sessions as s', 's.id', 't.session_id')
-        .innerJoin('identities as i', 'i.id', 's.identity_id')
-        .select([
-          't.hash',
-          't.generation as token_generation',
-          't.spent_at',
-          's.id',
-          's.identity_id',
-          's.generation',
-          's.revoked_at',
-          's.expires_at',
-          's.epoch',
-          'i.session_epoch',
-        ])
-        .where('t.hash', '=', oldHash)
-        .forUpdate(['t', 's']),
+  // raw: one statement on every renewal (the hottest write): a template costs nothing to build,
+  // where the builder compiles this six-step statement anew each time (measured in
+  // bench/analysis.md). Rotation and replay detection stay one atomic statement either way.
+  const r = await sql<{
+    session_id: string | null;
+    identity_id: string | null;
+    expires_at: Date | null;
+    replayed: number;
+  }>`
+    WITH cur AS (
+      SELECT t.hash, t.generation AS token_generation, t.spent_at, s.id, s.identity_id, s.generation,
+             s.revoked_at, s.expires_at, s.epoch, i.session_epoch
+      FROM refresh_tokens t
+      JOIN sessions s ON s.id = t.session_id
+      JOIN identities i ON i.id = s.identity_id
+      WHERE t.hash = ${oldHash}
+      FOR UPDATE OF t, s
+    ), live AS (
+      SELECT * FROM cur
+      WHERE spent_at IS NULL AND token_generation = generation AND revoked_at IS NULL
+        AND expires_at > ${now} AND epoch = session_epoch
+    ), spent AS (
+      UPDATE refresh_tokens r SET spent_at = ${now} FROM live WHERE r.hash = live.hash
+      RETURNING live.id, live.generation, live.identity_id, live.expires_at
+    ), moved AS (
+      UPDATE sessions s SET generation = spent.generation + 1, renewed_at = ${now}
+      FROM spent WHERE s.id = spent.id
+      RETURNING s.id, s.generation
+    ), stored AS (
+      INSERT INTO refresh_tokens (hash, session_id, generation, created_at)
+      SELECT ${newHash}, id, generation, ${now} FROM moved
+      RETURNING session_id
+    ), replay AS (
+      UPDATE sessions s SET revoked_at = ${now}, revoked_reason = 'refresh_token_replayed'
+      FROM cur
+      WHERE s.id = cur.id AND s.revoked_at IS NULL
+        AND (cur.spent_at IS NOT NULL OR cur.token_generation <> cur.generation)
+      RETURNING s.id
     )
-    .with('live', (db) =>
-      db
-        .selectFrom('cur')
-        .selectAll()
-        .where('spent_at', 'is', null)
-        .whereRef('token_generation', '=', 'generation')
-        .where('revoked_at', 'is', null)
-        .where('expires_at', '>', now)
-        .whereRef('epoch', '=', 'session_epoch'),
-    )
-    .with('spent', (db) =>
-      db
-        .updateTable('refresh_tokens as r')
-        .set({ spent_at: now })
-        .from('live')
-        .whereRef('r.hash', '=', 'live.hash')
-        .returning(['live.id', 'live.generation', 'live.identity_id', 'live.expires_at']),
-    )
-    .with('moved', (db) =>
-      db
-        .updateTable('sessions as s')
-        .from('spent')
-        .set((eb) => ({ generation: eb('spent.generation', '+', eb.lit(1)), renewed_at: now }))
-        .whereRef('s.id', '=', 'spent.id')
-        .returning(['s.id', 's.generation']),
-    )
-    .with('stored', (db) =>
-      db
-        .insertInto('refresh_tokens')
-        .columns(['hash', 'session_id', 'generation', 'created_at'])
-        .expression((eb) =>
-          eb
-            .selectFrom('moved')
-            .select([eb.val(newHash).as('hash'), 'id', 'generation', eb.val(now).as('created_at')]),
-        )
-        .returning('session_id'),
-    )
-    .with('replay', (db) =>
-      db
-        .updateTable('sessions as s')
-        .set({ revoked_at: now, revoked_reason: 'refresh_token_replayed' })
-        .from('cur')
-        .whereRef('s.id', '=', 'cur.id')
-        .where('s.revoked_at', 'is', null)
-        .where((eb) =>
-          eb.or([
-            eb('cur.spent_at', 'is not', null),
-            eb('cur.token_generation', '<>', eb.ref('cur.generation')),
-          ]),
-        )
-        .returning('s.id'),
-    )
-    .selectFrom(trx.selectNoFrom((eb) => eb.lit(1).as('x')).as('one'))
-    .leftJoin('stored', (join) => join.onTrue())
-    .leftJoin('spent', 'spent.id', 'stored.session_id')
-    .select((eb) => [
-      'stored.session_id',
-      'spent.identity_id',
-      'spent.expires_at',
-      eb.cast<number>(eb.selectFrom('replay').select(eb.fn.countAll().as('n')), 'integer').as('replayed'),
-    ])
-    .executeTakeFirst();
+    SELECT stored.session_id, spent.identity_id, spent.expires_at,
+           (SELECT count(*) FROM replay)::int AS replayed
+    FROM (SELECT 1) one
+    LEFT JOIN stored ON true
+    LEFT JOIN spent ON spent.id = stored.session_id`.execute(trx);
+  const row = r.rows[0];
   if (row?.session_id && row.identity_id && row.expires_at) {
     return {
       outcome: 'rotated',
