@@ -1,4 +1,5 @@
 import { randomInt, randomUUID } from 'node:crypto';
+import type { Static } from '@sinclair/typebox';
 import type { AuditLog } from '../../platform/audit/audit.js';
 import type { Clock } from '../../platform/clock.js';
 import type { CodeHasher } from '../../platform/crypto/tokens.js';
@@ -6,6 +7,7 @@ import type { Database, Executor } from '../../platform/db/database.js';
 import type { CodeAttempt } from '../challenges/service.js';
 import { findIdentity } from '../identities/repository.js';
 import * as repo from './repository.js';
+import type { RecoveryCodeBatchSchema, RecoveryCodeStatusSchema } from './schemas.js';
 
 /** Ten codes per batch, four groups of four (docs/api.md, "4. Issue recovery codes"). */
 export const BATCH_SIZE = 10;
@@ -18,15 +20,9 @@ const GROUP_LENGTH = 4;
 export const RECOVERY_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
 const NORMALISED = new RegExp(`^[A-Z0-9]{${GROUPS * GROUP_LENGTH}}$`);
 
-export interface RecoveryCodeBatch {
-  recoveryCodes: string[];
-  issuedAt: string;
-}
+export type RecoveryCodeBatch = Static<typeof RecoveryCodeBatchSchema>;
 
-export interface RecoveryCodeStatus {
-  remaining: number;
-  issuedAt?: string;
-}
+export type RecoveryCodeStatus = Static<typeof RecoveryCodeStatusSchema>;
 
 function newCode(): string {
   const groups: string[] = [];

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Static } from '@sinclair/typebox';
 import type { Config } from '../../config.js';
 import type { AuditLog } from '../../platform/audit/audit.js';
 import type { Clock } from '../../platform/clock.js';
@@ -19,13 +20,10 @@ import { type UseRecoveryCodeDeps, useRecoveryCode } from '../recovery-codes/ser
 import { recordAttempt } from '../sessions/repository.js';
 import type { SessionGrant, SessionService } from '../sessions/service.js';
 import * as repo from './repository.js';
+import type { EnrolmentSchema } from './schemas.js';
 import { matchStep, newSecret, otpauthUri, type TotpPolicy } from './totp.js';
 
-export interface Enrolment {
-  id: string;
-  secret: string;
-  otpauthUri: string;
-}
+export type Enrolment = Static<typeof EnrolmentSchema>;
 
 export interface SecondFactorListItem {
   id: string;

@@ -1,18 +1,13 @@
+import type { Static } from '@sinclair/typebox';
 import ipaddr from 'ipaddr.js';
 import { UAParser } from 'ua-parser-js';
+import type { DeviceSchema } from './schemas.js';
 
 /**
  * What the owner's session list says of the device a session started on (docs/api.md, "1. Where am I
  * signed in").
  */
-export interface Device {
-  /** e.g. "Chrome 156 on Linux", "Mobile Safari 17 on iOS (mobile)"; "Unknown device" without a user agent. */
-  description: string;
-  browser: string | null;
-  os: string | null;
-  /** ua-parser-js device type (mobile, tablet, …); desktop when it names none. */
-  type: string;
-}
+export type Device = Static<typeof DeviceSchema>;
 
 /** Parsed by ua-parser-js (a maintained parser; the MIT-licensed 1.x line), never by our own regexes. */
 export function describeDevice(userAgent: string | null): Device {

@@ -21,17 +21,13 @@ import type { AccessTokens } from './access-tokens.js';
 import { describeDevice } from './devices.js';
 import * as repo from './repository.js';
 import { endAllSessions } from './revocations.js';
-import type { SessionGrantSchema } from './schemas.js';
+import type { SecondFactorTicketSchema, SessionGrantSchema } from './schemas.js';
 
 /**
  * What a sign-in answers when a second step is needed (docs/api.md, "5. Sign in with the second
  * step"). No token.
  */
-export interface SecondFactorTicket {
-  kind: 'second_factor_required';
-  secondFactorTicket: string;
-  ticketExpiresAt: string;
-}
+export type SecondFactorTicket = Static<typeof SecondFactorTicketSchema>;
 
 /** A ticket when the identity holds an active second factor, else null (second-factors/tickets.ts). */
 export type SecondStep = (

@@ -1,3 +1,4 @@
+import type { Static } from '@sinclair/typebox';
 import type { Config } from '../../config.js';
 import type { Clock } from '../../platform/clock.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
@@ -15,6 +16,7 @@ import { type UseRecoveryCodeDeps, useRecoveryCode } from '../recovery-codes/ser
 import { hasVerifiedFactor } from '../second-factors/repository.js';
 import { type AcceptCurrentCodeDeps, acceptCurrentCode } from '../second-factors/service.js';
 import { insertElevation } from './repository.js';
+import type { StepUpChallengeSchema } from './schemas.js';
 
 export type { StepUpChannel };
 
@@ -86,11 +88,7 @@ export async function mintElevation(
   return { elevationToken: token, elevationExpiresAt: expiresAt.toISOString() };
 }
 
-export interface StepUpChallenge {
-  challengeId: string;
-  channel: StepUpChannel;
-  challengeExpiresAt: string;
-}
+export type StepUpChallenge = Static<typeof StepUpChallengeSchema>;
 
 /** What a step-up by a code uses. */
 export interface StepUpServiceDeps extends MintElevationDeps, AcceptCurrentCodeDeps, UseRecoveryCodeDeps {
