@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { Instant } from '../../platform/http/schemas.js';
-import { ElevationSchema } from '../providers/schemas.js';
 import { SessionGrantSchema } from '../sessions/schemas.js';
+import { ElevationSchema } from '../step-up/schemas.js';
 
 /*
  * The WebAuthn JSON shapes of the Level 3 specification (what `PublicKeyCredential.toJSON()` and

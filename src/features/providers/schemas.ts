@@ -21,11 +21,5 @@ export const ProviderStepUpBody = Type.Object(
   { additionalProperties: false },
 );
 
-/**
- * Elevation (docs/api.md, "1. Step up: get an elevation token"): opaque, bound to the calling session
- * and identity.
- */
-export const ElevationSchema = Type.Object(
-  { elevationToken: Type.String(), elevationExpiresAt: Instant },
-  { additionalProperties: false },
-);
+/** The elevation a provider step-up answers: the step-up's own (docs/api.md, "1. Step up: get an elevation token"). */
+export { ElevationSchema } from '../step-up/schemas.js';

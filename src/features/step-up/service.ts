@@ -16,15 +16,11 @@ import { type UseRecoveryCodeDeps, useRecoveryCode } from '../recovery-codes/ser
 import { hasVerifiedFactor } from '../second-factors/repository.js';
 import { type AcceptCurrentCodeDeps, acceptCurrentCode } from '../second-factors/service.js';
 import { insertElevation } from './repository.js';
-import type { StepUpChallengeSchema } from './schemas.js';
+import type { ElevationSchema, StepUpChallengeSchema } from './schemas.js';
 
 export type { StepUpChannel };
 
-export interface Elevation {
-  elevationToken: string;
-  /** ISO 8601 instant. */
-  elevationExpiresAt: string;
-}
+export type Elevation = Static<typeof ElevationSchema>;
 
 /**
  * How a step-up proved itself. `identifier` (a code sent to an address) and `provider` (an upstream

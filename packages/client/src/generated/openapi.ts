@@ -3634,6 +3634,7 @@ export type paths = {
                             data: {
                                 /** Format: date-time */
                                 elevationExpiresAt: string;
+                                /** @description opaque; send as the x-elevation-token header */
                                 elevationToken: string;
                             };
                         };
@@ -3861,6 +3862,7 @@ export type paths = {
                             data: {
                                 /** Format: date-time */
                                 elevationExpiresAt: string;
+                                /** @description opaque; send as the x-elevation-token header */
                                 elevationToken: string;
                             };
                         };
