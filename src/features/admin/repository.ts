@@ -3,7 +3,7 @@ import { jsonBuildObject } from 'kysely/helpers/postgres';
 import type { Executor } from '../../platform/db/database.js';
 import type { DB } from '../../platform/db/schema.js';
 import type { KeysetWindow } from '../../platform/pagination/page.js';
-import { rowsToFetch } from '../../platform/pagination/repository.js';
+import { afterPosition, rowsToFetch } from '../../platform/pagination/repository.js';
 import type { IdentifierType } from '../identities/identifier.js';
 
 /** Reads only: every write of an operator goes through the owning table's repository. */
@@ -85,7 +85,6 @@ export async function identitiesPage(
   filter: IdentityFilter,
   window: KeysetWindow,
 ): Promise<IdentityListRow[]> {
-  const { after } = window;
   let query = trx
     .selectFrom('identities as i')
     .select((eb) => [
@@ -96,16 +95,12 @@ export async function identitiesPage(
       liveIdentifiers(eb),
     ]);
   if (filter.kind !== 'all') query = query.where((eb) => matching(eb, filter));
-  if (after) {
-    query = query.where((eb) =>
-      eb(
-        eb.refTuple('i.created_at', 'i.id'),
-        '<',
-        eb.tuple(new Date(after.t), eb.cast<string>(eb.val(after.id), 'uuid')),
-      ),
-    );
-  }
-  return query.orderBy('i.created_at', 'desc').orderBy('i.id', 'desc').limit(rowsToFetch(window)).execute();
+  return query
+    .where(afterPosition('i.created_at', window, 'i.id'))
+    .orderBy('i.created_at', 'desc')
+    .orderBy('i.id', 'desc')
+    .limit(rowsToFetch(window))
+    .execute();
 }
 
 export interface IdentityDetailRow extends IdentityListRow {

@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { operatorOf } from '../../platform/http/admin-auth.js';
 import { envelope, page } from '../../platform/http/envelope.js';
+import { routePatternOf } from '../../platform/http/route-pattern.js';
 import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, NoContent, responses } from '../../platform/http/schemas.js';
 import type { ProblemCode } from '../../platform/problem.js';
@@ -24,7 +25,7 @@ const WRITE_REFUSALS: ProblemCode[] = [
 
 /** A cursor of an admin list is bound to its route and to the key that asked for it. */
 function adminScope(request: FastifyRequest): { route: string; subject: string } {
-  return { route: `GET ${request.routeOptions.url}`, subject: `admin:${request.operator ?? ''}` };
+  return { route: `GET ${routePatternOf(request)}`, subject: `admin:${request.operator ?? ''}` };
 }
 
 /**

@@ -90,13 +90,17 @@ function stateOf(trx: Executor, sessionId: string) {
     .where('s.id', '=', sessionId);
 }
 
+// raw: the guard's columns, shared by its two template reads below (stateOf is their builder twin,
+// for the rarer locked read).
+const STATE_COLUMNS = sql`s.id, s.identity_id AS "identityId", s.epoch, i.session_epoch AS "identityEpoch",
+      s.expires_at AS "expiresAt", s.revoked_at AS "revokedAt", s.generation`;
+
 /** The guard's read: one primary-key lookup of the session joined to its identity's epoch. */
 export async function sessionState(trx: Executor, sessionId: string): Promise<SessionState | undefined> {
   // raw: the guard's read on every authenticated request; a template costs nothing to build,
   // where the builder compiles the statement anew each time (measured in bench/analysis.md).
   const r = await sql<SessionState>`
-    SELECT s.id, s.identity_id AS "identityId", s.epoch, i.session_epoch AS "identityEpoch",
-      s.expires_at AS "expiresAt", s.revoked_at AS "revokedAt", s.generation
+    SELECT ${STATE_COLUMNS}
     FROM sessions s JOIN identities i ON i.id = s.identity_id
     WHERE s.id = ${sessionId}`.execute(trx);
   return r.rows[0];
@@ -109,9 +113,7 @@ export async function sessionStateWithSummary(
 ): Promise<(SessionState & SummaryColumns) | undefined> {
   // raw: summaryColumns (identities/repository.ts) is a raw multi-column fragment a builder select cannot take
   const r = await sql<SessionState & SummaryColumns>`
-    SELECT s.id, s.identity_id AS "identityId", s.epoch, i.session_epoch AS "identityEpoch",
-      s.expires_at AS "expiresAt", s.revoked_at AS "revokedAt", s.generation,
-      ${summaryColumns}
+    SELECT ${STATE_COLUMNS}, ${summaryColumns}
     FROM sessions s JOIN identities i ON i.id = s.identity_id
     WHERE s.id = ${sessionId}`.execute(trx);
   return r.rows[0];

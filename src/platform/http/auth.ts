@@ -3,6 +3,7 @@ import type { Clock } from '../clock.js';
 import { sha256Hex } from '../crypto/tokens.js';
 import { Problem, type ProblemCode } from '../problem.js';
 import { sessionRequired } from './problem.js';
+import { routePatternOf } from './route-pattern.js';
 
 export interface SessionPrincipal {
   identityId: string;
@@ -148,7 +149,7 @@ export function requestMeta(request: FastifyRequest): RequestMeta {
  * route or for anyone else.
  */
 export function listScope(request: FastifyRequest): { route: string; subject: string } {
-  return { route: `GET ${request.routeOptions.url}`, subject: principalOf(request).identityId };
+  return { route: `GET ${routePatternOf(request)}`, subject: principalOf(request).identityId };
 }
 
 /**

@@ -6,7 +6,8 @@ import type { KeysetWindow } from './page.js';
  * rows strictly after the previous page's last row (every row on the first page). Each list orders
  * by (instant DESC, id DESC) and fetches rowsToFetch rows with the builder.
  */
-// raw: a row-value comparison, (instant, id) < (t, id), which the builder has no operator for.
+// raw: one row-value comparison, (instant, id) < (t, id), over columns named by each list route as
+// strings; the builder's refTuple needs each table's typed column names.
 export function afterPosition(instant: string, { after }: KeysetWindow, id = 'id'): RawBuilder<SqlBool> {
   return after
     ? sql<SqlBool>`(${sql.ref(instant)}, ${sql.ref(id)}) < (${new Date(after.t)}, ${after.id}::uuid)`
