@@ -18,6 +18,7 @@ import { openDatabase } from '../src/platform/db/database.js';
 import { adminQuery } from '../test/helpers/database.js';
 import { freePort } from '../test/helpers/net.js';
 import { startSmtpSink } from '../test/helpers/smtp.js';
+import { benchOidcClients, clientBasic, codeFlowGrant, type OidcTokens } from './oidc.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const SERVER = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -164,6 +165,8 @@ async function main() {
     RATE_LIMIT_SENDS_A_MESSAGE: '100000000/1',
     RATE_LIMIT_ANSWERS_A_CHALLENGE: '100000000/1',
     RATE_LIMIT_PROVES_A_PASSWORD: '100000000/1',
+    // The OpenID Provider's client for its scenarios (bench/oidc.ts).
+    OIDC_CLIENTS: benchOidcClients(),
   };
   // The service's own reading of that environment: the Argon2id cost below is the one it uses.
   const serviceConfig = loadConfig(serviceEnv);
@@ -395,6 +398,146 @@ async function main() {
         });
     if (signUpRes) rows.push(row('POST /api/v1/sign-ups (SMTP sink)', signUpRes, floorRps));
 
+    // The OpenID Provider: one grant per connection, each by the code flow through its own hosted
+    // session (a fresh sign-in, so the renewal chains above are not touched), before any load.
+    const oidcScenarios = ['oidc-userinfo', 'oidc-introspection', 'oidc-refresh'].filter(want);
+    const grants: OidcTokens[] = [];
+    if (oidcScenarios.length > 0) {
+      for (const u of users) {
+        const si = await post(base, '/api/v1/sign-ins', {
+          identifierType: 'email',
+          identifier: u.email,
+          password,
+        });
+        if (si.status !== 201) throw new Error(`sign-in ${si.status}`);
+        grants.push(await codeFlowGrant(base, serviceEnv.PUBLIC_ORIGIN, si.json.data.refreshToken));
+      }
+    }
+    const basic = clientBasic();
+
+    // Userinfo with the opaque access tokens of the code exchanges (distinct, one per grant).
+    let ui = 0;
+    const userinfoRes = !want('oidc-userinfo')
+      ? null
+      : await run({
+          url: base,
+          requests: [
+            {
+              method: 'GET',
+              path: '/oidc/userinfo',
+              setupRequest: (req) => {
+                req.headers = {
+                  ...req.headers,
+                  authorization: `Bearer ${grants[ui++ % grants.length].accessToken}`,
+                };
+                return req;
+              },
+            },
+          ],
+        });
+    if (userinfoRes)
+      rows.push(
+        row(
+          'GET /oidc/userinfo (opaque access token)',
+          userinfoRes,
+          floorRps,
+          `${grants.length} distinct tokens`,
+        ),
+      );
+
+    // Introspection by the client (client_secret_basic: the secret is checked on every request).
+    let ii = 0;
+    let introspectedInactive = 0;
+    const introspectionRes = !want('oidc-introspection')
+      ? null
+      : await run({
+          url: base,
+          requests: [
+            {
+              method: 'POST',
+              path: '/oidc/token/introspection',
+              setupRequest: (req) => {
+                req.headers = {
+                  ...req.headers,
+                  'content-type': 'application/x-www-form-urlencoded',
+                  authorization: basic,
+                };
+                req.body = new URLSearchParams({
+                  token: grants[ii++ % grants.length].accessToken,
+                  token_type_hint: 'access_token',
+                }).toString();
+                return req;
+              },
+              onResponse: (status, body) => {
+                // An inactive answer is a 200 too: count it as the error it would be here.
+                if (status === 200 && JSON.parse(body).active !== true) introspectedInactive++;
+              },
+            },
+          ],
+        });
+    if (introspectionRes)
+      rows.push({
+        ...row('POST /oidc/token/introspection (client_secret_basic)', introspectionRes, floorRps),
+        non2xx:
+          introspectionRes.non2xx +
+          introspectionRes.errors +
+          introspectionRes.timeouts +
+          introspectedInactive,
+        note: `${grants.length} distinct tokens; an inactive answer counts as an error; 429s are the client's guess budget (docs/oidc.md, "Errors")`,
+      });
+
+    // Refresh with rotation, as the renewals above: one chain per grant, each request presents the
+    // chain's current refresh token and its answer puts the next one back (a token presented twice
+    // would end its grant, so every measured request is an honest rotation). Each answer also
+    // carries a new access token and an RS256-signed ID token.
+    const chains = grants.map((g) => g.refreshToken);
+    let refreshRefusedEarly = 0;
+    const refreshRes = !want('oidc-refresh')
+      ? null
+      : await run({
+          url: base,
+          requests: [
+            {
+              method: 'POST',
+              path: '/oidc/token',
+              setupRequest: (req, context) => {
+                const token = chains.shift();
+                (context as { token?: string }).token = token;
+                req.headers = {
+                  ...req.headers,
+                  'content-type': 'application/x-www-form-urlencoded',
+                  authorization: basic,
+                };
+                req.body = new URLSearchParams({
+                  grant_type: 'refresh_token',
+                  refresh_token: token ?? 'exhausted',
+                }).toString();
+                return req;
+              },
+              onResponse: (status, body, context) => {
+                if (status === 200) chains.push(JSON.parse(body).refresh_token);
+                // Refused before the provider saw it (the client's guess budget): not spent.
+                else {
+                  const token = (context as { token?: string }).token;
+                  if (status === 429 && token) {
+                    refreshRefusedEarly++;
+                    chains.push(token);
+                  }
+                }
+              },
+            },
+          ],
+        });
+    if (refreshRes)
+      rows.push(
+        row(
+          'POST /oidc/token (refresh_token grant, rotated: own chain per connection)',
+          refreshRes,
+          floorRps,
+          `${grants.length} chains; each answer also signs an RS256 ID token${refreshRefusedEarly ? `; ${refreshRefusedEarly} answered 429 by the client's guess budget (token not spent, put back)` : ''}`,
+        ),
+      );
+
     const pgVersion = await (async () => {
       const c = new pg.Client({ connectionString: dbUrl });
       await c.connect();
@@ -448,6 +591,10 @@ ${CONNECTIONS} callers through the service's pool of 20 connections, prepared, n
 1/(1/HTTP floor + 1/database floor). The accounts
 are made through the real routes (sign-up, the code read from a real SMTP sink, confirmation,
 sign-in). Argon2id: m=${serviceConfig.argon2MemoryKiB} KiB, t=2, p=1 (the service's own hasher and default).
+The OpenID Provider's scenarios use one first-party client (\`OIDC_CLIENTS\`, \`client_secret_basic\`) and one
+grant per connection, each obtained before the load by the authorization code flow with PKCE through
+its own hosted session (bench/oidc.ts); the refresh scenario rotates one chain per grant, so every
+request presents the newest refresh token of its chain.
 
 ${table}
 

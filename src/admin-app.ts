@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { AppContext } from './context.js';
 import { adminRoutes } from './features/admin/routes.js';
+import { oidcClientAdminRoutes } from './features/oidc/admin-routes.js';
 import { adminRefusal, requireAdminKey } from './platform/http/admin-auth.js';
 import { createServer, installPlatformPolicies } from './platform/http/server.js';
 
@@ -40,7 +41,7 @@ export async function buildAdminApp(
         title: 'Identity Service: operators',
         version: '2.0.0',
         description:
-          'Find, read, disable, enable, unlock, sign out and erase identities; read the sealed audit trail.',
+          "Find, read, disable, enable, unlock, sign out and erase identities; read the sealed audit trail; manage the OpenID Provider's clients.",
       },
       servers: [{ url: `http://${ctx.config.admin.host}:${ctx.config.admin.port}` }],
       components: {
@@ -56,6 +57,7 @@ export async function buildAdminApp(
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => (json.$id as string) || `def-${i}` },
   });
   await admin.register(adminRoutes, { ctx, prefix: ADMIN_PREFIX });
+  await admin.register(oidcClientAdminRoutes, { ctx, prefix: ADMIN_PREFIX });
   // Behind the key like every admin route: it names every route the listener hides from strangers.
   admin.get(`${ADMIN_PREFIX}/openapi.json`, { schema: { hide: true } }, async () => admin.swagger());
   return admin;

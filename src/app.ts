@@ -8,6 +8,8 @@ import { type AppContext, createContext } from './context.js';
 import { accountRoutes } from './features/account/routes.js';
 import { accountUiRoutes } from './features/account-ui/routes.js';
 import { healthRoutes } from './features/health/routes.js';
+import { connectedAppRoutes } from './features/oidc/account-routes.js';
+import { oidcRoutes } from './features/oidc/routes.js';
 import { passkeyRoutes } from './features/passkeys/routes.js';
 import { passwordRoutes } from './features/passwords/routes.js';
 import { providerRoutes } from './features/providers/routes.js';
@@ -127,6 +129,8 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
   // validator, the limiter and the OpenAPI collector being in place when its routes register.
   await app.register(healthRoutes, { ctx });
   await app.register(jwksRoute, { ctx });
+  // The OpenID Provider: discovery at the origin, its protocol under /oidc (docs/oidc.md).
+  await app.register(oidcRoutes, { ctx });
   await app.register(
     async (api) => {
       // Business routes register here, each feature a plugin under /api/v1.
@@ -143,6 +147,7 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
       await api.register(passwordRoutes, { ctx });
       await api.register(providerRoutes, { ctx });
       await api.register(accountRoutes, { ctx });
+      await api.register(connectedAppRoutes, { ctx });
       // Passkeys only with a WebAuthn relying party (off in production without WEBAUTHN_*).
       if (ctx.config.webauthn) await api.register(passkeyRoutes, { ctx });
     },

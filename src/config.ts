@@ -133,6 +133,13 @@ const FORMATS: Record<string, (value: string) => boolean> = {
   'proxy-list': (v) => proxyList(v) !== null,
   'private-ed25519-jwk': jsonText(PrivateEd25519Jwk),
   'admin-keys': (v) => adminKeys(v) !== null,
+  'json-array': (v) => {
+    try {
+      return Array.isArray(JSON.parse(v));
+    } catch {
+      return false;
+    }
+  },
   'identity-providers': jsonText(Type.Array(IdentityProvider), (list: IdentityProviderConfig[]) => {
     return new Set(list.map((p) => p.name)).size === list.length;
   }),
@@ -252,6 +259,20 @@ export const Environment = Type.Object(
           'JSON array `[{ "name", "issuer", "audience", "jwksUri" or "jwks" }]` of OIDC providers for ID-token sign-in; names are distinct, `[a-z0-9][a-z0-9_-]{0,62}`',
       },
     ),
+    OIDC_CLIENTS: formatted('json-array', 'must be a JSON array of client metadata objects', {
+      description:
+        "JSON array of the OpenID Provider's clients, in RFC 7591 names: `client_id`, `client_secret`, `redirect_uris`, `post_logout_redirect_uris`, `grant_types`, `token_endpoint_auth_method`, `backchannel_logout_uri`, `client_name`, plus `first_party` and `require_pkce` (see [OpenID Provider](oidc.md#clients)). An invalid entry stops start-up with a line naming it",
+      shown: 'none (clients can also be registered through the admin API)',
+    }),
+    OIDC_OFFLINE_TTL: integer(2592000, 3600, 31536000, {
+      description:
+        'seconds an `offline_access` refresh token lives without use; each use rotates it and starts the time again. Signing out everywhere (the epoch) still ends it',
+    }),
+    OIDC_ID_TOKEN_TTL: integer(3600, 60, 86400, { description: 'seconds an ID token is valid' }),
+    OIDC_SWEEP_SECONDS: integer(2, 1, 60, {
+      description:
+        'seconds between the sweeps that end the OpenID Provider grants of ended sessions and send their back-channel logouts (refresh, introspection and userinfo refuse them at once regardless)',
+    }),
     VERIFICATION_CODE_FORMAT: oneOf<CodeFormat>('numeric', ['numeric', 'alphabetic', 'alphanumeric'], {
       description: 'out-of-band codes: `numeric`, `alphabetic` or `alphanumeric`',
     }),
@@ -273,6 +294,10 @@ export const Environment = Type.Object(
       description: 'per client address on POST /sign-ins and POST /sign-ins/renewals',
     }),
     RATE_LIMIT_ACCOUNT_EXPORTS: rate('5/3600', { description: 'per client address on GET /account/export' }),
+    RATE_LIMIT_OIDC_CLIENTS: rate('600/60', {
+      description:
+        "per client address on the OpenID Provider's client-authenticated endpoints (token, introspection, revocation, pushed authorization requests), each counted on its own; a relying party's server refreshes and introspects from one address. Wrong client secrets are also held by the client's guess budget (`RATE_LIMIT_GUESSES`)",
+    }),
     // Default: ten free failures, then 1, 2, 4 ... seconds up to twelve hours between attempts (the
     // bound this keeps on guessing a 6-digit code, ten sent codes live at once included, is in
     // docs/security.md "The guessing bound").
@@ -529,6 +554,8 @@ function configFrom(e: Environment, dataDir: string, secretsKey: Buffer) {
       provesAPassword: rateOf(e.RATE_LIMIT_PROVES_A_PASSWORD),
       /** GET /account/export, per client address. */
       accountExports: rateOf(e.RATE_LIMIT_ACCOUNT_EXPORTS),
+      /** The OpenID Provider's client-authenticated endpoints, per client address. */
+      oidcClients: rateOf(e.RATE_LIMIT_OIDC_CLIENTS),
       /** Per-subject guess budgets (RATE_LIMIT_GUESSES). */
       guesses: { free: guesses.max, maxDelaySeconds: guesses.windowSeconds },
     },
@@ -564,6 +591,13 @@ function configFrom(e: Environment, dataDir: string, secretsKey: Buffer) {
     admin: { host: e.ADMIN_HOST, port: e.ADMIN_PORT, keys: adminKeys(e.ADMIN_API_KEYS ?? '') ?? [] },
     /** New-sign-in notices on the identity's verified channel (SIGN_IN_NOTICES). */
     signInNotices: e.SIGN_IN_NOTICES === 'on',
+    /** The OpenID Provider: its configured clients (OIDC_CLIENTS) and lifetimes. */
+    oidc: {
+      clients: oidcClientsFrom(e.OIDC_CLIENTS, production),
+      offlineTtl: e.OIDC_OFFLINE_TTL,
+      idTokenTtl: e.OIDC_ID_TOKEN_TTL,
+      sweepSeconds: e.OIDC_SWEEP_SECONDS,
+    },
     /** The hosted account UI (ACCOUNT_UI, ACCOUNT_UI_PATH); undefined: not served. */
     accountUi: e.ACCOUNT_UI === 'on' ? { path: e.ACCOUNT_UI_PATH } : undefined,
   };
@@ -632,4 +666,154 @@ function webauthnOf(e: Environment, production: boolean, publicOrigin: string): 
     }
   }
   return { rpId, rpName: e.WEBAUTHN_RP_NAME ?? 'Identity', origins };
+}
+
+/** One OpenID Provider client as OIDC_CLIENTS (or the admin API) declares it, checked. */
+export interface OidcClientConfig {
+  clientId: string;
+  /** The secret as configured; absent for a public client (`token_endpoint_auth_method: none`). */
+  clientSecret?: string;
+  clientName: string;
+  redirectUris: string[];
+  postLogoutRedirectUris: string[];
+  grantTypes: OidcGrantType[];
+  tokenEndpointAuthMethod: OidcAuthMethod;
+  backchannelLogoutUri?: string;
+  firstParty: boolean;
+  /** PKCE (S256) is required unless a confidential client opts out with `require_pkce: false`. */
+  requirePkce: boolean;
+  /** RS256 (the default, which every relying party supports) or EdDSA. */
+  idTokenSignedResponseAlg: 'RS256' | 'EdDSA';
+}
+export type OidcGrantType = 'authorization_code' | 'refresh_token' | 'client_credentials';
+export type OidcAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none';
+const GRANT_TYPES: readonly OidcGrantType[] = ['authorization_code', 'refresh_token', 'client_credentials'];
+const AUTH_METHODS: readonly OidcAuthMethod[] = ['client_secret_basic', 'client_secret_post', 'none'];
+const CLIENT_KEYS = new Set([
+  'client_id',
+  'client_secret',
+  'client_name',
+  'redirect_uris',
+  'post_logout_redirect_uris',
+  'grant_types',
+  'token_endpoint_auth_method',
+  'backchannel_logout_uri',
+  'id_token_signed_response_alg',
+  'first_party',
+  'require_pkce',
+]);
+export const OIDC_CLIENT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+/**
+ * Checks one client's metadata; answers the client or the reason it is refused. Redirect URIs are
+ * absolute, without fragment, `https` (or `http` on a loopback host, or anywhere outside
+ * production), and are later matched exactly. A confidential client has a secret of at least 32
+ * characters; a public one has none, cannot use client credentials and always sends PKCE.
+ */
+export function checkOidcClient(entry: unknown, production: boolean): OidcClientConfig | string {
+  if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return 'is not an object';
+  const m = entry as Record<string, unknown>;
+  for (const key of Object.keys(m)) if (!CLIENT_KEYS.has(key)) return `has an unknown field "${key}"`;
+  if (typeof m.client_id !== 'string' || !OIDC_CLIENT_ID.test(m.client_id)) {
+    return 'needs a client_id of letters, digits, ".", "_" or "-" (at most 128)';
+  }
+  const method = (m.token_endpoint_auth_method ?? 'client_secret_basic') as OidcAuthMethod;
+  if (!AUTH_METHODS.includes(method))
+    return `token_endpoint_auth_method must be one of ${AUTH_METHODS.join(', ')}`;
+  const grants = (m.grant_types ?? ['authorization_code']) as OidcGrantType[];
+  if (!Array.isArray(grants) || grants.length === 0 || grants.some((g) => !GRANT_TYPES.includes(g))) {
+    return `grant_types must be a non-empty array of ${GRANT_TYPES.join(', ')}`;
+  }
+  if (method === 'none') {
+    if (m.client_secret !== undefined)
+      return 'is public (token_endpoint_auth_method none) and cannot have a client_secret';
+    if (grants.includes('client_credentials')) return 'is public and cannot use client_credentials';
+    if (m.require_pkce === false) return 'is public and cannot turn PKCE off';
+  } else if (typeof m.client_secret !== 'string' || m.client_secret.length < 32) {
+    return 'needs a client_secret of at least 32 characters';
+  }
+  const uris = (value: unknown, name: string): string[] | string => {
+    if (value === undefined) return [];
+    if (!Array.isArray(value)) return `${name} must be an array of absolute URLs`;
+    for (const v of value) {
+      if (typeof v !== 'string' || !redirectUriAllowed(v, production)) {
+        return `${name} entry "${String(v)}" must be an absolute https URL without fragment (http only on loopback or outside production)`;
+      }
+    }
+    return value as string[];
+  };
+  const redirectUris = uris(m.redirect_uris, 'redirect_uris');
+  if (typeof redirectUris === 'string') return redirectUris;
+  if (grants.includes('authorization_code') && redirectUris.length === 0) {
+    return 'needs redirect_uris for the authorization_code grant';
+  }
+  const postLogout = uris(m.post_logout_redirect_uris, 'post_logout_redirect_uris');
+  if (typeof postLogout === 'string') return postLogout;
+  let backchannel: string | undefined;
+  if (m.backchannel_logout_uri !== undefined) {
+    // Operators may point it at loopback or private addresses: only they register clients.
+    if (
+      typeof m.backchannel_logout_uri !== 'string' ||
+      !absoluteUrl(m.backchannel_logout_uri, ['http:', 'https:'])
+    ) {
+      return 'backchannel_logout_uri must be an absolute http(s) URL';
+    }
+    if (new URL(m.backchannel_logout_uri).hash) return 'backchannel_logout_uri must not have a fragment';
+    backchannel = m.backchannel_logout_uri;
+  }
+  if (m.client_name !== undefined && (typeof m.client_name !== 'string' || m.client_name.length > 100)) {
+    return 'client_name must be text of at most 100 characters';
+  }
+  const alg = m.id_token_signed_response_alg ?? 'RS256';
+  if (alg !== 'RS256' && alg !== 'EdDSA') return 'id_token_signed_response_alg must be RS256 or EdDSA';
+  for (const flag of ['first_party', 'require_pkce'] as const) {
+    if (m[flag] !== undefined && typeof m[flag] !== 'boolean') return `${flag} must be true or false`;
+  }
+  return {
+    clientId: m.client_id,
+    ...(method === 'none' ? {} : { clientSecret: m.client_secret as string }),
+    clientName: (m.client_name as string | undefined) ?? m.client_id,
+    redirectUris,
+    postLogoutRedirectUris: postLogout,
+    grantTypes: [...new Set(grants)],
+    tokenEndpointAuthMethod: method,
+    ...(backchannel ? { backchannelLogoutUri: backchannel } : {}),
+    firstParty: m.first_party === true,
+    requirePkce: m.require_pkce !== false,
+    idTokenSignedResponseAlg: alg,
+  };
+}
+
+function redirectUriAllowed(value: string, production: boolean): boolean {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return false;
+  }
+  if (url.hash || value.includes('#')) return false;
+  if (url.protocol === 'https:') return true;
+  if (url.protocol !== 'http:') return false;
+  const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
+  return loopback || !production;
+}
+
+function oidcClientsFrom(value: string | undefined, production: boolean): OidcClientConfig[] {
+  if (!value) return [];
+  const clients: OidcClientConfig[] = [];
+  for (const [index, entry] of (JSON.parse(value) as unknown[]).entries()) {
+    const name =
+      typeof entry === 'object' &&
+      entry !== null &&
+      typeof (entry as { client_id?: unknown }).client_id === 'string'
+        ? `"${(entry as { client_id: string }).client_id}"`
+        : `#${index + 1}`;
+    const checked = checkOidcClient(entry, production);
+    if (typeof checked === 'string') throw new ConfigError('OIDC_CLIENTS', `entry ${name} ${checked}`);
+    if (clients.some((c) => c.clientId === checked.clientId)) {
+      throw new ConfigError('OIDC_CLIENTS', `entry ${name} repeats a client_id`);
+    }
+    clients.push(checked);
+  }
+  return clients;
 }

@@ -2,9 +2,11 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from './config.js';
 import { ChallengeFlow } from './features/challenges/service.js';
 import { AccountLock } from './features/identities/lock.js';
+import { OidcService } from './features/oidc/service.js';
 import { ProviderVerifier } from './features/providers/verifier.js';
 import { secondFactorTicketFor } from './features/second-factors/tickets.js';
 import { AccessTokens } from './features/sessions/access-tokens.js';
+import { browserSessionCookieName, refreshTokenFromCookie } from './features/sessions/browser-session.js';
 import { SignInNotices } from './features/sessions/notices.js';
 import { sessionState } from './features/sessions/repository.js';
 import { SessionService } from './features/sessions/service.js';
@@ -61,6 +63,8 @@ export interface AppContext {
   auth: AuthDeps;
   /** Events an operator counts (Prometheus when METRICS_PORT is set, silent otherwise). */
   signals: Signals;
+  /** The OpenID Provider (docs/oidc.md): keys, clients, grants and their link to sessions. */
+  oidc: OidcService;
 }
 
 export async function createContext(
@@ -137,6 +141,22 @@ export async function createContext(
     (identityId, epoch, method) => secondFactorTicketFor(ticketDeps, identityId, epoch, method),
   );
   const notices = new SignInNotices({ config, database, clock, log, messages, notifier, signals });
+  const cookieName = browserSessionCookieName(config.publicOrigin);
+  const oidc = await OidcService.load({
+    config,
+    database,
+    clock,
+    sealer,
+    guesses,
+    audit,
+    log,
+    hostedCookie: {
+      refreshToken: (header) => refreshTokenFromCookie(header, config.publicOrigin),
+      clearing: `${cookieName}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax${cookieName.startsWith('__Host-') ? '; Secure' : ''}`,
+    },
+    signOut: (sessionId) => sessions.signOut(sessionId),
+    liveSessionOf: (refreshToken) => sessions.liveSessionOf(refreshToken),
+  });
   return {
     config,
     database,
@@ -158,6 +178,7 @@ export async function createContext(
     notices,
     auth,
     signals,
+    oidc,
   } satisfies AppContext;
 }
 

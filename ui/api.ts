@@ -1,17 +1,17 @@
 import {
+  BrowserSessionManager,
+  type ConnectedApp,
   type DeviceSession,
   IdentityClient,
   isIdentityError,
-  localStorageStore,
   type SecondFactorEnrolment,
   type SessionContext,
-  SessionManager,
   type SignInHistoryEntry,
   type SignInMethod,
 } from '../packages/client/src/index.js';
 import type { ProblemLike } from './problems.js';
 
-export type { DeviceSession };
+export type { ConnectedApp, DeviceSession };
 export type StepUpChannel = 'identifier' | 'second_factor' | 'recovery_code';
 
 interface Settings {
@@ -28,12 +28,13 @@ export async function loadSettings(): Promise<void> {
 }
 
 /*
- * One client for the page, its session in localStorage under the session manager: every tab of
- * this origin shares the grant, and renewals are single-flight across tabs (Web Locks), so two
- * tabs never present the same refresh token (docs/security.md, "The account UI's tokens").
+ * One client for the page, its session in the service's HttpOnly cookie (docs/security.md, "The
+ * hosted pages' cookie"): a sign-in's refresh token is handed over to the cookie at once, and the
+ * page keeps only the short-lived access token, in memory. Renewals send the cookie, one tab at a
+ * time (Web Locks); tabs tell each other of sign-ins and sign-outs on a BroadcastChannel.
  */
 const client = new IdentityClient({ baseUrl: location.origin });
-const session = new SessionManager({ client, store: localStorageStore('identity-service.account-ui') });
+const session = new BrowserSessionManager({ client, key: 'identity-service.account-ui' });
 
 /** An elevation is kept in memory only, until its expiry, for the elevated actions that follow. */
 let elevation: { token: string; expiresAt: number } | null = null;
@@ -53,6 +54,7 @@ export function asProblem(error: unknown): ProblemLike {
       errors: [...error.errors],
     };
   }
+  if (error instanceof InteractionError) return error.problem;
   if (error instanceof DOMException && error.name === 'NotAllowedError') {
     return { code: 'ui.passkey_cancelled', detail: 'The passkey prompt was closed or timed out.' };
   }
@@ -101,7 +103,18 @@ async function assertion(options: unknown): Promise<unknown> {
 const email = (identifier: string) => ({ identifierType: 'email' as const, identifier });
 
 export const api = {
-  signedIn: (): Promise<boolean> => session.isSignedIn(),
+  /**
+   * Asks the service (a renewal with the cookie) the first time, then answers from memory. A page
+   * opened on another origin than the service's public one is refused (its cookie routes check
+   * Origin) and counts as signed out.
+   */
+  signedIn: (): Promise<boolean> => session.isSignedIn().catch(() => false),
+  /** Another tab of this browser signed in. */
+  onSignedInElsewhere(listener: () => void): void {
+    session.onChange((event) => {
+      if (event.status === 'signed-in' && event.reason === 'elsewhere') listener();
+    });
+  },
   /** The session ended: here, in another tab, or at the service (a refused renewal). */
   onSignedOut(listener: () => void): void {
     session.onChange((event) => {
@@ -138,8 +151,9 @@ export const api = {
     client.confirmPasswordRecovery({ ...email(identifier), code, newPassword }),
   async signOut(): Promise<void> {
     elevation = null;
-    // Forgotten here even when the service could not be told (it ends with its expiry).
-    await client.signOut().catch(() => session.ended('signed_out'));
+    // Forgotten here even when the service could not be told (the cookie session then ends with
+    // its expiry, or at the next sign-in in this browser).
+    await session.signOut().catch(() => undefined);
   },
   async signOutEverywhere(): Promise<void> {
     elevation = null;
@@ -154,6 +168,8 @@ export const api = {
   },
   sessions: async (): Promise<DeviceSession[]> => (await client.listSessions({ limit: 100 })).items,
   revokeSession: (id: string) => client.revokeSession(id),
+  connectedApps: async (): Promise<ConnectedApp[]> => (await client.listConnectedApps({ limit: 100 })).items,
+  revokeApp: (clientId: string) => client.revokeConnectedApp(clientId),
   changePassword: (currentPassword: string, newPassword: string) =>
     client.changePassword({ currentPassword, newPassword }),
 
@@ -195,5 +211,63 @@ export const api = {
     })) as PublicKeyCredential | null;
     if (!credential) throw new DOMException('no credential', 'NotAllowedError');
     await client.registerPasskey(elevationToken, { credential: credential.toJSON(), label } as never);
+  },
+};
+
+/** What GET /oidc/interaction/<uid>/details answers: an OpenID Provider interaction waiting for the person. */
+export interface InteractionDetails {
+  uid: string;
+  prompt: 'login' | 'consent';
+  client: { clientId: string; name: string; firstParty: boolean };
+  scopes: string[];
+  freshSignIn: boolean;
+}
+
+/** A refusal of the OpenID Provider's interaction routes, as the page shows refusals. */
+export class InteractionError extends Error {
+  constructor(readonly problem: ProblemLike) {
+    super(problem.detail ?? problem.code ?? 'interaction refused');
+  }
+}
+
+const interactionPath = (uid: string, action: string) =>
+  `/oidc/interaction/${encodeURIComponent(uid)}/${action}`;
+
+async function interactionFailure(res: Response): Promise<InteractionError> {
+  const body = (await res.json().catch(() => null)) as ProblemLike | null;
+  return new InteractionError({
+    code: body?.code ?? 'ui.interaction_unavailable',
+    status: res.status,
+    detail: body?.detail ?? 'This sign-in request cannot be completed.',
+  });
+}
+
+/**
+ * The OpenID Provider's interactions (same origin, the session cookie goes by itself): the page
+ * reads what an application asks for, and answers a consent. The uid is never a secret, but only
+ * ever travels in the hash and in these paths; no token is ever put in a URL.
+ */
+export const interactions = {
+  async details(uid: string): Promise<InteractionDetails> {
+    const res = await fetch(interactionPath(uid, 'details'), {
+      headers: { accept: 'application/json' },
+      credentials: 'same-origin',
+    });
+    if (!res.ok) throw await interactionFailure(res);
+    return (await res.json()) as InteractionDetails;
+  },
+  async consent(uid: string, decision: 'allow' | 'deny'): Promise<string> {
+    const res = await fetch(interactionPath(uid, 'consent'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      credentials: 'same-origin',
+      body: JSON.stringify({ decision }),
+    });
+    if (!res.ok) throw await interactionFailure(res);
+    return ((await res.json()) as { redirectTo: string }).redirectTo;
+  },
+  /** Hands the whole window back to the provider, which finishes the authorization. */
+  continue(uid: string): void {
+    location.assign(interactionPath(uid, 'continue'));
   },
 };

@@ -1,8 +1,10 @@
 import { api, asProblem, loadSettings } from './api.js';
 import { append, h } from './dom.js';
+import { appsPage } from './pages/apps.js';
 import { devicesPage } from './pages/devices.js';
 import { historyPage } from './pages/history.js';
 import { homePage } from './pages/home.js';
+import { authorizePage, consentPage } from './pages/interaction.js';
 import { recoverPage } from './pages/recover.js';
 import { securityPage } from './pages/security.js';
 import { secondFactorPage, signInPage } from './pages/sign-in.js';
@@ -11,8 +13,9 @@ import { messageFor } from './problems.js';
 import { go, type Page, type PageContent, routeOf } from './router.js';
 
 /*
- * Hash routes (#/security) hold a place, never a token: grants live in the session manager's
- * store and tickets in memory, so nothing secret reaches the address bar, history or a Referer.
+ * Hash routes (#/security) hold a place, never a token: the refresh token lives in the service's
+ * HttpOnly cookie, the access token and tickets in memory, so nothing secret reaches the address
+ * bar, history or a Referer. The OpenID Provider's interactions carry their uid (not a secret).
  */
 const PUBLIC: Record<string, Page> = {
   '/sign-in': signInPage,
@@ -24,12 +27,35 @@ const PRIVATE: Record<string, Page> = {
   '/': homePage,
   '/history': historyPage,
   '/devices': devicesPage,
+  '/apps': appsPage,
   '/security': securityPage,
 };
+/** The OpenID Provider's interactions, for signed-in and signed-out people alike, without the nav. */
+const INTERACTIONS: [RegExp, (uid: string) => ReturnType<Page>][] = [
+  [/^\/authorize\/([^/]+)$/, authorizePage],
+  [/^\/consent\/([^/]+)$/, consentPage],
+];
+
+function interactionPage(path: string): Page | undefined {
+  for (const [pattern, page] of INTERACTIONS) {
+    const m = pattern.exec(path);
+    if (!m) continue;
+    let uid: string;
+    try {
+      uid = decodeURIComponent(m[1]);
+    } catch {
+      return undefined;
+    }
+    return () => page(uid);
+  }
+  return undefined;
+}
+
 const NAV: [string, string][] = [
   ['/', 'Account'],
   ['/security', 'Security'],
   ['/devices', 'Devices'],
+  ['/apps', 'Connected apps'],
   ['/history', 'Sign-in history'],
 ];
 
@@ -63,8 +89,10 @@ function drawNav(path: string, signedIn: boolean): void {
 
 async function render(): Promise<void> {
   const path = routeOf(location.hash);
+  // On the first render this asks the service (a renewal with the session cookie).
   const signedIn = await api.signedIn();
-  let page = signedIn ? (PRIVATE[path] ?? PUBLIC[path]) : PUBLIC[path];
+  const interaction = interactionPage(path);
+  let page = interaction ?? (signedIn ? (PRIVATE[path] ?? PUBLIC[path]) : PUBLIC[path]);
   if (!page) {
     go(signedIn ? '/' : '/sign-in');
     return;
@@ -72,7 +100,7 @@ async function render(): Promise<void> {
   // A signed-in person who opens a sign-in page goes home instead.
   if (signedIn && PUBLIC[path] && path !== '/sign-in/second-factor') page = homePage;
   const turn = ++renders;
-  drawNav(signedIn ? (PUBLIC[path] ? '/' : path) : path, signedIn);
+  drawNav(signedIn ? (PUBLIC[path] ? '/' : path) : path, signedIn && !interaction);
   let content: PageContent;
   try {
     content = await page();
@@ -106,8 +134,15 @@ document.querySelector('.skip')?.addEventListener('click', (event) => {
 });
 window.addEventListener('hashchange', () => void render());
 api.onSignedOut(() => {
-  if (!PUBLIC[routeOf(location.hash)]) go('/sign-in');
+  const path = routeOf(location.hash);
+  if (interactionPage(path)) return; // the application's sign-in page stays as it is
+  if (!PUBLIC[path]) go('/sign-in');
   else void render();
+});
+// Signed in in another tab: a sign-in page here goes home (the second step stays where it is).
+api.onSignedInElsewhere(() => {
+  const path = routeOf(location.hash);
+  if (PUBLIC[path] && path !== '/sign-in/second-factor') void render();
 });
 
 loadSettings()

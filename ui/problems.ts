@@ -19,6 +19,8 @@ const MESSAGES: Record<string, string> = {
   'identity.last_sign_in_method': 'This is your last way in, so it cannot be removed.',
   'identity.session_required': 'Your session has ended. Please sign in again.',
   'identity.elevation_required': 'Please confirm it is you first.',
+  'identity.cross_site_refused': 'This page could not reach your account. Reload it and try again.',
+  'identity.renewal_refused': 'Your session has ended. Please sign in again.',
   'rate_limit.exceeded': 'Too many attempts. Wait a moment and try again.',
   'service.unavailable': 'The service is busy. Try again in a moment.',
 };

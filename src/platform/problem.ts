@@ -87,6 +87,12 @@ export const CATALOGUE = {
     detail: 'The second factor could not be confirmed.',
     retryable: false,
   },
+  'identity.cross_site_refused': {
+    status: 403,
+    title: 'Cross-site request refused',
+    detail: 'This route answers only requests from the service’s own pages.',
+    retryable: false,
+  },
   'identity.sign_in_method_not_found': {
     status: 404,
     title: 'Sign-in method not found',
@@ -103,6 +109,24 @@ export const CATALOGUE = {
     status: 404,
     title: 'Session not found',
     detail: 'No such live session.',
+    retryable: false,
+  },
+  'identity.connected_app_not_found': {
+    status: 404,
+    title: 'Connected app not found',
+    detail: 'No app holds access to this account under that client id.',
+    retryable: false,
+  },
+  'oidc.interaction_expired': {
+    status: 404,
+    title: 'Sign-in request not found',
+    detail: 'This sign-in request is unknown to this browser or has expired; start again from the app.',
+    retryable: false,
+  },
+  'admin.oidc_client_not_found': {
+    status: 404,
+    title: 'Client not found',
+    detail: 'No OpenID Provider client has this client id.',
     retryable: false,
   },
   'route.not_found': {
@@ -129,6 +153,18 @@ export const CATALOGUE = {
     detail: 'The identity was erased; nothing more can change it.',
     retryable: false,
   },
+  'admin.oidc_client_exists': {
+    status: 409,
+    title: 'Client id taken',
+    detail: 'An OpenID Provider client with this client id already exists, in configuration or registered.',
+    retryable: false,
+  },
+  'admin.oidc_client_configured': {
+    status: 409,
+    title: 'Client is configured',
+    detail: 'This client is defined in configuration (OIDC_CLIENTS) and cannot be changed through the API.',
+    retryable: false,
+  },
   'identity.last_sign_in_method': {
     status: 409,
     title: 'Last sign-in method',
@@ -145,6 +181,12 @@ export const CATALOGUE = {
     status: 412,
     title: 'Precondition failed',
     detail: 'The resource does not match the precondition.',
+    retryable: false,
+  },
+  'precondition.required': {
+    status: 428,
+    title: 'Precondition required',
+    detail: 'This write needs an If-Match header with the ETag of the current representation.',
     retryable: false,
   },
   'request.body_too_large': {
@@ -181,6 +223,12 @@ export const CATALOGUE = {
     status: 422,
     title: 'Confirmation refused',
     detail: 'The sign-in method confirmation was refused.',
+    retryable: false,
+  },
+  'admin.oidc_client_invalid': {
+    status: 422,
+    title: 'Client metadata invalid',
+    detail: 'The client metadata is not acceptable; the errors member says which field and why.',
     retryable: false,
   },
   'identity.password_change_refused': {

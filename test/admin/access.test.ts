@@ -222,6 +222,9 @@ describe('the admin listener', () => {
       '/admin/v1/identities/{id}/erasures',
       '/admin/v1/identities/{id}/lock-clearances',
       '/admin/v1/identities/{id}/session-revocations',
+      '/admin/v1/oidc-clients',
+      '/admin/v1/oidc-clients/{clientId}',
+      '/admin/v1/oidc-clients/{clientId}/secret-rotations',
     ]);
     expect(doc.components.securitySchemes.adminKey).toMatchObject({ type: 'http', scheme: 'bearer' });
     for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {

@@ -78,7 +78,12 @@ async function watch(p: Page): Promise<void> {
     if (/Content Security Policy|CSP violation/i.test(m.text())) violations.push(m.text());
   });
   p.on('pageerror', (e) => pageErrors.push(String(e)));
-  p.on('request', (r) => urls.push(r.url()));
+  p.on('request', (r) => {
+    urls.push(r.url());
+    // Every access token the page used, to look for in the URLs.
+    const auth = r.headers().authorization;
+    if (auth?.startsWith('Bearer ')) tokens.add(auth.slice('Bearer '.length));
+  });
   p.on('framenavigated', (f) => urls.push(f.url()));
 }
 
@@ -148,14 +153,31 @@ afterAll(async () => {
   await smtp?.close();
 });
 
-/** Every token the UI held during the run (from its store), to look for in the URLs. */
+/** The hosted pages' session cookie on http://localhost (docs/security.md, "The hosted pages' cookie"). */
+const COOKIE = '__Host-identity-session';
+/** Every token the UI used during the run (bearer headers, the cookie), to look for in the URLs. */
 const tokens = new Set<string>();
+/** Every refresh token the cookie held, to look for in what the page's scripts can read. */
+const refreshTokens = new Set<string>();
+
+/** What a script of the page can read: both storage areas and document.cookie. */
+const readable = (p: Page) =>
+  p.evaluate(() => {
+    const dump = (s: Storage) => Object.keys(s).map((k) => `${k}=${s.getItem(k)}`);
+    return [...dump(localStorage), ...dump(sessionStorage), document.cookie].join('\n');
+  });
+
+/** Records the cookie's refresh token, and checks no script-readable place holds one. */
 async function rememberTokens(p: Page): Promise<void> {
-  const stored = await p.evaluate(() => localStorage.getItem('identity-service.account-ui'));
-  if (!stored) return;
-  const { grant } = JSON.parse(stored) as { grant: { accessToken: string; refreshToken: string } };
-  tokens.add(grant.accessToken);
-  tokens.add(grant.refreshToken);
+  for (const c of await p.context().cookies(origin)) {
+    if (c.name === COOKIE) {
+      tokens.add(c.value);
+      refreshTokens.add(c.value);
+    }
+  }
+  const visible = await readable(p);
+  expect(visible).not.toMatch(/refreshToken/i);
+  for (const r of refreshTokens) expect(visible).not.toContain(r);
 }
 
 const nav = (p: Page, name: string) => p.getByRole('navigation').getByRole('link', { name });
@@ -238,6 +260,26 @@ describe('the hosted account UI in Chromium', () => {
     expect(file.suggestedFilename()).toBe('account-export.json');
     expect(readFileSync(await file.path(), 'utf8')).toContain(`"value": "${EMAIL}"`);
     expect(await page.content()).not.toContain(EMAIL);
+  });
+
+  it('keeps the session in an HttpOnly cookie: no refresh token in storage, a reload stays signed in', async () => {
+    const cookies = (await context.cookies(origin)).filter((c) => c.name === COOKIE);
+    expect(cookies).toHaveLength(1);
+    const [cookie] = cookies;
+    expect(cookie).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Lax', path: '/' });
+    expect(cookie.value).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(await page.evaluate(() => document.cookie)).not.toContain(COOKIE);
+    const visible = await readable(page);
+    expect(visible).not.toContain(cookie.value);
+    expect(visible).not.toMatch(/refreshToken/i);
+
+    await page.reload();
+    await heading(page, 'Your account');
+    await expect.poll(() => page.locator('.identifier').first().textContent()).toBe('a***@example.com');
+    // The reload asked the service with the cookie, which rotated.
+    const [after] = (await context.cookies(origin)).filter((c) => c.name === COOKIE);
+    expect(after.value).not.toBe(cookie.value);
+    expect(await readable(page)).not.toContain(after.value);
   });
 
   it('security: change the password', async () => {
@@ -461,8 +503,16 @@ describe('the hosted account UI in Chromium', () => {
     await heading(tab, 'Devices');
     // One session for the origin: the second tab did not sign in again.
     await expect.poll(() => tab.locator('#sessions li').count()).toBe(1);
+    // Both tabs keep working: the second tab's renewal rotated the cookie, the first still acts.
+    await nav(page, 'Devices').click();
+    await heading(page, 'Devices');
+    await expect.poll(() => page.locator('#sessions li').count()).toBe(1);
     await tab.getByRole('button', { name: 'Sign out' }).first().click();
     await heading(tab, 'Sign in');
+    await heading(page, 'Sign in');
+    expect((await context.cookies(origin)).filter((c) => c.name === COOKIE)).toEqual([]);
+    // Reloading the first tab finds no session either.
+    await page.reload();
     await heading(page, 'Sign in');
     await tab.close();
   });

@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import type { FastifyReply } from 'fastify';
 import { sql } from 'kysely';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -36,20 +37,31 @@ import { freePort } from '../helpers/net.js';
 const CLIENT_SOURCE = fileURLToPath(new URL('../../packages/client/src/', import.meta.url));
 const STORE_KEY = 'e2e-two-tabs';
 
-/** The page's script: the package's public API only. */
+/**
+ * The page's script: the package's public API only. `mode=cookie` runs the hosted pages' session
+ * (BrowserSessionManager: the refresh token in the service's HttpOnly cookie, the page served by
+ * the service itself); otherwise SessionManager with the grant in localStorage.
+ */
 const PAGE_SCRIPT = `
-import { SessionManager, localStorageStore, isIdentityError } from './index.ts';
+import { BrowserSessionManager, SessionManager, localStorageStore, isIdentityError } from './index.ts';
 const params = new URLSearchParams(location.search);
-const session = new SessionManager({
-  client: { baseUrl: params.get('api') },
-  store: localStorageStore(${JSON.stringify(STORE_KEY)}),
-  lockMode: params.get('lock') ?? undefined,
-});
+const cookieMode = params.get('mode') === 'cookie';
+const session = cookieMode
+  ? new BrowserSessionManager({
+      client: { baseUrl: params.get('api') },
+      key: ${JSON.stringify(STORE_KEY)},
+      lockMode: params.get('lock') ?? undefined,
+    })
+  : new SessionManager({
+      client: { baseUrl: params.get('api') },
+      store: localStorageStore(${JSON.stringify(STORE_KEY)}),
+      lockMode: params.get('lock') ?? undefined,
+    });
 const stats = { ok: 0, failures: [], renewed: 0, adopted: 0, signedOut: 0 };
 session.onChange((e) => {
   if (e.status === 'signed-out') stats.signedOut++;
   else if (e.reason === 'renewal') stats.renewed++;
-  else if (e.reason === 'adopted') stats.adopted++;
+  else if (e.reason === 'adopted' || e.reason === 'elsewhere') stats.adopted++;
 });
 let running = false;
 let loops = [];
@@ -70,6 +82,11 @@ window.e2e = {
   signIn: async (identifier, password) =>
     (await session.client.signIn({ identifierType: 'email', identifier, password })).kind,
   signedIn: () => session.isSignedIn(),
+  signOut: () => (cookieMode ? session.signOut() : session.client.signOut()),
+  /** Everything a script of the page can read besides memory. */
+  readable: () =>
+    [...Object.entries(localStorage), ...Object.entries(sessionStorage)].map((e) => e.join('=')).join(';') +
+    ';' + document.cookie,
   start(workers) {
     running = true;
     loops = Array.from({ length: workers }, () => loop());
@@ -88,6 +105,8 @@ type E2e = {
   lockMode: string;
   signIn(identifier: string, password: string): Promise<string>;
   signedIn(): Promise<boolean>;
+  signOut(): Promise<void>;
+  readable(): string;
   start(workers: number): void;
   stop(): Promise<Stats>;
 };
@@ -97,6 +116,8 @@ let browser: Browser;
 let pageServer: http.Server;
 let pageOrigin: string;
 let api: string;
+/** The hosted pages' cookie on http://127.0.0.1 (docs/security.md, "The hosted pages' cookie"). */
+const COOKIE = '__Host-identity-session';
 
 beforeAll(async () => {
   const bundle = await build({
@@ -119,11 +140,27 @@ beforeAll(async () => {
         );
     }
   });
-  await new Promise<void>((resolve) => pageServer.listen(0, '127.0.0.1', resolve));
-  pageOrigin = `http://127.0.0.1:${(pageServer.address() as AddressInfo).port}`;
   const apiPort = await freePort();
   api = `http://127.0.0.1:${apiPort}`;
-  t = await createTestApp({ env: { ACCESS_TOKEN_TTL: '60', CORS_ORIGINS: pageOrigin } });
+  await new Promise<void>((resolve) => pageServer.listen(0, '127.0.0.1', resolve));
+  pageOrigin = `http://127.0.0.1:${(pageServer.address() as AddressInfo).port}`;
+  // The cookie mode's page is served by the service itself (the hosted pages' case): its cookie
+  // routes answer only the public origin.
+  const page = (_request: unknown, reply: FastifyReply) =>
+    reply
+      .type('text/html')
+      .send(
+        '<!doctype html><meta charset="utf-8"><title>two tabs</title><body><script type="module" src="/e2e/two-tabs/app.js"></script>',
+      );
+  t = await createTestApp({
+    env: { ACCESS_TOKEN_TTL: '60', CORS_ORIGINS: pageOrigin, PUBLIC_ORIGIN: api },
+    extend: (app) => {
+      app.get('/e2e/two-tabs/', { schema: { hide: true } }, page);
+      app.get('/e2e/two-tabs/app.js', { schema: { hide: true } }, (_request, reply) =>
+        reply.type('text/javascript').send(script),
+      );
+    },
+  });
   await t.app.listen({ host: '127.0.0.1', port: apiPort });
   browser = await launchChromium();
 }, 60_000);
@@ -134,10 +171,14 @@ afterAll(async () => {
   await new Promise<void>((resolve) => (pageServer ? pageServer.close(() => resolve()) : resolve()));
 });
 
-async function openTab(context: BrowserContext, lock?: string): Promise<Page> {
+async function openTab(context: BrowserContext, lock?: string, cookie = false): Promise<Page> {
   const page = await context.newPage();
-  const query = new URLSearchParams({ api, ...(lock ? { lock } : {}) });
-  await page.goto(`${pageOrigin}/?${query}`);
+  const query = new URLSearchParams({
+    api,
+    ...(lock ? { lock } : {}),
+    ...(cookie ? { mode: 'cookie' } : {}),
+  });
+  await page.goto(cookie ? `${api}/e2e/two-tabs/?${query}` : `${pageOrigin}/?${query}`);
   await page.waitForSelector('body[data-ready="yes"]', { state: 'attached' });
   return page;
 }
@@ -156,13 +197,19 @@ async function sessionsOf(identityId: string) {
  */
 async function runTwoTabs(options: {
   lock?: string;
+  cookie?: boolean;
   ms: number;
   until?: (identityId: string) => Promise<boolean>;
+  /** Runs with both tabs still open, after the run. */
+  after?: (first: Page, second: Page, context: BrowserContext) => Promise<void>;
 }) {
   const person = await createPerson(t.ctx);
   const context = await browser.newContext();
   try {
-    const [first, second] = [await openTab(context, options.lock), await openTab(context, options.lock)];
+    const [first, second] = [
+      await openTab(context, options.lock, options.cookie),
+      await openTab(context, options.lock, options.cookie),
+    ];
     const kind = await first.evaluate(
       ([identifier, password]) => (window as unknown as { e2e: E2e }).e2e.signIn(identifier, password),
       [person.email, person.password] as const,
@@ -188,7 +235,9 @@ async function runTwoTabs(options: {
     const stats = await Promise.all(
       [first, second].map((p) => p.evaluate(() => (window as unknown as { e2e: E2e }).e2e.stop())),
     );
-    return { person, modes, stats, sessions: await sessionsOf(person.identityId) };
+    const sessions = await sessionsOf(person.identityId);
+    await options.after?.(first, second, context);
+    return { person, modes, stats, sessions };
   } finally {
     await context.close();
   }
@@ -215,6 +264,49 @@ describe('client: two tabs of one origin share one session', () => {
     // Both tabs renewed at some point, and each adopted renewals of the other.
     expect(stats[0].renewed + stats[1].renewed).toBe(renewals);
     expect(stats[0].signedOut + stats[1].signedOut).toBe(0);
+  }, 150_000);
+
+  it('the hosted pages’ cookie session: two tabs rotate the HttpOnly cookie in turn, never a replay', async () => {
+    const e2e = (p: Page) => p.evaluate.bind(p);
+    const { modes, stats, sessions } = await runTwoTabs({
+      cookie: true,
+      ms: 20_000,
+      after: async (first, second, context) => {
+        const [cookie] = (await context.cookies(api)).filter((c) => c.name === COOKIE);
+        expect(cookie).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Lax', path: '/' });
+        for (const page of [first, second]) {
+          const visible = await e2e(page)(() => (window as unknown as { e2e: E2e }).e2e.readable());
+          expect(visible).not.toContain(cookie.value);
+          expect(visible).not.toMatch(/refreshToken/i);
+        }
+        // A sign-out in one tab signs the other out.
+        await e2e(first)(() => (window as unknown as { e2e: E2e }).e2e.signOut());
+        await expect
+          .poll(() => e2e(second)(() => (window as unknown as { e2e: E2e }).e2e.signedIn()))
+          .toBe(false);
+        expect((await context.cookies(api)).filter((c) => c.name === COOKIE)).toEqual([]);
+      },
+    });
+    expect(modes).toEqual(['web-locks', 'web-locks']);
+    expect(sessions).toHaveLength(1);
+    const [session] = sessions;
+    // Generation 2 is the handover's rotation; every later one is a renewal by one of the tabs.
+    const renewals = session.generation - 2;
+    console.log(
+      `two tabs, cookie: ${renewals} renewals, ${stats[0].ok} + ${stats[1].ok} answers, ` +
+        `renewed by tab 1/2: ${stats[0].renewed}/${stats[1].renewed}`,
+    );
+    expect(sessions.filter((s) => s.revoked_reason === 'refresh_token_replayed')).toHaveLength(0);
+    expect(renewals).toBeGreaterThanOrEqual(30);
+    expect([...stats[0].failures, ...stats[1].failures]).toEqual([]);
+    expect(stats[0].ok).toBeGreaterThan(30);
+    expect(stats[1].ok).toBeGreaterThan(30);
+    expect(stats[0].renewed + stats[1].renewed).toBe(renewals);
+    expect(stats[0].renewed).toBeGreaterThan(0);
+    expect(stats[1].renewed).toBeGreaterThan(0);
+    // Signed out by the first tab at the end, and not before.
+    expect(stats[0].signedOut + stats[1].signedOut).toBe(0);
+    expect(session.revoked_reason).toBeNull();
   }, 150_000);
 
   it('the BroadcastChannel fallback (browsers without Web Locks) shares renewals too', async () => {

@@ -83,6 +83,27 @@ const INVALID: Array<[string, Record<string, string>, string]> = [
     { WEBAUTHN_RP_ID: 'example.com', WEBAUTHN_ORIGINS: 'https://notexample.com' },
     'WEBAUTHN_ORIGINS',
   ],
+  ['OIDC_CLIENTS not a JSON array', { OIDC_CLIENTS: '{"client_id":"x"}' }, 'OIDC_CLIENTS'],
+  [
+    'OIDC_CLIENTS with a short secret',
+    {
+      OIDC_CLIENTS: JSON.stringify([
+        { client_id: 'a', client_secret: 'short', redirect_uris: ['https://a.example/cb'] },
+      ]),
+    },
+    'OIDC_CLIENTS',
+  ],
+  [
+    'OIDC_CLIENTS with an http redirect URI in production',
+    {
+      NODE_ENV: 'production',
+      PUBLIC_ORIGIN: 'https://id.example',
+      OIDC_CLIENTS: JSON.stringify([
+        { client_id: 'a', client_secret: 'x'.repeat(32), redirect_uris: ['http://a.example/cb'] },
+      ]),
+    },
+    'OIDC_CLIENTS',
+  ],
   ['WEBAUTHN_RP_ID with a scheme', { WEBAUTHN_RP_ID: 'https://id.example' }, 'WEBAUTHN_RP_ID'],
   ['WEBAUTHN_RP_NAME too long', { WEBAUTHN_RP_NAME: 'x'.repeat(65) }, 'WEBAUTHN_RP_NAME'],
   [
@@ -91,6 +112,81 @@ const INVALID: Array<[string, Record<string, string>, string]> = [
     'WEBAUTHN_RP_NAME',
   ],
 ];
+
+describe('OIDC_CLIENTS', () => {
+  const env = (clients: unknown[]) => ({
+    SECRETS_KEY: key(),
+    DATA_DIR: tmp(),
+    OIDC_CLIENTS: JSON.stringify(clients),
+  });
+  it.each([
+    [
+      { client_id: 'app', client_secret: 'x'.repeat(32) },
+      'entry "app" needs redirect_uris for the authorization_code grant',
+    ],
+    [
+      { client_id: 'app', redirect_uris: ['https://a.example/cb#x'], token_endpoint_auth_method: 'none' },
+      'entry "app" redirect_uris entry',
+    ],
+    [
+      {
+        client_id: 'spa',
+        token_endpoint_auth_method: 'none',
+        client_secret: 'x'.repeat(32),
+        redirect_uris: ['https://a.example/cb'],
+      },
+      'entry "spa" is public',
+    ],
+    [
+      { client_id: 'm2m', token_endpoint_auth_method: 'none', grant_types: ['client_credentials'] },
+      'entry "m2m" is public and cannot use client_credentials',
+    ],
+    [
+      {
+        client_id: 'app',
+        client_secret: 'x'.repeat(32),
+        redirect_uris: ['https://a.example/cb'],
+        grant_types: ['implicit'],
+      },
+      'entry "app" grant_types',
+    ],
+    [
+      { client_id: 'app', client_secret: 'x'.repeat(32), redirect_uris: ['https://a.example/cb'], extra: 1 },
+      'entry "app" has an unknown field "extra"',
+    ],
+    [{ client_secret: 'x'.repeat(32) }, 'entry #1 needs a client_id'],
+  ])('refuses %j with one line naming the entry', (entry, words) => {
+    let error: unknown;
+    try {
+      loadConfig(env([entry]));
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).variable).toBe('OIDC_CLIENTS');
+    expect((error as Error).message).toContain(words);
+    expect((error as Error).message).not.toContain('\n');
+  });
+
+  it('refuses a repeated client_id and accepts a valid list', () => {
+    const valid = {
+      client_id: 'app',
+      client_secret: 'x'.repeat(32),
+      redirect_uris: ['https://a.example/cb'],
+    };
+    expect(() => loadConfig(env([valid, valid]))).toThrow('entry "app" repeats a client_id');
+    const config = loadConfig(
+      env([
+        valid,
+        { client_id: 'spa', token_endpoint_auth_method: 'none', redirect_uris: ['http://localhost:5173/cb'] },
+      ]),
+    );
+    expect(config.oidc.clients.map((c) => [c.clientId, c.requirePkce, c.firstParty])).toEqual([
+      ['app', true, false],
+      ['spa', true, false],
+    ]);
+  });
+});
 
 // One process per class of variable (each start costs about a second of CPU).
 const SPAWNED = new Set([
@@ -144,6 +240,7 @@ describe('loadConfig', () => {
       answersAChallenge: { max: 10, windowSeconds: 60 },
       provesAPassword: { max: 10, windowSeconds: 60 },
       accountExports: { max: 5, windowSeconds: 3600 },
+      oidcClients: { max: 600, windowSeconds: 60 },
       guesses: { free: 10, maxDelaySeconds: 43200 },
     });
     expect(c.signInNotices).toBe(true);
@@ -185,12 +282,13 @@ describe('loadConfig', () => {
       cursorSigning: 'cursor-signing-key',
       guessBudgets: 'guess-budgets',
       keyCheck: 'key-check',
+      oidcCookies: 'oidc-cookies',
     } as const;
     expect(Object.keys(c.keys).sort()).toEqual(Object.keys(purposes).sort());
     for (const [name, purpose] of Object.entries(purposes)) {
       expect(c.keys[name as keyof typeof purposes].equals(deriveKey(c.secretsKey, purpose)), name).toBe(true);
     }
-    expect(new Set(Object.values(c.keys).map((k) => k.toString('hex'))).size).toBe(6);
+    expect(new Set(Object.values(c.keys).map((k) => k.toString('hex'))).size).toBe(7);
   });
 
   it('reads valid values', () => {

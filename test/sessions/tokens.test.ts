@@ -63,10 +63,12 @@ describe('access token claims and the JWKS', () => {
     expect(res.statusCode).toBe(200);
     const jwks = res.json() as JSONWebKeySet;
     expect(jwks.keys.length).toBeGreaterThanOrEqual(1);
+    // The access-token key and the OpenID Provider's RS256 and EdDSA keys (docs/oidc.md, "Keys").
     for (const key of jwks.keys) {
-      expect(key).not.toHaveProperty('d');
-      expect(key).toMatchObject({ kty: 'OKP', crv: 'Ed25519' });
+      for (const secret of ['d', 'p', 'q', 'dp', 'dq', 'qi']) expect(key).not.toHaveProperty(secret);
+      expect(key.kty === 'OKP' ? key.crv : key.kty).toBe(key.alg === 'RS256' ? 'RSA' : 'Ed25519');
     }
+    expect(new Set(jwks.keys.map((k) => k.kid)).size).toBe(jwks.keys.length);
     expect(res.body).not.toContain('"d"');
 
     const { payload, protectedHeader } = await jwtVerify(grant.accessToken, createLocalJWKSet(jwks), {

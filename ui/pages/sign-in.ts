@@ -1,12 +1,30 @@
-import { api, passkeyStatus } from '../api.js';
+import { api, interactions, passkeyStatus } from '../api.js';
 import { field, h } from '../dom.js';
 import { actionButton, alertBox, makeForm } from '../forms.js';
 import { go, type PageContent } from '../router.js';
 
-/** The ticket of a password accepted but waiting for its second step: memory only, never the URL. */
-let pending: { ticket: string; expiresAt: string } | null = null;
+/**
+ * The ticket of a password accepted but waiting for its second step: memory only, never the URL.
+ * `uid` is the OpenID Provider interaction the sign-in was for (#/authorize/<uid>), kept across the
+ * step so the person goes back to the application afterwards.
+ */
+let pending: { ticket: string; expiresAt: string; uid: string | null } | null = null;
+
+/** Where a completed sign-in goes: the account, or back to the provider's interaction. */
+function finish(uid: string | null): void {
+  if (uid) interactions.continue(uid);
+  else go('/');
+}
 
 export function signInPage(): PageContent {
+  return { title: 'Sign in', body: signInBody(null) };
+}
+
+/**
+ * The sign-in forms (password, then a second step when needed; passkey), for the account's own
+ * sign-in page and for an application's (#/authorize/<uid>, `uid` set).
+ */
+export function signInBody(uid: string | null): (Node | string)[] {
   const email = field({
     label: 'Email address',
     name: 'identifier',
@@ -25,31 +43,28 @@ export function signInPage(): PageContent {
     async onSubmit() {
       const result = await api.signIn(email.input.value, password.input.value);
       if (result.kind === 'second_factor_required') {
-        pending = { ticket: result.ticket, expiresAt: result.expiresAt };
+        pending = { ticket: result.ticket, expiresAt: result.expiresAt, uid };
         go('/sign-in/second-factor');
       } else {
-        go('/');
+        finish(uid);
       }
     },
   });
-  return {
-    title: 'Sign in',
-    body: [
-      h('section', { class: 'card', 'aria-label': 'Sign in with a password' }, form.el),
-      passkeySignIn(),
-      h(
-        'p',
-        null,
-        'New here? ',
-        h('a', { href: '#/sign-up' }, 'Create an account'),
-        '. ',
-        h('a', { href: '#/recover' }, 'Forgot your password?'),
-      ),
-    ],
-  };
+  return [
+    h('section', { class: 'card', 'aria-label': 'Sign in with a password' }, form.el),
+    passkeySignIn(uid),
+    h(
+      'p',
+      null,
+      'New here? ',
+      h('a', { href: '#/sign-up' }, 'Create an account'),
+      '. ',
+      h('a', { href: '#/recover' }, 'Forgot your password?'),
+    ),
+  ];
 }
 
-function passkeySignIn(): HTMLElement {
+function passkeySignIn(uid: string | null): HTMLElement {
   const status = passkeyStatus();
   const heading = h('h2', null, 'Passkey');
   if (!status.usable) {
@@ -66,7 +81,7 @@ function passkeySignIn(): HTMLElement {
     alert,
     async () => {
       await api.signInWithPasskey();
-      go('/');
+      finish(uid);
     },
     'secondary',
   );
@@ -90,7 +105,8 @@ export function secondFactorPage(): PageContent {
       ],
     };
   }
-  const { ticket } = pending;
+  const { ticket, uid } = pending;
+  const restart = uid ? `#/authorize/${encodeURIComponent(uid)}` : '#/sign-in';
   let recovery = false;
   const code = field({
     label: 'Authenticator code',
@@ -122,7 +138,7 @@ export function secondFactorPage(): PageContent {
       const value = code.input.value.trim();
       await api.completeSecondFactor(ticket, recovery ? { recoveryCode: value } : { code: value });
       pending = null;
-      go('/');
+      finish(uid);
     },
   });
   return {
@@ -130,7 +146,7 @@ export function secondFactorPage(): PageContent {
     body: [
       h('p', null, 'Your password is right. Now confirm it is you with your authenticator app.'),
       h('section', { class: 'card', 'aria-label': 'Second step' }, form.el),
-      h('p', null, h('a', { href: '#/sign-in' }, 'Start again')),
+      h('p', null, h('a', { href: restart }, 'Start again')),
     ],
   };
 }

@@ -12,11 +12,13 @@ import type {
   AccountExport,
   AddSignInMethodInput,
   AddSignInMethodResult,
+  BrowserSessionGrant,
   ChangePasswordInput,
   CompleteSecondFactorInput,
   ConfirmPasswordRecoveryInput,
   ConfirmSignUpInput,
   ConfirmStepUpInput,
+  ConnectedApp,
   DeviceSession,
   Elevation,
   Page,
@@ -230,6 +232,53 @@ export class IdentityClient {
     return body.data;
   }
 
+  // ---- The hosted pages' cookie session (same origin only) ------------------------------------
+
+  /**
+   * Hands a sign-in's refresh token to the browser's HttpOnly session cookie: the service rotates
+   * it, sets the cookie and answers the access token only. POST /browser-session. Never repeated
+   * (the token is spent by the first attempt). With a `BrowserSessionManager`, sign-ins are handed
+   * over by the manager itself.
+   */
+  async handOverBrowserSession(
+    refreshToken: string,
+    options?: { signal?: AbortSignal },
+  ): Promise<BrowserSessionGrant> {
+    const body = await this.send<Envelope<BrowserSessionGrant>>(false, options?.signal, () =>
+      this.api.POST(`${API}/browser-session`, {
+        body: { refreshToken },
+        credentials: 'same-origin',
+        signal: options?.signal,
+      }),
+    );
+    return body.data;
+  }
+
+  /**
+   * Renews with the browser's session cookie (which the service rotates): a new access token.
+   * POST /browser-session/renewals. Never repeated; `identity.renewal_refused` when there is no
+   * live cookie session.
+   */
+  async renewBrowserSession(options?: { signal?: AbortSignal }): Promise<BrowserSessionGrant> {
+    const body = await this.send<Envelope<BrowserSessionGrant>>(false, options?.signal, () =>
+      this.api.POST(`${API}/browser-session/renewals`, {
+        credentials: 'same-origin',
+        signal: options?.signal,
+      }),
+    );
+    return body.data;
+  }
+
+  /** Ends the browser's cookie session and clears the cookie (done even without one). */
+  async endBrowserSession(options?: { signal?: AbortSignal }): Promise<void> {
+    await this.send(true, options?.signal, () =>
+      this.api.POST(`${API}/browser-session/sign-outs`, {
+        credentials: 'same-origin',
+        signal: options?.signal,
+      }),
+    );
+  }
+
   /** Ends this session. A session already ended counts as signed out. */
   async signOut(options?: CallOptions): Promise<void> {
     await this.endSession(`${API}/sign-outs`, 'signed_out', options);
@@ -279,6 +328,31 @@ export class IdentityClient {
     });
     const own = bearer !== undefined && readClaims(bearer.slice('Bearer '.length)).sid === id;
     if (own && !options?.accessToken) await this.session?.ended('signed_out');
+  }
+
+  /**
+   * The apps that hold access to the account through the service's OpenID Provider (a remembered
+   * consent or a live grant). GET /connected-apps.
+   */
+  async listConnectedApps(page?: PageRequest, options?: CallOptions): Promise<Page<ConnectedApp>> {
+    const body = await this.authed<Collection<ConnectedApp>>(true, options, (headers, signal) =>
+      this.api.GET(`${API}/connected-apps`, { params: { query: pageQuery(page) }, headers, signal }),
+    );
+    return toPage(body);
+  }
+
+  /**
+   * Revokes an app's access: its remembered consent and every live grant end (the app is told by
+   * back-channel logout). POST /connected-apps/{clientId}/revocations.
+   */
+  async revokeConnectedApp(clientId: string, options?: CallOptions): Promise<void> {
+    await this.authed(false, options, (headers, signal) =>
+      this.api.POST(`${API}/connected-apps/{clientId}/revocations`, {
+        params: { path: { clientId } },
+        headers,
+        signal,
+      }),
+    );
   }
 
   /** Everything the service holds about the caller, as JSON. GET /account/export. */

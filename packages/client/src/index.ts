@@ -1,9 +1,15 @@
 /**
  * The identity service's typed client (`IdentityClient`), its session manager (`SessionManager`)
- * with single-flight renewal shared between tabs, the grant stores, and the one error class.
+ * with single-flight renewal shared between tabs, the grant stores, the hosted pages' cookie
+ * session (`BrowserSessionManager`), and the one error class.
  *
  * @packageDocumentation
  */
+export {
+  type BrowserSessionEvent,
+  BrowserSessionManager,
+  type BrowserSessionManagerOptions,
+} from './browser-session.js';
 export {
   type CallOptions,
   type EndReason,

@@ -26,6 +26,8 @@ type Item<T> = T extends readonly (infer I)[] ? I : never;
 
 /** Sign-in that opened a session (also the answer of a renewal and of a completed second step). */
 export type SessionGrant = components['schemas']['SessionGrant'];
+/** What the browser-session routes answer: a session grant without its refresh token (kept in the cookie). */
+export type BrowserSessionGrant = components['schemas']['BrowserSessionGrant'];
 /** Sign-in that needs a second step: complete it with `completeSecondFactor`. */
 export type SecondFactorTicket = components['schemas']['SecondFactorTicket'];
 /** What `signIn` answers. */
@@ -89,6 +91,9 @@ export interface PageRequest {
 
 /** One signed-in device (GET /sessions): `current` marks the caller's own session. */
 export type DeviceSession = Item<ResponseData<'/api/v1/sessions', 'get'>>;
+
+/** An app holding access to the caller's account through the OpenID Provider (GET /connected-apps). */
+export type ConnectedApp = Item<ResponseData<'/api/v1/connected-apps', 'get'>>;
 
 /** Everything the service holds about the caller (GET /account/export). */
 export type AccountExport = ResponseData<'/api/v1/account/export', 'get'>;

@@ -17,6 +17,7 @@ import {
   type IdentityRow,
   lockIdentity,
 } from '../identities/repository.js';
+import { eraseConsents } from '../oidc/repository.js';
 import { deleteIdentityPasskeys } from '../passkeys/repository.js';
 import { deleteIdentityLinks } from '../providers/repository.js';
 import { deleteIdentityCodes } from '../recovery-codes/repository.js';
@@ -242,6 +243,8 @@ export class AdminService {
       await deleteIdentityFactors(trx, identityId);
       await deleteIdentityCodes(trx, identityId);
       await deleteIdentityLinks(trx, identityId);
+      // Remembered consents name the identity's apps; its grants end with its sessions (the sweep).
+      await eraseConsents(trx, identityId);
       // Challenges name the identifiers (foreign key): they go first.
       await deleteIdentityChallenges(trx, identityId);
       const identifiers = await eraseIdentity(trx, identityId, now);

@@ -535,3 +535,46 @@ export async function eraseAttemptOrigins(trx: Executor, identityId: string): Pr
     .where((eb) => eb.or([eb('ip_address', 'is not', null), eb('user_agent', 'is not', null)]))
     .execute();
 }
+
+export interface LiveSessionByToken {
+  sessionId: string;
+  identityId: string;
+  method: string;
+  createdAt: Date;
+  expiresAt: Date;
+  epoch: number;
+}
+
+/**
+ * The live session whose current refresh token hashes to `hash`, read without rotating it: the
+ * hosted pages' cookie names a session this way for the OpenID Provider's interactions. A spent
+ * token, another generation, a revoked, expired or out-of-epoch session, or a disabled identity
+ * all answer nothing.
+ */
+export async function liveSessionByRefreshHash(
+  trx: Executor,
+  hash: string,
+  now: Date,
+): Promise<LiveSessionByToken | undefined> {
+  const row = await trx
+    .selectFrom('refresh_tokens as t')
+    .innerJoin('sessions as s', 's.id', 't.session_id')
+    .innerJoin('identities as i', 'i.id', 's.identity_id')
+    .select([
+      's.id as sessionId',
+      's.identity_id as identityId',
+      's.method',
+      's.created_at as createdAt',
+      's.expires_at as expiresAt',
+      's.epoch',
+    ])
+    .where('t.hash', '=', hash)
+    .where('t.spent_at', 'is', null)
+    .whereRef('t.generation', '=', 's.generation')
+    .where('s.revoked_at', 'is', null)
+    .where('s.expires_at', '>', now)
+    .whereRef('s.epoch', '=', 'i.session_epoch')
+    .where('i.disabled_at', 'is', null)
+    .executeTakeFirst();
+  return row ? { ...row, createdAt: new Date(row.createdAt), expiresAt: new Date(row.expiresAt) } : undefined;
+}

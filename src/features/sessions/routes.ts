@@ -15,6 +15,7 @@ import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, IdInput, NoContent, responses } from '../../platform/http/schemas.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
 import type { SummaryColumns } from '../identities/repository.js';
+import { browserSessionRoutes } from './browser-session.js';
 import { type SessionState, sessionStateWithSummary } from './repository.js';
 import * as schema from './schemas.js';
 import type { SecondFactorTicket, SessionGrant } from './service.js';
@@ -200,6 +201,15 @@ export const sessionRoutes = featureRoutes(
       },
     );
 
+    // The hosted pages' HttpOnly cookie session (browser-session.ts): its own plugin, so its
+    // same-origin guard and CORS stripping touch no other route.
+    await app.register(browserSessionRoutes, {
+      sessions: service,
+      clock: ctx.clock,
+      publicOrigin: ctx.config.publicOrigin,
+      rateLimit: ctx.config.rateLimits.provesAPassword,
+    });
+
     // Public signing keys (GET /.well-known/jwks.json, docs/api.md, "1. Sign in"): outside /api,
     // registered on the root instance by app.ts.
   },
@@ -211,7 +221,7 @@ export async function jwksRoute(app: FastifyInstance, { ctx }: { ctx: AppContext
     {
       schema: {
         tags: ['sessions'],
-        summary: 'Public keys that verify access tokens',
+        summary: "Public keys that verify access tokens and the OpenID Provider's ID tokens",
         response: {
           200: Type.Object({ keys: Type.Array(Type.Object({}, { additionalProperties: true })) }),
         },
@@ -219,7 +229,8 @@ export async function jwksRoute(app: FastifyInstance, { ctx }: { ctx: AppContext
     },
     async (_request, reply) => {
       reply.header('cache-control', 'public, max-age=300');
-      return ctx.tokens.jwks();
+      // One key set: the access tokens' keys and the OpenID Provider's (kids are UUIDs, unique).
+      return { keys: [...ctx.tokens.jwks().keys, ...ctx.oidc.publicKeys()] };
     },
   );
 }

@@ -36,6 +36,20 @@ export const SessionGrantSchema = Type.Object(
   { $id: 'SessionGrant' },
 );
 
+/**
+ * What the browser-session routes answer: a session grant without its refresh token, which stays
+ * in the hosted pages' HttpOnly cookie (docs/security.md, "The hosted pages' cookie").
+ */
+export const BrowserSessionGrantSchema = Type.Object(
+  {
+    kind: Type.Literal('session'),
+    accessToken: Type.String(),
+    accessTokenExpiresAt: Type.String({ format: 'date-time' }),
+    sessionExpiresAt: Type.String({ format: 'date-time' }),
+  },
+  { $id: 'BrowserSessionGrant' },
+);
+
 export const SecondFactorTicketSchema = Type.Object(
   {
     kind: Type.Literal('second_factor_required'),

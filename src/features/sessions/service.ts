@@ -222,6 +222,48 @@ export class SessionService {
     return grant(access, next, renewal.expiresAt);
   }
 
+  /**
+   * POST /browser-session: the page hands over the refresh token of a sign-in it just made. The
+   * token is rotated at once (so the one the page's script saw is spent), and the session the
+   * browser's cookie named before, when it is another live one, ends: one hosted session per
+   * browser (docs/decisions.md, "The hosted pages' cookie"). A refused renewal ends the cookie's
+   * session too, since the cookie is cleared and nothing else holds its refresh token.
+   */
+  async handOver(refreshToken: string, previousCookieToken: string | undefined): Promise<SessionGrant> {
+    const previous = previousCookieToken ? await this.liveSessionOf(previousCookieToken) : undefined;
+    let next: SessionGrant;
+    try {
+      next = await this.renew(refreshToken);
+    } catch (err) {
+      if (previous) await this.signOut(previous.sessionId);
+      throw err;
+    }
+    if (previous) {
+      const current = await this.liveSessionOf(next.refreshToken);
+      if (current?.sessionId !== previous.sessionId) await this.signOut(previous.sessionId);
+    }
+    return next;
+  }
+
+  /**
+   * Ends the live session whose current refresh token this is (the cookie's sign-out). A spent,
+   * unknown or ended token ends nothing: a spent one is not treated as a replay here, since
+   * signing out is what its holder wants anyway.
+   */
+  async signOutByRefreshToken(refreshToken: string): Promise<void> {
+    const live = await this.liveSessionOf(refreshToken);
+    if (live) await this.signOut(live.sessionId);
+  }
+
+  /** The live session whose current refresh token this is, read without rotating it. */
+  liveSessionOf(refreshToken: string): Promise<repo.LiveSessionByToken | undefined> {
+    return repo.liveSessionByRefreshHash(
+      this.deps.database.db,
+      sha256Hex(refreshToken),
+      this.deps.clock.now(),
+    );
+  }
+
   async signOut(sessionId: string): Promise<void> {
     const ended = await repo.revokeSession(
       this.deps.database.db,

@@ -15,6 +15,7 @@ describe('deriveKey', () => {
     'cursor-signing-key': '15e75b5e5ba5ae4252c4a38771ede01810cf9eefcc379d7dd98c50df0b52b589',
     'guess-budgets': '690b41457b74d861a8dc77e98682d025020d8c4ce570e2ac14426c3fea23f9e7',
     'key-check': 'd0437e7c359771f758695aced6105f844e95febeb2536ee62543df7ecdb1e2c8',
+    'oidc-cookies': '3a050e05c654d1e9dc34b808ab6f3508a1a2f8d92cc67eb272c6f0cc3d881270',
   };
 
   it.each(Object.entries(KNOWN))('derives the %s key as before', (purpose, hex) => {

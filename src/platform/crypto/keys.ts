@@ -19,7 +19,9 @@ export type KeyPurpose =
   /** Keyed hashes of guess-budget subjects (which name identifiers). */
   | 'guess-budgets'
   /** The stored check that a later start runs under the same SECRETS_KEY (key_checks). */
-  | 'key-check';
+  | 'key-check'
+  /** The OpenID Provider's own cookies (its session and interaction cookies are signed). */
+  | 'oidc-cookies';
 
 export function deriveKey(root: Buffer, purpose: KeyPurpose): Buffer {
   return createHmac('sha256', root).update(purpose).digest();
@@ -33,6 +35,7 @@ export interface PurposeKeys {
   cursorSigning: Buffer;
   guessBudgets: Buffer;
   keyCheck: Buffer;
+  oidcCookies: Buffer;
 }
 
 /** The one function every purpose key comes from. */
@@ -44,6 +47,7 @@ export function purposeKeys(root: Buffer): PurposeKeys {
     cursorSigning: deriveKey(root, 'cursor-signing-key'),
     guessBudgets: deriveKey(root, 'guess-budgets'),
     keyCheck: deriveKey(root, 'key-check'),
+    oidcCookies: deriveKey(root, 'oidc-cookies'),
   };
 }
 

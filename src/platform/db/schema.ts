@@ -102,6 +102,56 @@ export interface KeyChecks {
   key_check: string;
 }
 
+export interface OidcClients {
+  client_id: string;
+  created_at: Timestamp;
+  first_party: Generated<boolean>;
+  metadata: Json;
+  secret_hash: string | null;
+  updated_at: Timestamp;
+}
+
+export interface OidcConsents {
+  client_id: string;
+  granted_at: Timestamp;
+  identity_id: string;
+  scope: string;
+  updated_at: Timestamp;
+}
+
+export interface OidcGrants {
+  client_id: string;
+  created_at: Timestamp;
+  ended_at: Timestamp | null;
+  ended_reason: string | null;
+  epoch: number;
+  grant_id: string;
+  identity_id: string;
+  offline: Generated<boolean>;
+  scope: string;
+  session_id: string;
+  sid: string | null;
+}
+
+export interface OidcPayloads {
+  consumed_at: Timestamp | null;
+  expires_at: Timestamp | null;
+  grant_id: string | null;
+  id: string;
+  kind: string;
+  payload: Json;
+  uid: string | null;
+}
+
+export interface OidcSigningKeys {
+  alg: string;
+  created_at: Timestamp;
+  kid: string;
+  public_jwk: Json;
+  retired_at: Timestamp | null;
+  sealed_private_jwk: string;
+}
+
 export interface Passkeys {
   aaguid: string;
   backed_up: boolean;
@@ -249,6 +299,11 @@ export interface DB {
   identifiers: Identifiers;
   identities: Identities;
   key_checks: KeyChecks;
+  oidc_clients: OidcClients;
+  oidc_consents: OidcConsents;
+  oidc_grants: OidcGrants;
+  oidc_payloads: OidcPayloads;
+  oidc_signing_keys: OidcSigningKeys;
   passkeys: Passkeys;
   provider_links: ProviderLinks;
   provider_nonces: ProviderNonces;

@@ -4,7 +4,7 @@ import { hmacHex } from '../crypto/tokens.js';
 import type { Db, Executor } from '../db/database.js';
 import type { Signals } from '../metrics/signals.js';
 import { Problem } from '../problem.js';
-import { admitAttempt, type BudgetPolicy, countSend, forgiveAttempts } from './repository.js';
+import { admitAttempt, type BudgetPolicy, budgetState, countSend, forgiveAttempts } from './repository.js';
 
 /**
  * Whose guesses share one budget. A subject names who is guessing at what, never the client's
@@ -27,6 +27,8 @@ export const guessSubject = {
   /** The current password at POST /password-changes: the caller already holds a session. */
   currentPassword: (identityId: string) => `current-password:${identityId}`,
   code: (purpose: string, identifier: string) => `code:${purpose}:${identifier}`,
+  /** A client secret presented at the OpenID Provider's token, introspection or revocation endpoint. */
+  client: (clientId: string) => `client:${clientId}`,
 };
 
 /** The 429 of a budget or a message window: Retry-After is the whole seconds until `until`. */
@@ -70,6 +72,23 @@ export class GuessBudgets {
       this.signals.refused(`guesses:${subject.slice(0, subject.indexOf(':'))}`);
       throw tooEarly(now, nextAt);
     }
+  }
+
+  /**
+   * For secrets too long to guess (client secrets): refuses with 429 while the subject must wait,
+   * without counting; the caller then checks the secret and counts only a failure (`admit`) or
+   * forgives a success when a count is held. A correct secret never queues behind concurrent
+   * ones; concurrent wrong guesses in one instant can pass the check together, which changes
+   * nothing against a 256-bit secret (docs/security.md, "The OpenID Provider").
+   */
+  async notWaiting(subject: string): Promise<{ counted: boolean }> {
+    const now = this.clock.now();
+    const state = await budgetState(this.db, this.#stored(subject), now);
+    if (state.waitUntil) {
+      this.signals.refused(`guesses:${subject.slice(0, subject.indexOf(':'))}`);
+      throw tooEarly(now, state.waitUntil);
+    }
+    return { counted: state.counted };
   }
 
   /** After a success (in its transaction when there is one): the subject starts afresh. */

@@ -61,6 +61,22 @@ export async function admitAttempt(
   return held?.nextAttemptAt ?? now;
 }
 
+/** Read only: whether `key` holds a count, and until when its next attempt must wait (null: now). */
+export async function budgetState(
+  db: Executor,
+  key: string,
+  now: Date,
+): Promise<{ counted: boolean; waitUntil: Date | null }> {
+  const row = await db
+    .selectFrom('guess_budgets')
+    .select('next_attempt_at as nextAttemptAt')
+    .where('key', '=', key)
+    .executeTakeFirst();
+  if (!row) return { counted: false, waitUntil: null };
+  const at = row.nextAttemptAt === null ? null : new Date(row.nextAttemptAt);
+  return { counted: true, waitUntil: at && at > now ? at : null };
+}
+
 /** A success: the subject's next attempts are free again. */
 export async function forgiveAttempts(db: Executor, key: string): Promise<void> {
   await db.deleteFrom('guess_budgets').where('key', '=', key).execute();

@@ -1,0 +1,523 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type {
+  Adapter,
+  AdapterPayload,
+  Configuration,
+  Interaction,
+  InteractionResults,
+  KoaContextWithOIDC,
+  default as Provider,
+} from 'oidc-provider';
+import type { Config, OidcClientConfig } from '../../config.js';
+import type { Clock } from '../../platform/clock.js';
+
+/*
+ * The one module that touches oidc-provider (docs/oidc.md): its configuration, the storage adapter
+ * it calls, the bridge from Fastify's request to its Koa handler, and the few calls into its
+ * interactions and clients. A version bump of the library is a change here only.
+ */
+
+/** A live session of the hosted pages, named by their cookie (sessions/browser-session.ts). */
+export interface HostedSession {
+  identityId: string;
+  sessionId: string;
+  /** When the session was opened: the sign-in's auth_time. */
+  signedInAt: Date;
+  method: string;
+  epoch: number;
+}
+
+/** What the provider stores, through the OpenID Provider's repository (service.ts). */
+export interface PayloadStore {
+  upsert(
+    kind: string,
+    id: string,
+    payload: Record<string, unknown>,
+    expiresIn: number | undefined,
+  ): Promise<void>;
+  /** Only while unexpired and while the grant it belongs to is live. */
+  find(kind: string, id: string): Promise<Record<string, unknown> | undefined>;
+  findByUid(kind: string, uid: string): Promise<Record<string, unknown> | undefined>;
+  /** Compare-and-set: false when it was already consumed. */
+  consume(kind: string, id: string): Promise<boolean>;
+  destroy(kind: string, id: string): Promise<void>;
+  /** Ends the grant (no back-channel logout: its client or a reuse asked for it) and deletes its tokens. */
+  revokeGrant(grantId: string, reason: string): Promise<void>;
+}
+
+/** A client with what the provider must never see: its secret only as a hash. */
+export interface RegisteredClient extends Omit<OidcClientConfig, 'clientSecret'> {
+  /** SHA-256 (hex) of the secret; null for a public client. */
+  secretHash: string | null;
+}
+
+export interface AccountClaims {
+  email?: { value: string };
+  phone?: { value: string };
+}
+
+export interface OidcProviderDeps {
+  config: Config;
+  clock: Clock;
+  store: PayloadStore;
+  findClient(clientId: string): Promise<RegisteredClient | undefined>;
+  /** The verified identifiers of a live (enabled) identity; undefined for any other id. */
+  account(identityId: string): Promise<AccountClaims | undefined>;
+  /** The hosted pages' live session named by this request's cookie header. */
+  hostedSession(cookieHeader: string | undefined): Promise<HostedSession | undefined>;
+  /** Private JWKs, first of each algorithm signs: RS256 and EdDSA for ID tokens. */
+  signingKeys: Record<string, unknown>[];
+  /** 32 bytes that sign the provider's own cookies. */
+  cookieKey: Buffer;
+  /** RP-initiated logout confirmed: the hosted session named by the cookie ends too. */
+  endHostedSession(cookieHeader: string | undefined): Promise<void>;
+  /** Set-Cookie that clears the hosted pages' cookie. */
+  clearHostedCookie: string;
+  /** Protocol error pages and notices (never a token or a code in them). */
+  log: { warn(obj: object, msg: string): void };
+}
+
+/** Per request: the Cookie header (hosted session) and a client secret checked against its hash. */
+interface RequestScope {
+  cookie: string | undefined;
+  hosted?: Promise<HostedSession | undefined>;
+  verified?: { clientId: string; secret: string };
+}
+
+export const ACR = {
+  singleFactor: 'urn:identity-service:acr:single-factor',
+  multiFactor: 'urn:identity-service:acr:multi-factor',
+} as const;
+
+/** RFC 8176 values for how the session was opened (docs/oidc.md, "Claims"). */
+export function authenticationOf(method: string): { amr: string[]; acr: string } {
+  switch (method) {
+    case 'password':
+      return { amr: ['pwd'], acr: ACR.singleFactor };
+    case 'provider':
+      return { amr: ['fed'], acr: ACR.singleFactor };
+    case 'passkey':
+      return { amr: ['hwk'], acr: ACR.singleFactor };
+    case 'second_factor':
+      return { amr: ['otp', 'mfa'], acr: ACR.multiFactor };
+    case 'recovery_code':
+      return { amr: ['mfa'], acr: ACR.multiFactor };
+    default:
+      return { amr: [], acr: ACR.singleFactor };
+  }
+}
+
+/** The paths the provider answers on this origin; everything else is Fastify's. */
+export const OIDC_PATHS = {
+  prefix: '/oidc',
+  discovery: '/.well-known/openid-configuration',
+  authorizationServer: '/.well-known/oauth-authorization-server',
+  jwks: '/.well-known/jwks.json',
+  interaction: '/oidc/interaction',
+  /** Client authentication happens at these (and the budget covers it). */
+  clientAuthenticated: [
+    '/oidc/token',
+    '/oidc/token/introspection',
+    '/oidc/token/revocation',
+    '/oidc/request',
+  ],
+} as const;
+
+/**
+ * `prompt=none` from a browser with a hosted session but no provider session yet: the bridge turns
+ * it into an interaction marked silent, which logs in from the hosted session and answers an error
+ * instead of ever showing a page (service.ts, nextStep).
+ */
+export const SILENT_PARAM = 'x_silent';
+
+const SCOPE_CLAIMS = {
+  openid: ['sub', 'acr', 'amr', 'auth_time', 'sid'],
+  email: ['email', 'email_verified'],
+  phone: ['phone_number', 'phone_number_verified'],
+  profile: [],
+} as const;
+
+const escapeHtml = (s: string) =>
+  s.replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c,
+  );
+
+function page(title: string, body: string): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${escapeHtml(title)}</title><style>body{font:16px/1.5 system-ui,sans-serif;max-width:28rem;margin:4rem auto;padding:0 1rem;color:#1b1f24}h1{font-size:1.4rem}button{font:inherit;padding:.5rem 1rem;border-radius:.4rem;border:1px solid #0b5cad;background:#0b5cad;color:#fff;cursor:pointer}button.secondary{background:#fff;color:#0b5cad}form{display:flex;gap:.5rem;margin-top:1.5rem}</style></head><body><main>${body}</main></body></html>`;
+}
+
+type Library = typeof import('oidc-provider');
+let library: Library | undefined;
+
+/**
+ * The library is loaded when the provider is built, after the configuration was read: a bad
+ * configuration stops start-up with its one line before the library's import-time notice (it warns
+ * on Node 20) could print. Its notices go to the service's log as JSON, not raw to stderr.
+ */
+let noticeLog: OidcProviderDeps['log'] | undefined;
+async function loadLibrary(log: OidcProviderDeps['log']): Promise<Library> {
+  noticeLog = log;
+  if (library) return library;
+  const warn = console.warn;
+  console.warn = (...args: unknown[]) => {
+    const text = args.map(String).join(' ');
+    if (noticeLog && text.includes('oidc-provider WARNING')) noticeLog.warn({ library: 'oidc-provider' }, text);
+    else warn(...args);
+  };
+  library = await import('oidc-provider');
+  return library;
+}
+
+export class OpenIdProvider {
+  readonly provider: Provider;
+  readonly #errors: Library['errors'];
+  readonly #scope = new AsyncLocalStorage<RequestScope>();
+  readonly #callback: (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+  /** What the provider is told a confidential client's secret is, unless this request proved it. */
+  readonly #unguessable = randomBytes(48).toString('base64url');
+
+  static async create(deps: OidcProviderDeps): Promise<OpenIdProvider> {
+    return new OpenIdProvider(deps, await loadLibrary(deps.log));
+  }
+
+  private constructor(
+    private readonly deps: OidcProviderDeps,
+    lib: Library,
+  ) {
+    this.#errors = lib.errors;
+    this.provider = new lib.default(deps.config.publicOrigin, this.#configuration());
+    // Behind the trusted proxies the service is told about, the scheme comes from X-Forwarded-Proto.
+    this.provider.proxy = deps.config.trustProxy !== false;
+    this.provider.use(async (ctx, next) => {
+      await next();
+      // The provider's own pages (sign-out confirmation, errors) are never framed (clickjacking).
+      if (ctx.response.is('html')) {
+        ctx.set('x-frame-options', 'DENY');
+        ctx.set('content-security-policy', "frame-ancestors 'none'");
+      }
+      await this.#afterLogout(ctx as unknown as KoaContextWithOIDC);
+    });
+    this.#callback = this.provider.callback() as never;
+  }
+
+  /** Hands one request to the provider, with the per-request scope its adapter reads. */
+  handle(req: IncomingMessage, res: ServerResponse, verified?: RequestScope['verified']): Promise<void> {
+    const scope: RequestScope = { cookie: req.headers.cookie, verified };
+    return this.#scope.run(scope, () => this.#callback(req, res));
+  }
+
+  async interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<Interaction> {
+    return this.provider.interactionDetails(req, res);
+  }
+
+  /** The URL the browser goes to next: the provider resumes the authorization with `result`. */
+  async interactionResult(
+    req: IncomingMessage,
+    res: ServerResponse,
+    result: InteractionResults,
+  ): Promise<string> {
+    return this.provider.interactionResult(req, res, result, { mergeWithLastSubmission: false });
+  }
+
+  /** Logs the hosted session in: the provider's own session follows the service's. */
+  loginResult(hosted: HostedSession): InteractionResults {
+    const { amr, acr } = authenticationOf(hosted.method);
+    return {
+      login: {
+        accountId: hosted.identityId,
+        ts: Math.floor(hosted.signedInAt.getTime() / 1000),
+        amr,
+        acr,
+        remember: true,
+      },
+    };
+  }
+
+  /**
+   * Grants what the interaction asks for (after consent, or at once for a first-party client)
+   * and answers the grant's id, to be linked to the hosted session.
+   */
+  async grant(interaction: Interaction): Promise<{ grantId: string; scope: string }> {
+    const { prompt, params, session, grantId } = interaction;
+    const accountId = session?.accountId;
+    if (!accountId) throw new this.#errors.AccessDenied('no signed-in account');
+    // A grant that ended since (revoked, its session over) is not reused: a new one is made.
+    const grant =
+      (grantId ? await this.provider.Grant.find(grantId) : undefined) ??
+      new this.provider.Grant({ accountId, clientId: params.client_id as string });
+    const details = prompt.details as {
+      missingOIDCScope?: string[];
+      missingOIDCClaims?: string[];
+      missingResourceScopes?: Record<string, string[]>;
+    };
+    if (details.missingOIDCScope) grant.addOIDCScope(details.missingOIDCScope.join(' '));
+    if (details.missingOIDCClaims) grant.addOIDCClaims(details.missingOIDCClaims);
+    for (const [indicator, scopes] of Object.entries(details.missingResourceScopes ?? {})) {
+      grant.addResourceScope(indicator, scopes.join(' '));
+    }
+    const id = await grant.save();
+    return { grantId: id, scope: grant.getOIDCScope() };
+  }
+
+  /** The scopes an interaction's consent would add (what a consent screen lists). */
+  requestedScopes(interaction: Interaction): string[] {
+    const missing = (interaction.prompt.details as { missingOIDCScope?: string[] }).missingOIDCScope;
+    return (
+      missing ??
+      String(interaction.params.scope ?? '')
+        .split(' ')
+        .filter(Boolean)
+    );
+  }
+
+  /** Sends the back-channel logout token for one ended grant (oidc-provider signs it). */
+  async backchannelLogout(clientId: string, accountId: string, sid: string | null): Promise<void> {
+    const client = (await this.provider.Client.find(clientId)) as
+      | { backchannelLogoutUri?: string; backchannelLogout(sub: string, sid: string): Promise<void> }
+      | undefined;
+    if (!client?.backchannelLogoutUri) return;
+    await client.backchannelLogout(accountId, sid ?? '');
+  }
+
+  #scopeOf(): RequestScope | undefined {
+    return this.#scope.getStore();
+  }
+
+  /** The hosted session of this request, read once. */
+  #hosted(): Promise<HostedSession | undefined> {
+    const scope = this.#scopeOf();
+    if (!scope) return Promise.resolve(undefined);
+    scope.hosted ??= this.deps.hostedSession(scope.cookie);
+    return scope.hosted;
+  }
+
+  async #afterLogout(ctx: KoaContextWithOIDC): Promise<void> {
+    // RP-initiated logout ends the provider's session (and it sends the back-channel logouts of
+    // the grants it held); the hosted session it stood for ends with it.
+    if (ctx.oidc?.route !== 'end_session_confirm' || ctx.status !== 303) return;
+    if (!(ctx.oidc.body as { logout?: string } | undefined)?.logout) return;
+    await this.deps.endHostedSession(this.#scopeOf()?.cookie);
+    ctx.append('set-cookie', this.deps.clearHostedCookie);
+  }
+
+  #adapter(): new (name: string) => Adapter {
+    const { store } = this.deps;
+    const self = this;
+    return class implements Adapter {
+      constructor(readonly name: string) {}
+
+      async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
+        await store.upsert(this.name, id, payload as Record<string, unknown>, expiresIn);
+      }
+
+      async find(id: string): Promise<AdapterPayload | undefined> {
+        if (this.name === 'Client') return self.#clientMetadata(id);
+        const payload = await store.find(this.name, id);
+        if (!payload) return undefined;
+        if (this.name === 'Session' && !(await self.#sessionStillHosted(payload))) return undefined;
+        return payload as AdapterPayload;
+      }
+
+      async findByUid(uid: string): Promise<AdapterPayload | undefined> {
+        return (await store.findByUid(this.name, uid)) as AdapterPayload | undefined;
+      }
+
+      async findByUserCode(): Promise<AdapterPayload | undefined> {
+        return undefined; // the device flow is off
+      }
+
+      async consume(id: string): Promise<void> {
+        if (await store.consume(this.name, id)) return;
+        // Lost the race for a code or refresh token used twice at once: a reuse, which ends the
+        // grant exactly as a reuse found in sequence does.
+        const payload = await store.find(this.name, id);
+        const grantId = payload?.grantId as string | undefined;
+        if (grantId) await store.revokeGrant(grantId, 'reused');
+        throw new self.#errors.InvalidGrant(
+          `${this.name === 'RefreshToken' ? 'refresh token' : 'grant'} already used`,
+        );
+      }
+
+      async destroy(id: string): Promise<void> {
+        await store.destroy(this.name, id);
+      }
+
+      async revokeByGrantId(grantId: string): Promise<void> {
+        await store.revokeGrant(grantId, 'revoked');
+      }
+    };
+  }
+
+  /**
+   * The provider's session stands for one hosted session: it is found only while the browser's
+   * hosted cookie names a live session of the same identity opened at the same second.
+   */
+  async #sessionStillHosted(payload: Record<string, unknown>): Promise<boolean> {
+    if (!payload.accountId) return true;
+    const hosted = await this.#hosted();
+    return (
+      hosted !== undefined &&
+      hosted.identityId === payload.accountId &&
+      Math.floor(hosted.signedInAt.getTime() / 1000) === payload.loginTs
+    );
+  }
+
+  async #clientMetadata(clientId: string): Promise<AdapterPayload | undefined> {
+    const c = await this.deps.findClient(clientId);
+    if (!c) return undefined;
+    const confidential = c.tokenEndpointAuthMethod !== 'none';
+    const verified = this.#scopeOf()?.verified;
+    return {
+      client_id: c.clientId,
+      client_name: c.clientName,
+      ...(confidential
+        ? { client_secret: verified?.clientId === c.clientId ? verified.secret : this.#unguessable }
+        : {}),
+      redirect_uris: c.redirectUris,
+      post_logout_redirect_uris: c.postLogoutRedirectUris,
+      grant_types: c.grantTypes,
+      response_types: c.grantTypes.includes('authorization_code') ? ['code'] : [],
+      token_endpoint_auth_method: c.tokenEndpointAuthMethod,
+      id_token_signed_response_alg: c.idTokenSignedResponseAlg,
+      // Every ID token carries auth_time (docs/oidc.md, "Claims").
+      require_auth_time: true,
+      ...(c.backchannelLogoutUri
+        ? { backchannel_logout_uri: c.backchannelLogoutUri, backchannel_logout_session_required: true }
+        : {}),
+      first_party: c.firstParty,
+      require_pkce: c.requirePkce,
+    };
+  }
+
+  #configuration(): Configuration {
+    const { config } = this.deps;
+    const deps = this.deps;
+    return {
+      adapter: this.#adapter(),
+      clients: [],
+      async findAccount(_ctx, sub) {
+        const found = await deps.account(sub);
+        if (!found) return undefined;
+        return {
+          accountId: sub,
+          async claims() {
+            return {
+              sub,
+              ...(found.email ? { email: found.email.value, email_verified: true } : {}),
+              ...(found.phone ? { phone_number: found.phone.value, phone_number_verified: true } : {}),
+            };
+          },
+        };
+      },
+      claims: { ...SCOPE_CLAIMS, iss: null } as never,
+      scopes: ['openid', 'offline_access', 'email', 'phone', 'profile'],
+      acrValues: [ACR.singleFactor, ACR.multiFactor],
+      responseTypes: ['code'],
+      clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
+      extraClientMetadata: { properties: ['first_party', 'require_pkce'] },
+      // Set by the bridge for a `prompt=none` request it let through to an interaction (routes.ts).
+      extraParams: [SILENT_PARAM],
+      pkce: {
+        // S256 only (the library has no other); a confidential client may opt out (docs/oidc.md).
+        required: (_ctx, client) => client.clientAuthMethod === 'none' || client.require_pkce !== false,
+      },
+      enabledJWA: {
+        idTokenSigningAlgValues: ['RS256', 'EdDSA'],
+        userinfoSigningAlgValues: ['RS256', 'EdDSA'],
+        introspectionSigningAlgValues: ['RS256', 'EdDSA'],
+        authorizationSigningAlgValues: ['RS256', 'EdDSA'],
+        requestObjectSigningAlgValues: ['RS256', 'EdDSA'],
+        clientAuthSigningAlgValues: ['RS256', 'EdDSA'],
+      },
+      jwks: { keys: deps.signingKeys as never },
+      cookies: {
+        keys: [deps.cookieKey.toString('base64url')],
+        long: { httpOnly: true, sameSite: 'lax', signed: true },
+        short: { httpOnly: true, sameSite: 'lax', signed: true },
+      },
+      features: {
+        devInteractions: { enabled: false },
+        registration: { enabled: false },
+        introspection: { enabled: true },
+        revocation: { enabled: true },
+        clientCredentials: { enabled: true },
+        backchannelLogout: { enabled: true },
+        resourceIndicators: { enabled: false },
+        userinfo: { enabled: true },
+        rpInitiatedLogout: {
+          enabled: true,
+          async logoutSource(ctx, form) {
+            const client = ctx.oidc.client;
+            const name = client ? ` of ${escapeHtml(String(client.clientName ?? client.clientId))}` : '';
+            ctx.type = 'html';
+            ctx.body = page(
+              'Sign out',
+              `<h1>Sign out${name}?</h1><p>This signs you out here and in the apps that signed you in through it.</p>${form.replace('</form>', '')}<button autofocus type="submit" form="op.logoutForm" value="yes" name="logout">Sign out</button><button class="secondary" type="submit" form="op.logoutForm">Stay signed in</button></form>`,
+            );
+          },
+          async postLogoutSuccessSource(ctx) {
+            ctx.type = 'html';
+            ctx.body = page('Signed out', '<h1>You are signed out</h1><p>You can close this page.</p>');
+          },
+        },
+      },
+      ttl: {
+        AccessToken: config.lifetimes.accessToken,
+        AuthorizationCode: 60,
+        ClientCredentials: config.lifetimes.accessToken,
+        IdToken: config.oidc.idTokenTtl,
+        Interaction: 3600,
+        Session: config.lifetimes.session,
+        Grant: Math.max(config.lifetimes.session, config.oidc.offlineTtl),
+        // A session-bound refresh token lives no longer than its session (the grant's link ends it
+        // sooner when the session ends); an offline one until unused this long.
+        RefreshToken: (_ctx, token) =>
+          token.scopes.has('offline_access') ? config.oidc.offlineTtl : config.lifetimes.session,
+      },
+      issueRefreshToken: async (_ctx, client, code) =>
+        client.grantTypeAllowed('refresh_token') && code.scopes.has('openid'),
+      rotateRefreshToken: true,
+      // Tokens end with the service's session through the grant's link, not the provider's cookie.
+      expiresWithSession: async () => false,
+      interactions: {
+        url: (_ctx, interaction) => `${OIDC_PATHS.interaction}/${interaction.uid}`,
+      },
+      routes: {
+        authorization: '/oidc/auth',
+        token: '/oidc/token',
+        userinfo: '/oidc/userinfo',
+        jwks: OIDC_PATHS.jwks,
+        revocation: '/oidc/token/revocation',
+        introspection: '/oidc/token/introspection',
+        end_session: '/oidc/session/end',
+        pushed_authorization_request: '/oidc/request',
+        backchannel_authentication: '/oidc/backchannel',
+        code_verification: '/oidc/device',
+        device_authorization: '/oidc/device/auth',
+        registration: '/oidc/reg',
+        challenge: '/oidc/challenge',
+        credential: '/oidc/credential',
+      },
+      clientBasedCORS: (_ctx, origin, client) =>
+        client.redirectUris?.some((uri) => new URL(uri).origin === origin) ?? false,
+      // The provider's only outgoing requests are back-channel logouts (sector identifiers and
+      // client metadata documents are off). Their URIs come from the operator alone (dynamic
+      // registration is off), so loopback and private addresses are allowed (docs/security.md).
+      fetch: (url, options) => globalThis.fetch(url, { ...options, dispatcher: undefined } as RequestInit),
+      async renderError(ctx, out) {
+        ctx.type = 'html';
+        const error = escapeHtml(String(out.error));
+        const description = out.error_description
+          ? `<p>${escapeHtml(String(out.error_description))}</p>`
+          : '';
+        ctx.body = page(
+          'Sign-in error',
+          `<h1>This sign-in cannot continue</h1><p><code>${error}</code></p>${description}`,
+        );
+      },
+    };
+  }
+}

@@ -1,0 +1,571 @@
+import { type ExpressionBuilder, sql } from 'kysely';
+import type { Executor } from '../../platform/db/database.js';
+import type { DB } from '../../platform/db/schema.js';
+
+/*
+ * The OpenID Provider's tables (migrations/0014_openid_provider.sql): what oidc-provider stores,
+ * the link from each grant to one of the service's sessions, remembered consent, clients registered
+ * through the admin API, and the provider's sealed signing keys.
+ */
+
+export interface StoredPayload {
+  payload: Record<string, unknown>;
+  consumedAt: Date | null;
+}
+
+export async function upsertPayload(
+  db: Executor,
+  p: {
+    kind: string;
+    id: string;
+    payload: Record<string, unknown>;
+    grantId: string | null;
+    uid: string | null;
+    expiresAt: Date | null;
+  },
+): Promise<void> {
+  await db
+    .insertInto('oidc_payloads')
+    .values({
+      kind: p.kind,
+      id: p.id,
+      payload: JSON.stringify(p.payload),
+      grant_id: p.grantId,
+      uid: p.uid,
+      expires_at: p.expiresAt,
+    })
+    .onConflict((oc) =>
+      oc.columns(['kind', 'id']).doUpdateSet({
+        payload: JSON.stringify(p.payload),
+        grant_id: p.grantId,
+        uid: p.uid,
+        expires_at: p.expiresAt,
+      }),
+    )
+    .execute();
+}
+
+const notExpired = (now: Date) => (eb: ExpressionBuilder<DB, 'oidc_payloads'>) =>
+  eb.or([eb('oidc_payloads.expires_at', 'is', null), eb('oidc_payloads.expires_at', '>', now)]);
+
+/**
+ * A grant is live while its link is not ended, the identity is enabled and still in the epoch the
+ * grant was given in, and (unless offline) the service session it belongs to is live. A payload
+ * with no grant (client credentials, interactions, the provider's sessions) has no link to check.
+ */
+const grantLive = (now: Date) => (eb: ExpressionBuilder<DB, 'oidc_payloads'>) =>
+  eb.or([
+    eb('oidc_payloads.grant_id', 'is', null),
+    eb.exists(
+      eb
+        .selectFrom('oidc_grants as g')
+        .innerJoin('identities as i', 'i.id', 'g.identity_id')
+        .innerJoin('sessions as s', 's.id', 'g.session_id')
+        .select('g.grant_id')
+        .whereRef('g.grant_id', '=', 'oidc_payloads.grant_id')
+        .where('g.ended_at', 'is', null)
+        .where('i.disabled_at', 'is', null)
+        .whereRef('i.session_epoch', '=', 'g.epoch')
+        .where((w) =>
+          w.or([
+            w('g.offline', '=', true),
+            w.and([w('s.revoked_at', 'is', null), w('s.expires_at', '>', now)]),
+          ]),
+        ),
+    ),
+  ]);
+
+/** A stored payload, only while unexpired and while the grant it belongs to is live. */
+export async function findLivePayload(
+  db: Executor,
+  kind: string,
+  id: string,
+  now: Date,
+): Promise<StoredPayload | undefined> {
+  const row = await db
+    .selectFrom('oidc_payloads')
+    .select(['payload', 'consumed_at as consumedAt'])
+    .where('kind', '=', kind)
+    .where('id', '=', id)
+    .where(notExpired(now))
+    .where(grantLive(now))
+    .executeTakeFirst();
+  return row ? asStored(row) : undefined;
+}
+
+export async function findPayloadByUid(
+  db: Executor,
+  kind: string,
+  uid: string,
+  now: Date,
+): Promise<StoredPayload | undefined> {
+  const row = await db
+    .selectFrom('oidc_payloads')
+    .select(['payload', 'consumed_at as consumedAt'])
+    .where('kind', '=', kind)
+    .where('uid', '=', uid)
+    .where(notExpired(now))
+    .executeTakeFirst();
+  return row ? asStored(row) : undefined;
+}
+
+function asStored(row: { payload: unknown; consumedAt: Date | string | null }): StoredPayload {
+  const payload = (typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload) as Record<
+    string,
+    unknown
+  >;
+  return { payload, consumedAt: row.consumedAt === null ? null : new Date(row.consumedAt) };
+}
+
+/** The compare-and-set behind single use: true for exactly one of two concurrent consumers. */
+export async function consumePayload(db: Executor, kind: string, id: string, now: Date): Promise<boolean> {
+  const rows = await db
+    .updateTable('oidc_payloads')
+    .set({ consumed_at: now })
+    .where('kind', '=', kind)
+    .where('id', '=', id)
+    .where('consumed_at', 'is', null)
+    .returning('id')
+    .execute();
+  return rows.length === 1;
+}
+
+/**
+ * A refresh token outliving its grant would be refused with it: each one issued moves the grant's
+ * end (stored and in its payload's `exp`, which the library checks) to at least its own.
+ */
+export async function extendGrant(
+  db: Executor,
+  grantId: string,
+  expiresAt: Date,
+  exp: number,
+): Promise<void> {
+  await db
+    .updateTable('oidc_payloads')
+    // raw: jsonb_set on the stored payload has no builder form
+    .set({ expires_at: expiresAt, payload: sql`jsonb_set(payload, '{exp}', to_jsonb(${exp}::bigint))` })
+    .where('kind', '=', 'Grant')
+    .where('id', '=', grantId)
+    .where('expires_at', '<', expiresAt)
+    .execute();
+}
+
+export async function deletePayload(db: Executor, kind: string, id: string): Promise<void> {
+  await db.deleteFrom('oidc_payloads').where('kind', '=', kind).where('id', '=', id).execute();
+}
+
+/** Every code, token and the grant itself: what revoking a grant deletes. */
+export async function deleteGrantPayloads(db: Executor, grantId: string): Promise<void> {
+  await db.deleteFrom('oidc_payloads').where('grant_id', '=', grantId).execute();
+}
+
+export async function sweepExpiredPayloads(db: Executor, now: Date): Promise<number> {
+  const r = await db.deleteFrom('oidc_payloads').where('expires_at', '<=', now).executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+export interface GrantLink {
+  grantId: string;
+  identityId: string;
+  sessionId: string;
+  clientId: string;
+  epoch: number;
+  offline: boolean;
+  scope: string;
+}
+
+/** Links a grant to the service session it was given in (again on a later consent: scope widens). */
+export async function linkGrant(db: Executor, link: GrantLink, now: Date): Promise<void> {
+  await db
+    .insertInto('oidc_grants')
+    .values({
+      grant_id: link.grantId,
+      identity_id: link.identityId,
+      session_id: link.sessionId,
+      client_id: link.clientId,
+      epoch: link.epoch,
+      offline: link.offline,
+      scope: link.scope,
+      created_at: now,
+    })
+    .onConflict((oc) =>
+      oc.column('grant_id').doUpdateSet((eb) => ({
+        // The grant's scope is everything ever granted in it, so it decides `offline` alone.
+        scope: eb.ref('excluded.scope'),
+        offline: eb.ref('excluded.offline'),
+      })),
+    )
+    .execute();
+}
+
+/** The `sid` the grant's ID tokens carry, which its back-channel logout token must repeat. */
+export async function setGrantSid(db: Executor, grantId: string, sid: string): Promise<void> {
+  await db
+    .updateTable('oidc_grants')
+    .set({ sid })
+    .where('grant_id', '=', grantId)
+    .where('sid', 'is', null)
+    .execute();
+}
+
+export interface EndedGrant {
+  grantId: string;
+  clientId: string;
+  identityId: string;
+  sid: string | null;
+  reason: string | null;
+}
+
+/**
+ * Ends grants, once each (compare-and-set on ended_at): by id, or every live grant whose session
+ * or epoch has ended. Whoever ends a grant here is the one that sends its back-channel logout.
+ */
+export async function endGrants(
+  db: Executor,
+  which: { grantIds: string[] } | { dead: true; batch: number },
+  reason: string,
+  now: Date,
+): Promise<EndedGrant[]> {
+  let q = db
+    .updateTable('oidc_grants')
+    .set({ ended_at: now, ended_reason: reason })
+    .where('ended_at', 'is', null);
+  if ('grantIds' in which) {
+    if (which.grantIds.length === 0) return [];
+    q = q.where('grant_id', 'in', which.grantIds);
+  } else {
+    q = q.where('grant_id', 'in', (eb) =>
+      eb
+        .selectFrom('oidc_grants as g')
+        .innerJoin('identities as i', 'i.id', 'g.identity_id')
+        .innerJoin('sessions as s', 's.id', 'g.session_id')
+        .select('g.grant_id')
+        .where('g.ended_at', 'is', null)
+        .where((w) =>
+          w.or([
+            w('i.disabled_at', 'is not', null),
+            w('i.session_epoch', '<>', w.ref('g.epoch')),
+            w.and([
+              w('g.offline', '=', false),
+              w.or([w('s.revoked_at', 'is not', null), w('s.expires_at', '<=', now)]),
+            ]),
+          ]),
+        )
+        .limit(which.batch),
+    );
+  }
+  return q
+    .returning([
+      'grant_id as grantId',
+      'client_id as clientId',
+      'identity_id as identityId',
+      'sid',
+      'ended_reason as reason',
+    ])
+    .execute();
+}
+
+export async function liveGrantsOf(db: Executor, identityId: string, clientId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('oidc_grants')
+    .select('grant_id')
+    .where('identity_id', '=', identityId)
+    .where('client_id', '=', clientId)
+    .where('ended_at', 'is', null)
+    .execute();
+  return rows.map((r) => r.grant_id);
+}
+
+export interface ConnectedApp {
+  clientId: string;
+  scope: string;
+  since: Date;
+  lastGrantAt: Date | null;
+}
+
+/** The clients an identity has a remembered consent or a live grant for. */
+export async function connectedApps(db: Executor, identityId: string): Promise<ConnectedApp[]> {
+  const consents = await db
+    .selectFrom('oidc_consents')
+    .select(['client_id as clientId', 'scope', 'granted_at as since'])
+    .where('identity_id', '=', identityId)
+    .execute();
+  const grants = await db
+    .selectFrom('oidc_grants')
+    .select(['client_id as clientId'])
+    .select((eb) => [eb.fn.min('created_at').as('first'), eb.fn.max('created_at').as('last')])
+    .select((eb) => eb.fn.agg<string>('string_agg', ['scope', eb.val(' ')]).as('scopes'))
+    .where('identity_id', '=', identityId)
+    .where('ended_at', 'is', null)
+    .groupBy('client_id')
+    .execute();
+  const apps = new Map<string, ConnectedApp>();
+  for (const c of consents) {
+    apps.set(c.clientId, {
+      clientId: c.clientId,
+      scope: c.scope,
+      since: new Date(c.since),
+      lastGrantAt: null,
+    });
+  }
+  for (const g of grants) {
+    const known = apps.get(g.clientId);
+    const scope = [...new Set(`${known?.scope ?? ''} ${g.scopes}`.split(' ').filter(Boolean))].join(' ');
+    const first = new Date(g.first as Date);
+    apps.set(g.clientId, {
+      clientId: g.clientId,
+      scope,
+      since: known && known.since < first ? known.since : first,
+      lastGrantAt: new Date(g.last as Date),
+    });
+  }
+  return [...apps.values()].sort((a, b) => a.since.getTime() - b.since.getTime());
+}
+
+export async function consentOf(
+  db: Executor,
+  identityId: string,
+  clientId: string,
+): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('oidc_consents')
+    .select('scope')
+    .where('identity_id', '=', identityId)
+    .where('client_id', '=', clientId)
+    .executeTakeFirst();
+  return row?.scope;
+}
+
+export async function rememberConsent(
+  db: Executor,
+  identityId: string,
+  clientId: string,
+  scope: string,
+  now: Date,
+): Promise<void> {
+  await db
+    .insertInto('oidc_consents')
+    .values({ identity_id: identityId, client_id: clientId, scope, granted_at: now, updated_at: now })
+    .onConflict((oc) => oc.columns(['identity_id', 'client_id']).doUpdateSet({ scope, updated_at: now }))
+    .execute();
+}
+
+export async function forgetConsent(db: Executor, identityId: string, clientId: string): Promise<boolean> {
+  const r = await db
+    .deleteFrom('oidc_consents')
+    .where('identity_id', '=', identityId)
+    .where('client_id', '=', clientId)
+    .executeTakeFirst();
+  return Number(r.numDeletedRows) > 0;
+}
+
+/** Erasure: the identity's consents go; its grants were ended by the sessions ending. */
+export async function eraseConsents(db: Executor, identityId: string): Promise<void> {
+  await db.deleteFrom('oidc_consents').where('identity_id', '=', identityId).execute();
+}
+
+export interface StoredClient {
+  clientId: string;
+  metadata: Record<string, unknown>;
+  secretHash: string | null;
+  firstParty: boolean;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+const CLIENT_COLUMNS = [
+  'client_id as clientId',
+  'metadata',
+  'secret_hash as secretHash',
+  'first_party as firstParty',
+  'created_at as createdAt',
+  'updated_at as updatedAt',
+] as const;
+
+function asClient(row: {
+  clientId: string;
+  metadata: unknown;
+  secretHash: string | null;
+  firstParty: boolean;
+  createdAt: Date | string;
+  updatedAt: Date | string;
+}): StoredClient {
+  return {
+    ...row,
+    metadata: (typeof row.metadata === 'string' ? JSON.parse(row.metadata) : row.metadata) as Record<
+      string,
+      unknown
+    >,
+    createdAt: new Date(row.createdAt),
+    updatedAt: new Date(row.updatedAt),
+  };
+}
+
+export async function findClient(db: Executor, clientId: string): Promise<StoredClient | undefined> {
+  const row = await db
+    .selectFrom('oidc_clients')
+    .select(CLIENT_COLUMNS)
+    .where('client_id', '=', clientId)
+    .executeTakeFirst();
+  return row ? asClient(row) : undefined;
+}
+
+export async function listClients(
+  db: Executor,
+  after: string | null,
+  limit: number,
+): Promise<StoredClient[]> {
+  let q = db.selectFrom('oidc_clients').select(CLIENT_COLUMNS).orderBy('client_id').limit(limit);
+  if (after !== null) q = q.where('client_id', '>', after);
+  return (await q.execute()).map(asClient);
+}
+
+/** False when the id is taken (the unique key decides between two racing creations). */
+export async function insertClient(
+  db: Executor,
+  c: { clientId: string; metadata: Record<string, unknown>; secretHash: string | null; firstParty: boolean },
+  now: Date,
+): Promise<boolean> {
+  const rows = await db
+    .insertInto('oidc_clients')
+    .values({
+      client_id: c.clientId,
+      metadata: JSON.stringify(c.metadata),
+      secret_hash: c.secretHash,
+      first_party: c.firstParty,
+      created_at: now,
+      updated_at: now,
+    })
+    .onConflict((oc) => oc.column('client_id').doNothing())
+    .returning('client_id')
+    .execute();
+  return rows.length === 1;
+}
+
+/** Compare-and-set on updated_at, so two concurrent updates cannot both apply (the ETag). */
+export async function updateClient(
+  db: Executor,
+  clientId: string,
+  change: { metadata?: Record<string, unknown>; secretHash?: string | null; firstParty?: boolean },
+  expectedUpdatedAt: Date | null,
+  now: Date,
+): Promise<StoredClient | undefined> {
+  let q = db
+    .updateTable('oidc_clients')
+    .set({
+      ...(change.metadata ? { metadata: JSON.stringify(change.metadata) } : {}),
+      ...(change.secretHash !== undefined ? { secret_hash: change.secretHash } : {}),
+      ...(change.firstParty !== undefined ? { first_party: change.firstParty } : {}),
+      updated_at: now,
+    })
+    .where('client_id', '=', clientId);
+  if (expectedUpdatedAt) q = q.where('updated_at', '=', expectedUpdatedAt);
+  const row = await q.returning(CLIENT_COLUMNS).executeTakeFirst();
+  return row ? asClient(row) : undefined;
+}
+
+export async function deleteClient(db: Executor, clientId: string): Promise<boolean> {
+  const r = await db.deleteFrom('oidc_clients').where('client_id', '=', clientId).executeTakeFirst();
+  return Number(r.numDeletedRows) > 0;
+}
+
+/** Every live grant of a client (a deleted client's grants end with it). */
+export async function liveGrantsOfClient(db: Executor, clientId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('oidc_grants')
+    .select('grant_id')
+    .where('client_id', '=', clientId)
+    .where('ended_at', 'is', null)
+    .execute();
+  return rows.map((r) => r.grant_id);
+}
+
+export interface SealedOidcKey {
+  kid: string;
+  alg: string;
+  sealedPrivateJwk: string;
+  publicJwk: Record<string, unknown>;
+  createdAt: Date;
+  retiredAt: Date | null;
+}
+
+/** Signing keys still signing or still published (retired after `publishedSince`). */
+export async function oidcKeys(db: Executor, publishedSince: Date): Promise<SealedOidcKey[]> {
+  const rows = await db
+    .selectFrom('oidc_signing_keys')
+    .select([
+      'kid',
+      'alg',
+      'sealed_private_jwk as sealedPrivateJwk',
+      'public_jwk as publicJwk',
+      'created_at as createdAt',
+      'retired_at as retiredAt',
+    ])
+    .where((eb) => eb.or([eb('retired_at', 'is', null), eb('retired_at', '>', publishedSince)]))
+    .orderBy('created_at')
+    .execute();
+  return rows.map((r) => ({
+    ...r,
+    publicJwk: (typeof r.publicJwk === 'string' ? JSON.parse(r.publicJwk) : r.publicJwk) as Record<
+      string,
+      unknown
+    >,
+    createdAt: new Date(r.createdAt),
+    retiredAt: r.retiredAt === null ? null : new Date(r.retiredAt),
+  }));
+}
+
+export async function insertOidcKey(
+  db: Executor,
+  k: { kid: string; alg: string; sealedPrivateJwk: string; publicJwk: Record<string, unknown> },
+  now: Date,
+): Promise<void> {
+  await db
+    .insertInto('oidc_signing_keys')
+    .values({
+      kid: k.kid,
+      alg: k.alg,
+      sealed_private_jwk: k.sealedPrivateJwk,
+      public_jwk: JSON.stringify(k.publicJwk),
+      created_at: now,
+    })
+    .execute();
+}
+
+/** Retires the signing keys of `alg` other than `keep` (a rotation). */
+export async function retireOidcKeys(db: Executor, alg: string, keep: string, now: Date): Promise<void> {
+  await db
+    .updateTable('oidc_signing_keys')
+    .set({ retired_at: now })
+    .where('alg', '=', alg)
+    .where('kid', '<>', keep)
+    .where('retired_at', 'is', null)
+    .execute();
+}
+
+/** Keys retired before `before` have outlived every token they signed. */
+export async function deleteRetiredOidcKeys(db: Executor, before: Date): Promise<void> {
+  await db.deleteFrom('oidc_signing_keys').where('retired_at', '<=', before).execute();
+}
+
+/**
+ * A deleted client's remembered consents: a later client registered under the same id must ask
+ * again, not inherit what people granted the old one.
+ */
+export async function forgetClientConsents(db: Executor, clientId: string): Promise<number> {
+  const r = await db.deleteFrom('oidc_consents').where('client_id', '=', clientId).executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+/**
+ * Every payload the provider stored for a client outside a grant (client-credentials tokens,
+ * codes, access tokens): a deleted client's tokens go with it.
+ */
+export async function deleteClientPayloads(db: Executor, clientId: string): Promise<number> {
+  const r = await db
+    .deleteFrom('oidc_payloads')
+    // raw: the column is typed as any JSON value, so the builder's JSON path refuses a key on it.
+    .where(sql<string>`payload->>'clientId'`, '=', clientId)
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
+}

@@ -1,0 +1,199 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AppContext } from '../../context.js';
+import { Problem } from '../../platform/problem.js';
+import { limitFor } from '../../platform/rate-limit/rate-limit.js';
+import { OIDC_PATHS, SILENT_PARAM } from './provider.js';
+
+const BODY_LIMIT = 64 * 1024;
+const hide = { schema: { hide: true } } as const;
+
+/** Client credentials from `Authorization: Basic` (form-encoded inside, RFC 6749 2.3.1) or the body. */
+function presentedCredentials(request: FastifyRequest): { clientId: string; secret: string } | undefined {
+  const header = request.headers.authorization;
+  if (header?.toLowerCase().startsWith('basic ')) {
+    const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon < 0) return undefined;
+    try {
+      return {
+        clientId: decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, ' ')),
+        secret: decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, ' ')),
+      };
+    } catch {
+      return undefined;
+    }
+  }
+  if (
+    typeof request.body === 'string' &&
+    request.headers['content-type']?.startsWith('application/x-www-form-urlencoded')
+  ) {
+    const form = new URLSearchParams(request.body);
+    const clientId = form.get('client_id');
+    const secret = form.get('client_secret');
+    if (clientId && secret) return { clientId, secret };
+  }
+  return undefined;
+}
+
+/**
+ * The OpenID Provider on this origin (docs/oidc.md): discovery at the origin, the protocol's
+ * endpoints under /oidc handed to oidc-provider as they are, and the interaction routes that make
+ * the hosted pages its sign-in. Hidden from the OpenAPI document: discovery describes them.
+ */
+export async function oidcRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }) {
+  const oidc = ctx.oidc;
+  const uiPath = ctx.config.accountUi?.path ?? '/account/';
+
+  // The provider reads its own bodies: they arrive here as text and are handed over untouched.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(
+    ['application/x-www-form-urlencoded', 'application/json'],
+    { parseAs: 'string', bodyLimit: BODY_LIMIT },
+    (_request, body, done) => done(null, body),
+  );
+
+  async function forward(request: FastifyRequest, reply: FastifyReply, url?: string) {
+    let verified: { clientId: string; secret: string } | undefined;
+    if ((OIDC_PATHS.clientAuthenticated as readonly string[]).includes(request.url.split('?')[0])) {
+      const presented = presentedCredentials(request);
+      if (presented) {
+        try {
+          const secret = await oidc.verifyClientSecret(presented.clientId, presented.secret);
+          if (secret) verified = { clientId: presented.clientId, secret };
+        } catch (error) {
+          if (error instanceof Problem && error.status === 429) {
+            // The client's guess budget: the protocol's error, with the wait.
+            return reply
+              .code(429)
+              .headers({ ...error.extra.headers, 'cache-control': 'no-store' })
+              .send({ error: 'invalid_client', error_description: 'too many failed client authentications' });
+          }
+          throw error;
+        }
+      }
+    }
+    if (typeof request.body === 'string') (request.raw as { body?: string }).body = request.body;
+    if (url) request.raw.url = url;
+    reply.hijack();
+    await oidc.provider.handle(request.raw, reply.raw, verified);
+  }
+
+  /**
+   * `prompt=none` from a browser signed in at the hosted pages: the provider's own session may not
+   * exist yet, so the request goes on as a silent interaction, which logs in from the hosted
+   * session or answers login_required / consent_required, never a page. Without a hosted session
+   * it stays as it is and the provider answers login_required.
+   */
+  async function authorize(request: FastifyRequest, reply: FastifyReply) {
+    const [path, query = ''] = request.url.split('?');
+    const form =
+      typeof request.body === 'string' ? new URLSearchParams(request.body) : new URLSearchParams(query);
+    if (
+      form.get('prompt') === 'none' &&
+      !form.has(SILENT_PARAM) &&
+      (await oidc.hostedSession(request.headers.cookie))
+    ) {
+      form.delete('prompt');
+      form.set(SILENT_PARAM, '1');
+      if (typeof request.body === 'string') request.body = form.toString();
+      else return forward(request, reply, `${path}?${form.toString()}`);
+    }
+    return forward(request, reply);
+  }
+
+  const endpoint = { ...hide, bodyLimit: BODY_LIMIT };
+  const limited = {
+    ...endpoint,
+    config: limitFor(ctx.config.rateLimits.oidcClients, 'oidc/client-authentication'),
+  };
+  for (const path of OIDC_PATHS.clientAuthenticated) {
+    app.route({ method: ['POST', 'OPTIONS'], url: path, ...limited, handler: (q, r) => forward(q, r) });
+  }
+  app.route({ method: ['GET', 'POST'], url: '/oidc/auth', ...endpoint, handler: authorize });
+  app.route({
+    method: ['GET', 'POST', 'OPTIONS'],
+    url: '/oidc/*',
+    ...endpoint,
+    handler: (q, r) => forward(q, r),
+  });
+  app.route({
+    method: ['GET', 'OPTIONS'],
+    url: OIDC_PATHS.discovery,
+    ...endpoint,
+    handler: (q, r) => forward(q, r),
+  });
+  // RFC 8414 metadata: the same document, at the name OAuth clients look for.
+  app.route({
+    method: ['GET', 'OPTIONS'],
+    url: OIDC_PATHS.authorizationServer,
+    ...endpoint,
+    handler: (q, r) => forward(q, r, OIDC_PATHS.discovery),
+  });
+
+  /** An interaction the browser no longer holds (expired, another browser): a page, never a redirect. */
+  function interactionGone(reply: FastifyReply) {
+    return reply
+      .code(400)
+      .type('text/html; charset=utf-8')
+      .header('cache-control', 'no-store')
+      .send(
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign-in expired</title></head><body><main><h1>This sign-in has expired</h1><p>Go back to the app and start again.</p></main></body></html>',
+      );
+  }
+
+  const step = async (request: FastifyRequest, reply: FastifyReply) => {
+    let next: Awaited<ReturnType<typeof oidc.nextStep>>;
+    try {
+      next = await oidc.nextStep(request.raw, reply.raw, uiPath);
+    } catch {
+      return interactionGone(reply);
+    }
+    return reply.header('cache-control', 'no-store').redirect(next.to, 303);
+  };
+  app.get(`${OIDC_PATHS.interaction}/:uid`, hide, step);
+  app.get(`${OIDC_PATHS.interaction}/:uid/continue`, hide, step);
+
+  app.get(`${OIDC_PATHS.interaction}/:uid/details`, hide, async (request, reply) => {
+    try {
+      const described = await oidc.describe(request.raw, reply.raw);
+      return reply.header('cache-control', 'no-store').send(described);
+    } catch {
+      throw new Problem('oidc.interaction_expired');
+    }
+  });
+
+  app.post(`${OIDC_PATHS.interaction}/:uid/consent`, hide, async (request, reply) => {
+    // The consent is the browser's own: a cross-site page cannot post it (CSRF).
+    if (request.headers.origin !== ctx.config.publicOrigin) throw new Problem('identity.cross_site_refused');
+    let decision: unknown;
+    try {
+      decision = (JSON.parse(String(request.body ?? '')) as { decision?: unknown }).decision;
+    } catch {
+      decision = undefined;
+    }
+    if (decision !== 'allow' && decision !== 'deny') {
+      throw new Problem('validation.failed', {
+        errors: [{ location: 'body', field: 'decision', code: 'enum', message: 'must be "allow" or "deny"' }],
+      });
+    }
+    try {
+      const redirectTo = await oidc.decide(request.raw, reply.raw, decision === 'allow');
+      return reply.header('cache-control', 'no-store').send({ redirectTo });
+    } catch {
+      throw new Problem('oidc.interaction_expired');
+    }
+  });
+
+  // Ends grants whose session ended (and sends their back-channel logouts) on every instance;
+  // refusal on use does not wait for it (docs/oidc.md, "One revocation").
+  let timer: NodeJS.Timeout | undefined;
+  app.addHook('onReady', async () => {
+    timer = setInterval(() => {
+      oidc.sweep().catch((error: unknown) => ctx.log.error({ err: error }, 'oidc sweep failed'));
+    }, ctx.config.oidc.sweepSeconds * 1000);
+    timer.unref();
+  });
+  app.addHook('onClose', async () => {
+    if (timer) clearInterval(timer);
+  });
+}

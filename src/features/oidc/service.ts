@@ -1,0 +1,478 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { exportJWK, generateKeyPair, type JWK } from 'jose';
+import type { Interaction } from 'oidc-provider';
+import { type Config, ConfigError } from '../../config.js';
+import type { AuditLog } from '../../platform/audit/audit.js';
+import type { Clock } from '../../platform/clock.js';
+import type { Sealer } from '../../platform/crypto/seal.js';
+import { safeEqual, sha256Hex } from '../../platform/crypto/tokens.js';
+import type { Database, Executor } from '../../platform/db/database.js';
+import { Problem } from '../../platform/problem.js';
+import { type GuessBudgets, guessSubject } from '../../platform/rate-limit/guess-budget.js';
+import { findIdentity, verifiedIdentifiers } from '../identities/repository.js';
+import { lockKeyCreation } from '../sessions/repository.js';
+import { storedClient } from './clients.js';
+import {
+  type HostedSession,
+  type OidcProviderDeps,
+  OpenIdProvider,
+  type RegisteredClient,
+  SILENT_PARAM,
+} from './provider.js';
+import * as repo from './repository.js';
+
+export interface OidcServiceDeps {
+  config: Config;
+  database: Database;
+  clock: Clock;
+  sealer: Sealer;
+  guesses: GuessBudgets;
+  audit: AuditLog;
+  log: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
+  /** The hosted pages' cookie: its name and how to read the refresh token it holds. */
+  hostedCookie: {
+    refreshToken(cookieHeader: string | undefined): string | undefined;
+    clearing: string;
+  };
+  /** Ends one of the service's sessions as a sign-out does (RP-initiated logout). */
+  signOut(sessionId: string): Promise<void>;
+  /** The live session whose current refresh token this is, read without rotating it. */
+  liveSessionOf(
+    refreshToken: string,
+  ): Promise<
+    { identityId: string; sessionId: string; createdAt: Date; method: string; epoch: number } | undefined
+  >;
+}
+
+/** What the interaction routes do next. */
+export type InteractionStep = { kind: 'redirect'; to: string } | { kind: 'page'; to: string };
+
+const GRANT_SWEEP_BATCH = 200;
+
+/**
+ * The OpenID Provider: its signing keys, its clients, the storage its library calls, the link from
+ * every grant to one of the service's sessions, and the sweep that ends grants whose session ended
+ * (sending their back-channel logouts). Sign-in is the hosted pages (docs/oidc.md).
+ */
+export class OidcService {
+  provider!: OpenIdProvider;
+  readonly #providerDeps: OidcProviderDeps;
+  readonly #configured: Map<string, RegisteredClient>;
+  readonly #publicKeys: JWK[];
+
+  private constructor(
+    private readonly deps: OidcServiceDeps,
+    keys: { privateJwks: Record<string, unknown>[]; publicJwks: JWK[] },
+  ) {
+    this.#configured = new Map(
+      deps.config.oidc.clients.map((c) => {
+        const { clientSecret, ...rest } = c;
+        return [c.clientId, { ...rest, secretHash: clientSecret ? sha256Hex(clientSecret) : null }];
+      }),
+    );
+    this.#publicKeys = keys.publicJwks;
+    const db = deps.database.db;
+    const now = () => deps.clock.now();
+    this.#providerDeps = {
+      config: deps.config,
+      clock: deps.clock,
+      signingKeys: keys.privateJwks,
+      cookieKey: deps.config.keys.oidcCookies,
+      clearHostedCookie: deps.hostedCookie.clearing,
+      log: deps.log,
+      store: {
+        upsert: async (kind, id, payload, expiresIn) => {
+          // A grant is stored under its own id as its grant: it lives exactly as its tokens do.
+          const grantId =
+            kind === 'Grant' ? id : typeof payload.grantId === 'string' ? payload.grantId : null;
+          await repo.upsertPayload(db, {
+            kind,
+            id,
+            payload,
+            grantId,
+            uid: typeof payload.uid === 'string' ? payload.uid : null,
+            expiresAt: expiresIn ? new Date(now().getTime() + expiresIn * 1000) : null,
+          });
+          // The sid the ID tokens of this grant carry: its back-channel logout repeats it.
+          if (kind === 'AuthorizationCode' && grantId && typeof payload.sid === 'string') {
+            await repo.setGrantSid(db, grantId, payload.sid);
+          }
+          if (kind === 'RefreshToken' && grantId && expiresIn && typeof payload.exp === 'number') {
+            await repo.extendGrant(db, grantId, new Date(now().getTime() + expiresIn * 1000), payload.exp);
+          }
+        },
+        find: async (kind, id) => {
+          const found = await repo.findLivePayload(db, kind, id, now());
+          if (!found) return undefined;
+          return found.consumedAt
+            ? { ...found.payload, consumed: Math.floor(found.consumedAt.getTime() / 1000) }
+            : found.payload;
+        },
+        findByUid: async (kind, uid) => (await repo.findPayloadByUid(db, kind, uid, now()))?.payload,
+        consume: (kind, id) => repo.consumePayload(db, kind, id, now()),
+        destroy: (kind, id) => repo.deletePayload(db, kind, id),
+        revokeGrant: async (grantId, reason) => {
+          await this.#endGrants(await repo.endGrants(db, { grantIds: [grantId] }, reason, now()), false);
+          await repo.deleteGrantPayloads(db, grantId);
+        },
+      },
+      findClient: (clientId) => this.findClient(clientId),
+      account: async (identityId) => {
+        const identity = await findIdentity(db, identityId);
+        if (!identity || identity.disabledAt !== null) return undefined;
+        const identifiers = await verifiedIdentifiers(db, identityId);
+        const email = identifiers.find((i) => i.type === 'email');
+        const phone = identifiers.find((i) => i.type === 'phone');
+        return {
+          ...(email ? { email: { value: email.value } } : {}),
+          ...(phone ? { phone: { value: phone.value } } : {}),
+        };
+      },
+      hostedSession: (cookie) => this.hostedSession(cookie),
+      endHostedSession: async (cookie) => {
+        const hosted = await this.hostedSession(cookie);
+        if (hosted) await deps.signOut(hosted.sessionId);
+        await this.sweep();
+      },
+    };
+  }
+
+  /**
+   * Loads the provider's signing keys (an RS256 key, which conformance requires, and an EdDSA
+   * key), making them at the first start under an advisory lock so instances agree.
+   */
+  static async load(deps: OidcServiceDeps): Promise<OidcService> {
+    const { database, clock, sealer, config } = deps;
+    const publishedSince = new Date(clock.now().getTime() - config.oidc.idTokenTtl * 1000);
+    const rows = await database.db.transaction().execute(async (trx) => {
+      await lockKeyCreation(trx);
+      const existing = await repo.oidcKeys(trx, publishedSince);
+      for (const alg of KEY_ALGORITHMS) {
+        if (!existing.some((k) => k.alg === alg && k.retiredAt === null))
+          await makeKey(trx, sealer, alg, clock.now());
+      }
+      return repo.oidcKeys(trx, publishedSince);
+    });
+    const privateJwks: Record<string, unknown>[] = [];
+    const publicJwks: JWK[] = [];
+    // Newest first: the provider signs with the first key of each algorithm.
+    for (const row of [...rows].reverse()) {
+      publicJwks.push(row.publicJwk as JWK);
+      if (row.retiredAt !== null) continue;
+      let opened: string;
+      try {
+        opened = sealer.open(row.sealedPrivateJwk, `oidc-signing-key:${row.kid}`);
+      } catch {
+        throw new ConfigError(
+          'SECRETS_KEY',
+          'does not open the OpenID Provider keys stored in the database: it is not the key they were sealed with',
+        );
+      }
+      privateJwks.push({ ...(JSON.parse(opened) as JWK), kid: row.kid, alg: row.alg, use: 'sig' });
+    }
+    const service = new OidcService(deps, { privateJwks, publicJwks });
+    service.provider = await OpenIdProvider.create(service.#providerDeps);
+    return service;
+  }
+
+  /**
+   * A rotation (`npm run oidc:rotate-keys`): a new key of each algorithm signs from the next start
+   * of each instance; the old ones are retired, published until the ID tokens they signed expire
+   * (OIDC_ID_TOKEN_TTL), then deleted by the sweep. Answers the new key ids.
+   */
+  static async rotateKeys(deps: Pick<OidcServiceDeps, 'database' | 'sealer' | 'clock'>): Promise<string[]> {
+    const { database, sealer, clock } = deps;
+    return database.db.transaction().execute(async (trx) => {
+      await lockKeyCreation(trx);
+      const kids: string[] = [];
+      for (const alg of KEY_ALGORITHMS) {
+        const kid = await makeKey(trx, sealer, alg, clock.now());
+        await repo.retireOidcKeys(trx, alg, kid, clock.now());
+        kids.push(kid);
+      }
+      return kids;
+    });
+  }
+
+  /** The provider's public keys, for the one JWKS the service publishes. */
+  publicKeys(): JWK[] {
+    return this.#publicKeys;
+  }
+
+  async findClient(clientId: string): Promise<RegisteredClient | undefined> {
+    const configured = this.#configured.get(clientId);
+    if (configured) return configured;
+    const stored = await repo.findClient(this.deps.database.db, clientId);
+    return stored ? registeredFrom(stored) : undefined;
+  }
+
+  async hostedSession(cookieHeader: string | undefined): Promise<HostedSession | undefined> {
+    const token = this.deps.hostedCookie.refreshToken(cookieHeader);
+    if (!token) return undefined;
+    const live = await this.deps.liveSessionOf(token);
+    if (!live) return undefined;
+    return {
+      identityId: live.identityId,
+      sessionId: live.sessionId,
+      signedInAt: live.createdAt,
+      method: live.method,
+      epoch: live.epoch,
+    };
+  }
+
+  /**
+   * Checks a client secret presented at a client-authenticated endpoint against its hash, inside
+   * the client's guess budget: refused unchecked while the client must wait, a wrong secret
+   * counts, a right one forgives (writing nothing when nothing was counted). Answers the secret
+   * when it is right, for the provider to compare again; undefined when it is not.
+   */
+  async verifyClientSecret(clientId: string, secret: string): Promise<string | undefined> {
+    const client = await this.findClient(clientId);
+    if (!client?.secretHash) return undefined;
+    const subject = guessSubject.client(clientId);
+    const { counted } = await this.deps.guesses.notWaiting(subject);
+    if (!safeEqual(sha256Hex(secret), client.secretHash)) {
+      await this.deps.guesses.admit(subject);
+      return undefined;
+    }
+    if (counted) await this.deps.guesses.forgive(this.deps.database.db, subject);
+    return secret;
+  }
+
+  /**
+   * The next step of an interaction. Login: the hosted session, when there is one fresh enough for
+   * the request, logs the provider in at once; otherwise the hosted sign-in page. Consent: granted
+   * at once for a first-party client or a remembered consent that covers the request; otherwise
+   * the consent page.
+   */
+  async nextStep(req: IncomingMessage, res: ServerResponse, uiPath: string): Promise<InteractionStep> {
+    const interaction = await this.provider.interactionDetails(req, res);
+    const hosted = await this.hostedSession(req.headers.cookie);
+    const uid = interaction.uid;
+    const silent = interaction.params[SILENT_PARAM] !== undefined;
+    if (interaction.prompt.name === 'login') {
+      if (hosted && this.freshEnough(interaction, hosted)) {
+        return this.#finish(req, res, this.provider.loginResult(hosted));
+      }
+      if (silent) return this.#finish(req, res, { error: 'login_required', error_description: 'no session' });
+      return { kind: 'page', to: `${uiPath}#/authorize/${uid}` };
+    }
+    if (interaction.prompt.name === 'consent') {
+      if (!hosted || hosted.identityId !== interaction.session?.accountId) {
+        // The hosted session ended or changed hands since the login prompt: start again.
+        return this.#finish(req, res, { error: 'login_required', error_description: 'the session ended' });
+      }
+      const client = await this.findClient(String(interaction.params.client_id));
+      if (!client) return this.#finish(req, res, { error: 'access_denied' });
+      const requested = this.provider.requestedScopes(interaction);
+      const remembered =
+        (await repo.consentOf(this.deps.database.db, hosted.identityId, client.clientId)) ?? '';
+      const covered = requested.every((s) => remembered.split(' ').includes(s));
+      if (client.firstParty || covered) {
+        return this.#finish(req, res, await this.#consent(interaction, hosted, false));
+      }
+      if (silent)
+        return this.#finish(req, res, { error: 'consent_required', error_description: 'consent needed' });
+      return { kind: 'page', to: `${uiPath}#/consent/${uid}` };
+    }
+    return this.#finish(req, res, { error: 'access_denied', error_description: 'unsupported prompt' });
+  }
+
+  /** Whether the hosted session satisfies `prompt=login` and `max_age` of this request. */
+  freshEnough(interaction: Interaction, hosted: HostedSession): boolean {
+    const started = (interaction.iat ?? 0) * 1000;
+    const prompts = String(interaction.params.prompt ?? '').split(' ');
+    if (prompts.includes('login') && hosted.signedInAt.getTime() < started - 1000) return false;
+    const maxAge = interaction.params.max_age;
+    if (maxAge !== undefined) {
+      const age = (Date.now() - hosted.signedInAt.getTime()) / 1000;
+      if (age > Number(maxAge)) return false;
+    }
+    return true;
+  }
+
+  /** For the hosted pages: what the interaction asks, to draw the sign-in or consent page. */
+  async describe(
+    req: IncomingMessage,
+    res: ServerResponse,
+  ): Promise<{
+    uid: string;
+    prompt: string;
+    client: { clientId: string; name: string; firstParty: boolean };
+    scopes: string[];
+    freshSignIn: boolean;
+  }> {
+    const interaction = await this.provider.interactionDetails(req, res);
+    const client = await this.findClient(String(interaction.params.client_id));
+    const prompts = String(interaction.params.prompt ?? '').split(' ');
+    return {
+      uid: interaction.uid,
+      prompt: interaction.prompt.name,
+      client: {
+        clientId: String(interaction.params.client_id),
+        name: client?.clientName ?? String(interaction.params.client_id),
+        firstParty: client?.firstParty ?? false,
+      },
+      scopes: this.provider.requestedScopes(interaction),
+      freshSignIn: prompts.includes('login') || interaction.params.max_age !== undefined,
+    };
+  }
+
+  /** The consent page's answer: the URL the browser goes to next. */
+  async decide(req: IncomingMessage, res: ServerResponse, allow: boolean): Promise<string> {
+    const interaction = await this.provider.interactionDetails(req, res);
+    const hosted = await this.hostedSession(req.headers.cookie);
+    if (
+      interaction.prompt.name !== 'consent' ||
+      !hosted ||
+      hosted.identityId !== interaction.session?.accountId
+    ) {
+      return this.provider.interactionResult(req, res, {
+        error: 'login_required',
+        error_description: 'the session ended',
+      });
+    }
+    if (!allow) {
+      return this.provider.interactionResult(req, res, {
+        error: 'access_denied',
+        error_description: 'the person declined',
+      });
+    }
+    return this.provider.interactionResult(req, res, await this.#consent(interaction, hosted, true));
+  }
+
+  async #consent(interaction: Interaction, hosted: HostedSession, remember: boolean) {
+    const { grantId, scope } = await this.provider.grant(interaction);
+    const db = this.deps.database.db;
+    const now = this.deps.clock.now();
+    const clientId = String(interaction.params.client_id);
+    await db.transaction().execute(async (trx) => {
+      await repo.linkGrant(
+        trx,
+        {
+          grantId,
+          identityId: hosted.identityId,
+          sessionId: hosted.sessionId,
+          clientId,
+          epoch: hosted.epoch,
+          offline: scope.split(' ').includes('offline_access'),
+          scope,
+        },
+        now,
+      );
+      if (remember) {
+        const known = (await repo.consentOf(trx, hosted.identityId, clientId)) ?? '';
+        const merged = [...new Set([...known.split(' '), ...scope.split(' ')].filter(Boolean))].join(' ');
+        await repo.rememberConsent(trx, hosted.identityId, clientId, merged, now);
+      }
+      await this.deps.audit.appendOwn(trx, 'oidc.grant.given', hosted.identityId, {
+        clientId,
+        scope,
+        consent: remember ? 'given' : 'not_needed',
+      });
+    });
+    return { consent: { grantId } };
+  }
+
+  async #finish(
+    req: IncomingMessage,
+    res: ServerResponse,
+    result: Parameters<OpenIdProvider['interactionResult']>[2],
+  ): Promise<InteractionStep> {
+    return { kind: 'redirect', to: await this.provider.interactionResult(req, res, result) };
+  }
+
+  /**
+   * Ends every live grant whose service session or epoch has ended (any path that ends sessions:
+   * sign-out, sign-out everywhere, a device's session, password change or recovery, an operator's
+   * disable, sign-out or erasure), deletes their tokens and sends their back-channel logouts.
+   * Refresh, introspection and userinfo already refuse them: the grant's link is read on each use.
+   */
+  async sweep(): Promise<{ ended: number; expired: number }> {
+    const db = this.deps.database.db;
+    const now = this.deps.clock.now();
+    let ended = 0;
+    for (;;) {
+      const batch = await repo.endGrants(db, { dead: true, batch: GRANT_SWEEP_BATCH }, 'session_ended', now);
+      ended += batch.length;
+      for (const g of batch) await repo.deleteGrantPayloads(db, g.grantId);
+      await this.#endGrants(batch, true);
+      if (batch.length < GRANT_SWEEP_BATCH) break;
+    }
+    const expired = await repo.sweepExpiredPayloads(db, now);
+    await repo.deleteRetiredOidcKeys(db, new Date(now.getTime() - this.deps.config.oidc.idTokenTtl * 1000));
+    return { ended, expired };
+  }
+
+  async #endGrants(grants: repo.EndedGrant[], notify: boolean): Promise<void> {
+    for (const g of grants) {
+      await this.deps.database.db.transaction().execute((trx) =>
+        this.deps.audit.append(trx, {
+          name: 'oidc.grant.ended',
+          actor: null,
+          target: g.identityId,
+          outcome: 'success',
+          details: { clientId: g.clientId, reason: g.reason },
+        }),
+      );
+      if (!notify) continue;
+      try {
+        await this.provider.backchannelLogout(g.clientId, g.identityId, g.sid);
+      } catch (error) {
+        // The client's endpoint failed: its tokens are already refused; it is told once.
+        this.deps.log.warn(
+          { clientId: g.clientId, reason: error instanceof Error ? error.message : String(error) },
+          'back-channel logout not delivered',
+        );
+      }
+    }
+  }
+
+  /** The clients that hold access for an identity (the account UI's "Connected apps"). */
+  connectedApps(identityId: string) {
+    return repo.connectedApps(this.deps.database.db, identityId);
+  }
+
+  /** Revokes a client's access: its remembered consent and every live grant (with back-channel logout). */
+  async revokeApp(identityId: string, clientId: string): Promise<void> {
+    const db = this.deps.database.db;
+    const now = this.deps.clock.now();
+    const forgot = await repo.forgetConsent(db, identityId, clientId);
+    const grantIds = await repo.liveGrantsOf(db, identityId, clientId);
+    if (!forgot && grantIds.length === 0) throw new Problem('identity.connected_app_not_found');
+    const ended = await repo.endGrants(db, { grantIds }, 'revoked_by_owner', now);
+    for (const g of ended) await repo.deleteGrantPayloads(db, g.grantId);
+    await this.#endGrants(ended, true);
+  }
+}
+
+const KEY_ALGORITHMS = ['RS256', 'EdDSA'] as const;
+
+/** A new sealed signing key of `alg` (RSA 2048 for RS256, Ed25519 for EdDSA); answers its kid. */
+async function makeKey(
+  trx: Executor,
+  sealer: Sealer,
+  alg: (typeof KEY_ALGORITHMS)[number],
+  now: Date,
+): Promise<string> {
+  const { privateKey } =
+    alg === 'RS256'
+      ? await generateKeyPair('RS256', { modulusLength: 2048, extractable: true })
+      : await generateKeyPair('EdDSA', { crv: 'Ed25519', extractable: true });
+  const jwk = await exportJWK(privateKey);
+  const kid = randomUUID();
+  const publicJwk = publicPart({ ...jwk, kid, alg, use: 'sig' });
+  const sealed = sealer.seal(JSON.stringify(jwk), `oidc-signing-key:${kid}`);
+  await repo.insertOidcKey(trx, { kid, alg, sealedPrivateJwk: sealed, publicJwk }, now);
+  return kid;
+}
+
+function publicPart(jwk: JWK): Record<string, unknown> {
+  const { d: _d, p: _p, q: _q, dp: _dp, dq: _dq, qi: _qi, ...pub } = jwk;
+  return pub;
+}
+
+function registeredFrom(stored: repo.StoredClient): RegisteredClient {
+  return { ...storedClient(stored), secretHash: stored.secretHash };
+}

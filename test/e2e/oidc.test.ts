@@ -1,0 +1,227 @@
+import { createServer, type Server } from 'node:http';
+import { decodeJwt } from 'jose';
+import * as client from 'openid-client';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/platform/clock.js';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { launchChromium } from '../helpers/browser.js';
+import { createPerson, type Person } from '../helpers/identities.js';
+import { freePort } from '../helpers/net.js';
+
+/*
+ * The OpenID Provider end to end in Chromium: a relying party built on openid-client 6 (served
+ * here, on loopback) sends the browser to the service, the hosted pages sign the person in and ask
+ * for consent (a third-party client), the RP gets tokens, userinfo and a refresh; RP-initiated
+ * logout ends the hosted session; then, signed in again, "Sign out everywhere" in the account UI
+ * ends the RP's grant and the RP's back-channel endpoint receives a valid logout token.
+ */
+interface Rp {
+  server: Server;
+  origin: string;
+  config: client.Configuration;
+  tokens?: client.TokenEndpointResponse & client.TokenEndpointResponseHelpers;
+  logoutTokens: string[];
+}
+
+const SECRET = `rp-${'s'.repeat(40)}`;
+let t: TestApp;
+let browser: Browser;
+let page: Page;
+let origin: string;
+let rp: Rp;
+let person: Person;
+
+async function startRp(port: number, issuer: string): Promise<Rp> {
+  const state: { verifier?: string; state?: string; nonce?: string } = {};
+  const self: Rp = {
+    server: createServer(),
+    origin: `http://127.0.0.1:${port}`,
+    config: undefined as never,
+    logoutTokens: [],
+  };
+  self.server.on('request', async (req, res) => {
+    const url = new URL(req.url ?? '/', self.origin);
+    try {
+      if (url.pathname === '/login') {
+        state.verifier = client.randomPKCECodeVerifier();
+        state.state = client.randomState();
+        state.nonce = client.randomNonce();
+        const to = client.buildAuthorizationUrl(self.config, {
+          redirect_uri: `${self.origin}/callback`,
+          scope: 'openid email',
+          code_challenge: await client.calculatePKCECodeChallenge(state.verifier),
+          code_challenge_method: 'S256',
+          state: state.state,
+          nonce: state.nonce,
+        });
+        res.writeHead(302, { location: to.href }).end();
+      } else if (url.pathname === '/callback') {
+        self.tokens = await client.authorizationCodeGrant(self.config, url, {
+          pkceCodeVerifier: state.verifier,
+          expectedState: state.state,
+          expectedNonce: state.nonce,
+        });
+        const claims = self.tokens.claims();
+        res
+          .writeHead(200, { 'content-type': 'text/html' })
+          .end(`<h1>Signed in</h1><p id="sub">${claims?.sub}</p>`);
+      } else if (url.pathname === '/logout') {
+        const to = client.buildEndSessionUrl(self.config, {
+          id_token_hint: self.tokens?.id_token as string,
+          post_logout_redirect_uri: `${self.origin}/signed-out`,
+        });
+        res.writeHead(302, { location: to.href }).end();
+      } else if (url.pathname === '/signed-out') {
+        res.writeHead(200, { 'content-type': 'text/html' }).end('<h1>Signed out of the RP</h1>');
+      } else if (url.pathname === '/backchannel' && req.method === 'POST') {
+        let body = '';
+        for await (const chunk of req) body += chunk;
+        const token = new URLSearchParams(body).get('logout_token');
+        if (token) self.logoutTokens.push(token);
+        res.writeHead(200).end();
+      } else {
+        res.writeHead(404).end();
+      }
+    } catch (error) {
+      res.writeHead(500, { 'content-type': 'text/plain' }).end(String(error));
+    }
+  });
+  await new Promise<void>((r) => self.server.listen(port, '127.0.0.1', r));
+  self.config = await client.discovery(new URL(issuer), 'partner', SECRET, client.ClientSecretBasic(SECRET), {
+    execute: [client.allowInsecureRequests],
+  });
+  return self;
+}
+
+beforeAll(async () => {
+  const port = await freePort();
+  const rpPort = await freePort();
+  origin = `http://localhost:${port}`;
+  const rpOrigin = `http://127.0.0.1:${rpPort}`;
+  t = await createTestApp({
+    clock: new ManualClock(new Date()),
+    env: {
+      ACCOUNT_UI: 'on',
+      PUBLIC_ORIGIN: origin,
+      OIDC_CLIENTS: JSON.stringify([
+        {
+          client_id: 'partner',
+          client_secret: SECRET,
+          client_name: 'Partner Reports',
+          redirect_uris: [`${rpOrigin}/callback`],
+          post_logout_redirect_uris: [`${rpOrigin}/signed-out`],
+          grant_types: ['authorization_code', 'refresh_token'],
+          backchannel_logout_uri: `${rpOrigin}/backchannel`,
+        },
+      ]),
+    },
+  });
+  await t.app.listen({ port, host: '127.0.0.1' });
+  rp = await startRp(rpPort, origin);
+  person = await createPerson(t.ctx);
+  browser = await launchChromium();
+  page = await (await browser.newContext()).newPage();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await new Promise<void>((r) => (rp ? rp.server.close(() => r()) : r()));
+  await t?.close();
+});
+
+async function signInOnHostedPage(p: Page) {
+  await p.getByLabel('Email address').fill(person.email);
+  await p.getByLabel('Password', { exact: true }).fill(person.password);
+  await p.getByRole('button', { name: 'Sign in', exact: true }).click();
+}
+
+describe('an app signs a person in through the hosted pages', () => {
+  it('sign-in, consent, tokens, userinfo, refresh', async () => {
+    await page.goto(`${rp.origin}/login`);
+    await page.waitForURL(/\/account\/#\/authorize\//);
+    await expect.poll(() => page.locator('h1').textContent()).toBe('Sign in to continue to Partner Reports');
+    await signInOnHostedPage(page);
+    await page.waitForURL(/\/account\/#\/consent\//);
+    await expect.poll(() => page.locator('#scopes').textContent()).toContain('Your email address');
+    await page.getByRole('button', { name: 'Allow' }).click();
+    await page.waitForURL(`${rp.origin}/callback?**`);
+    expect(await page.locator('#sub').textContent()).toBe(person.identityId);
+
+    const tokens = rp.tokens as NonNullable<Rp['tokens']>;
+    expect(tokens.claims()?.amr).toEqual(['pwd']);
+    const info = await client.fetchUserInfo(rp.config, tokens.access_token, person.identityId);
+    expect(info).toMatchObject({ sub: person.identityId, email: person.email, email_verified: true });
+    const renewed = await client.refreshTokenGrant(rp.config, tokens.refresh_token as string);
+    expect(renewed.access_token).toBeTruthy();
+    // No token ever reached the browser's address bar.
+    expect(page.url()).not.toContain(tokens.access_token);
+  });
+
+  it('a second sign-in continues at once: consent is remembered and the hosted session is reused', async () => {
+    await page.goto(`${rp.origin}/login`);
+    await page.waitForURL(`${rp.origin}/callback?**`);
+    expect(await page.locator('#sub').textContent()).toBe(person.identityId);
+  });
+
+  it('RP-initiated logout ends the hosted session', async () => {
+    await page.goto(`${rp.origin}/logout`);
+    await page.getByRole('button', { name: 'Sign out', exact: true }).click();
+    await page.waitForURL(`${rp.origin}/signed-out`);
+    await page.goto(`${origin}/account/#/`);
+    await page.waitForURL(/#\/sign-in$/);
+    await expect(
+      client.refreshTokenGrant(rp.config, rp.tokens?.refresh_token as string),
+    ).rejects.toMatchObject({
+      error: 'invalid_grant',
+    });
+  });
+
+  it('"Connected apps" lists the app and removing its access ends its grant', async () => {
+    await page.goto(`${rp.origin}/login`);
+    await page.waitForURL(/\/account\/#\/authorize\//);
+    await signInOnHostedPage(page);
+    // The consent is remembered: no consent page this time.
+    await page.waitForURL(`${rp.origin}/callback?**`);
+    const tokens = rp.tokens as NonNullable<Rp['tokens']>;
+    const before = rp.logoutTokens.length;
+    await page.goto(`${origin}/account/#/apps`);
+    await expect.poll(() => page.locator('#apps').textContent()).toContain('Partner Reports');
+    expect(await page.locator('#apps').textContent()).toContain('Your email address');
+    await page.getByRole('button', { name: 'Remove access for Partner Reports' }).click();
+    await page.locator('#no-apps').waitFor();
+    await expect(client.refreshTokenGrant(rp.config, tokens.refresh_token as string)).rejects.toMatchObject({
+      error: 'invalid_grant',
+    });
+    expect(rp.logoutTokens.length).toBe(before + 1);
+  });
+
+  it('"Sign out everywhere" in the account UI ends the RP grant and sends a back-channel logout', async () => {
+    await page.goto(`${rp.origin}/login`);
+    // Still signed in at the hosted pages; the consent was taken back, so it is asked again.
+    await page.waitForURL(/\/account\/#\/consent\//);
+    await page.getByRole('button', { name: 'Allow' }).click();
+    await page.waitForURL(`${rp.origin}/callback?**`);
+    const tokens = rp.tokens as NonNullable<Rp['tokens']>;
+    const sid = tokens.claims()?.sid;
+    const before = rp.logoutTokens.length;
+
+    await page.goto(`${origin}/account/#/devices`);
+    await page.getByRole('button', { name: 'Sign out everywhere' }).click();
+    await page.waitForURL(/#\/sign-in$/);
+    await expect(client.refreshTokenGrant(rp.config, tokens.refresh_token as string)).rejects.toMatchObject({
+      error: 'invalid_grant',
+    });
+    await expect.poll(() => rp.logoutTokens.length, { timeout: 15_000 }).toBeGreaterThan(before);
+    const logout = rp.logoutTokens[rp.logoutTokens.length - 1];
+    const { keys } = (await (await fetch(`${origin}/.well-known/jwks.json`)).json()) as { keys: never[] };
+    const { jwtVerify, createLocalJWKSet } = await import('jose');
+    const { payload } = await jwtVerify(logout, createLocalJWKSet({ keys }), {
+      issuer: origin,
+      audience: 'partner',
+    });
+    expect(payload).toMatchObject({ sub: person.identityId, sid });
+    expect(payload.events).toEqual({ 'http://schemas.openid.net/event/backchannel-logout': {} });
+    expect(decodeJwt(logout).nonce).toBeUndefined();
+  });
+});
