@@ -165,6 +165,7 @@ async function main() {
     RATE_LIMIT_SENDS_A_MESSAGE: '100000000/1',
     RATE_LIMIT_ANSWERS_A_CHALLENGE: '100000000/1',
     RATE_LIMIT_PROVES_A_PASSWORD: '100000000/1',
+    RATE_LIMIT_OIDC_CLIENTS: '100000000/1',
     // The OpenID Provider's client for its scenarios (bench/oidc.ts).
     OIDC_CLIENTS: benchOidcClients(),
   };
@@ -483,7 +484,7 @@ async function main() {
           introspectionRes.errors +
           introspectionRes.timeouts +
           introspectedInactive,
-        note: `${grants.length} distinct tokens; an inactive answer counts as an error; 429s are the client's guess budget (docs/oidc.md, "Errors")`,
+        note: `${grants.length} distinct tokens; an inactive answer counts as an error`,
       });
 
     // Refresh with rotation, as the renewals above: one chain per grant, each request presents the
@@ -516,7 +517,7 @@ async function main() {
               },
               onResponse: (status, body, context) => {
                 if (status === 200) chains.push(JSON.parse(body).refresh_token);
-                // Refused before the provider saw it (the client's guess budget): not spent.
+                // Refused before the provider saw it (a rate limit): not spent.
                 else {
                   const token = (context as { token?: string }).token;
                   if (status === 429 && token) {
@@ -534,7 +535,7 @@ async function main() {
           'POST /oidc/token (refresh_token grant, rotated: own chain per connection)',
           refreshRes,
           floorRps,
-          `${grants.length} chains; each answer also signs an RS256 ID token${refreshRefusedEarly ? `; ${refreshRefusedEarly} answered 429 by the client's guess budget (token not spent, put back)` : ''}`,
+          `${grants.length} chains; each answer also signs an RS256 ID token${refreshRefusedEarly ? `; ${refreshRefusedEarly} answered 429 (refused before the provider saw it; token not spent, put back)` : ''}`,
         ),
       );
 
