@@ -164,8 +164,11 @@ async function loadLibrary(log: OidcProviderDeps['log']): Promise<Library> {
   const warn = console.warn;
   console.warn = (...args: unknown[]) => {
     const text = args.map(String).join(' ');
-    if (noticeLog && text.includes('oidc-provider WARNING')) noticeLog.warn({ library: 'oidc-provider' }, text);
-    else warn(...args);
+    if (noticeLog && text.includes('oidc-provider WARNING')) {
+      noticeLog.warn({ library: 'oidc-provider' }, text);
+    } else {
+      warn(...args);
+    }
   };
   library = await import('oidc-provider');
   return library;
