@@ -188,6 +188,153 @@ describe('OIDC_CLIENTS', () => {
   });
 });
 
+describe('IDENTITY_PROVIDERS', () => {
+  const env = (providers: unknown[], extra: Record<string, string> = {}) => ({
+    SECRETS_KEY: key(),
+    DATA_DIR: tmp(),
+    IDENTITY_PROVIDERS: JSON.stringify(providers),
+    ...extra,
+  });
+  const P8 = '-----BEGIN PRIVATE KEY-----\nMIGT\n-----END PRIVATE KEY-----';
+  it.each([
+    [{ name: 'x' }, 'entry "x" needs an issuer'],
+    [
+      { name: 'x', issuer: 'https://i.example' },
+      'entry "x" needs jwksUri or jwks (ID-token sign-in) or clientId (redirect sign-in)',
+    ],
+    [
+      { name: 'Bad Name', clientId: 'c', clientSecret: 's', issuer: 'https://i.example' },
+      'entry "Bad Name" needs a name',
+    ],
+    [{ name: 'g', preset: 'myspace', clientId: 'c', clientSecret: 's' }, 'entry "g" preset must be one of'],
+    [{ name: 'g', preset: 'google', clientId: 'c' }, 'entry "g" needs a clientSecret'],
+    [
+      { name: 'g', preset: 'google', clientId: 'c', clientSecret: 's', autoLink: 'email' },
+      'autoLink must be',
+    ],
+    [
+      { name: 'g', preset: 'google', clientId: 'c', clientSecret: 's', signUp: 'yes' },
+      'signUp must be true or false',
+    ],
+    [
+      { name: 'g', preset: 'google', clientId: 'c', clientSecret: 's', scopes: 'email profile' },
+      'scopes must include openid',
+    ],
+    [
+      { name: 'g', preset: 'google', clientId: 'c', clientSecret: 's', tenants: ['x'] },
+      'tenants applies to the microsoft preset only',
+    ],
+    [
+      { name: 'm', preset: 'microsoft', clientId: 'c', clientSecret: 's', tenants: ['not-a-guid'] },
+      'tenants must be',
+    ],
+    [{ name: 'a', preset: 'apple', clientId: 'c', clientSecret: 's' }, 'instead of clientSecret'],
+    [
+      { name: 'a', preset: 'apple', clientId: 'c', teamId: 'T', keyId: 'K' },
+      'needs teamId, keyId and privateKey',
+    ],
+    [
+      { name: 'a', preset: 'apple', clientId: 'c', teamId: 'T', keyId: 'K', privateKey: 'x' },
+      'privateKey must be the PEM',
+    ],
+    [
+      { name: 'h', preset: 'github', clientId: 'c', clientSecret: 's', issuer: 'https://github.com' },
+      'has no issuer',
+    ],
+    [{ name: 'o', issuer: 'https://i.example', clientSecret: 's' }, 'clientSecret needs a clientId'],
+    [{ name: 'o', preset: 'google' }, 'has a preset, which needs a clientId'],
+    [{ name: 'o', clientId: 'c', clientSecret: 's' }, 'entry "o" needs an issuer'],
+    [
+      { name: 'o', clientId: 'c', clientSecret: 's', issuer: 'https://i.example', extra: 1 },
+      'has an unknown field "extra"',
+    ],
+  ])('refuses %j with one line naming the entry', (entry, words) => {
+    let error: unknown;
+    try {
+      loadConfig(env([entry]));
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).variable).toBe('IDENTITY_PROVIDERS');
+    expect((error as Error).message).toContain(words);
+    expect((error as Error).message).not.toContain('\n');
+  });
+
+  it('refuses an http issuer in production and accepts it outside', () => {
+    const entry = { name: 'o', clientId: 'c', clientSecret: 's', issuer: 'http://127.0.0.1:9999' };
+    expect(() =>
+      loadConfig(env([entry], { NODE_ENV: 'production', PUBLIC_ORIGIN: 'https://id.example' })),
+    ).toThrow('entry "o" issuer must be an https URL');
+    expect(loadConfig(env([entry])).identityProviders[0].issuer).toBe('http://127.0.0.1:9999');
+  });
+
+  it('fills in the presets and keeps the ID-token path beside redirect sign-in', () => {
+    const config = loadConfig(
+      env([
+        {
+          name: 'google',
+          preset: 'google',
+          clientId: 'g-id',
+          clientSecret: 'g-secret',
+          jwksUri: 'https://www.googleapis.com/oauth2/v3/certs',
+        },
+        {
+          name: 'entra',
+          preset: 'microsoft',
+          clientId: 'm',
+          clientSecret: 's',
+          tenants: ['9188040D-6C67-4C5B-B112-36A304B66DAD'],
+          autoLink: 'verified_email',
+        },
+        {
+          name: 'apple',
+          preset: 'apple',
+          clientId: 'com.example.web',
+          teamId: 'TEAM',
+          keyId: 'KEY',
+          privateKey: P8,
+          signUp: false,
+        },
+        { name: 'github', preset: 'github', clientId: 'gh', clientSecret: 's', displayName: 'GitHub (work)' },
+        { name: 'legacy', issuer: 'https://l.example', audience: 'aud', jwks: { keys: [] } },
+      ]),
+    );
+    const [google, entra, apple, github, legacy] = config.identityProviders;
+    expect(google).toMatchObject({
+      displayName: 'Google',
+      issuer: 'https://accounts.google.com',
+      audience: 'g-id',
+      redirect: {
+        clientId: 'g-id',
+        scopes: 'openid email profile',
+        responseMode: 'query',
+        autoLink: 'off',
+        signUp: true,
+      },
+    });
+    expect(entra.issuer).toBe('https://login.microsoftonline.com/common/v2.0');
+    expect(entra.redirect).toMatchObject({
+      autoLink: 'verified_email',
+      tenants: ['9188040d-6c67-4c5b-b112-36a304b66dad'],
+    });
+    expect(apple.redirect).toMatchObject({
+      responseMode: 'form_post',
+      scopes: 'openid email name',
+      signUp: false,
+    });
+    expect(apple.redirect?.apple?.teamId).toBe('TEAM');
+    expect(apple.redirect?.clientSecret).toBeUndefined();
+    expect(github).toMatchObject({
+      displayName: 'GitHub (work)',
+      redirect: { scopes: 'read:user user:email' },
+    });
+    expect(github.issuer).toBeUndefined();
+    expect(legacy.redirect).toBeUndefined();
+    expect(legacy.audience).toBe('aud');
+  });
+});
+
 // One process per class of variable (each start costs about a second of CPU).
 const SPAWNED = new Set([
   'TRUST_PROXY as a hop count',

@@ -112,6 +112,8 @@ export class ProviderVerifier {
 
   constructor(private readonly deps: ProviderVerifierDeps) {
     for (const config of deps.config.identityProviders) {
+      // Entries without a key set serve redirect sign-in only (upstream.ts).
+      if (config.jwksUri === undefined && config.jwks === undefined) continue;
       const keys =
         config.jwksUri !== undefined
           ? new RemoteKeys(config.jwksUri, deps).resolve
@@ -120,9 +122,12 @@ export class ProviderVerifier {
     }
   }
 
-  /** Names of the providers configured now (a link to any other provider is not a way in). */
+  /**
+   * Names of the providers configured now, for either path (a link to any other provider is not a
+   * way in).
+   */
   get names(): ReadonlySet<string> {
-    return new Set(this.#providers.keys());
+    return new Set(this.deps.config.identityProviders.map((p) => p.name));
   }
 
   /**
