@@ -12,8 +12,10 @@ import { connectedAppRoutes } from './features/oidc/account-routes.js';
 import { oidcRoutes } from './features/oidc/routes.js';
 import { passkeyRoutes } from './features/passkeys/routes.js';
 import { passwordRoutes } from './features/passwords/routes.js';
+import { providerFlowRoutes } from './features/providers/flow-routes.js';
 import { providerRoutes } from './features/providers/routes.js';
 import { ProviderService } from './features/providers/service.js';
+import type { OutboundFetch } from './features/providers/upstream.js';
 import { recoveryCodeRoutes } from './features/recovery-codes/routes.js';
 import { registrationRoutes } from './features/registration/routes.js';
 import { secondFactorRoutes } from './features/second-factors/routes.js';
@@ -40,6 +42,8 @@ export interface BuildOptions {
   logStream?: Writable;
   /** Rate-limit key namespace (tests isolate themselves on a shared Redis). */
   rateLimitNamespace?: string;
+  /** Tests only: the upstream providers' HTTP requests (docs/providers.md), sent to loopback fakes. */
+  upstreamFetch?: OutboundFetch;
 }
 
 export const API_PREFIX = '/api/v1';
@@ -68,6 +72,7 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
     opts.clock ?? systemClock,
     app.log,
     metrics ?? silentSignals,
+    opts.upstreamFetch,
   );
   app.addHook('onClose', async () => {
     // Notices under way are sent before the channels close.
@@ -146,6 +151,7 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
       await api.register(signInMethodRoutes, { ctx });
       await api.register(passwordRoutes, { ctx });
       await api.register(providerRoutes, { ctx });
+      await api.register(providerFlowRoutes, { ctx });
       await api.register(accountRoutes, { ctx });
       await api.register(connectedAppRoutes, { ctx });
       // Passkeys only with a WebAuthn relying party (off in production without WEBAUTHN_*).

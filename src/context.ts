@@ -3,6 +3,7 @@ import type { Config } from './config.js';
 import { ChallengeFlow } from './features/challenges/service.js';
 import { AccountLock } from './features/identities/lock.js';
 import { OidcService } from './features/oidc/service.js';
+import { type OutboundFetch, UpstreamProviders } from './features/providers/upstream.js';
 import { ProviderVerifier } from './features/providers/verifier.js';
 import { secondFactorTicketFor } from './features/second-factors/tickets.js';
 import { AccessTokens } from './features/sessions/access-tokens.js';
@@ -55,6 +56,8 @@ export interface AppContext {
   tokens: AccessTokens;
   /** Provider ID-token verification; its remote key sets are caches shared by every route. */
   providers: ProviderVerifier;
+  /** Redirect sign-in's upstream providers (openid-client); discovery results are shared caches. */
+  upstream: UpstreamProviders;
   /** Opens sessions after a first proof (password, provider) or the second step. */
   sessions: SessionService;
   /** New-sign-in notices, sent after the answer (SIGN_IN_NOTICES). */
@@ -73,6 +76,8 @@ export async function createContext(
   clock: Clock,
   log: FastifyBaseLogger,
   signals: Signals = silentSignals,
+  /** Tests send the upstream providers' real hosts to loopback fakes through this. */
+  upstreamFetch?: OutboundFetch,
 ): Promise<AppContext> {
   // First: a SECRETS_KEY the database was not started with stops here, before anything is sealed.
   await checkSecretsKey(database.db, config.keys, clock);
@@ -135,6 +140,7 @@ export async function createContext(
     findElevation: (tokenHash: string) => findElevation(database.db, tokenHash),
   };
   const providers = new ProviderVerifier({ config, clock, log });
+  const upstream = new UpstreamProviders({ config, log, ...(upstreamFetch ? { fetch: upstreamFetch } : {}) });
   const ticketDeps = { config, database, clock };
   const sessions = new SessionService(
     { config, database, clock, passwords, audit, guesses, cursors, tokens, signals },
@@ -174,6 +180,7 @@ export async function createContext(
     cursors,
     tokens,
     providers,
+    upstream,
     sessions,
     notices,
     auth,

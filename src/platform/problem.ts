@@ -207,6 +207,12 @@ export const CATALOGUE = {
     detail: 'The identifier cannot be used.',
     retryable: false,
   },
+  'identity.provider_unavailable': {
+    status: 422,
+    title: 'Provider unavailable',
+    detail: 'This provider does not offer sign-in by redirect here.',
+    retryable: false,
+  },
   'identity.identifier_channel_unavailable': {
     status: 422,
     title: 'No channel',

@@ -601,7 +601,15 @@ export class FuzzApp {
     }
 
     const contentType = String(res.headers['content-type'] ?? '');
-    const success = (status >= 200 && status < 300) || status === 304;
+    // A provider's callback answers every request with a 303 back to the hosted pages (docs/providers.md).
+    const redirect = status === 303;
+    const success = (status >= 200 && status < 300) || status === 304 || redirect;
+    if (redirect) {
+      const location = String(res.headers.location ?? '');
+      // Never an open redirect: always back to this service's own origin.
+      if (!location.startsWith(`${this.t.config.publicOrigin}/`))
+        out.push(`303 to ${JSON.stringify(location)}`);
+    }
     if (!success) {
       if (!/^application\/problem\+json(;|$)/.test(contentType)) {
         out.push(`content-type ${JSON.stringify(contentType)} on a ${status}`);
@@ -613,8 +621,9 @@ export class FuzzApp {
       const route = declaredKey ? this.byKey.get(declaredKey) : undefined;
       if (!route) out.push(`${status} from ${key}, which the OpenAPI document does not list`);
       else if (!route.statuses.has(status)) out.push(`${status} is not declared for ${key}`);
-      if ((status === 204 || status === 304) && res.body !== '') out.push(`${status} with a body`);
-      if (!isHead && route?.path.startsWith('/api/v1/') && status !== 204 && status !== 304) {
+      if ((status === 204 || status === 304 || redirect) && res.body !== '')
+        out.push(`${status} with a body`);
+      if (!isHead && route?.path.startsWith('/api/v1/') && status !== 204 && status !== 304 && !redirect) {
         let body: unknown;
         try {
           body = JSON.parse(res.body);

@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import type { AppContext } from '../../src/context.js';
+import type { OutboundFetch } from '../../src/features/providers/upstream.js';
 import { ManualClock } from '../../src/platform/clock.js';
 import { adminEnv } from './admin.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
@@ -32,6 +33,8 @@ export interface TestAppOptions {
   db?: TestDatabase;
   /** Builds the operators' listener too, with the keys of test/helpers/admin.ts. */
   admin?: boolean;
+  /** The upstream providers' HTTP requests, sent to loopback fakes (test/helpers/upstream.ts). */
+  upstreamFetch?: OutboundFetch;
   /** Adds test-only routes before the app is ready (platform tests). */
   extend?: (app: FastifyInstance) => void | Promise<void>;
 }
@@ -75,6 +78,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
     clock,
     logStream: stream,
     rateLimitNamespace: `rl-${randomBytes(4).toString('hex')}:`,
+    ...(opts.upstreamFetch ? { upstreamFetch: opts.upstreamFetch } : {}),
   });
   if (opts.extend) await opts.extend(app);
   await app.ready();

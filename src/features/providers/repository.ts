@@ -142,7 +142,161 @@ export async function removeLink(
   );
 }
 
-/** Erasure: every provider link of the identity (the provider's subject is personal data). */
+/**
+ * Erasure: every provider link of the identity (the provider's subject is personal data), and its
+ * redirect flows and handoffs in flight.
+ */
 export async function deleteIdentityLinks(trx: Executor, identityId: string): Promise<void> {
   await trx.deleteFrom('provider_links').where('identity_id', '=', identityId).execute();
+  await trx.deleteFrom('provider_flows').where('identity_id', '=', identityId).execute();
+  await trx.deleteFrom('provider_handoffs').where('identity_id', '=', identityId).execute();
+}
+
+/** The server side of one redirect sign-in (docs/providers.md, "How the flow works"). */
+export interface ProviderFlow {
+  id: string;
+  provider: string;
+  intent: 'sign_in' | 'link' | 'step_up';
+  identityId: string | null;
+  sessionId: string | null;
+  returnTo: string;
+  bindingHash: string;
+  sealedChecks: string;
+  expiresAt: Date;
+}
+
+export async function insertFlow(
+  trx: Executor,
+  f: ProviderFlow & { stateHash: string; now: Date },
+): Promise<void> {
+  await trx
+    .insertInto('provider_flows')
+    .values({
+      id: f.id,
+      provider: f.provider,
+      intent: f.intent,
+      identity_id: f.identityId,
+      session_id: f.sessionId,
+      return_to: f.returnTo,
+      state_hash: f.stateHash,
+      binding_hash: f.bindingHash,
+      sealed_checks: f.sealedChecks,
+      created_at: f.now,
+      expires_at: f.expiresAt,
+    })
+    .execute();
+}
+
+/**
+ * Compare-and-set: the flow named by the state's hash is consumed by exactly one callback, whatever
+ * happens next (an expired flow, or one presented by another browser, is burned too). The caller
+ * checks expiry and binding on the row it gets back.
+ */
+export async function consumeFlow(
+  trx: Executor,
+  stateHash: string,
+  now: Date,
+): Promise<ProviderFlow | undefined> {
+  return trx
+    .updateTable('provider_flows')
+    .set({ consumed_at: now })
+    .where('state_hash', '=', stateHash)
+    .where('consumed_at', 'is', null)
+    .returning([
+      'id',
+      'provider',
+      'intent',
+      'identity_id as identityId',
+      'session_id as sessionId',
+      'return_to as returnTo',
+      'binding_hash as bindingHash',
+      'sealed_checks as sealedChecks',
+      'expires_at as expiresAt',
+    ])
+    .$narrowType<{ intent: ProviderFlow['intent'] }>()
+    .executeTakeFirst();
+}
+
+export async function insertHandoff(
+  trx: Executor,
+  h: {
+    id: string;
+    codeHash: string;
+    bindingHash: string;
+    kind: ProviderHandoff['kind'];
+    identityId: string;
+    sessionId: string | null;
+    epoch: number;
+    now: Date;
+    expiresAt: Date;
+  },
+): Promise<void> {
+  await trx
+    .insertInto('provider_handoffs')
+    .values({
+      id: h.id,
+      code_hash: h.codeHash,
+      binding_hash: h.bindingHash,
+      kind: h.kind,
+      identity_id: h.identityId,
+      session_id: h.sessionId,
+      epoch: h.epoch,
+      created_at: h.now,
+      expires_at: h.expiresAt,
+    })
+    .execute();
+}
+
+export interface ProviderHandoff {
+  kind: 'sign_in' | 'step_up';
+  identityId: string;
+  sessionId: string | null;
+  epoch: number;
+  bindingHash: string;
+  expiresAt: Date;
+}
+
+/** Compare-and-set, like consumeFlow: one exchange gets the row; the caller checks expiry and binding. */
+export async function consumeHandoff(
+  trx: Executor,
+  codeHash: string,
+  now: Date,
+): Promise<ProviderHandoff | undefined> {
+  return trx
+    .updateTable('provider_handoffs')
+    .set({ consumed_at: now })
+    .where('code_hash', '=', codeHash)
+    .where('consumed_at', 'is', null)
+    .returning([
+      'kind',
+      'identity_id as identityId',
+      'session_id as sessionId',
+      'epoch',
+      'binding_hash as bindingHash',
+      'expires_at as expiresAt',
+    ])
+    .$narrowType<{ kind: ProviderHandoff['kind'] }>()
+    .executeTakeFirst();
+}
+
+/**
+ * Bounded clean-up run with each new flow, so the unauthenticated start cannot grow the tables
+ * without end: expired flows and handoffs, oldest first, SKIP LOCKED like the nonces.
+ */
+export async function pruneExpiredFlows(trx: Executor, now: Date, batch = 100): Promise<void> {
+  for (const table of ['provider_flows', 'provider_handoffs'] as const) {
+    await trx
+      .deleteFrom(table)
+      .where('id', 'in', (eb) =>
+        eb
+          .selectFrom(table)
+          .select('id')
+          .where('expires_at', '<=', now)
+          .orderBy('expires_at')
+          .limit(batch)
+          .forUpdate()
+          .skipLocked(),
+      )
+      .execute();
+  }
 }

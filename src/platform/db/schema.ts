@@ -168,6 +168,34 @@ export interface Passkeys {
   transports: Generated<string[]>;
 }
 
+export interface ProviderFlows {
+  binding_hash: string;
+  consumed_at: Timestamp | null;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+  id: string;
+  identity_id: string | null;
+  intent: string;
+  provider: string;
+  return_to: string;
+  sealed_checks: string;
+  session_id: string | null;
+  state_hash: string;
+}
+
+export interface ProviderHandoffs {
+  binding_hash: string;
+  code_hash: string;
+  consumed_at: Timestamp | null;
+  created_at: Timestamp;
+  epoch: number;
+  expires_at: Timestamp;
+  id: string;
+  identity_id: string;
+  kind: string;
+  session_id: string | null;
+}
+
 export interface ProviderLinks {
   created_at: Timestamp;
   id: string;
@@ -305,6 +333,8 @@ export interface DB {
   oidc_payloads: OidcPayloads;
   oidc_signing_keys: OidcSigningKeys;
   passkeys: Passkeys;
+  provider_flows: ProviderFlows;
+  provider_handoffs: ProviderHandoffs;
   provider_links: ProviderLinks;
   provider_nonces: ProviderNonces;
   recovery_codes: RecoveryCodes;
