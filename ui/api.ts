@@ -3,6 +3,7 @@ import {
   type ConnectedApp,
   type DeviceSession,
   IdentityClient,
+  type IdentityProvider,
   isIdentityError,
   type SecondFactorEnrolment,
   type SessionContext,
@@ -11,7 +12,10 @@ import {
 } from '../packages/client/src/index.js';
 import type { ProblemLike } from './problems.js';
 
-export type { ConnectedApp, DeviceSession };
+export type { ConnectedApp, DeviceSession, IdentityProvider };
+export type SignInOutcome =
+  | { kind: 'session' }
+  | { kind: 'second_factor_required'; ticket: string; expiresAt: string };
 export type StepUpChannel = 'identifier' | 'second_factor' | 'recovery_code';
 
 interface Settings {
@@ -102,6 +106,16 @@ async function assertion(options: unknown): Promise<unknown> {
 
 const email = (identifier: string) => ({ identifierType: 'email' as const, identifier });
 
+function outcome(result: Awaited<ReturnType<IdentityClient['signIn']>>): SignInOutcome {
+  if (result.kind === 'second_factor_required') {
+    return { kind: result.kind, ticket: result.secondFactorTicket, expiresAt: result.ticketExpiresAt };
+  }
+  return { kind: 'session' };
+}
+
+/** The provider list, asked once per page load (a failure is asked again next time). */
+let providersAsked: Promise<IdentityProvider[]> | null = null;
+
 export const api = {
   /**
    * Asks the service (a renewal with the cookie) the first time, then answers from memory. A page
@@ -129,16 +143,37 @@ export const api = {
   signUp: (identifier: string, password: string) => client.signUp({ ...email(identifier), password }),
   confirmSignUp: (identifier: string, password: string, code: string) =>
     client.confirmSignUp({ ...email(identifier), password, code }),
-  async signIn(
-    identifier: string,
-    password: string,
-  ): Promise<{ kind: 'session' } | { kind: 'second_factor_required'; ticket: string; expiresAt: string }> {
-    const result = await client.signIn({ ...email(identifier), password });
-    if (result.kind === 'second_factor_required') {
-      return { kind: result.kind, ticket: result.secondFactorTicket, expiresAt: result.ticketExpiresAt };
-    }
-    return { kind: 'session' };
+  async signIn(identifier: string, password: string): Promise<SignInOutcome> {
+    return outcome(await client.signIn({ ...email(identifier), password }));
   },
+  /** The providers offering "Continue with …" (none when the list cannot be had: nothing is shown). */
+  providers(): Promise<IdentityProvider[]> {
+    providersAsked ??= client.listProviders().catch(() => {
+      providersAsked = null;
+      return [];
+    });
+    return providersAsked;
+  },
+  /**
+   * Starts a provider flow and answers where the window goes (the caller does location.assign).
+   * `returnTo` is a route of this page (`/sign-in`, `/sign-up`, `/security`, `/authorize/<uid>`).
+   */
+  async startProviderFlow(
+    provider: string,
+    intent: 'sign_in' | 'link' | 'step_up',
+    route: string,
+    elevationToken?: string,
+  ): Promise<string> {
+    const returnTo = `${location.pathname}#${route}`;
+    const flow = await client.startProviderFlow({ provider, intent, returnTo }, elevationToken);
+    return flow.authorizationUrl;
+  },
+  /** A provider flow came back signed in: its handoff code becomes a session (handed to the cookie) or a ticket. */
+  exchangeProviderHandoff: async (code: string): Promise<SignInOutcome> =>
+    outcome(await client.exchangeProviderHandoff(code)),
+  /** A step-up flow came back: its handoff code becomes this page's elevation. */
+  stepUpWithProviderHandoff: async (code: string): Promise<string> =>
+    keep(await client.exchangeProviderStepUp(code)),
   completeSecondFactor: async (ticket: string, answer: { code: string } | { recoveryCode: string }) => {
     await client.completeSecondFactor({ secondFactorTicket: ticket, ...answer });
   },

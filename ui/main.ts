@@ -10,6 +10,7 @@ import { securityPage } from './pages/security.js';
 import { secondFactorPage, signInPage } from './pages/sign-in.js';
 import { signUpPage } from './pages/sign-up.js';
 import { messageFor } from './problems.js';
+import { captureProviderReturn, dropProviderReturn } from './providers.js';
 import { go, type Page, type PageContent, routeOf } from './router.js';
 
 /*
@@ -88,6 +89,8 @@ function drawNav(path: string, signedIn: boolean): void {
 }
 
 async function render(): Promise<void> {
+  // A provider flow's answer (#/sign-in?provider=…&handoff=…) leaves the address bar first.
+  captureProviderReturn();
   const path = routeOf(location.hash);
   // On the first render this asks the service (a renewal with the session cookie).
   const signedIn = await api.signedIn();
@@ -105,6 +108,7 @@ async function render(): Promise<void> {
   try {
     content = await page();
   } catch (error) {
+    dropProviderReturn();
     const p = asProblem(error);
     if (p.code === 'client.signed_out' || p.code === 'identity.session_required') {
       go('/sign-in');
@@ -118,6 +122,8 @@ async function render(): Promise<void> {
       ],
     };
   }
+  // The page of the route took the provider's answer, if it was for it; any other is forgotten.
+  dropProviderReturn();
   if (turn !== renders) return; // a later navigation won the race
   const { title, body } = content;
   document.title = `${title} · Your account`;
@@ -145,6 +151,8 @@ api.onSignedInElsewhere(() => {
   if (PUBLIC[path] && path !== '/sign-in/second-factor') void render();
 });
 
+// At once, before anything is fetched: no handoff code stays in the address bar or in history.
+captureProviderReturn();
 loadSettings()
   .then(() => render())
   .catch(() => {

@@ -2,6 +2,7 @@ import { api, asProblem, passkeyStatus, type StepUpChannel } from './api.js';
 import { field, h, uid } from './dom.js';
 import { makeForm } from './forms.js';
 import { Cancelled } from './problems.js';
+import { goToProvider } from './providers.js';
 
 /**
  * Runs an elevated action: with the elevation this page already holds (if any), and when there is
@@ -26,6 +27,17 @@ const PROMPT: Record<StepUpChannel, string> = {
   second_factor: 'Enter the code your authenticator app shows now.',
   recovery_code: 'Enter one of your unused recovery codes. It will be used up.',
 };
+
+/** The configured providers linked to this identity (a step-up by redirect needs one). */
+async function linkedProviders() {
+  try {
+    const [methods, providers] = await Promise.all([api.signInMethods(), api.providers()]);
+    const linked = new Set(methods.filter((m) => m.kind === 'provider').map((m) => m.display));
+    return providers.filter((p) => linked.has(p.name));
+  } catch {
+    return [];
+  }
+}
 
 /** Shows the step-up in `slot` and resolves with the elevation token, or rejects with Cancelled. */
 export function stepUp(slot: HTMLElement): Promise<string> {
@@ -109,6 +121,27 @@ export function stepUp(slot: HTMLElement): Promise<string> {
           }
         });
         list.push(b);
+      }
+      // A provider linked to this identity, on the page a step-up flow can come back to (Security):
+      // the window goes to the provider, and the page takes the elevation when it comes back.
+      if (location.hash.split('?')[0] === '#/security') {
+        const more = h('span', { class: 'provider-step-ups' });
+        list.push(more);
+        void linkedProviders().then((providers) => {
+          more.replaceChildren(
+            ...providers.map((p) => {
+              const b = h('button', { type: 'button', class: 'link' }, `Use ${p.displayName}`);
+              b.addEventListener('click', async () => {
+                try {
+                  await goToProvider(p, 'step_up', '/security');
+                } catch (error) {
+                  box.append(h('p', { class: 'alert', role: 'alert' }, (error as Error).message));
+                }
+              });
+              return b;
+            }),
+          );
+        });
       }
       return list;
     };

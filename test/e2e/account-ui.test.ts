@@ -1,14 +1,13 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import axeCore from 'axe-core';
 import { Secret, TOTP } from 'otpauth';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTENT_SECURITY_POLICY } from '../../src/features/account-ui/routes.js';
 import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { addVirtualAuthenticator, launchChromium } from '../helpers/browser.js';
+import { addVirtualAuthenticator, axeCheck, launchChromium } from '../helpers/browser.js';
 import { freePort } from '../helpers/net.js';
 import { codeIn, waitForCode } from '../helpers/outbox.js';
 import { bodyOf, type SmtpSink, startSmtpSink } from '../helpers/smtp.js';
@@ -25,8 +24,6 @@ import { bodyOf, type SmtpSink, startSmtpSink } from '../helpers/smtp.js';
  */
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const SHOTS = join(ROOT, 'docs/ui');
-/** axe-core's own source, to inject into each page (axe.source is the documented way). */
-const AXE = axeCore.source;
 
 const EMAIL = 'ada@example.com';
 const IPHONE =
@@ -97,21 +94,8 @@ async function newPage(
   return { ctx, page: p };
 }
 
-/** axe-core, injected through the debugging protocol (the page's CSP rightly refuses it otherwise). */
 async function axe(p: Page, name: string): Promise<void> {
-  await p.evaluate(AXE);
-  const found = (await p.evaluate(async () => {
-    // biome-ignore lint/suspicious/noExplicitAny: axe is a global the evaluated source defines
-    const r = await (window as any).axe.run(document, { resultTypes: ['violations'] });
-    return r.violations.map((v: { id: string; impact: string; nodes: { target: string[] }[] }) => ({
-      id: v.id,
-      impact: v.impact,
-      targets: v.nodes.map((n) => n.target.join(' ')),
-    }));
-  })) as { id: string; impact: string; targets: string[] }[];
-  const serious = found.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  expect(serious, `${name}: ${JSON.stringify(serious)}`).toEqual([]);
-  axeChecked.push(`${name}: ${found.length} violations, none serious or critical`);
+  axeChecked.push(await axeCheck(p, name));
 }
 const axeChecked: string[] = [];
 

@@ -1,4 +1,6 @@
+import axeCore from 'axe-core';
 import { type Browser, type CDPSession, chromium, type Page } from 'playwright-core';
+import { expect } from 'vitest';
 
 /** Debian's Chromium (apt-get install chromium); .ci/run installs it when missing. */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -28,4 +30,24 @@ export async function addVirtualAuthenticator(
     },
   });
   return { cdp, authenticatorId };
+}
+
+/**
+ * axe-core on the page's current state (injected through the debugging protocol: the page's CSP
+ * rightly refuses it otherwise). Fails on a serious or critical violation; answers the summary line.
+ */
+export async function axeCheck(p: Page, name: string): Promise<string> {
+  await p.evaluate(axeCore.source);
+  const found = (await p.evaluate(async () => {
+    // biome-ignore lint/suspicious/noExplicitAny: axe is a global the evaluated source defines
+    const r = await (window as any).axe.run(document, { resultTypes: ['violations'] });
+    return r.violations.map((v: { id: string; impact: string; nodes: { target: string[] }[] }) => ({
+      id: v.id,
+      impact: v.impact,
+      targets: v.nodes.map((n) => n.target.join(' ')),
+    }));
+  })) as { id: string; impact: string; targets: string[] }[];
+  const serious = found.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  expect(serious, `${name}: ${JSON.stringify(serious)}`).toEqual([]);
+  return `${name}: ${found.length} violations, none serious or critical`;
 }

@@ -1,6 +1,15 @@
-import { api, passkeyStatus } from '../api.js';
+import { api, asProblem, passkeyStatus } from '../api.js';
 import { announce, field, formatDate, h, newPasswordField } from '../dom.js';
 import { actionButton, alertBox, makeForm } from '../forms.js';
+import {
+  displayNameOf,
+  goToProvider,
+  providerButton,
+  providerMark,
+  providerSentence,
+  takeProviderReturn,
+  takeStartedIntent,
+} from '../providers.js';
 import { qrSvg } from '../qr.js';
 import type { PageContent } from '../router.js';
 import { elevated } from '../stepup.js';
@@ -14,6 +23,7 @@ export async function securityPage(): Promise<PageContent> {
     recoverySection(),
     passkeySection(),
     methodsSection(),
+    connectedSection(),
   ]);
   return { title: 'Security', body: sections };
 }
@@ -312,7 +322,8 @@ async function methodsSection(): Promise<HTMLElement> {
   const body = h('div');
   el.append(body);
   const draw = async () => {
-    const methods = (await api.signInMethods()).filter((m) => m.kind !== 'passkey');
+    // Passkeys and connected accounts have their own sections.
+    const methods = (await api.signInMethods()).filter((m) => m.kind !== 'passkey' && m.kind !== 'provider');
     const alert = alertBox();
     const slot = h('div');
     const list = h(
@@ -411,5 +422,125 @@ async function methodsSection(): Promise<HTMLElement> {
     body.replaceChildren(alert, slot, list, form.el, phoneForm.el);
   };
   await draw();
+  return el;
+}
+
+/**
+ * Connected accounts: the providers linked as ways in (Disconnect: elevated, and refused for the
+ * last way in), and "Connect <name>" for each configured provider not linked yet: a link flow,
+ * elevated first, that comes back here with `result=linked` or an error. Not shown when no provider
+ * is configured and none is linked.
+ */
+async function connectedSection(): Promise<HTMLElement> {
+  const back = takeProviderReturn('/security');
+  const { el } = card('connected', 'Connected accounts');
+  const body = h('div');
+  el.append(body);
+  const draw = async (said?: { text: string; ok: boolean }) => {
+    const [methods, providers] = await Promise.all([api.signInMethods(), api.providers()]);
+    const links = methods.filter((m) => m.kind === 'provider');
+    const linked = new Set(links.map((m) => m.display));
+    const alert = alertBox();
+    const done = h('p', { class: 'notice', role: 'status', tabindex: '-1' });
+    const slot = h('div');
+    if (said?.ok) done.textContent = said.text;
+    else if (said) {
+      alert.textContent = said.text;
+      alert.hidden = false;
+    }
+    const list = h(
+      'ul',
+      { class: 'items', id: 'connected-list' },
+      links.map((m) => {
+        const name = displayNameOf(providers, m.display);
+        return h(
+          'li',
+          null,
+          h(
+            'span',
+            { class: 'item-main' },
+            providerMark(name),
+            name,
+            h(
+              'span',
+              { class: 'item-meta' },
+              `Connected ${formatDate(m.verifiedAt)} · last used ${formatDate(m.lastUsedAt)}`,
+            ),
+          ),
+          actionButton(
+            'Disconnect',
+            alert,
+            async () => {
+              try {
+                await elevated(slot, (token) => api.removeSignInMethod(m.id, token));
+              } catch (error) {
+                if (asProblem(error).code !== 'identity.last_sign_in_method') throw error;
+                throw new Error(
+                  `${name} is your last way in, so it cannot be disconnected. Add a password or a passkey first.`,
+                );
+              }
+              announce(`${name} disconnected`);
+              await draw({ text: `${name} is no longer connected.`, ok: true });
+            },
+            'danger',
+            { 'aria-label': `Disconnect ${name}` },
+          ),
+        );
+      }),
+    );
+    const connect = providers
+      .filter((p) => !linked.has(p.name))
+      .map((p) =>
+        providerButton(`Connect ${p.displayName}`, p.displayName, alert, () =>
+          elevated(slot, (token) => goToProvider(p, 'link', '/security', token)),
+        ),
+      );
+    body.replaceChildren(
+      h(
+        'p',
+        null,
+        links.length
+          ? 'You can also sign in with these accounts.'
+          : 'Connect an account you already have, to sign in with it here.',
+      ),
+      done,
+      alert,
+      slot,
+      links.length ? list : '',
+      connect.length ? h('div', { class: 'actions providers' }, connect) : '',
+    );
+    el.hidden = links.length === 0 && providers.length === 0 && !said;
+    if (said) setTimeout(() => (said.ok ? done : alert).isConnected && (said.ok ? done : alert).focus(), 0);
+  };
+  let said: { text: string; ok: boolean } | undefined;
+  if (back) {
+    const providers = await api.providers();
+    const name = displayNameOf(providers, back.provider);
+    const capitalised = `${name.charAt(0).toUpperCase()}${name.slice(1)}`;
+    if (back.handoff) {
+      takeStartedIntent();
+      // A step-up flow (the step-up box's "Use <provider>"): the code becomes this page's elevation.
+      try {
+        await api.stepUpWithProviderHandoff(back.handoff);
+        said = { text: `You confirmed it is you with ${capitalised}. You can go on.`, ok: true };
+      } catch (error) {
+        said = {
+          text:
+            asProblem(error).code === 'identity.step_up_unavailable'
+              ? `Confirm it is you with your authenticator or passkey instead: ${capitalised} alone is not enough on this account.`
+              : `It could not be confirmed with ${capitalised}. Please try again.`,
+          ok: false,
+        };
+      }
+    } else if (takeStartedIntent() === 'step_up') {
+      said = { text: `It could not be confirmed with ${capitalised}. Please try again.`, ok: false };
+    } else {
+      said =
+        back.result === 'linked' && !back.error
+          ? { text: `${capitalised} is now connected.`, ok: true }
+          : { text: providerSentence(back.error, name, 'link'), ok: false };
+    }
+  }
+  await draw(said);
   return el;
 }

@@ -1,19 +1,34 @@
-import { api, interactions, passkeyStatus } from '../api.js';
+import { api, interactions, passkeyStatus, type SignInOutcome } from '../api.js';
 import { field, h } from '../dom.js';
 import { actionButton, alertBox, makeForm } from '../forms.js';
+import { continueWith } from '../providers.js';
 import { go, type PageContent } from '../router.js';
 
 /**
- * The ticket of a password accepted but waiting for its second step: memory only, never the URL.
- * `uid` is the OpenID Provider interaction the sign-in was for (#/authorize/<uid>), kept across the
- * step so the person goes back to the application afterwards.
+ * The ticket of a password (or a provider's sign-in) accepted but waiting for its second step:
+ * memory only, never the URL. `uid` is the OpenID Provider interaction the sign-in was for
+ * (#/authorize/<uid>), kept across the step so the person goes back to the application afterwards;
+ * `via` names the provider when the first step was "Continue with …".
  */
-let pending: { ticket: string; expiresAt: string; uid: string | null } | null = null;
+let pending: { ticket: string; expiresAt: string; uid: string | null; via: string | null } | null = null;
 
 /** Where a completed sign-in goes: the account, or back to the provider's interaction. */
 function finish(uid: string | null): void {
   if (uid) interactions.continue(uid);
   else go('/');
+}
+
+/**
+ * A first step accepted (password or provider): done, or on to the second step. `via` is the
+ * provider's name when the first step was "Continue with …".
+ */
+export function afterFirstStep(result: SignInOutcome, uid: string | null, via: string | null = null): void {
+  if (result.kind === 'second_factor_required') {
+    pending = { ticket: result.ticket, expiresAt: result.expiresAt, uid, via };
+    go('/sign-in/second-factor');
+  } else {
+    finish(uid);
+  }
 }
 
 export function signInPage(): PageContent {
@@ -41,17 +56,18 @@ export function signInBody(uid: string | null): (Node | string)[] {
     fields: [email, password],
     submit: 'Sign in',
     async onSubmit() {
-      const result = await api.signIn(email.input.value, password.input.value);
-      if (result.kind === 'second_factor_required') {
-        pending = { ticket: result.ticket, expiresAt: result.expiresAt, uid };
-        go('/sign-in/second-factor');
-      } else {
-        finish(uid);
-      }
+      afterFirstStep(await api.signIn(email.input.value, password.input.value), uid);
     },
   });
+  // A provider flow started here comes back here (#/authorize/<uid> for an application's sign-in).
+  const providers = continueWith({
+    route: uid ? `/authorize/${encodeURIComponent(uid)}` : '/sign-in',
+    signedIn: (result, name) => afterFirstStep(result, uid, name),
+  });
   return [
+    providers.notice,
     h('section', { class: 'card', 'aria-label': 'Sign in with a password' }, form.el),
+    providers.card,
     passkeySignIn(uid),
     h(
       'p',
@@ -105,7 +121,7 @@ export function secondFactorPage(): PageContent {
       ],
     };
   }
-  const { ticket, uid } = pending;
+  const { ticket, uid, via } = pending;
   const restart = uid ? `#/authorize/${encodeURIComponent(uid)}` : '#/sign-in';
   let recovery = false;
   const code = field({
@@ -144,7 +160,13 @@ export function secondFactorPage(): PageContent {
   return {
     title: 'Second step',
     body: [
-      h('p', null, 'Your password is right. Now confirm it is you with your authenticator app.'),
+      h(
+        'p',
+        null,
+        via
+          ? `You signed in with ${via}. Now confirm it is you with your authenticator app.`
+          : 'Your password is right. Now confirm it is you with your authenticator app.',
+      ),
       h('section', { class: 'card', 'aria-label': 'Second step' }, form.el),
       h('p', null, h('a', { href: restart }, 'Start again')),
     ],

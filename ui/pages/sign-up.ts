@@ -1,7 +1,9 @@
 import { api } from '../api.js';
 import { field, h, newPasswordField } from '../dom.js';
 import { makeForm } from '../forms.js';
+import { continueWith } from '../providers.js';
 import { go, type PageContent } from '../router.js';
+import { afterFirstStep } from './sign-in.js';
 import { swap } from './steps.js';
 
 export function signUpPage(): PageContent {
@@ -21,9 +23,19 @@ export function signUpPage(): PageContent {
     },
   });
   swap(card, h('h2', { id: 'signup-step', tabindex: '-1' }, 'Your address and a password'), form.el);
+  // A provider's account signs up (or, when already known, signs in) without a password here.
+  const providers = continueWith({
+    route: '/sign-up',
+    signedIn: (result, name) => afterFirstStep(result, null, name),
+  });
   return {
     title: 'Create an account',
-    body: [card, h('p', null, 'Already have an account? ', h('a', { href: '#/sign-in' }, 'Sign in'), '.')],
+    body: [
+      providers.notice,
+      card,
+      providers.card,
+      h('p', null, 'Already have an account? ', h('a', { href: '#/sign-in' }, 'Sign in'), '.'),
+    ],
   };
 }
 

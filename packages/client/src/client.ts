@@ -35,6 +35,8 @@ import type {
   RecoveryCodeStatus,
   RegisteredPasskey,
   RegisterPasskeyInput,
+  RequestBody,
+  ResponseData,
   SecondFactor,
   SecondFactorEnrolment,
   SessionContext,
@@ -49,6 +51,13 @@ import type {
   StepUpChallenge,
   StepUpInput,
 } from './types.js';
+
+/** A provider offering redirect sign-in ("Continue with …"): GET /providers. */
+export type IdentityProvider = ResponseData<'/api/v1/providers', 'get'>[number];
+/** What `startProviderFlow` takes: the provider, `sign_in` or `link`, and where the browser comes back. */
+export type ProviderFlowInput = RequestBody<'/api/v1/provider-flows', 'post'>;
+/** A started flow: send the browser to `authorizationUrl` (`location.assign`) before `expiresAt`. */
+export type ProviderFlow = ResponseData<'/api/v1/provider-flows', 'post'>;
 
 /** How failed calls are repeated. Only reads and idempotent writes are ever repeated. */
 export interface RetryOptions {
@@ -409,6 +418,96 @@ export class IdentityClient {
   async issueProviderNonce(options?: { signal?: AbortSignal }): Promise<ProviderNonce> {
     const body = await this.send<Envelope<ProviderNonce>>(false, options?.signal, () =>
       this.api.POST(`${API}/provider-nonces`, { signal: options?.signal }),
+    );
+    return body.data;
+  }
+
+  // ---- Redirect sign-in through upstream providers ("Continue with …") --------------------------
+
+  /** The providers offering redirect sign-in, in configuration order. GET /providers. */
+  async listProviders(options?: { signal?: AbortSignal }): Promise<IdentityProvider[]> {
+    const body = await this.send<Envelope<IdentityProvider[]>>(true, options?.signal, () =>
+      this.api.GET(`${API}/providers`, { signal: options?.signal }),
+    );
+    return body.data;
+  }
+
+  /**
+   * Starts a redirect flow at an upstream provider: the answer's `authorizationUrl` is where the
+   * browser goes next (`location.assign`). The service sets the flow's cookie on this browser, so
+   * call it from a page of the service's own origin (`PUBLIC_ORIGIN`; another Origin is refused).
+   * The provider's answer comes back to `returnTo` (one of the hosted pages' routes) with
+   * `provider` and `handoff` (exchange it with `exchangeProviderHandoff`), `result=linked`, or
+   * `error` in the hash's query. `intent: "link"` connects the provider to the signed-in identity
+   * and needs an elevation token; `intent: "step_up"` confirms it is the signed-in person with a
+   * provider already linked (the handoff then goes to `exchangeProviderStepUp`). POST
+   * /provider-flows. Never repeated.
+   */
+  async startProviderFlow(
+    input: ProviderFlowInput,
+    elevationToken?: string,
+    options?: CallOptions,
+  ): Promise<ProviderFlow> {
+    if (input.intent === 'link') {
+      if (!elevationToken) throw new TypeError('startProviderFlow: a link needs an elevation token');
+      const body = await this.authed<Envelope<ProviderFlow>>(false, options, (headers, signal) =>
+        this.api.POST(`${API}/provider-flows`, {
+          body: input,
+          headers: elevated(headers, elevationToken),
+          credentials: 'same-origin',
+          signal,
+        }),
+      );
+      return body.data;
+    }
+    if (input.intent === 'step_up') {
+      const body = await this.authed<Envelope<ProviderFlow>>(false, options, (headers, signal) =>
+        this.api.POST(`${API}/provider-flows`, { body: input, headers, credentials: 'same-origin', signal }),
+      );
+      return body.data;
+    }
+    const body = await this.send<Envelope<ProviderFlow>>(false, options?.signal, () =>
+      this.api.POST(`${API}/provider-flows`, {
+        body: input,
+        credentials: 'same-origin',
+        signal: options?.signal,
+      }),
+    );
+    return body.data;
+  }
+
+  /**
+   * Exchanges the one-time `handoff` code a provider flow came back with, in the browser that
+   * started the flow (its cookie goes along): a session grant (handed to the attached session) or a
+   * second-factor ticket, exactly as `signIn`. Single use, two minutes; every refusal is 401
+   * identity.sign_in_refused. POST /provider-handoffs. Never repeated.
+   */
+  async exchangeProviderHandoff(code: string, options?: { signal?: AbortSignal }): Promise<SignInResult> {
+    const body = await this.send<Envelope<SignInResult>>(false, options?.signal, () =>
+      this.api.POST(`${API}/provider-handoffs`, {
+        body: { code },
+        credentials: 'same-origin',
+        signal: options?.signal,
+      }),
+    );
+    if (body.data.kind === 'session') await this.session?.grantReceived(body.data);
+    return body.data;
+  }
+
+  /**
+   * Exchanges the handoff code of a `step_up` flow, for the signed-in session that started it: an
+   * elevation token, as `confirmStepUp`. An identity holding a second factor is refused with 422
+   * identity.step_up_unavailable (an upstream account is one factor). POST /provider-handoffs.
+   * Never repeated.
+   */
+  async exchangeProviderStepUp(code: string, options?: CallOptions): Promise<Elevation> {
+    const body = await this.authed<Envelope<Elevation>>(false, options, (headers, signal) =>
+      this.api.POST(`${API}/provider-handoffs`, {
+        body: { code },
+        headers,
+        credentials: 'same-origin',
+        signal,
+      }),
     );
     return body.data;
   }

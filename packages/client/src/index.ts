@@ -15,6 +15,9 @@ export {
   type EndReason,
   IdentityClient,
   type IdentityClientOptions,
+  type IdentityProvider,
+  type ProviderFlow,
+  type ProviderFlowInput,
   type RetryOptions,
   type SessionLink,
 } from './client.js';
