@@ -283,7 +283,11 @@ export class OidcService {
   freshEnough(interaction: Interaction, hosted: HostedSession): boolean {
     const started = (interaction.iat ?? 0) * 1000;
     const prompts = String(interaction.params.prompt ?? '').split(' ');
-    if (prompts.includes('login') && hosted.signedInAt.getTime() < started - 1000) return false;
+    // prompt=login needs a sign-in made after the request. The interaction's start is known to the
+    // second only (iat), so a sign-in within that same second may have come just before it: it
+    // does not count, and the person is shown the sign-in page (nobody signs in within a second
+    // of being sent there).
+    if (prompts.includes('login') && hosted.signedInAt.getTime() < started + 1000) return false;
     const maxAge = interaction.params.max_age;
     if (maxAge !== undefined) {
       const age = (Date.now() - hosted.signedInAt.getTime()) / 1000;
