@@ -39,13 +39,32 @@ async function linkedProviders() {
   }
 }
 
-/** Shows the step-up in `slot` and resolves with the elevation token, or rejects with Cancelled. */
+/** The step-up box open on the page, if any: one confirmation at a time. */
+let openBox: { close(): void } | null = null;
+
+/**
+ * Shows the step-up in `slot` and resolves with the elevation token, or rejects with Cancelled.
+ * A step-up already open elsewhere on the page is cancelled first (its box closes and its action
+ * ends as if its Cancel had been pressed), so no button stays waiting on a box that is gone.
+ */
 export function stepUp(slot: HTMLElement): Promise<string> {
+  openBox?.close();
   return new Promise<string>((resolve, reject) => {
     const titleId = uid('stepup-title');
     const box = h('section', { class: 'stepup', 'aria-labelledby': titleId });
     slot.replaceChildren(box);
-    const close = () => slot.replaceChildren();
+    const mine = {
+      close() {
+        slot.replaceChildren();
+        if (openBox === mine) openBox = null;
+        reject(new Cancelled());
+      },
+    };
+    openBox = mine;
+    const close = () => {
+      if (box.isConnected) slot.replaceChildren();
+      if (openBox === mine) openBox = null;
+    };
 
     const draw = async (channel?: StepUpChannel) => {
       const heading = h('h3', { id: titleId, tabindex: '-1' }, 'Confirm it is you');

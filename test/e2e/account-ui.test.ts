@@ -341,7 +341,18 @@ describe('the hosted account UI in Chromium', () => {
 
   it('security: add a phone number, confirm it with the texted code, then remove it', async () => {
     const section = page.locator('#methods');
-    await section.getByLabel('Add a phone number').fill('06 12 34 56 78');
+    // The phone input is styled like every other text field (it was the browser's bare default).
+    const phone = section.getByLabel('Add a phone number');
+    const box = async (label: string) => (await section.getByLabel(label).boundingBox())?.height ?? 0;
+    const fieldStyle = (label: string) =>
+      section.getByLabel(label).evaluate((el) => {
+        const style = getComputedStyle(el);
+        return [style.borderTopWidth, style.borderRadius, style.paddingTop].join(' ');
+      });
+    expect(await box('Add a phone number')).toBeGreaterThanOrEqual(36);
+    expect(await box('Add a phone number')).toBe(await box('Add an email address'));
+    expect(await fieldStyle('Add a phone number')).toBe(await fieldStyle('Add an email address'));
+    await phone.fill('06 12 34 56 78');
     await section.getByLabel('Country code of that number').fill('fr');
     await section.getByRole('button', { name: 'Text a code to this number' }).click();
     await section.getByRole('heading', { name: 'Confirm 06 12 34 56 78' }).waitFor();
@@ -478,6 +489,27 @@ describe('the hosted account UI in Chromium', () => {
     await shot(page, 'security-step-up');
     await stepup.getByRole('button', { name: 'Confirm' }).click();
     await expect.poll(() => page.locator('#passkeys li').count()).toBe(0);
+  });
+
+  it('security: a second confirmation closes the first, and cancelling it leaves every button usable', async () => {
+    // The elevation lives in memory: a reload drops it, so each protected action asks again.
+    await page.reload();
+    await heading(page, 'Security');
+    const codes = page.getByRole('button', { name: 'Create new recovery codes' });
+    await codes.click();
+    await page.locator('#recovery .stepup').getByText('authenticator app').waitFor();
+    expect(await codes.isDisabled()).toBe(true);
+    // Another protected action while that box is open: the first box closes, its action ends.
+    const addPasskey = page.locator('#passkeys').getByRole('button', { name: 'Add a passkey' });
+    await addPasskey.click();
+    const second = page.locator('#passkeys .stepup');
+    await second.getByText('authenticator app').waitFor();
+    await expect.poll(() => page.locator('#recovery .stepup').count()).toBe(0);
+    await expect.poll(() => codes.isDisabled()).toBe(false);
+    await second.getByRole('button', { name: 'Cancel' }).click();
+    await expect.poll(() => page.locator('.stepup').count()).toBe(0);
+    await expect.poll(() => addPasskey.isDisabled()).toBe(false);
+    expect(await codes.isDisabled()).toBe(false);
   });
 
   it('tabs share one session: a second tab is signed in, and signing out there signs this one out', async () => {
