@@ -5,8 +5,8 @@ import { guards, principalOf, requestMeta } from '../../platform/http/auth.js';
 import { envelope } from '../../platform/http/envelope.js';
 import { featureRoutes, type RouteApp } from '../../platform/http/routes.js';
 import { Data, responses } from '../../platform/http/schemas.js';
-import { Problem } from '../../platform/problem.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
+import { sameOriginOnly } from '../sessions/browser-session.js';
 import { SecondFactorTicketSchema, SessionGrantSchema } from '../sessions/schemas.js';
 import { ProviderFlowService } from './flows.js';
 import * as schema from './schemas.js';
@@ -33,12 +33,7 @@ export const providerFlowRoutes = featureRoutes(async (app, { ctx }: { ctx: AppC
     if (!app.getSchema(shared.$id as string)) app.addSchema(shared);
   }
   const publicOrigin = ctx.config.publicOrigin;
-  const sameOrigin = async (request: FastifyRequest): Promise<void> => {
-    const site = request.headers['sec-fetch-site'];
-    if (request.headers.origin !== publicOrigin || (site !== undefined && site !== 'same-origin')) {
-      throw new Problem('identity.cross_site_refused');
-    }
-  };
+  const sameOrigin = sameOriginOnly(publicOrigin);
   const noStore = async (_request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     reply.header('cache-control', 'no-store');
     return payload;

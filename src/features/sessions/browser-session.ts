@@ -91,7 +91,7 @@ export interface BrowserSessionOptions {
  * no page can forge it; a request without it (or from any other origin) is refused before anything
  * is read or written. Sec-Fetch-Site, where the browser sends it, must agree.
  */
-function sameOriginOnly(publicOrigin: string) {
+export function sameOriginOnly(publicOrigin: string) {
   return async function crossSiteGuard(request: FastifyRequest): Promise<void> {
     const site = request.headers['sec-fetch-site'];
     if (request.headers.origin !== publicOrigin || (site !== undefined && site !== 'same-origin')) {
