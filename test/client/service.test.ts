@@ -125,6 +125,9 @@ describe('client against the service', () => {
 
     const exported = await session.client.exportAccount();
     expect(exported.identifiers.map((i) => i.value)).toEqual([identifier]);
+    const overview = await session.client.getAccount();
+    expect(overview.identifiers.map((i) => i.value)).toEqual([identifier]);
+    expect(overview.recoveryCodes.remaining).toBe(10);
 
     // Ending this device's own session from the device list signs the manager out too.
     const { sessionId } = await session.client.context();

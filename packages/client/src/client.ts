@@ -10,6 +10,7 @@ import type { paths } from './generated/openapi.js';
 import { readClaims } from './jwt.js';
 import type {
   AccountExport,
+  AccountOverview,
   AddSignInMethodInput,
   AddSignInMethodResult,
   BrowserSessionGrant,
@@ -362,6 +363,17 @@ export class IdentityClient {
         signal,
       }),
     );
+  }
+
+  /**
+   * The caller's own account at a glance: identifiers unmasked, and how it is protected (password,
+   * authenticators, passkeys, recovery codes, linked providers). GET /account.
+   */
+  async getAccount(options?: CallOptions): Promise<AccountOverview> {
+    const body = await this.authed<Envelope<AccountOverview>>(true, options, (headers, signal) =>
+      this.api.GET(`${API}/account`, { headers, signal }),
+    );
+    return body.data;
   }
 
   /** Everything the service holds about the caller, as JSON. GET /account/export. */

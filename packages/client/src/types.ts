@@ -97,3 +97,6 @@ export type ConnectedApp = Item<ResponseData<'/api/v1/connected-apps', 'get'>>;
 
 /** Everything the service holds about the caller (GET /account/export). */
 export type AccountExport = ResponseData<'/api/v1/account/export', 'get'>;
+
+/** The caller's own account at a glance, identifiers unmasked (GET /account). */
+export type AccountOverview = ResponseData<'/api/v1/account', 'get'>;

@@ -5,13 +5,33 @@ import { envelope } from '../../platform/http/envelope.js';
 import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, responses } from '../../platform/http/schemas.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
-import { AccountExportSchema } from './schemas.js';
+import { AccountExportSchema, AccountOverviewSchema } from './schemas.js';
 import { AccountService } from './service.js';
 
 export const accountRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }) => {
   const service = new AccountService(ctx);
   const { session, security } = guards(ctx.auth);
   app.addSchema(AccountExportSchema);
+  app.addSchema(AccountOverviewSchema);
+
+  app.get(
+    '/account',
+    {
+      preHandler: session,
+      schema: {
+        tags: ['account'],
+        summary: 'The caller’s own account at a glance: identifiers unmasked, and how it is protected',
+        description:
+          'For the owner’s own pages: every live identifier unmasked (the session can already fetch the export, ' +
+          'so unmasking here reveals nothing more to its holder), whether a password is set and when it changed, ' +
+          'how many authenticators and passkeys are active, the recovery codes left and the linked providers. ' +
+          'Counts and times only: never a secret, code or key. The session context keeps its masked values.',
+        security: security.session,
+        response: responses({ 200: Data(Type.Ref(AccountOverviewSchema)) }, ['identity.session_required']),
+      },
+    },
+    async (request) => envelope(await service.overview(principalOf(request).identityId)),
+  );
 
   app.get(
     '/account/export',

@@ -100,3 +100,32 @@ export const AccountExportSchema = Type.Object(
   },
   { $id: 'AccountExport' },
 );
+
+/**
+ * GET /account: the caller's own account at a glance, for their own pages: identifiers unmasked
+ * (the owner's own data, as in the export, which the same session can already fetch), and how the
+ * account is protected. Counts and times only: never a secret, code or key.
+ */
+export const AccountOverviewSchema = Type.Object(
+  {
+    id: Uuid,
+    createdAt: Instant,
+    identifiers: Type.Array(
+      Type.Object({
+        id: Uuid,
+        type: Type.Union([Type.Literal('email'), Type.Literal('phone')]),
+        value: Type.String({ description: 'unmasked: the owner’s own data' }),
+        verifiedAt: MaybeInstant,
+      }),
+      { description: 'oldest first; verifiedAt null while a code is pending' },
+    ),
+    password: Type.Object({ set: Type.Boolean(), changedAt: MaybeInstant }),
+    secondFactors: Type.Object({
+      active: Type.Integer({ minimum: 0, description: 'verified authenticators' }),
+    }),
+    passkeys: Type.Object({ count: Type.Integer({ minimum: 0 }), lastAddedAt: MaybeInstant }),
+    recoveryCodes: Type.Object({ remaining: Type.Integer({ minimum: 0 }), issuedAt: MaybeInstant }),
+    providerLinks: Type.Array(Type.Object({ id: Uuid, provider: Type.String(), createdAt: Instant })),
+  },
+  { $id: 'AccountOverview' },
+);

@@ -23,6 +23,48 @@ export class AccountService {
   constructor(private readonly deps: AccountServiceDeps) {}
 
   /**
+   * GET /account: the owner's own account at a glance (docs/api.md, "Your account at a glance"):
+   * identifiers unmasked, and how the account is protected. A read: not audited (the export, a
+   * bulk copy of everything, is).
+   */
+  async overview(identityId: string) {
+    return this.deps.database.db.transaction().execute(async (trx) => {
+      const identity = await repo.identityFacts(trx, identityId);
+      if (!identity) throw new Problem('identity.session_required');
+      const [identifiers, secondFactors, passkeys, providers, recovery] = await Promise.all([
+        repo.identifierFacts(trx, identityId),
+        repo.secondFactorFacts(trx, identityId),
+        repo.passkeyFacts(trx, identityId),
+        repo.providerLinkFacts(trx, identityId),
+        liveStatus(trx, identityId),
+      ]);
+      const newestPasskey = passkeys.reduce<Date | null>(
+        (latest, k) => (latest === null || k.createdAt > latest ? k.createdAt : latest),
+        null,
+      );
+      return {
+        id: identity.id,
+        createdAt: iso(identity.createdAt),
+        identifiers: identifiers.map((i) => ({
+          id: i.id,
+          type: i.type,
+          value: i.value,
+          verifiedAt: iso(i.verifiedAt),
+        })),
+        password: { set: identity.hasPassword, changedAt: iso(identity.passwordChangedAt) },
+        secondFactors: { active: secondFactors.length },
+        passkeys: { count: passkeys.length, lastAddedAt: iso(newestPasskey) },
+        recoveryCodes: { remaining: recovery.remaining, issuedAt: iso(recovery.issuedAt) },
+        providerLinks: providers.map((l) => ({
+          id: l.id,
+          provider: l.provider,
+          createdAt: iso(l.createdAt),
+        })),
+      };
+    });
+  }
+
+  /**
    * One JSON document: the identity, its identifiers unmasked, its methods,
    * second factors and passkeys without secrets, its sessions and sign-in history with the
    * addresses and user agents recorded, and the audit records about it. Audited as an export.

@@ -43,6 +43,83 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller’s own account at a glance: identifiers unmasked, and how it is protected
+         * @description For the owner’s own pages: every live identifier unmasked (the session can already fetch the export, so unmasking here reveals nothing more to its holder), whether a password is set and when it changed, how many authenticators and passkeys are active, the recovery codes left and the linked providers. Counts and times only: never a secret, code or key. The session context keeps its masked values.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["AccountOverview"];
+                        };
+                    };
+                };
+                /** @description validation.failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.session_required */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description internal.unexpected */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description service.unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/account/export": {
         parameters: {
             query?: never;
@@ -1004,7 +1081,7 @@ export type paths = {
         put?: never;
         /**
          * Send a password recovery code to a verified address
-         * @description Answers the same 201, in the same time, whether or not the address belongs to an account. The code is sent only to a verified address of an account, just after the answer.
+         * @description Answers the same 201, in the same time, whether or not the address belongs to an account. The code is sent only to a verified address of an account, just after the answer. Every 201 counts against RATE_LIMIT_SENDS_A_MESSAGE for the client address and for the destination, known or not; a refusal (400, 422) spends nothing of it and counts only against the wider per-address RATE_LIMIT_ANSWERS_A_CHALLENGE. Past either, 429 rate_limit.exceeded with Retry-After: nothing is sent.
          */
         post: {
             parameters: {
@@ -2665,7 +2742,7 @@ export type paths = {
         put?: never;
         /**
          * Add an email address or phone number (a code is sent) or link a provider (at once)
-         * @description Identifier form: 201 with the challenge; confirm with POST /sign-in-methods/confirmations. An address verified by any identity answers 409 identity.identifier_taken. Provider form: the ID token must carry the hex SHA-256 of a live nonce from POST /provider-nonces; 201 with the new method id. A refused token or nonce answers 422 identity.sign_in_method_confirmation_refused; a subject already linked answers 409.
+         * @description Identifier form: 201 with the challenge; confirm with POST /sign-in-methods/confirmations. An address verified by any identity answers 409 identity.identifier_taken. Provider form: the ID token must carry the hex SHA-256 of a live nonce from POST /provider-nonces; 201 with the new method id. A refused token or nonce answers 422 identity.sign_in_method_confirmation_refused; a subject already linked answers 409. Only an identifier form that sends its code counts against RATE_LIMIT_SENDS_A_MESSAGE for the client address (and the destination); every request counts against the wider per-address RATE_LIMIT_ANSWERS_A_CHALLENGE. Past either, 429 rate_limit.exceeded with Retry-After: nothing is sent.
          */
         post: {
             parameters: {
@@ -3937,7 +4014,7 @@ export type paths = {
         put?: never;
         /**
          * Register an email address or phone number with a password; a verification code is sent
-         * @description Answers 201 for a new address and for a repeat of an address still unverified, with the same bytes apart from challengeExpiresAt. Each registration gets its own code and keeps its own password; earlier codes stay valid. A failed delivery still registers (challengeDelivery.status NOT_DELIVERED).
+         * @description Answers 201 for a new address and for a repeat of an address still unverified, with the same bytes apart from challengeExpiresAt. Each registration gets its own code and keeps its own password; earlier codes stay valid. A failed delivery still registers (challengeDelivery.status NOT_DELIVERED). Only sign-ups that send a code count against RATE_LIMIT_SENDS_A_MESSAGE for the client address (and the destination); a refusal (400, 409, 422) sends nothing and spends nothing of it, and counts only against the wider per-address RATE_LIMIT_ANSWERS_A_CHALLENGE. Past either, 429 rate_limit.exceeded with Retry-After (whole seconds until the window frees a slot): nothing is sent or written.
          */
         post: {
             parameters: {
@@ -5081,6 +5158,48 @@ export type components = {
                 sessionId: string | null;
                 userAgent: string | null;
             }[];
+        };
+        AccountOverview: {
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: uuid */
+            id: string;
+            /** @description oldest first; verifiedAt null while a code is pending */
+            identifiers: {
+                /** Format: uuid */
+                id: string;
+                type: "email" | "phone";
+                /** @description unmasked: the owner’s own data */
+                value: string;
+                /** Format: date-time */
+                verifiedAt: string | null;
+            }[];
+            passkeys: {
+                count: number;
+                /** Format: date-time */
+                lastAddedAt: string | null;
+            };
+            password: {
+                /** Format: date-time */
+                changedAt: string | null;
+                set: boolean;
+            };
+            providerLinks: {
+                /** Format: date-time */
+                createdAt: string;
+                /** Format: uuid */
+                id: string;
+                provider: string;
+            }[];
+            recoveryCodes: {
+                /** Format: date-time */
+                issuedAt: string | null;
+                remaining: number;
+            };
+            secondFactors: {
+                /** @description verified authenticators */
+                active: number;
+            };
         };
         BrowserSessionGrant: {
             accessToken: string;
