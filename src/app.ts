@@ -19,6 +19,7 @@ import type { OutboundFetch } from './features/providers/upstream.js';
 import { recoveryCodeRoutes } from './features/recovery-codes/routes.js';
 import { registrationRoutes } from './features/registration/routes.js';
 import { secondFactorRoutes } from './features/second-factors/routes.js';
+import { installSecurityNotices } from './features/security-notices/service.js';
 import { installSignInNotices } from './features/sessions/notices.js';
 import { jwksRoute, sessionRoutes } from './features/sessions/routes.js';
 import { signInMethodRoutes } from './features/sign-in-methods/routes.js';
@@ -77,6 +78,7 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
   app.addHook('onClose', async () => {
     // Notices under way are sent before the channels close.
     await ctx.notices.idle();
+    await ctx.securityNotices.idle();
     await ctx.notifier.close();
   });
   if (metrics) {
@@ -99,6 +101,7 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
   // Platform policies (platform/http/server.ts), the same on the operators' listener.
   installPlatformPolicies(app, access);
   installSignInNotices(app, ctx.notices);
+  installSecurityNotices(app, ctx.securityNotices);
 
   await app.register(cors, {
     origin: config.corsOrigins.length > 0 ? config.corsOrigins : false,

@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { accentTheme, type Theme } from './platform/colour.js';
 import { purposeKeys } from './platform/crypto/keys.js';
 import { proxyList } from './platform/rate-limit/address.js';
 
@@ -79,6 +80,12 @@ function absoluteUrl(value: string, protocols: string[]): boolean {
   }
 }
 
+/** No user name, password or fragment: nothing a link or an image request should carry. */
+function plainUrl(value: string): boolean {
+  const url = new URL(value);
+  return !url.username && !url.password && !value.includes('#');
+}
+
 /** A format holding JSON text that must match `schema`. */
 function jsonText(schema: TSchema, also: (value: never) => boolean = () => true) {
   let check: ValidateFunction | undefined;
@@ -115,6 +122,8 @@ const FORMATS: Record<string, (value: string) => boolean> = {
   'proxy-list': (v) => proxyList(v) !== null,
   'private-ed25519-jwk': jsonText(PrivateEd25519Jwk),
   'admin-keys': (v) => adminKeys(v) !== null,
+  'image-url': (v) => absoluteUrl(v, ['http:', 'https:']) && plainUrl(v),
+  'support-url': (v) => absoluteUrl(v, ['https:', 'mailto:']) && plainUrl(v),
   'json-array': (v) => {
     try {
       return Array.isArray(JSON.parse(v));
@@ -259,7 +268,7 @@ export const Environment = Type.Object(
     TOTP_PERIOD: integer(30, 15, 120, { description: 'TOTP period at enrolment, 15..120 seconds' }),
     RATE_LIMIT_SENDS_A_MESSAGE: rate('5/900', {
       description:
-        "`<count>/<seconds>` per client address on POST /sign-ups (and the other routes that send a message). The same count and window apply per destination, in the database: every message to one address or number (sign-up, recovery, sign-in-method and step-up codes, new-sign-in notices) counts against that destination's one window, whichever client asked and, for recovery, whether or not an account holds the address; an email counts as its mailbox (`+tag` dropped, Gmail dots folded). Past it a request answers 429 with `Retry-After` and sends nothing, and a notice is dropped. A step-up that sends a code also counts per identity and per address. See [API](api.md#messages-per-destination)",
+        "`<count>/<seconds>` per client address and route on POST /sign-ups, POST /password-recoveries and POST /sign-in-methods, counting only the requests that send a message (a recovery start counts whenever it answers 201, known address or not); typos, unusable addresses and `409` refusals send nothing and spend nothing of it, but every request to these routes also counts against `RATE_LIMIT_ANSWERS_A_CHALLENGE` per client address, which bounds asking whether addresses are taken. Counted in the database, in the transaction that sends, so concurrent requests at the limit cannot all send. The same count and window apply per destination, in the database: every message to one address or number (sign-up, recovery, sign-in-method and step-up codes, new-sign-in notices) counts against that destination's one window, whichever client asked and, for recovery, whether or not an account holds the address; an email counts as its mailbox (`+tag` dropped, Gmail dots folded). Past it a request answers 429 with `Retry-After` and sends nothing, and a notice is dropped. A step-up that sends a code also counts per identity and per address. See [API](api.md#messages-per-destination)",
     }),
     RATE_LIMIT_ANSWERS_A_CHALLENGE: rate('10/60', {
       description:
@@ -372,6 +381,10 @@ export const Environment = Type.Object(
       description:
         '`on` or `off`: after a sign-in from a device and address prefix the identity has not used in 90 days, a message to its first verified identifier a channel reaches (see [API](api.md#devices))',
     }),
+    SECURITY_NOTICES: oneOf('on', ['on', 'off'], {
+      description:
+        '`on` or `off`: a message to every verified identifier (and to an identifier just removed) after a change an attacker would make: password, authenticator, passkey, recovery codes, identifiers, linked providers; no link in it, never held back by the per-destination limit, changes within 15 minutes coalesced into one message (see [security](security.md#security-notices))',
+    }),
     ACCOUNT_UI: oneOf('on', ['on', 'off'], {
       description:
         '`on` or `off`: the hosted account UI (sign-up, sign-in, devices, security) served at `ACCOUNT_UI_PATH`, bundled in memory from `ui/` at start-up (see [security](security.md))',
@@ -383,6 +396,36 @@ export const Environment = Type.Object(
       refusal: 'must be an absolute path of letters, digits . _ ~ - segments ending with /, outside /api/',
       description:
         'where the account UI is served: an absolute path of `A-Z a-z 0-9 . _ ~ -` segments ending with `/`, outside `/api/`',
+    }),
+    // The brand: the account pages' header, title and theme; the name is the product's name for any
+    // page or message the service shows a person.
+    BRAND_NAME: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        pattern: '^[^\\s\\p{Cc}]([^\\p{Cc}]*[^\\s\\p{Cc}])?$',
+        refusal: 'must be 1 to 64 characters without control characters or spaces at either end',
+        description:
+          "the product's name: beside the logo in the account pages' header and after each page's title (`Sign in · Acme`); also the name other pages and messages of the service use for it",
+        shown: '`Your account` (the account pages say it in their language)',
+      }),
+    ),
+    BRAND_LOGO_URL: formatted('image-url', 'must be an absolute http(s) URL without user name or fragment', {
+      description:
+        "the logo's absolute URL (an image ~32 px tall; SVG or PNG), shown left of the name in the header. `https` in production (`http` only outside it). Its origin, and only that origin, is added to the pages' `img-src` (see [security](security.md))",
+      shown: 'none (the name alone)',
+    }),
+    BRAND_ACCENT_COLOR: Type.String({
+      default: '#1d4ed8',
+      pattern: '^#[0-9a-fA-F]{6}$',
+      refusal: 'must be a colour written #rrggbb',
+      description:
+        "`#rrggbb`: links, the primary button and the focus ring. It is used as given in the light theme, so it must reach 4.5:1 with the button's white text and the light page (WCAG AA); a lighter colour stops start-up with a line naming a darker shade that would pass. The dark theme's accent is derived: the least lightening of it that reaches 4.5:1 on the dark page",
+    }),
+    BRAND_SUPPORT_URL: formatted('support-url', 'must be an absolute https: or mailto: URL', {
+      description:
+        'where people get help (`https://…` or `mailto:…`): a "Get help" link in the footer of every account page',
+      shown: 'none (no link)',
     }),
     ADMIN_PORT: integer(0, 0, 65535, {
       description:
@@ -564,6 +607,8 @@ function configFrom(e: Environment, dataDir: string, secretsKey: Buffer) {
     admin: { host: e.ADMIN_HOST, port: e.ADMIN_PORT, keys: adminKeys(e.ADMIN_API_KEYS ?? '') ?? [] },
     /** New-sign-in notices on the identity's verified channel (SIGN_IN_NOTICES). */
     signInNotices: e.SIGN_IN_NOTICES === 'on',
+    /** Messages after a security change to the identity's verified channels (SECURITY_NOTICES). */
+    securityNotices: e.SECURITY_NOTICES === 'on',
     /** The OpenID Provider: its configured clients (OIDC_CLIENTS) and lifetimes. */
     oidc: {
       clients: oidcClientsFrom(e.OIDC_CLIENTS, production),
@@ -573,6 +618,39 @@ function configFrom(e: Environment, dataDir: string, secretsKey: Buffer) {
     },
     /** The hosted account UI (ACCOUNT_UI, ACCOUNT_UI_PATH); undefined: not served. */
     accountUi: e.ACCOUNT_UI === 'on' ? { path: e.ACCOUNT_UI_PATH } : undefined,
+    /** The product's name, logo, support link and colours (BRAND_*), for every page and message. */
+    brand: brandOf(e, production),
+  };
+}
+
+export interface BrandConfig {
+  /** The product's name, as people see it (`Your account` when BRAND_NAME is unset). */
+  name: string;
+  /** BRAND_NAME is set: a name, not a phrase the pages translate. */
+  named: boolean;
+  /** An absolute http(s) URL (https in production); undefined: the name alone. */
+  logoUrl?: string;
+  /** An https: or mailto: URL; undefined: no help link. */
+  supportUrl?: string;
+  /** BRAND_ACCENT_COLOR, and the colours of both themes made from it. */
+  accentColor: string;
+  theme: Theme;
+}
+
+/** BRAND_*: the logo is https in production; the accent must keep white button text legible. */
+function brandOf(e: Environment, production: boolean): BrandConfig {
+  if (production && e.BRAND_LOGO_URL && !e.BRAND_LOGO_URL.startsWith('https:')) {
+    throw new ConfigError('BRAND_LOGO_URL', 'must be an https URL in production');
+  }
+  const theme = accentTheme(e.BRAND_ACCENT_COLOR);
+  if ('refusal' in theme) throw new ConfigError('BRAND_ACCENT_COLOR', theme.refusal);
+  return {
+    name: e.BRAND_NAME ?? 'Your account',
+    named: e.BRAND_NAME !== undefined,
+    ...(e.BRAND_LOGO_URL ? { logoUrl: new URL(e.BRAND_LOGO_URL).href } : {}),
+    ...(e.BRAND_SUPPORT_URL ? { supportUrl: e.BRAND_SUPPORT_URL } : {}),
+    accentColor: e.BRAND_ACCENT_COLOR.toLowerCase(),
+    theme,
   };
 }
 

@@ -6,6 +6,7 @@ import { OidcService } from './features/oidc/service.js';
 import { type OutboundFetch, UpstreamProviders } from './features/providers/upstream.js';
 import { ProviderVerifier } from './features/providers/verifier.js';
 import { secondFactorTicketFor } from './features/second-factors/tickets.js';
+import { SecurityNotices } from './features/security-notices/service.js';
 import { AccessTokens } from './features/sessions/access-tokens.js';
 import { browserSessionCookieName, refreshTokenFromCookie } from './features/sessions/browser-session.js';
 import { SignInNotices } from './features/sessions/notices.js';
@@ -62,6 +63,8 @@ export interface AppContext {
   sessions: SessionService;
   /** New-sign-in notices, sent after the answer (SIGN_IN_NOTICES). */
   notices: SignInNotices;
+  /** Security notices: a message for every change an attacker would make (docs/security.md). */
+  securityNotices: SecurityNotices;
   /** What the session and elevation guards read. */
   auth: AuthDeps;
   /** Events an operator counts (Prometheus when METRICS_PORT is set, silent otherwise). */
@@ -147,6 +150,9 @@ export async function createContext(
     (identityId, epoch, method) => secondFactorTicketFor(ticketDeps, identityId, epoch, method),
   );
   const notices = new SignInNotices({ config, database, clock, log, messages, notifier, signals });
+  // Queued by the audit log's append, in the transaction of the change it records.
+  const securityNotices = new SecurityNotices({ config, database, clock, log, notifier, sealer });
+  audit.observe(securityNotices.observer());
   const cookieName = browserSessionCookieName(config.publicOrigin);
   const oidc = await OidcService.load({
     config,
@@ -183,6 +189,7 @@ export async function createContext(
     upstream,
     sessions,
     notices,
+    securityNotices,
     auth,
     signals,
     oidc,

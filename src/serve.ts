@@ -3,6 +3,7 @@
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { loadOrCreateDevKey } from './platform/crypto/keys.js';
+import { preparePasswordPolicy } from './platform/crypto/password-policy.js';
 import { openDatabase } from './platform/db/database.js';
 import { MigrationError, migrate } from './platform/db/migrator.js';
 import { stopTracing } from './platform/trace/tracing.js';
@@ -72,6 +73,9 @@ async function shutdown(signal: string) {
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'));
 process.on('SIGINT', () => void shutdown('SIGINT'));
+
+// zxcvbn's dictionaries are built before the port opens, not on the first new password's request.
+await preparePasswordPolicy();
 
 // The handlers are in place before the port opens, so a SIGTERM at any moment after it is graceful.
 try {

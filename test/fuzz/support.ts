@@ -212,8 +212,8 @@ export const PLACEHOLDER = {
   identifierId: '@@IDENTIFIER_ID@@',
 } as const;
 
-/** The one route whose success answers the caller's own identifiers unmasked. */
-const OWN_DATA_ROUTE = 'GET /api/v1/account/export';
+/** The routes whose success answers the caller's own identifiers unmasked (to that caller only). */
+const OWN_DATA_ROUTES = new Set(['GET /api/v1/account/export', 'GET /api/v1/account']);
 
 /** Distinctive strings the generators embed as secrets: `fzS` + 12 hex digits. */
 export const MARKER = /fz[SI][0-9a-f]{12}/gi;
@@ -639,7 +639,7 @@ export class FuzzApp {
     const haystack = `${res.body}\n${JSON.stringify(res.headers)}`.toLowerCase();
     for (const s of secrets) {
       // The account export hands the owner their own data, identifiers unmasked (issue 14 item 3).
-      if (s === ownAddress && matched === OWN_DATA_ROUTE && success) continue;
+      if (s === ownAddress && OWN_DATA_ROUTES.has(matched) && success) continue;
       if (s.length >= 8 && haystack.includes(s.toLowerCase()))
         out.push(`response echoes a secret (${s.slice(0, 24)}…)`);
     }

@@ -54,6 +54,7 @@ export function testEnv(extra: Record<string, string> = {}): Record<string, stri
     RATE_LIMIT_ACCOUNT_EXPORTS: '1000/60',
     // Tests sign in from many addresses; notices (on by default) are tested on their own.
     SIGN_IN_NOTICES: 'off',
+    SECURITY_NOTICES: 'off',
     // Bundling the hosted UI costs every test app a build; the UI's own suites turn it on.
     ACCOUNT_UI: 'off',
     RATE_LIMIT_GUESSES: '1000/1',

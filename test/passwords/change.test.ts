@@ -118,7 +118,7 @@ describe('POST /password-changes', () => {
     expect(await auditNames(t.ctx.database.db, 'identity.password.changed', person.identityId)).toBe(0);
   });
 
-  it('refuses a common or out-of-bounds new password with 400 before checking the current one', async () => {
+  it('refuses a weak or out-of-bounds new password with 400 before checking the current one', async () => {
     const person = await createPerson(t.ctx);
     const grant = await signIn(t.app, person);
     for (const currentPassword of [person.password, 'certainly wrong']) {
@@ -128,12 +128,18 @@ describe('POST /password-changes', () => {
         {
           location: 'body',
           field: 'newPassword',
-          code: 'common_password',
-          message: 'newPassword is too common',
+          code: 'weak_password',
+          message: expect.stringMatching(/^This password is too easy to guess\. \S/),
         },
       ]);
       expect(res.body).not.toContain(COMMON_PASSWORD);
     }
+    // Built on the caller's own address: weak for this account.
+    const own = await change(grant.accessToken, {
+      currentPassword: person.password,
+      newPassword: `${person.email}1`,
+    });
+    expect(own.json().errors[0]).toMatchObject({ field: 'newPassword', code: 'weak_password' });
     const short = await change(grant.accessToken, {
       currentPassword: person.password,
       newPassword: 'short-pass',

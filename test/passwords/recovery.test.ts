@@ -154,10 +154,14 @@ describe('POST /password-recoveries/confirmations', () => {
     expect(await auditNames(t.ctx.database.db, 'identity.account.locked', person.identityId)).toBe(1);
   });
 
-  it('refuses a common new password with 400 before any lookup', async () => {
+  it('refuses a weak new password with 400 before any lookup', async () => {
     const res = await confirm('someone@example.com', '123456', 'unbelievable');
     expect(res.statusCode).toBe(400);
-    expect(res.json().errors[0]).toMatchObject({ field: 'newPassword', code: 'common_password' });
+    expect(res.json().errors[0]).toMatchObject({ field: 'newPassword', code: 'weak_password' });
+    // Built on the address given: weak too, whether or not an account holds it.
+    const own = await confirm('someone@example.com', '123456', 'someone@example.com1');
+    expect(own.json().errors[0]).toMatchObject({ field: 'newPassword', code: 'weak_password' });
+    expect(own.body).not.toContain('someone');
     const malformed = await confirm('someone@example.com', '12345', NEW_PASSWORD);
     expect(malformed.statusCode).toBe(400);
   });

@@ -2,7 +2,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import type { Db } from '../../src/platform/db/database.js';
 
-/** On the common-password list and long enough for the schema: the policy, not the bounds, refuses it. */
+/** Guessable (zxcvbn) and long enough for the schema: the policy, not the bounds, refuses it. */
 export const COMMON_PASSWORD = 'unbelievable';
 export const NEW_PASSWORD = 'lantern-orchard-velvet-73';
 

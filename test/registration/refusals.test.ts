@@ -208,12 +208,18 @@ describe('registration refusals (default configuration)', () => {
         'password',
         'maxLength',
       ],
-      ['common password', { ...emailForm(address), password: 'unbelievable' }, 'password', 'common_password'],
+      ['common password', { ...emailForm(address), password: 'unbelievable' }, 'password', 'weak_password'],
       [
-        'common password, other case',
-        { ...emailForm(address), password: 'UnBelievable' },
+        'guessable password',
+        { ...emailForm(address), password: 'password1234' },
         'password',
-        'common_password',
+        'weak_password',
+      ],
+      [
+        'password built on the address',
+        { ...emailForm(address), password: `${address}2024` },
+        'password',
+        'weak_password',
       ],
       ['missing password', { ...emailForm(address) }, 'password', 'required'],
       [

@@ -3,7 +3,7 @@ import { guards, principalOf } from '../../platform/http/auth.js';
 import { envelope } from '../../platform/http/envelope.js';
 import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, NoContent, responses } from '../../platform/http/schemas.js';
-import { limitFor } from '../../platform/rate-limit/rate-limit.js';
+import { limitFor, senderOf, sendingRouteLimit } from '../../platform/rate-limit/rate-limit.js';
 import * as schema from './schemas.js';
 import { PasswordService } from './service.js';
 
@@ -24,7 +24,9 @@ export const passwordRoutes = featureRoutes(async (app, { ctx }: { ctx: AppConte
         description:
           'Every failure (wrong current password, an identity without a password, a password changed meanwhile) ' +
           'answers the identical 422 identity.password_change_refused. A new password outside 12..200 characters ' +
-          'or on the common-password list is 400 validation.failed, decided before the current password is checked. ' +
+          "or too easy to guess (zxcvbn score under 3, the caller's own addresses counted as guessable) is 400 " +
+          'validation.failed (code weak_password with the reason in plain words), decided before the current ' +
+          'password is checked. ' +
           "Wrong current passwords count against the identity's guess budget (RATE_LIMIT_GUESSES) and lock: past " +
           'the free failures an early attempt answers 429 rate_limit.exceeded with Retry-After, right or wrong, unchecked.',
         security: security.session,
@@ -45,13 +47,18 @@ export const passwordRoutes = featureRoutes(async (app, { ctx }: { ctx: AppConte
   app.post(
     '/password-recoveries',
     {
-      config: limitFor(ctx.config.rateLimits.sendsAMessage, 'password-recoveries'),
+      // Every request counts against the route's wider limiter; only a 201 counts against
+      // SENDS_A_MESSAGE for the client address (in the service's transaction).
+      config: sendingRouteLimit(ctx.config.rateLimits, 'password-recoveries'),
       schema: {
         tags: ['passwords'],
         summary: 'Send a password recovery code to a verified address',
         description:
           'Answers the same 201, in the same time, whether or not the address belongs to an account. The code ' +
-          'is sent only to a verified address of an account, just after the answer.',
+          'is sent only to a verified address of an account, just after the answer. Every 201 counts against ' +
+          'RATE_LIMIT_SENDS_A_MESSAGE for the client address and for the destination, known or not; a refusal ' +
+          '(400, 422) spends nothing of it and counts only against the wider per-address ' +
+          'RATE_LIMIT_ANSWERS_A_CHALLENGE. Past either, 429 rate_limit.exceeded with Retry-After: nothing is sent.',
         body: schema.RecoveryStartBody,
         response: responses(
           { 201: Data(schema.RecoveryChallengeSchema) },
@@ -60,7 +67,8 @@ export const passwordRoutes = featureRoutes(async (app, { ctx }: { ctx: AppConte
         ),
       },
     },
-    async (request, reply) => reply.code(201).send(envelope(await service.start(request.body))),
+    async (request, reply) =>
+      reply.code(201).send(envelope(await service.start(request.body, senderOf(request)))),
   );
 
   app.post(
@@ -72,7 +80,10 @@ export const passwordRoutes = featureRoutes(async (app, { ctx }: { ctx: AppConte
         summary: 'Set a new password with the recovery code; every session of the identity ends',
         description:
           'Every failure (unknown or unusable address, wrong, spent, expired or exhausted code) answers the ' +
-          'identical 422 identity.password_recovery_refused. Wrong codes count toward the account lock.',
+          'identical 422 identity.password_recovery_refused. Wrong codes count toward the account lock. A new ' +
+          'password outside 12..200 characters or too easy to guess (zxcvbn score under 3, the address given ' +
+          'counted as guessable) is 400 validation.failed (code weak_password with the reason in plain words), ' +
+          'decided before the code is looked at.',
         body: ConfirmationBody,
         response: responses({ 204: NoContent }, ['identity.password_recovery_refused'], {
           body: true,

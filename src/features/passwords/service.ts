@@ -20,6 +20,7 @@ import {
   findIdentity,
   lockIdentity,
   setPassword,
+  verifiedIdentifiers,
 } from '../identities/repository.js';
 import { revokeIdentitySessions } from '../sessions/repository.js';
 import { endOtherSessions, lockCallerSession } from '../sessions/revocations.js';
@@ -39,6 +40,8 @@ export interface PasswordServiceDeps {
   guesses: GuessBudgets;
   messages: MessageLimits;
   signals: Signals;
+  /** The product's name (BRAND_NAME): a password built on it is weak. */
+  config: { brand: { name: string } };
 }
 
 export class PasswordService {
@@ -55,11 +58,18 @@ export class PasswordService {
     principal: SessionPrincipal,
     input: { currentPassword: string; newPassword: string },
   ): Promise<void> {
-    assertPasswordPolicy(input.newPassword, 'newPassword');
-    // Shed before anything is written when the Argon2id queue is past its bound (503).
-    this.deps.passwords.admit();
     const { identityId, sessionId } = principal;
     const { db } = this.deps.database;
+    // The caller's own addresses are the personal data a new password must not be built on.
+    const own = await verifiedIdentifiers(db, identityId);
+    await assertPasswordPolicy(
+      input.newPassword,
+      'newPassword',
+      own.map((i) => i.value),
+      this.deps.config.brand.name,
+    );
+    // Shed before anything is written when the Argon2id queue is past its bound (503).
+    this.deps.passwords.admit();
     const refusal = () => new Problem('identity.password_change_refused');
     const budget = guessSubject.currentPassword(identityId);
     // Before the password is looked at: past the free failures an early attempt is 429, right or
@@ -100,18 +110,22 @@ export class PasswordService {
    * POST /password-recoveries. The answer is the same whether or not the address belongs to an
    * account: one transaction always writes an audit record (a challenge row too for a verified
    * address), and the message leaves after the answer, so a slow channel cannot be timed.
+   * `sender` is the client address's subject (senderSubject).
    */
-  async start(input: IdentifierInput): Promise<{ challengeExpiresAt: string }> {
+  async start(input: IdentifierInput, sender: string): Promise<{ challengeExpiresAt: string }> {
     // Both refusals depend on the address's shape and the configuration only, never on an account.
     const ident = this.deps.challenges.reachableAddress(input);
     const { db } = this.deps.database;
-    // Counted per destination before anything about an account is read, by the same statement for
-    // a known and an unknown address: the limit trips at the same count for both and costs the same
-    // time, so neither the 429 nor the answer's time tells them apart. Past it nothing is sent.
-    await this.deps.messages.count([destinationSubject(ident)]);
-    const identifier = await findIdentifier(db, ident);
-    const known = identifier?.verifiedAt ? identifier : undefined;
     const issued = await db.transaction().execute(async (trx) => {
+      // Counted per client address and per destination before anything about an account is read,
+      // by the same statements for a known and an unknown address: the limits trip at the same
+      // count for both and cost the same time, so neither the 429 nor the answer's time tells them
+      // apart. Counted in this transaction, so only a start that answers 201 counts (a refused one
+      // sends nothing and spends nothing), and the client's window's row lock orders concurrent
+      // starts. Past a limit the 429 rolls everything back and nothing is sent.
+      await this.deps.messages.count([sender, destinationSubject(ident)], trx);
+      const identifier = await findIdentifier(trx, ident);
+      const known = identifier?.verifiedAt ? identifier : undefined;
       // An unknown address gets no challenge; the answer promises the same expiry either way.
       const challenge = known
         ? await this.deps.challenges.issue(trx, {
@@ -128,9 +142,9 @@ export class PasswordService {
         outcome: known ? 'success' : 'failure',
         details: { identifierType: ident.type, challengeId: challenge.id },
       });
-      return challenge;
+      return { ...challenge, known };
     });
-    const code = issued.code;
+    const { code, known } = issued;
     if (known && code) {
       // After the answer is on its way; the notifier reports failures as results and logs them.
       setImmediate(() => {
@@ -149,7 +163,13 @@ export class PasswordService {
    * password and ends every session of the identity, with no exception.
    */
   async confirm(input: IdentifierInput & { code: string; newPassword: string }): Promise<void> {
-    assertPasswordPolicy(input.newPassword, 'newPassword');
+    // The address as given and as normalised, never what an account holds: the refusal reveals nothing.
+    await assertPasswordPolicy(
+      input.newPassword,
+      'newPassword',
+      [input.identifier, normaliseIdentifier(input)?.value ?? ''],
+      this.deps.config.brand.name,
+    );
     // Shed before anything is written when the Argon2id queue is past its bound (503).
     this.deps.passwords.admit();
     const refusal = () => new Problem('identity.password_recovery_refused');

@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.js';
 import { envelope } from '../../platform/http/envelope.js';
 import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, responses } from '../../platform/http/schemas.js';
-import { limitFor } from '../../platform/rate-limit/rate-limit.js';
+import { limitFor, senderOf, sendingRouteLimit } from '../../platform/rate-limit/rate-limit.js';
 import * as schema from './schemas.js';
 import { RegistrationService } from './service.js';
 
@@ -18,15 +18,23 @@ export const registrationRoutes = featureRoutes(async (app, { ctx }: { ctx: AppC
   app.post(
     '/sign-ups',
     {
-      // The limiter answers in onRequest, so a refused attempt never reaches the handler and sends nothing.
-      config: limitFor(ctx.config.rateLimits.sendsAMessage, 'sign-ups'),
+      // Every request counts against the route's wider limiter (answered in onRequest, so a refused
+      // attempt never reaches the handler); only a sign-up that sends its code counts against
+      // SENDS_A_MESSAGE for the client address, in the service's transaction.
+      config: sendingRouteLimit(ctx.config.rateLimits, 'sign-ups'),
       schema: {
         tags: ['registration'],
         summary: 'Register an email address or phone number with a password; a verification code is sent',
         description:
           'Answers 201 for a new address and for a repeat of an address still unverified, with the same bytes ' +
           'apart from challengeExpiresAt. Each registration gets its own code and keeps its own password; earlier ' +
-          'codes stay valid. A failed delivery still registers (challengeDelivery.status NOT_DELIVERED).',
+          'codes stay valid. A failed delivery still registers (challengeDelivery.status NOT_DELIVERED). Only ' +
+          'sign-ups that send a code count against RATE_LIMIT_SENDS_A_MESSAGE for the client address (and ' +
+          'the destination); a refusal (400, 409, 422) sends nothing and spends nothing of it, and counts ' +
+          'only against the wider per-address RATE_LIMIT_ANSWERS_A_CHALLENGE. Past either, 429 ' +
+          'rate_limit.exceeded with Retry-After (whole seconds until the window frees a slot): nothing is ' +
+          'sent or written. A password too easy to guess (zxcvbn score under 3, the identifier counted as ' +
+          'guessable) is 400 validation.failed, code weak_password, with the reason in plain words.',
         body: schema.SignUpBody,
         response: responses(
           { 201: Data(schema.SignUpResult) },
@@ -40,7 +48,7 @@ export const registrationRoutes = featureRoutes(async (app, { ctx }: { ctx: AppC
       },
     },
     async (request, reply) => {
-      const result = await service.signUp(request.body);
+      const result = await service.signUp(request.body, senderOf(request));
       return reply.code(201).send(envelope(result));
     },
   );

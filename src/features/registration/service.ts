@@ -42,6 +42,8 @@ export interface RegistrationServiceDeps {
   audit: AuditLog;
   challenges: ChallengeFlow;
   messages: MessageLimits;
+  /** The product's name (BRAND_NAME): a password built on it is weak. */
+  config: { brand: { name: string } };
 }
 
 /** Registration: an identifier and a password, proven by a code sent to the identifier. */
@@ -50,10 +52,16 @@ export class RegistrationService {
 
   /**
    * POST /sign-ups. Every refusal that needs no database (policy, normalisation, channel) comes
-   * before the transaction, so a refused request writes nothing and sends nothing.
+   * before the transaction, so a refused request writes nothing and sends nothing. `sender` is the
+   * client address's subject (senderSubject): the code counts against it with its destination.
    */
-  async signUp(input: SignUpInput): Promise<SignUpResult> {
-    assertPasswordPolicy(input.password, 'password');
+  async signUp(input: SignUpInput, sender: string): Promise<SignUpResult> {
+    await assertPasswordPolicy(
+      input.password,
+      'password',
+      [input.identifier, normaliseIdentifier(input)?.value ?? ''],
+      this.deps.config.brand.name,
+    );
     const ident = this.deps.challenges.reachableAddress(input);
     // Shed before anything is written when the Argon2id queue is past its bound (503).
     this.deps.passwords.admit();
@@ -85,12 +93,15 @@ export class RegistrationService {
         identityId = existing.identityId;
         identifierId = existing.id;
       }
-      // Every code sent counts against the address's window (RATE_LIMIT_SENDS_A_MESSAGE per
-      // destination), a new address and a pending one alike. Past it the 429 rolls this whole
-      // registration back, so nothing is written or sent. A verified address's 409 (above) sends
-      // nothing and spends nothing: it already says the address is taken, and a stranger's 409s
-      // must not use up the owner's messages (a new-sign-in notice among them) without a trace.
-      await this.deps.messages.count([destinationSubject(ident)], trx);
+      // Every code sent counts against the client address's window and the destination's
+      // (RATE_LIMIT_SENDS_A_MESSAGE per client address and route, and per destination), a new
+      // address and a pending one alike. Counted here, in the transaction that sends, so only sends
+      // count: the row lock of the client's window orders concurrent sign-ups, and past the limit
+      // the 429 rolls this whole registration back (its counts included), so nothing is written or
+      // sent. A verified address's 409 (above) sends nothing and spends nothing: it already says
+      // the address is taken, and a stranger's 409s must not use up the owner's messages (a
+      // new-sign-in notice among them) without a trace.
+      await this.deps.messages.count([sender, destinationSubject(ident)], trx);
       // Earlier live challenges stay live (docs/api.md, "1. Sign up"): a stranger's registration
       // must not invalidate the owner's code in flight.
       const issued = await this.deps.challenges.issue(trx, {

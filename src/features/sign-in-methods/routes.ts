@@ -5,7 +5,7 @@ import { envelope } from '../../platform/http/envelope.js';
 import { listRoute } from '../../platform/http/list-route.js';
 import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, NoContent, responses } from '../../platform/http/schemas.js';
-import { limitFor } from '../../platform/rate-limit/rate-limit.js';
+import { limitFor, senderOf, sendingRouteLimit } from '../../platform/rate-limit/rate-limit.js';
 import * as schema from './schemas.js';
 import { SignInMethodService } from './service.js';
 
@@ -32,8 +32,10 @@ export const signInMethodRoutes = featureRoutes(async (app, { ctx }: { ctx: AppC
     '/sign-in-methods',
     {
       preHandler: elevated,
-      // The identifier form sends a message.
-      config: limitFor(ctx.config.rateLimits.sendsAMessage, 'sign-in-methods'),
+      // The identifier form sends a message: it counts against SENDS_A_MESSAGE for the client
+      // address only when it does (in the service's transaction); every request, a provider link
+      // or a refusal included, counts against the route's wider limiter.
+      config: sendingRouteLimit(ctx.config.rateLimits, 'sign-in-methods'),
       schema: {
         tags: ['sign-in-methods'],
         summary: 'Add an email address or phone number (a code is sent) or link a provider (at once)',
@@ -41,7 +43,10 @@ export const signInMethodRoutes = featureRoutes(async (app, { ctx }: { ctx: AppC
           'Identifier form: 201 with the challenge; confirm with POST /sign-in-methods/confirmations. An address ' +
           'verified by any identity answers 409 identity.identifier_taken. Provider form: the ID token must carry ' +
           'the hex SHA-256 of a live nonce from POST /provider-nonces; 201 with the new method id. A refused token ' +
-          'or nonce answers 422 identity.sign_in_method_confirmation_refused; a subject already linked answers 409.',
+          'or nonce answers 422 identity.sign_in_method_confirmation_refused; a subject already linked answers 409. ' +
+          'Only an identifier form that sends its code counts against RATE_LIMIT_SENDS_A_MESSAGE for the client ' +
+          'address (and the destination); every request counts against the wider per-address ' +
+          'RATE_LIMIT_ANSWERS_A_CHALLENGE. Past either, 429 rate_limit.exceeded with Retry-After: nothing is sent.',
         security: security.elevated,
         body: schema.AddMethodBody,
         response: responses(
@@ -58,7 +63,7 @@ export const signInMethodRoutes = featureRoutes(async (app, { ctx }: { ctx: AppC
       },
     },
     async (request, reply) => {
-      const result = await service.add(principalOf(request), request.body);
+      const result = await service.add(principalOf(request), request.body, senderOf(request));
       return reply.code(201).send(envelope(result));
     },
   );

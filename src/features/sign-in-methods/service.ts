@@ -81,7 +81,7 @@ export class SignInMethodService {
   }
 
   /** POST /sign-in-methods. */
-  async add(principal: SessionPrincipal, input: AddMethodInput) {
+  async add(principal: SessionPrincipal, input: AddMethodInput, sender: string) {
     if (input.identifierType === 'provider') {
       // A refused ID token is a refused proof of the new method: the confirmation refusal.
       return this.#providers.link(
@@ -90,24 +90,27 @@ export class SignInMethodService {
         'identity.sign_in_method_confirmation_refused',
       );
     }
-    return this.addIdentifier(principal.identityId, input);
+    return this.addIdentifier(principal.identityId, input, sender);
   }
 
   /**
    * The identifier form: a code goes to the address; nothing is attached to the identity until
    * the code comes back. An address verified by anyone (the caller included) is 409. An address
    * held only by someone else's unconfirmed registration is not: proving the code claims it.
+   * `sender` is the client address's subject (senderSubject).
    */
-  private async addIdentifier(identityId: string, input: IdentifierInput) {
+  private async addIdentifier(identityId: string, input: IdentifierInput, sender: string) {
     const ident = this.deps.challenges.reachableAddress(input);
     const { db } = this.deps.database;
     const existing = await findIdentifier(db, ident);
     if (existing?.verifiedAt) throw new Problem('identity.identifier_taken');
-    // The code counts against the address's window like every message (RATE_LIMIT_SENDS_A_MESSAGE
-    // per destination); a 409 above sends nothing and counts nothing, as at sign-up.
-    await this.deps.messages.count([destinationSubject(ident)]);
 
     const challenge = await db.transaction().execute(async (trx) => {
+      // The code counts against the client address's window and the destination's like every
+      // message (RATE_LIMIT_SENDS_A_MESSAGE), in the transaction that sends it: a 409 above or any
+      // other refusal sends nothing and counts nothing, as at sign-up, and a 429 here rolls the
+      // counts back with the rest.
+      await this.deps.messages.count([sender, destinationSubject(ident)], trx);
       const issued = await this.deps.challenges.issue(trx, {
         purpose: 'sign_in_method',
         identityId,

@@ -133,12 +133,26 @@ function toDetails(value: unknown): Record<string, unknown> {
   return (value ?? {}) as Record<string, unknown>;
 }
 
+/**
+ * Called by `append` inside the appending transaction, after the record is written: whatever it
+ * writes commits or rolls back with the change the record describes. Registered by the wiring
+ * (src/context.ts), so the platform names no feature.
+ */
+export type AuditObserver = (trx: Executor, event: AuditEvent, occurredAt: Date) => Promise<void>;
+
 export class AuditLog {
+  readonly #observers: AuditObserver[] = [];
+
   /** key: config.keys.auditSeal (purposeKeys), made by the caller. */
   constructor(
     private readonly key: Buffer,
     private readonly clock: Clock,
   ) {}
+
+  /** Adds an observer of every successful append (see AuditObserver). */
+  observe(observer: AuditObserver): void {
+    this.#observers.push(observer);
+  }
 
   /**
    * Appends in the caller's transaction (READ COMMITTED): locks the head row, seals, inserts the
@@ -166,6 +180,7 @@ export class AuditLog {
     };
     const seal = computeSeal(this.key, row.seal, record);
     await insertRecord(trx, { ...record, occurredAt, seal, headSeal: computeHeadSeal(this.key, seq, seal) });
+    for (const observer of this.#observers) await observer(trx, event, occurredAt);
     return { id, seq };
   }
 

@@ -1,65 +1,167 @@
-import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import type { Score, ZxcvbnFactory } from '@zxcvbn-ts/core';
 import { Problem } from '../problem.js';
 
-export type PasswordPolicyResult = { ok: true } | { ok: false; reason: 'too_short' | 'too_long' | 'common' };
+/**
+ * The one rule for a new password, shared by the service (sign-up, change, recovery) and the hosted
+ * page's strength meter, which loads this very module lazily (ui/strength.ts): what the meter
+ * calls good is what the service accepts. It imports nothing from Node for that reason.
+ */
 
 export const MIN_PASSWORD_LENGTH = 12;
 export const MAX_PASSWORD_LENGTH = 200;
+/** zxcvbn's score (0..4) a new password must reach: "safely unguessable" (docs/decisions.md). */
+export const MIN_PASSWORD_SCORE = 3;
+/**
+ * zxcvbn estimates the first 64 characters only: its matching grows fast with the length (200
+ * characters of digits and symbols took over a second), 64 keep the worst case near 20 ms of CPU.
+ */
+const ESTIMATED_LENGTH = 64;
 
-/** SecLists' 10k-most-common.txt; provenance and license in assets/README.md. */
-export const COMMON_PASSWORDS_FILE = join(
-  dirname(fileURLToPath(import.meta.url)),
-  '../../../assets/common-passwords.txt',
-);
+export type PasswordPolicyResult =
+  | { ok: true; score: Score }
+  | { ok: false; reason: 'too_short' | 'too_long' }
+  /** `advice`: zxcvbn's warning and first suggestion; `message`: the refusal's sentence with it. */
+  | { ok: false; reason: 'weak'; score: Score; advice: string; message: string };
 
-let common: Set<string> | undefined;
+let estimator: Promise<ZxcvbnFactory> | undefined;
 
-/** The list, lower-cased, read once on first use. */
-export function commonPasswords(): ReadonlySet<string> {
-  if (!common) {
-    const set = new Set<string>();
-    for (const line of readFileSync(COMMON_PASSWORDS_FILE, 'utf8').split('\n')) {
-      const entry = line.replace(/\r$/, '');
-      if (entry !== '') set.add(entry.toLowerCase());
-    }
-    common = set;
-  }
-  return common;
+/**
+ * zxcvbn and its dictionaries, imported and built on first use (about 0.2 s to import and 0.2 s to
+ * build), then kept for the process: a test file that sets no password never loads them, and in
+ * the page they are a separate file again.
+ */
+function zxcvbn(): Promise<ZxcvbnFactory> {
+  estimator ??= (async () => {
+    const [{ ZxcvbnFactory }, common, english] = await Promise.all([
+      import('@zxcvbn-ts/core'),
+      import('@zxcvbn-ts/language-common'),
+      import('@zxcvbn-ts/language-en'),
+    ]);
+    return new ZxcvbnFactory({
+      dictionary: { ...common.dictionary, ...english.dictionary },
+      graphs: common.adjacencyGraphs,
+      translations: english.translations,
+      maxLength: ESTIMATED_LENGTH,
+      // Each extra l33t substitution multiplies the work on passwords full of digits and symbols.
+      l33tMaxSubstitutions: 2,
+    });
+  })();
+  // A failed load is tried again next time (in the page: offline for a moment).
+  estimator.catch(() => {
+    estimator = undefined;
+  });
+  return estimator;
 }
 
 /**
- * 12..200 characters counted by Unicode code points ([...s].length); no composition rules;
- * refuses the 10,000 most common passwords (case-insensitive compare).
+ * Loads and builds the estimator now. The service awaits it before its port opens (src/serve.ts),
+ * so the first new password does not stall the event loop (and every request behind it) for the
+ * build; tests and the page load it on first use.
  */
-export function checkNewPassword(password: string): PasswordPolicyResult {
+export async function preparePasswordPolicy(): Promise<void> {
+  await zxcvbn();
+}
+
+/** Words of the service itself that a person may build a password on, besides the product's name. */
+const PRODUCT_WORDS = ['account', 'identity'];
+
+/**
+ * What zxcvbn treats as the person's own data: each identifier whole, an address's local part (and
+ * its pieces) and domain name, a phone number's digits and its last ten, nine and eight digits (the
+ * national number without the country code), and the product's name (BRAND_NAME, whole and word by
+ * word) with PRODUCT_WORDS.
+ */
+export function passwordUserInputs(
+  identifiers: readonly string[],
+  productNames: readonly string[] = [],
+): string[] {
+  const inputs = new Set<string>(PRODUCT_WORDS);
+  for (const name of productNames) {
+    const lower = name.trim().toLowerCase();
+    if (lower === '') continue;
+    inputs.add(lower);
+    for (const word of lower.split(/[^\p{L}\p{N}]+/u)) if (word.length >= 3) inputs.add(word);
+  }
+  for (const raw of identifiers) {
+    const value = raw.trim().toLowerCase();
+    if (value === '') continue;
+    inputs.add(value);
+    const at = value.lastIndexOf('@');
+    if (at > 0) {
+      const local = value.slice(0, at);
+      inputs.add(local);
+      for (const piece of local.split(/[._+-]/)) if (piece.length >= 3) inputs.add(piece);
+      const domain = value.slice(at + 1).split('.')[0];
+      if (domain && domain.length >= 3) inputs.add(domain);
+      continue;
+    }
+    const digits = value.replace(/\D/g, '');
+    if (digits.length >= 6) {
+      inputs.add(digits);
+      // The national number without the country code, whatever the code's length.
+      for (const n of [10, 9, 8]) if (digits.length > n) inputs.add(digits.slice(-n));
+    }
+  }
+  return [...inputs];
+}
+
+/** Advice built from zxcvbn's fixed feedback sentences only: it never contains the password. */
+function adviceFrom(warning: string | null, suggestions: readonly string[]): string {
+  const parts: string[] = [];
+  if (warning) parts.push(warning);
+  if (suggestions[0]) parts.push(suggestions[0]);
+  else if (!warning) parts.push('Add more words or make it longer.');
+  return parts.join(' ');
+}
+
+/**
+ * 12..200 characters counted by Unicode code points ([...s].length), no composition rules, and a
+ * zxcvbn score of at least MIN_PASSWORD_SCORE with the person's identifiers as their own data.
+ */
+export async function checkNewPassword(
+  password: string,
+  userInputs: readonly string[] = [],
+): Promise<PasswordPolicyResult> {
   const length = [...password].length;
   if (length < MIN_PASSWORD_LENGTH) return { ok: false, reason: 'too_short' };
   if (length > MAX_PASSWORD_LENGTH) return { ok: false, reason: 'too_long' };
-  if (commonPasswords().has(password.toLowerCase())) return { ok: false, reason: 'common' };
-  return { ok: true };
+  const result = (await zxcvbn()).check(password, [...userInputs]);
+  if (result.score >= MIN_PASSWORD_SCORE) return { ok: true, score: result.score };
+  const advice = adviceFrom(result.feedback.warning, result.feedback.suggestions);
+  return {
+    ok: false,
+    reason: 'weak',
+    score: result.score,
+    advice,
+    message: `This password is too easy to guess. ${advice}`,
+  };
 }
 
-const REFUSALS: Record<
-  Exclude<PasswordPolicyResult, { ok: true }>['reason'],
-  { code: string; rule: string }
-> = {
-  common: { code: 'common_password', rule: 'too common' },
+const RULES = {
   too_short: { code: 'minLength', rule: 'too short' },
   too_long: { code: 'maxLength', rule: 'too long' },
-};
+} as const;
 
 /**
  * The one refusal of a new password (sign-up, change, recovery): 400 validation.failed whose entry
- * names the field and the rule, never the value. It runs before anything secret is consulted, so
- * it says nothing about the account, the current password or a code.
+ * names the field and the rule, never the value; a weak password's entry (`weak_password`) carries
+ * zxcvbn's reason. It runs before anything secret is consulted, so it says nothing about the
+ * account, the current password or a code.
  */
-export function assertPasswordPolicy(password: string, field: string): void {
-  const policy = checkNewPassword(password);
+export async function assertPasswordPolicy(
+  password: string,
+  field: string,
+  identifiers: readonly string[] = [],
+  productName?: string,
+): Promise<void> {
+  const policy = await checkNewPassword(
+    password,
+    passwordUserInputs(identifiers, productName ? [productName] : []),
+  );
   if (policy.ok) return;
-  const { code, rule } = REFUSALS[policy.reason];
-  throw new Problem('validation.failed', {
-    errors: [{ location: 'body', field, code, message: `${field} is ${rule}` }],
-  });
+  const entry =
+    policy.reason === 'weak'
+      ? { code: 'weak_password', message: policy.message }
+      : { code: RULES[policy.reason].code, message: `${field} is ${RULES[policy.reason].rule}` };
+  throw new Problem('validation.failed', { errors: [{ location: 'body', field, ...entry }] });
 }

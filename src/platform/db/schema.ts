@@ -267,6 +267,21 @@ export interface SecondFactorTickets {
   ticket_hash: string;
 }
 
+export interface SecurityNotices {
+  device: string | null;
+  id: string;
+  identity_id: string;
+  ip_address: string | null;
+  kind: string;
+  occurred_at: Timestamp;
+  sealed_destination: string | null;
+}
+
+export interface SecurityNoticeWindows {
+  ends_at: Timestamp;
+  identity_id: string;
+}
+
 export interface SendWindows {
   key: string;
   sent: number;
@@ -342,6 +357,8 @@ export interface DB {
   schema_migrations: SchemaMigrations;
   second_factor_tickets: SecondFactorTickets;
   second_factors: SecondFactors;
+  security_notice_windows: SecurityNoticeWindows;
+  security_notices: SecurityNotices;
   send_windows: SendWindows;
   sessions: Sessions;
   sign_in_attempts: SignInAttempts;

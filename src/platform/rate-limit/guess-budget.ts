@@ -4,6 +4,7 @@ import { hmacHex } from '../crypto/tokens.js';
 import type { Db, Executor } from '../db/database.js';
 import type { Signals } from '../metrics/signals.js';
 import { Problem } from '../problem.js';
+import { addressBucket } from './address.js';
 import { admitAttempt, type BudgetPolicy, budgetState, countSend, forgiveAttempts } from './repository.js';
 
 /**
@@ -110,6 +111,19 @@ export function destinationSubject(to: { type: string; value: string }): string 
   return `to:${to.type}:${to.type === 'email' ? mailbox(to.value) : to.value}`;
 }
 
+/**
+ * The subject a sending route counts its messages against per client address (an IPv6 address by
+ * its /64): RATE_LIMIT_SENDS_A_MESSAGE per client address and route, `route` being the route's
+ * pattern (`/api/v1/sign-ups`). Only a request that sends (or, at recovery, answers as if it had
+ * sent) is counted, in the transaction that decides to send; a refusal that sends nothing (400,
+ * 409, 422, 429) never spends it, so a person's typos cannot lock their sends out. Requests that
+ * send nothing are bounded by the route's own, wider limiter instead (RATE_LIMIT_ANSWERS_A_CHALLENGE,
+ * rate-limit.ts `sendingRouteLimit`).
+ */
+export function senderSubject(route: string, ip: string): string {
+  return `sends:${route}|${addressBucket(ip)}`;
+}
+
 /** A normalised (lower-cased) address's mailbox: `a.da+news@googlemail.com` is `ada@gmail.com`. */
 function mailbox(address: string): string {
   const at = address.lastIndexOf('@');
@@ -146,10 +160,16 @@ export class MessageLimits {
    */
   async count(subjects: string[], exec: Executor = this.db): Promise<void> {
     const now = this.clock.now();
-    const latest = await this.#countAll(exec, subjects, now);
-    if (latest) {
-      this.signals.refused('messages');
-      throw tooEarly(now, latest);
+    const tripped = await this.#countAll(exec, subjects, now);
+    if (tripped.latest) {
+      // A sending route's per-address count is the route's limit (`route:<pattern>`); the others
+      // are message windows. The kind only, never who.
+      for (const subject of tripped.subjects) {
+        this.signals.refused(
+          subject.startsWith('sends:') ? `route:${subject.slice(6, subject.indexOf('|'))}` : 'messages',
+        );
+      }
+      throw tooEarly(now, tripped.latest);
     }
   }
 
@@ -158,12 +178,20 @@ export class MessageLimits {
    * false when a subject is past its limit and the message is to be dropped.
    */
   async admits(subjects: string[]): Promise<boolean> {
-    return (await this.#countAll(this.db, subjects, this.clock.now())) === undefined;
+    return (await this.#countAll(this.db, subjects, this.clock.now())).latest === undefined;
   }
 
-  /** Counts against every subject; the latest end of a window that is past its limit, if any. */
-  async #countAll(exec: Executor, subjects: string[], now: Date): Promise<Date | undefined> {
+  /**
+   * Counts against every subject: the latest end of a window that is past its limit, if any, and
+   * the subjects past their limits.
+   */
+  async #countAll(
+    exec: Executor,
+    subjects: string[],
+    now: Date,
+  ): Promise<{ latest: Date | undefined; subjects: string[] }> {
     let latest: Date | undefined;
+    const tripped: string[] = [];
     for (const subject of subjects) {
       const { sent, windowEndsAt } = await countSend(
         exec,
@@ -171,8 +199,11 @@ export class MessageLimits {
         now,
         this.setting.windowSeconds,
       );
-      if (sent > this.setting.max && (!latest || windowEndsAt > latest)) latest = windowEndsAt;
+      if (sent > this.setting.max) {
+        tripped.push(subject);
+        if (!latest || windowEndsAt > latest) latest = windowEndsAt;
+      }
     }
-    return latest;
+    return { latest, subjects: tripped };
   }
 }

@@ -5,6 +5,7 @@ import type { RateLimitSetting } from '../../config.js';
 import type { Signals } from '../metrics/signals.js';
 import { Problem } from '../problem.js';
 import { addressBucket } from './address.js';
+import { senderSubject } from './guess-budget.js';
 
 /**
  * Registers the limiter without a global limit: only routes that name one of the three named limits
@@ -52,4 +53,22 @@ export function limitFor(setting: RateLimitSetting, route: string) {
       keyGenerator: (req: FastifyRequest) => `${route}|${addressBucket(req.ip)}`,
     },
   };
+}
+
+/**
+ * Route config for a route that sends a message (POST /sign-ups, /password-recoveries and
+ * /sign-in-methods). The sends themselves count against RATE_LIMIT_SENDS_A_MESSAGE per client address
+ * and route in the database, in the transaction that decides to send (guess-budget.ts
+ * `senderSubject`), so typos, unusable addresses and 409s never spend them. Every request, sending
+ * or not, is also counted here against the wider RATE_LIMIT_ANSWERS_A_CHALLENGE (10/60 by default):
+ * a person's mistakes never reach it, but it bounds how fast one address can ask whether addresses
+ * are taken (409), and it refuses a flood in onRequest before the body is read or the database touched.
+ */
+export function sendingRouteLimit(limits: { answersAChallenge: RateLimitSetting }, route: string) {
+  return limitFor(limits.answersAChallenge, route);
+}
+
+/** The client address's send subject for the request's route (guess-budget.ts `senderSubject`). */
+export function senderOf(request: FastifyRequest): string {
+  return senderSubject(request.routeOptions.url ?? request.url, request.ip);
 }

@@ -1,0 +1,258 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
+import type { Config } from '../../config.js';
+import type { AuditEvent, AuditObserver } from '../../platform/audit/audit.js';
+import type { Clock } from '../../platform/clock.js';
+import type { Sealer } from '../../platform/crypto/seal.js';
+import type { Database, Executor } from '../../platform/db/database.js';
+import { requestMeta } from '../../platform/http/auth.js';
+import type { ChannelType, Notifier } from '../../platform/notify/notifier.js';
+import { verifiedIdentifiers } from '../identities/repository.js';
+import { describeDevice } from '../sessions/devices.js';
+import { noticeFor, shortWordingOf, wordingOf } from './kinds.js';
+import {
+  claimWindow,
+  dueIdentities,
+  forgetIdentity,
+  identifierById,
+  insertNotice,
+  type QueuedNotice,
+  sweepWindows,
+  takeQueued,
+} from './repository.js';
+
+/** At most one message per identity per window (docs/security.md, "Security notices"). */
+export const NOTICE_WINDOW_SECONDS = 15 * 60;
+/** How often each instance looks for windows that have ended with changes held behind them. */
+export const DISPATCH_SECONDS = 60;
+/** Identities dispatched per pass: a bounded amount of work even after a flood. */
+const DISPATCH_BATCH = 100;
+
+/** What the security notices use. */
+export interface SecurityNoticesDeps {
+  database: Database;
+  clock: Clock;
+  log: FastifyBaseLogger;
+  notifier: Notifier;
+  sealer: Sealer;
+  config: Pick<Config, 'securityNotices'>;
+}
+
+/** The request a change was made by: where it came from, and whom to tell once it is answered. */
+interface RequestScope {
+  ip: string | null;
+  userAgent: string | null;
+  identities: Set<string>;
+}
+
+/**
+ * Security notices: every change an attacker holding a session would make (password, second
+ * factor, passkey, recovery codes, an address, a linked provider) is told to the owner, on every
+ * verified address and phone, and on the address just removed. The change and its queued notice
+ * commit together (an observer of the audit log, whose append is in the change's transaction).
+ * At most one message per identity per window: the first change is sent right after the answer;
+ * changes during the window are held and sent as one message when it ends. They are never
+ * dropped by the per-destination message limit: the window bounds them instead. No link, no code.
+ */
+export class SecurityNotices {
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly scope = new AsyncLocalStorage<RequestScope>();
+
+  constructor(private readonly deps: SecurityNoticesDeps) {}
+
+  /** The audit-log observer that queues a notice in the change's own transaction. */
+  observer(): AuditObserver {
+    return (trx, event, occurredAt) => this.enqueue(trx, event, occurredAt);
+  }
+
+  private async enqueue(trx: Executor, event: AuditEvent, occurredAt: Date): Promise<void> {
+    // An operator's erasure (docs/admin.md) takes the identity's queued notices with it.
+    if (event.name === 'identity.erased' && event.outcome === 'success' && event.target) {
+      await forgetIdentity(trx, event.target);
+      return;
+    }
+    if (!this.deps.config.securityNotices) return;
+    const notice = noticeFor(event);
+    if (!notice) return;
+    const id = randomUUID();
+    let sealedDestination: string | null = null;
+    if (notice.removedIdentifierId) {
+      const removed = await identifierById(trx, notice.identityId, notice.removedIdentifierId);
+      // Bound to this row: a sealed address cannot be moved to another identity's notice.
+      if (removed) sealedDestination = this.deps.sealer.seal(`${removed.type}:${removed.value}`, id);
+    }
+    const scope = this.scope.getStore();
+    await insertNotice(trx, {
+      id,
+      identityId: notice.identityId,
+      kind: notice.kind,
+      occurredAt,
+      device: scope?.userAgent ? describeDevice(scope.userAgent).description : null,
+      ipAddress: scope?.ip ?? null,
+      sealedDestination,
+    });
+    scope?.identities.add(notice.identityId);
+  }
+
+  /**
+   * Sends the identity's queued changes as one message when no window is open, and opens one.
+   * Returns whether this call claimed the batch (false: nothing queued, or a window is open).
+   */
+  async dispatch(identityId: string): Promise<boolean> {
+    const now = this.deps.clock.now();
+    const endsAt = new Date(now.getTime() + NOTICE_WINDOW_SECONDS * 1000);
+    const batch = await this.deps.database.db.transaction().execute(async (trx) => {
+      if (!(await claimWindow(trx, identityId, now, endsAt))) return [];
+      return takeQueued(trx, identityId);
+    });
+    if (batch.length === 0) return false;
+    await this.send(identityId, batch);
+    return true;
+  }
+
+  /** One pass of the dispatcher: every identity whose window has ended with changes behind it. */
+  async dispatchDue(): Promise<number> {
+    const { db } = this.deps.database;
+    const now = this.deps.clock.now();
+    let sent = 0;
+    for (const identityId of await dueIdentities(db, now, DISPATCH_BATCH)) {
+      if (await this.dispatch(identityId)) sent++;
+    }
+    await sweepWindows(db, now);
+    return sent;
+  }
+
+  /** Runs `handler` with the request's scope, so a change it makes knows where it came from. */
+  runInScope(request: FastifyRequest, handler: () => void): void {
+    const { ip, userAgent } = requestMeta(request);
+    const scope: RequestScope = { ip, userAgent, identities: new Set() };
+    scopes.set(request, scope);
+    this.scope.run(scope, handler);
+  }
+
+  /** After the answer: the first change of a window leaves now; returns at once. */
+  afterResponse(request: FastifyRequest): void {
+    const scope = scopes.get(request);
+    if (!scope) return;
+    for (const identityId of scope.identities) this.track(this.dispatch(identityId));
+  }
+
+  /** Starts a dispatcher pass in the background (the periodic timer). */
+  tick(): void {
+    this.track(this.dispatchDue());
+  }
+
+  /** Resolves once every send under way has finished (tests, shutdown). */
+  async idle(): Promise<void> {
+    // An answer's onResponse may still be on its way to starting its dispatch.
+    await new Promise((resolve) => setImmediate(resolve));
+    while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
+  }
+
+  private track(job: Promise<unknown>): void {
+    const guarded = job.catch((err: unknown) => {
+      // Never an address or a message: only that it failed and the error's class.
+      this.deps.log.warn({ errorClass: (err as Error)?.name ?? 'Error' }, 'security notice failed');
+    });
+    this.inFlight.add(guarded);
+    void guarded.finally(() => this.inFlight.delete(guarded));
+  }
+
+  private async send(identityId: string, batch: QueuedNotice[]): Promise<void> {
+    const destinations = new Map<string, { type: ChannelType; value: string }>();
+    for (const i of await verifiedIdentifiers(this.deps.database.db, identityId)) {
+      destinations.set(`${i.type}:${i.value}`, { type: i.type, value: i.value });
+    }
+    for (const n of batch) {
+      if (!n.sealedDestination) continue;
+      let opened: string;
+      try {
+        opened = this.deps.sealer.open(n.sealedDestination, n.id);
+      } catch {
+        this.deps.log.warn({}, 'security notice: a removed address could not be opened');
+        continue;
+      }
+      const at = opened.indexOf(':');
+      const type = opened.slice(0, at);
+      if (type === 'email' || type === 'phone')
+        destinations.set(opened, { type, value: opened.slice(at + 1) });
+    }
+    const email = emailText(batch);
+    const sms = smsText(batch);
+    for (const to of destinations.values()) {
+      if (!this.deps.notifier.canDeliver(to.type)) continue;
+      // Not counted against the destination's message window (MessageLimits): the notice window
+      // bounds these, and a flood of other messages must not silence them.
+      const result = await this.deps.notifier.send(
+        to.type === 'email'
+          ? { to: to.value, type: 'email', subject: email.subject, text: email.text }
+          : { to: to.value, type: 'phone', subject: email.subject, text: sms },
+      );
+      if (result.status !== 'DELIVERED') {
+        this.deps.log.warn({ channel: to.type }, 'security notice not delivered');
+      }
+    }
+  }
+}
+
+const scopes = new WeakMap<FastifyRequest, RequestScope>();
+
+function utc(when: Date): string {
+  return `${when.toISOString().replace('T', ' ').slice(0, 16)} UTC`;
+}
+
+/** The message: what changed, when, from which device and address; what to do if it was not you. */
+export function emailText(batch: QueuedNotice[]): { subject: string; text: string } {
+  const one = batch.length === 1;
+  const lines = [
+    one
+      ? 'A security setting of your account was changed:'
+      : `${batch.length} security settings of your account were changed:`,
+    '',
+  ];
+  for (const n of batch) {
+    lines.push(`- ${wordingOf(n.kind)}`);
+    lines.push(`  When: ${utc(n.occurredAt)}`);
+    if (n.device) lines.push(`  Device: ${n.device}`);
+    if (n.ipAddress) lines.push(`  From address: ${n.ipAddress}`);
+  }
+  lines.push(
+    '',
+    'If this was you, there is nothing to do.',
+    "If this wasn't you, sign in and secure your account (change your password and sign out everywhere), or contact support.",
+  );
+  return {
+    subject: one ? 'A security change to your account' : 'Security changes to your account',
+    text: lines.join('\n'),
+  };
+}
+
+/** One short line. */
+export function smsText(batch: QueuedNotice[]): string {
+  const what = [...new Set(batch.map((n) => shortWordingOf(n.kind)))].join(', ');
+  return `Security change to your account: ${what}. Not you? Sign in and secure your account or contact support.`;
+}
+
+/**
+ * Wires the notices into the app: each request's changes know its device and address; after the
+ * answer, the first change of a window is sent; every DISPATCH_SECONDS each instance sends the
+ * batches whose window has ended.
+ */
+export function installSecurityNotices(app: FastifyInstance, notices: SecurityNotices): void {
+  // preHandler, after the body is read: the handler runs inside the scope from here on.
+  app.addHook('preHandler', (request, _reply, done) => notices.runInScope(request, done));
+  app.addHook('onResponse', (request, _reply, done) => {
+    notices.afterResponse(request);
+    done();
+  });
+  let timer: NodeJS.Timeout | undefined;
+  app.addHook('onReady', async () => {
+    timer = setInterval(() => notices.tick(), DISPATCH_SECONDS * 1000);
+    timer.unref();
+  });
+  // The app's own onClose waits for sends under way before the channels close (src/app.ts).
+  app.addHook('onClose', async () => {
+    if (timer) clearInterval(timer);
+  });
+}
