@@ -10,6 +10,7 @@ import {
   type SignInHistoryEntry,
   type SignInMethod,
 } from '../packages/client/src/index.js';
+import type { IdentifierForm } from './identifier.js';
 import type { ProblemLike } from './problems.js';
 
 export type { ConnectedApp, DeviceSession, IdentityProvider };
@@ -18,17 +19,33 @@ export type SignInOutcome =
   | { kind: 'second_factor_required'; ticket: string; expiresAt: string };
 export type StepUpChannel = 'identifier' | 'second_factor' | 'recovery_code';
 
+/** The product's name, logo and help link, as configured (BRAND_*). */
+export interface Brand {
+  /** null: none configured (the pages say "Your account" in their language). */
+  name: string | null;
+  logoUrl: string | null;
+  supportUrl: string | null;
+}
 interface Settings {
   api: string;
   passkeyRpId: string | null;
+  brand: Brand;
 }
-let settings: Settings = { api: '/api/v1', passkeyRpId: null };
+let settings: Settings = {
+  api: '/api/v1',
+  passkeyRpId: null,
+  brand: { name: null, logoUrl: null, supportUrl: null },
+};
 
-/** The page's own settings (where the API is, whether passkeys are on), from the service. */
-export async function loadSettings(): Promise<void> {
+/**
+ * The page's own settings (where the API is, whether passkeys are on, the brand), from the
+ * service; answers the brand.
+ */
+export async function loadSettings(): Promise<Brand> {
   const res = await fetch('settings.json', { headers: { accept: 'application/json' } });
   if (!res.ok) throw new Error(`settings: ${res.status}`);
   settings = (await res.json()) as Settings;
+  return settings.brand;
 }
 
 /*
@@ -140,11 +157,12 @@ export const api = {
   elevation: (): string | undefined =>
     elevation && elevation.expiresAt > Date.now() ? elevation.token : undefined,
 
-  signUp: (identifier: string, password: string) => client.signUp({ ...email(identifier), password }),
-  confirmSignUp: (identifier: string, password: string, code: string) =>
-    client.confirmSignUp({ ...email(identifier), password, code }),
-  async signIn(identifier: string, password: string): Promise<SignInOutcome> {
-    return outcome(await client.signIn({ ...email(identifier), password }));
+  /** Sign-up, sign-in and recovery take an email address or a phone number (ui/identifier.ts). */
+  signUp: (identifier: IdentifierForm, password: string) => client.signUp({ ...identifier, password }),
+  confirmSignUp: (identifier: IdentifierForm, password: string, code: string) =>
+    client.confirmSignUp({ ...identifier, password, code }),
+  async signIn(identifier: IdentifierForm, password: string): Promise<SignInOutcome> {
+    return outcome(await client.signIn({ ...identifier, password }));
   },
   /** The providers offering "Continue with …" (none when the list cannot be had: nothing is shown). */
   providers(): Promise<IdentityProvider[]> {
@@ -181,9 +199,9 @@ export const api = {
     const options = await client.passkeySignInOptions({});
     await client.signInWithPasskey({ credential: await assertion(options.options) } as never);
   },
-  startRecovery: (identifier: string) => client.startPasswordRecovery(email(identifier)),
-  confirmRecovery: (identifier: string, code: string, newPassword: string) =>
-    client.confirmPasswordRecovery({ ...email(identifier), code, newPassword }),
+  startRecovery: (identifier: IdentifierForm) => client.startPasswordRecovery(identifier),
+  confirmRecovery: (identifier: IdentifierForm, code: string, newPassword: string) =>
+    client.confirmPasswordRecovery({ ...identifier, code, newPassword }),
   async signOut(): Promise<void> {
     elevation = null;
     // Forgotten here even when the service could not be told (the cookie session then ends with
@@ -197,6 +215,8 @@ export const api = {
 
   context: (): Promise<SessionContext> => client.context(),
   exportAccount: () => client.exportAccount(),
+  /** The person's own account, identifiers unmasked: for their own pages only. */
+  account: () => client.getAccount(),
   async history(after?: string): Promise<{ items: SignInHistoryEntry[]; next: string | null }> {
     const page = await client.history({ limit: 20, after });
     return { items: page.items, next: page.pageInfo.hasNextPage ? page.pageInfo.nextCursor : null };

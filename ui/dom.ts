@@ -1,3 +1,5 @@
+import { strengthMeter } from './strength.js';
+
 /*
  * DOM building without innerHTML: every text goes in as a text node, so nothing the service or a
  * person typed can become markup. No inline handlers or style attributes (the CSP forbids them).
@@ -112,14 +114,40 @@ export function announce(message: string): void {
 export const formatDate = (iso: string | null | undefined): string =>
   iso ? new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' }) : '—';
 
-/** A password to be set: the service's bounds (12 to 200 characters) stated once, for every form. */
-export function newPasswordField(o: { label: string; name: string; hint?: string }): Field {
-  return field({
-    ...o,
+/**
+ * A password to be set: the service's bounds (12 to 200 characters) stated once, for every form,
+ * and the strength meter under it, judged by the service's own rule (ui/strength.ts).
+ * `userInputs` gives the person's identifiers when the form has no identifier field.
+ */
+export function newPasswordField(o: {
+  label: string;
+  name: string;
+  hint?: string;
+  userInputs?: () => readonly string[];
+}): Field {
+  const f = field({
+    label: o.label,
+    name: o.name,
     type: 'password',
     autocomplete: 'new-password',
     minlength: 12,
     maxlength: 200,
     hint: o.hint ? `12 to 200 characters. ${o.hint}` : '12 to 200 characters.',
   });
+  const meter = strengthMeter(f.input, o.userInputs);
+  // Under the input, before the field's error.
+  f.input.after(meter.el);
+  const describe = () => {
+    const ids = (f.input.getAttribute('aria-describedby') ?? '').split(' ').filter(Boolean);
+    if (!ids.includes(meter.textId))
+      f.input.setAttribute('aria-describedby', [...ids, meter.textId].join(' '));
+  };
+  describe();
+  return {
+    ...f,
+    setError(message) {
+      f.setError(message);
+      describe();
+    },
+  };
 }

@@ -1,6 +1,17 @@
 import { asProblem } from './api.js';
 import { type Field, h } from './dom.js';
-import { Cancelled, fieldMessage, messageFor } from './problems.js';
+import { Cancelled, fieldMessage, messageFor, type ProblemLike } from './problems.js';
+import { holdButton, isHeld } from './wait.js';
+
+/**
+ * A refusal that says how long to wait (429 with Retry-After) holds `button` back until then, with
+ * a countdown beside it (ui/wait.ts); the alert already says "Try again in about 15 minutes".
+ */
+function holdIfWaiting(p: ProblemLike, button: HTMLButtonElement, alert: HTMLElement): void {
+  if (p.code === 'rate_limit.exceeded' && p.retryAfter && p.retryAfter > 0) {
+    holdButton(button, p.retryAfter, alert, alert.textContent ?? '');
+  }
+}
 
 export interface FormOptions {
   fields: Field[];
@@ -15,7 +26,12 @@ export interface FormOptions {
 export interface Form {
   el: HTMLFormElement;
   alert: HTMLElement;
-  fail(error: unknown): void;
+  /**
+   * Reports a refusal. A wait the service asked for (429 with Retry-After) holds back `hold` (the
+   * button whose action was refused) with a countdown; the form's own submissions hold the submit
+   * button. Nothing is held when `hold` is not given: a refused resend must not stop the Confirm.
+   */
+  fail(error: unknown, hold?: HTMLButtonElement): void;
 }
 
 /**
@@ -33,7 +49,7 @@ export function makeForm(o: FormOptions): Form {
     o.extra ?? [],
     h('div', { class: 'actions' }, submit, o.buttons ?? []),
   );
-  const fail = (error: unknown) => {
+  const fail = (error: unknown, hold?: HTMLButtonElement) => {
     if (error instanceof Cancelled) return;
     const p = asProblem(error);
     let firstInvalid: HTMLInputElement | null = null;
@@ -46,6 +62,7 @@ export function makeForm(o: FormOptions): Form {
     }
     alert.textContent = messageFor(p);
     alert.hidden = false;
+    if (hold) holdIfWaiting(p, hold, alert);
     (firstInvalid ?? alert).focus();
   };
   el.addEventListener('submit', async (event) => {
@@ -58,9 +75,10 @@ export function makeForm(o: FormOptions): Form {
     try {
       await o.onSubmit();
     } catch (error) {
-      fail(error);
+      fail(error, submit);
     } finally {
-      submit.disabled = false;
+      // A wait the service asked for keeps the button disabled until its countdown ends.
+      if (!isHeld(submit)) submit.disabled = false;
       el.removeAttribute('aria-busy');
     }
   });
@@ -84,11 +102,13 @@ export function actionButton(
       await run();
     } catch (error) {
       if (error instanceof Cancelled) return;
-      alert.textContent = messageFor(asProblem(error));
+      const p = asProblem(error);
+      alert.textContent = messageFor(p);
       alert.hidden = false;
+      holdIfWaiting(p, button, alert);
       alert.focus();
     } finally {
-      if (button.isConnected) button.disabled = false;
+      if (button.isConnected && !isHeld(button)) button.disabled = false;
     }
   });
   return button;

@@ -1,5 +1,7 @@
-import { api, asProblem, loadSettings } from './api.js';
+import { api, asProblem, type Brand, loadSettings } from './api.js';
 import { append, h } from './dom.js';
+import { chooseLocale, setLocale } from './i18n.js';
+import { t as brandText } from './messages/brand.js';
 import { appsPage } from './pages/apps.js';
 import { devicesPage } from './pages/devices.js';
 import { historyPage } from './pages/history.js';
@@ -52,17 +54,36 @@ function interactionPage(path: string): Page | undefined {
   return undefined;
 }
 
-const NAV: [string, string][] = [
-  ['/', 'Account'],
-  ['/security', 'Security'],
-  ['/devices', 'Devices'],
-  ['/apps', 'Connected apps'],
-  ['/history', 'Sign-in history'],
-];
+const NAV = [
+  ['/', 'nav.home'],
+  ['/security', 'nav.security'],
+  ['/devices', 'nav.devices'],
+  ['/apps', 'nav.apps'],
+  ['/history', 'nav.history'],
+] as const;
 
 const main = document.getElementById('main') as HTMLElement;
 const nav = document.getElementById('nav') as HTMLElement;
 let renders = 0;
+/** The product's name, after each page's title (the service writes it into the header too). */
+let product = document.title;
+
+/**
+ * The product's name (without one configured, "Your account" in the page's language) and the help
+ * link in the footer, when the service has one (BRAND_SUPPORT_URL).
+ */
+function drawBrand(brand: Brand): void {
+  product = brand.name ?? brandText('product');
+  // The static page's own words, in the page's language.
+  document.querySelector('.skip')?.replaceChildren(brandText('skip'));
+  nav.setAttribute('aria-label', brandText('nav.label'));
+  document.querySelector('.brand-name')?.replaceChildren(product);
+  const footer = document.getElementById('footer') as HTMLElement;
+  footer.hidden = !brand.supportUrl;
+  footer.replaceChildren(
+    ...(brand.supportUrl ? [h('a', { href: brand.supportUrl }, brandText('help'))] : []),
+  );
+}
 
 function drawNav(path: string, signedIn: boolean): void {
   nav.hidden = !signedIn;
@@ -70,7 +91,7 @@ function drawNav(path: string, signedIn: boolean): void {
     nav.replaceChildren();
     return;
   }
-  const signOut = h('button', { type: 'button', class: 'link' }, 'Sign out');
+  const signOut = h('button', { type: 'button', class: 'link' }, brandText('nav.signOut'));
   signOut.addEventListener('click', async () => {
     signOut.disabled = true;
     await api.signOut();
@@ -81,7 +102,11 @@ function drawNav(path: string, signedIn: boolean): void {
       'ul',
       null,
       NAV.map(([to, label]) =>
-        h('li', null, h('a', { href: `#${to}`, 'aria-current': to === path ? 'page' : undefined }, label)),
+        h(
+          'li',
+          null,
+          h('a', { href: `#${to}`, 'aria-current': to === path ? 'page' : undefined }, brandText(label)),
+        ),
       ),
       h('li', null, signOut),
     ),
@@ -115,10 +140,10 @@ async function render(): Promise<void> {
       return;
     }
     content = {
-      title: 'Something went wrong',
+      title: brandText('failed.title'),
       body: [
         h('p', { class: 'alert', role: 'alert' }, messageFor(p)),
-        h('p', null, h('a', { href: '#/' }, 'Try again')),
+        h('p', null, h('a', { href: '#/' }, brandText('failed.retry'))),
       ],
     };
   }
@@ -126,7 +151,7 @@ async function render(): Promise<void> {
   dropProviderReturn();
   if (turn !== renders) return; // a later navigation won the race
   const { title, body } = content;
-  document.title = `${title} · Your account`;
+  document.title = `${title} · ${product}`;
   const heading = h('h1', { tabindex: '-1' }, title);
   main.replaceChildren(heading);
   append(main, body);
@@ -153,11 +178,15 @@ api.onSignedInElsewhere(() => {
 
 // At once, before anything is fetched: no handoff code stays in the address bar or in history.
 captureProviderReturn();
+setLocale(chooseLocale(navigator.languages));
 loadSettings()
-  .then(() => render())
+  .then((brand) => {
+    drawBrand(brand);
+    return render();
+  })
   .catch(() => {
     main.replaceChildren(
-      h('h1', null, 'Unavailable'),
-      h('p', null, 'The account service could not be reached.'),
+      h('h1', null, brandText('unavailable.title')),
+      h('p', null, brandText('unavailable.text')),
     );
   });

@@ -1,6 +1,10 @@
+import { waitPhrase } from './wait.js';
+
 /** What a person reads for a refusal: the catalogue's codes in plain words, else the service's detail. */
 const MESSAGES: Record<string, string> = {
-  'identity.sign_in_refused': 'That address and password do not match an account.',
+  'identity.sign_in_refused': 'That email or phone number and password do not match an account.',
+  'ui.sign_up_confirmation_refused':
+    'That code and password were not accepted. Check the newest message we sent and the password you chose.',
   'identity.second_factor_refused': 'That code was not accepted. Check it and try again, or sign in again.',
   'identity.sign_in_second_factor_locked': 'Too many wrong codes: the account is locked for a while.',
   'identity.verification_refused': 'That code was not accepted. Check the newest message we sent.',
@@ -39,14 +43,15 @@ export function messageFor(p: ProblemLike): string {
   }
   const known = p.code ? MESSAGES[p.code] : undefined;
   if (known && p.code === 'rate_limit.exceeded' && p.retryAfter) {
-    return `Too many attempts. Try again in ${p.retryAfter} seconds.`;
+    return `Too many attempts. Try again in ${waitPhrase(p.retryAfter)}.`;
   }
   return known ?? p.detail ?? 'Something went wrong. Try again.';
 }
 
 /** A field's message from a validation refusal, in the person's words. */
 export function fieldMessage(error: { code?: string; message?: string }): string {
-  if (error.code === 'common_password') return 'This password is too common. Choose another.';
+  // The service's own reason, built from zxcvbn's fixed sentences (never the password).
+  if (error.code === 'weak_password') return error.message ?? 'This password is too easy to guess.';
   if (error.code === 'minLength') return 'This is too short.';
   if (error.code === 'maxLength') return 'This is too long.';
   if (error.code === 'pattern') return 'This does not have the expected format.';

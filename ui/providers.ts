@@ -1,6 +1,7 @@
 import { api, asProblem, type IdentityProvider, type SignInOutcome } from './api.js';
 import { h, uid } from './dom.js';
 import { actionButton, alertBox } from './forms.js';
+import { t } from './messages/providers.js';
 import { messageFor } from './problems.js';
 
 /*
@@ -61,7 +62,7 @@ export function dropProviderReturn(): void {
 
 /** A provider's name as people know it: from the list, else its configured name. */
 export function displayNameOf(providers: IdentityProvider[], name: string | null): string {
-  if (!name) return 'the provider';
+  if (!name) return t('theProvider');
   return providers.find((p) => p.name === name)?.displayName ?? name;
 }
 
@@ -69,23 +70,17 @@ const capital = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 
 /** The sentence for a flow that came back with `error` (or a refused handoff). */
 export function providerSentence(reason: string | null, name: string, intent: 'sign_in' | 'link'): string {
+  const params = { name, Name: capital(name) };
   switch (reason) {
     case 'cancelled':
-      return intent === 'link'
-        ? `You cancelled connecting ${name}.`
-        : `You cancelled signing in with ${name}.`;
+      return t(intent === 'link' ? 'cancelled.link' : 'cancelled.sign_in', params);
     case 'unavailable':
-      return `${capital(name)} could not be reached. Try again in a moment.`;
     case 'account_exists':
-      return `An account already uses this email address. Sign in to it, then connect ${name} from Security.`;
     case 'sign_up_closed':
-      return `New accounts cannot be created with ${name} here. If you have an account, sign in to it, then connect ${name} from Security.`;
     case 'already_linked':
-      return `That ${name} account is already connected to another account here.`;
+      return t(reason, params);
     default:
-      return intent === 'link'
-        ? `${capital(name)} could not be connected. Please try again.`
-        : 'That sign-in could not be completed. Please try again.';
+      return t(intent === 'link' ? 'failed.link' : 'failed.sign_in', params);
   }
 }
 
@@ -94,7 +89,7 @@ function startRefusal(error: unknown, name: string): Error {
   const p = asProblem(error);
   if (p.code === 'service.unavailable') return new Error(providerSentence('unavailable', name, 'sign_in'));
   if (p.code === 'identity.provider_unavailable') {
-    return new Error(`${capital(name)} is not available here at the moment.`);
+    return new Error(t('notAvailable', { Name: capital(name) }));
   }
   return error instanceof Error ? error : new Error(messageFor(p));
 }
@@ -161,7 +156,7 @@ export function continueWith(o: ContinueWithOptions): { notice: HTMLElement; car
   const card = h(
     'section',
     { class: 'card', 'aria-labelledby': titleId, hidden: true },
-    h('h2', { id: titleId }, 'Or continue with'),
+    h('h2', { id: titleId }, t('orContinueWith')),
     alert,
     buttons,
   );
@@ -173,14 +168,14 @@ export function continueWith(o: ContinueWithOptions): { notice: HTMLElement; car
     setTimeout(() => notice.isConnected && notice.focus(), 0);
   };
   if (back?.handoff) {
-    status.textContent = 'Finishing your sign-in…';
+    status.textContent = t('finishing');
     status.hidden = false;
   }
   void (async () => {
     const providers = await api.providers();
     buttons.replaceChildren(
       ...providers.map((p) =>
-        providerButton(`Continue with ${p.displayName}`, p.displayName, alert, () =>
+        providerButton(t('continueWith', { name: p.displayName }), p.displayName, alert, () =>
           goToProvider(p, 'sign_in', o.route),
         ),
       ),
@@ -192,7 +187,7 @@ export function continueWith(o: ContinueWithOptions): { notice: HTMLElement; car
       tell(providerSentence(back.error, name, 'sign_in'));
       return;
     }
-    status.textContent = `Finishing your sign-in with ${name}…`;
+    status.textContent = t('finishingWith', { name });
     try {
       const outcome = await api.exchangeProviderHandoff(back.handoff);
       status.hidden = true;

@@ -1,6 +1,7 @@
 import { api, asProblem, passkeyStatus, type StepUpChannel } from './api.js';
 import { field, h, uid } from './dom.js';
 import { makeForm } from './forms.js';
+import { t } from './messages/stepup.js';
 import { Cancelled } from './problems.js';
 import { goToProvider } from './providers.js';
 
@@ -22,11 +23,7 @@ export async function elevated<T>(slot: HTMLElement, action: (elevation: string)
   return action(await stepUp(slot));
 }
 
-const PROMPT: Record<StepUpChannel, string> = {
-  identifier: 'We sent a code to your address. Enter it to continue.',
-  second_factor: 'Enter the code your authenticator app shows now.',
-  recovery_code: 'Enter one of your unused recovery codes. It will be used up.',
-};
+const prompt = (channel: StepUpChannel): string => t(`prompt.${channel}`);
 
 /** The configured providers linked to this identity (a step-up by redirect needs one). */
 async function linkedProviders() {
@@ -67,8 +64,8 @@ export function stepUp(slot: HTMLElement): Promise<string> {
     };
 
     const draw = async (channel?: StepUpChannel) => {
-      const heading = h('h3', { id: titleId, tabindex: '-1' }, 'Confirm it is you');
-      const status = h('p', null, 'Preparing…');
+      const heading = h('h3', { id: titleId, tabindex: '-1' }, t('title'));
+      const status = h('p', null, t('preparing'));
       box.replaceChildren(heading, status);
       heading.focus();
       let challenge: { challengeId: string; channel: StepUpChannel };
@@ -80,20 +77,20 @@ export function stepUp(slot: HTMLElement): Promise<string> {
         status.setAttribute('role', 'alert');
         status.textContent =
           p.code === 'identity.step_up_unavailable' && channel
-            ? 'That way is not available on this account.'
-            : (p.detail ?? 'The step-up could not start.');
+            ? t('unavailable')
+            : (p.detail ?? t('cannotStart'));
         box.append(h('div', { class: 'actions' }, others(channel), cancelButton()));
         return;
       }
       const code = field({
-        label: challenge.channel === 'recovery_code' ? 'Recovery code' : 'Code',
+        label: challenge.channel === 'recovery_code' ? t('recoveryCode') : t('code'),
         name: 'code',
         autocomplete: 'one-time-code',
         inputmode: challenge.channel === 'recovery_code' ? undefined : 'numeric',
       });
       const form = makeForm({
         fields: [code],
-        submit: 'Confirm',
+        submit: t('confirm'),
         buttons: [cancelButton()],
         async onSubmit() {
           const token = await api.confirmStepUp(challenge.challengeId, code.input.value.trim());
@@ -101,13 +98,13 @@ export function stepUp(slot: HTMLElement): Promise<string> {
           resolve(token);
         },
       });
-      status.textContent = PROMPT[challenge.channel];
+      status.textContent = prompt(challenge.channel);
       box.append(form.el, h('div', { class: 'actions' }, others(challenge.channel)));
       code.input.focus();
     };
 
     const cancelButton = () => {
-      const b = h('button', { type: 'button', class: 'secondary' }, 'Cancel');
+      const b = h('button', { type: 'button', class: 'secondary' }, t('cancel'));
       b.addEventListener('click', () => {
         close();
         reject(new Cancelled());
@@ -118,12 +115,12 @@ export function stepUp(slot: HTMLElement): Promise<string> {
     const others = (current: StepUpChannel | undefined): HTMLElement[] => {
       const list: HTMLElement[] = [];
       if (current !== 'recovery_code') {
-        const b = h('button', { type: 'button', class: 'link' }, 'Use a recovery code');
+        const b = h('button', { type: 'button', class: 'link' }, t('useRecoveryCode'));
         b.addEventListener('click', () => void draw('recovery_code'));
         list.push(b);
       }
       if (passkeyStatus().usable) {
-        const b = h('button', { type: 'button', class: 'link' }, 'Use a passkey');
+        const b = h('button', { type: 'button', class: 'link' }, t('usePasskey'));
         b.addEventListener('click', async () => {
           try {
             const token = await api.stepUpWithPasskey();
@@ -131,11 +128,7 @@ export function stepUp(slot: HTMLElement): Promise<string> {
             resolve(token);
           } catch (error) {
             const p = asProblem(error);
-            const alert = h(
-              'p',
-              { class: 'alert', role: 'alert' },
-              p.detail ?? 'The passkey was not accepted.',
-            );
+            const alert = h('p', { class: 'alert', role: 'alert' }, p.detail ?? t('passkeyRefused'));
             box.append(alert);
           }
         });
@@ -149,7 +142,11 @@ export function stepUp(slot: HTMLElement): Promise<string> {
         void linkedProviders().then((providers) => {
           more.replaceChildren(
             ...providers.map((p) => {
-              const b = h('button', { type: 'button', class: 'link' }, `Use ${p.displayName}`);
+              const b = h(
+                'button',
+                { type: 'button', class: 'link' },
+                t('useProvider', { name: p.displayName }),
+              );
               b.addEventListener('click', async () => {
                 try {
                   await goToProvider(p, 'step_up', '/security');

@@ -38,7 +38,11 @@ describe('the account UI plugin', () => {
     expect(script.headers['cache-control']).toBe('public, max-age=31536000, immutable');
     expect(script.headers['x-content-type-options']).toBe('nosniff');
     const settings = await t.app.inject({ url: '/account/settings.json' });
-    expect(settings.json()).toEqual({ api: '/api/v1', passkeyRpId: '127.0.0.1' });
+    expect(settings.json()).toEqual({
+      api: '/api/v1',
+      passkeyRpId: '127.0.0.1',
+      brand: { name: null, logoUrl: null, supportUrl: null },
+    });
     expect((await t.app.inject({ url: '/account/nothing.js' })).statusCode).toBe(404);
   });
 

@@ -131,7 +131,7 @@ afterAll(async () => {
 });
 
 async function signInOnHostedPage(p: Page) {
-  await p.getByLabel('Email address').fill(person.email);
+  await p.getByLabel('Email or phone number').fill(person.email);
   await p.getByLabel('Password', { exact: true }).fill(person.password);
   await p.getByRole('button', { name: 'Sign in', exact: true }).click();
 }

@@ -1,8 +1,13 @@
 import { api, type ConnectedApp } from '../api.js';
-import { formatDate, h } from '../dom.js';
+import { h } from '../dom.js';
 import { actionButton, alertBox } from '../forms.js';
+import { locale } from '../i18n.js';
+import { t } from '../messages/apps.js';
+import { scopeWords } from '../messages/interaction.js';
 import type { PageContent } from '../router.js';
-import { SCOPE_WORDS } from './interaction.js';
+
+const when = (iso: string) =>
+  new Date(iso).toLocaleString(locale(), { dateStyle: 'medium', timeStyle: 'short' });
 
 /**
  * #/apps: the applications that signed in with this account (docs/oidc.md): what each may see,
@@ -23,13 +28,11 @@ export async function appsPage(): Promise<PageContent> {
         h(
           'span',
           { class: 'item-meta' },
-          [app.scopes.map((s) => SCOPE_WORDS[s] ?? s).join(' · '), `Connected ${formatDate(app.since)}`].join(
-            ' — ',
-          ),
+          [app.scopes.map(scopeWords).join(' · '), t('connected', { when: when(app.since) })].join(' — '),
         ),
       ),
       actionButton(
-        'Remove access',
+        t('remove'),
         alert,
         async () => {
           await api.revokeApp(app.clientId);
@@ -37,23 +40,19 @@ export async function appsPage(): Promise<PageContent> {
           if (list.childElementCount === 0) list.replaceWith(empty());
         },
         'danger',
-        { 'aria-label': `Remove access for ${app.name}` },
+        { 'aria-label': t('removeLabel', { name: app.name }) },
       ),
     );
     list.append(item);
   }
-  const empty = () => h('p', { class: 'info', id: 'no-apps' }, 'No app has access to your account.');
+  const empty = () => h('p', { class: 'info', id: 'no-apps' }, t('none'));
   return {
-    title: 'Connected apps',
+    title: t('title'),
     body: [
       h(
         'section',
-        { class: 'card', 'aria-label': 'Apps with access to your account' },
-        h(
-          'p',
-          null,
-          'Apps you signed in to with this account. Removing access signs you out of the app and it must ask again.',
-        ),
+        { class: 'card', 'aria-label': t('label') },
+        h('p', null, t('intro')),
         alert,
         apps.length > 0 ? list : empty(),
       ),

@@ -1,56 +1,98 @@
 import { api, asProblem, type DeviceSession } from '../api.js';
-import { formatDate, h } from '../dom.js';
+import { announce, formatDate, h } from '../dom.js';
 import { actionButton, alertBox } from '../forms.js';
+import { deviceIcon } from '../icons.js';
+import { t } from '../messages/activity.js';
 import { go, type PageContent } from '../router.js';
+import { ACTIVE_NOW_MS, ago } from '../when.js';
+import { methodName } from './home.js';
 
 function describe(s: DeviceSession): string {
   const d = s.device;
-  return d?.description || [d?.browser, d?.os].filter(Boolean).join(' on ') || 'Unknown device';
+  return d?.description || [d?.browser, d?.os].filter(Boolean).join(' on ') || t('devices.unknown');
 }
 
+/** "Active now" for this device or one renewed within an access token's life, else "Last active 3 hours ago". */
+function activity(s: DeviceSession, now: number): string {
+  if (s.current || now - Date.parse(s.lastActiveAt) < ACTIVE_NOW_MS) return t('devices.activeNow');
+  return t('devices.lastActive', { when: ago(s.lastActiveAt, now) });
+}
+
+/**
+ * The signed-in devices, as Google's account page shows them: an icon for the kind of device, its
+ * browser and system, "This device" first, "Active now" or when it was last used, where and how it
+ * signed in. Signing one out says so, and focus moves to the next device (or the list's text).
+ */
 export async function devicesPage(): Promise<PageContent> {
   const alert = alertBox();
-  const list = h('ul', { class: 'items', id: 'sessions' });
+  const done = h('p', { class: 'success', role: 'status', hidden: true });
+  const intro = h('p', { tabindex: '-1' }, t('devices.intro'));
+  const list = h('ul', { class: 'items devices', id: 'sessions' });
   let sessions: DeviceSession[];
   try {
     sessions = await api.sessions();
   } catch (error) {
     if (asProblem(error).status !== 404) throw error;
     return {
-      title: 'Devices',
-      body: [h('p', { class: 'info' }, 'This version of the service does not list sessions yet.')],
+      title: t('devices.title'),
+      body: [h('p', { class: 'info' }, t('devices.unsupported'))],
     };
   }
+  const now = Date.now();
   // This device first, then the others newest first (as listed).
   sessions.sort((a, b) => Number(b.current) - Number(a.current));
   for (const s of sessions) {
+    const name = describe(s);
     const end = s.current
-      ? actionButton('Sign out here', alert, async () => {
+      ? actionButton(t('devices.signOutHere'), alert, async () => {
           await api.signOut();
           go('/sign-in');
         })
       : actionButton(
-          'Sign out this device',
+          t('devices.signOut'),
           alert,
           async () => {
             await api.revokeSession(s.id);
+            const next = (item.nextElementSibling ?? item.previousElementSibling) as HTMLElement | null;
             item.remove();
+            done.textContent = t('devices.signedOut', { name });
+            done.hidden = false;
+            announce(done.textContent);
+            const target = next?.querySelector('button') ?? intro;
+            target.focus();
           },
           'danger',
-          { 'aria-label': `Sign out this device: ${describe(s)}, last active ${formatDate(s.lastActiveAt)}` },
+          { 'aria-label': t('devices.signOutLabel', { name, activity: activity(s, now) }) },
         );
     const item = h(
       'li',
       null,
+      deviceIcon(s.device?.type),
       h(
         'span',
         { class: 'item-main' },
-        describe(s),
-        s.current ? h('span', { class: 'badge' }, 'This device') : null,
+        h('span', { class: 'item-title' }, name),
+        s.current ? h('span', { class: 'badge' }, t('devices.thisDevice')) : null,
+        h(
+          'span',
+          {
+            class:
+              s.current || now - Date.parse(s.lastActiveAt) < ACTIVE_NOW_MS
+                ? 'item-meta active'
+                : 'item-meta',
+          },
+          activity(s, now),
+        ),
         h(
           'span',
           { class: 'item-meta' },
-          [`Signed in ${formatDate(s.createdAt)}`, `last active ${formatDate(s.lastActiveAt)}`, s.ipAddress]
+          [
+            t('devices.signedIn', {
+              when: formatDate(s.createdAt),
+              method: methodName(s.method).toLowerCase(),
+            }),
+            s.ipAddress,
+          ]
             .filter(Boolean)
             .join(' · '),
         ),
@@ -60,7 +102,7 @@ export async function devicesPage(): Promise<PageContent> {
     list.append(item);
   }
   const everywhere = actionButton(
-    'Sign out everywhere',
+    t('devices.everywhere'),
     alert,
     async () => {
       await api.signOutEverywhere();
@@ -69,20 +111,14 @@ export async function devicesPage(): Promise<PageContent> {
     'danger',
   );
   return {
-    title: 'Devices',
+    title: t('devices.title'),
     body: [
-      h(
-        'section',
-        { class: 'card', 'aria-label': 'Signed-in devices' },
-        h('p', null, 'Where your account is signed in now. Sign out any device you do not recognise.'),
-        alert,
-        list,
-      ),
+      h('section', { class: 'card', 'aria-label': t('devices.listLabel') }, intro, done, alert, list),
       h(
         'section',
         { class: 'card', 'aria-labelledby': 'everywhere-title' },
-        h('h2', { id: 'everywhere-title' }, 'Sign out everywhere'),
-        h('p', null, 'Ends every session, this one included.'),
+        h('h2', { id: 'everywhere-title' }, t('devices.everywhere')),
+        h('p', null, t('devices.everywhereHint')),
         h('div', { class: 'actions' }, everywhere),
       ),
     ],

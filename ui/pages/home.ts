@@ -1,34 +1,58 @@
 import { api } from '../api.js';
 import { formatDate, h } from '../dom.js';
 import { actionButton, alertBox } from '../forms.js';
+import { t } from '../messages/account.js';
 import type { PageContent } from '../router.js';
+import { ago } from '../when.js';
 
-const METHOD_NAMES: Record<string, string> = {
-  password: 'Password',
-  email: 'Email address',
-  phone: 'Phone number',
-  provider: 'Linked provider',
-  passkey: 'Passkey',
-  recovery_code: 'Recovery code',
-  second_factor: 'Authenticator app',
-  totp: 'Authenticator app',
-};
-export const methodName = (kind: string) => METHOD_NAMES[kind] ?? kind;
+const METHODS = [
+  'password',
+  'email',
+  'phone',
+  'provider',
+  'passkey',
+  'recovery_code',
+  'second_factor',
+] as const;
+type MethodKey = `method.${(typeof METHODS)[number]}`;
+
+/** A sign-in method's name in the person's language ("totp" is the authenticator app). */
+export function methodName(kind: string): string {
+  const key = kind === 'totp' ? 'second_factor' : kind;
+  return (METHODS as readonly string[]).includes(key) ? t(`method.${key}` as MethodKey) : kind;
+}
+
+/** One row of the security overview: what it is, its state, a link to where it is changed. */
+function row(label: string, state: string, href: string, on: boolean | null): HTMLElement {
+  return h(
+    'li',
+    null,
+    h(
+      'a',
+      { class: 'overview-row', href },
+      h('span', { class: 'item-title' }, label),
+      h('span', { class: on === null ? 'item-meta' : on ? 'item-meta on' : 'item-meta off' }, state),
+    ),
+  );
+}
 
 export async function homePage(): Promise<PageContent> {
-  const context = await api.context();
+  // The session context for the methods, the person's own account (unmasked) for the rest.
+  const [context, account] = await Promise.all([api.context(), api.account()]);
+  const { password, secondFactors, passkeys, recoveryCodes, providerLinks } = account;
+  const providers = [...new Set(providerLinks.map((l) => l.provider))];
   return {
-    title: 'Your account',
+    title: t('title'),
     body: [
       h(
         'section',
         { class: 'card', 'aria-labelledby': 'ids-title' },
-        h('h2', { id: 'ids-title' }, 'Your addresses'),
-        h('p', { class: 'hint' }, 'Shown masked, as the service always answers them.'),
+        h('h2', { id: 'ids-title' }, t('ids.title')),
+        h('p', { class: 'hint' }, t('ids.hint')),
         h(
           'ul',
           { class: 'items' },
-          context.identifiers.map((i) =>
+          account.identifiers.map((i) =>
             h(
               'li',
               null,
@@ -39,7 +63,9 @@ export async function homePage(): Promise<PageContent> {
                 h(
                   'span',
                   { class: 'item-meta' },
-                  `${methodName(i.type)} · verified ${formatDate(i.verifiedAt)}`,
+                  i.verifiedAt
+                    ? t('ids.verified', { type: methodName(i.type), when: formatDate(i.verifiedAt) })
+                    : t('ids.pending', { type: methodName(i.type) }),
                 ),
               ),
             ),
@@ -48,25 +74,72 @@ export async function homePage(): Promise<PageContent> {
       ),
       h(
         'section',
+        { class: 'card', 'aria-labelledby': 'overview-title' },
+        h('h2', { id: 'overview-title' }, t('security.title')),
+        h('p', { class: 'hint' }, t('security.hint')),
+        h(
+          'ul',
+          { class: 'items overview', id: 'overview' },
+          row(
+            t('security.password'),
+            password.set
+              ? t('security.passwordChanged', { when: password.changedAt ? ago(password.changedAt) : '—' })
+              : t('security.passwordNone'),
+            '#/security',
+            null,
+          ),
+          row(
+            t('security.twoStep'),
+            secondFactors.active > 0
+              ? t('security.twoStepOn', { count: secondFactors.active })
+              : t('security.twoStepOff'),
+            '#/security',
+            secondFactors.active > 0,
+          ),
+          row(
+            t('security.passkeys'),
+            passkeys.count > 0
+              ? t('security.passkeysCount', { count: passkeys.count })
+              : t('security.passkeysNone'),
+            '#/security',
+            null,
+          ),
+          row(
+            t('security.recovery'),
+            recoveryCodes.remaining > 0
+              ? t('security.recoveryLeft', { count: recoveryCodes.remaining })
+              : t('security.recoveryNone'),
+            '#/security',
+            null,
+          ),
+          row(
+            t('security.linked'),
+            providers.length ? providers.join(', ') : t('security.linkedNone'),
+            '#/security',
+            null,
+          ),
+        ),
+      ),
+      h(
+        'section',
         { class: 'card', 'aria-labelledby': 'methods-title' },
-        h('h2', { id: 'methods-title' }, 'How you sign in'),
+        h('h2', { id: 'methods-title' }, t('methods.title')),
         h(
           'ul',
           { class: 'items', id: 'methods' },
           context.methods.map((m) => h('li', null, methodName(m))),
         ),
-        h('p', null, h('a', { href: '#/security' }, 'Manage password, authenticator, passkeys and methods')),
       ),
       exportSection(),
       h(
         'section',
         { class: 'card', 'aria-labelledby': 'more-title' },
-        h('h2', { id: 'more-title' }, 'Activity'),
+        h('h2', { id: 'more-title' }, t('activity.title')),
         h(
           'ul',
           null,
-          h('li', null, h('a', { href: '#/devices' }, 'Devices signed in')),
-          h('li', null, h('a', { href: '#/history' }, 'Sign-in history')),
+          h('li', null, h('a', { href: '#/devices' }, t('activity.devices'))),
+          h('li', null, h('a', { href: '#/history' }, t('activity.history'))),
         ),
       ),
     ],
@@ -77,7 +150,7 @@ export async function homePage(): Promise<PageContent> {
 function exportSection(): HTMLElement {
   const alert = alertBox();
   const status = h('p', { role: 'status' });
-  const button = actionButton('Download your data', alert, async () => {
+  const button = actionButton(t('export.button'), alert, async () => {
     const data = await api.exportAccount();
     const url = URL.createObjectURL(new Blob([JSON.stringify(data, null, 2)], { type: 'application/json' }));
     const a = h('a', { href: url, download: 'account-export.json', hidden: true });
@@ -85,13 +158,13 @@ function exportSection(): HTMLElement {
     a.click();
     a.remove();
     setTimeout(() => URL.revokeObjectURL(url), 1000);
-    status.textContent = 'Downloaded account-export.json.';
+    status.textContent = t('export.done');
   });
   return h(
     'section',
     { class: 'card', 'aria-labelledby': 'export-title' },
-    h('h2', { id: 'export-title' }, 'Your data'),
-    h('p', null, 'A copy of everything the service holds about you, as JSON (addresses unmasked).'),
+    h('h2', { id: 'export-title' }, t('export.title')),
+    h('p', null, t('export.hint')),
     alert,
     status,
     h('div', { class: 'actions' }, button),

@@ -1,6 +1,8 @@
 import { api, asProblem, type InteractionDetails, interactions } from '../api.js';
 import { h } from '../dom.js';
 import { actionButton, alertBox } from '../forms.js';
+import { chooseLocale, LOCALES, setLocale } from '../i18n.js';
+import { scopeWords, t } from '../messages/interaction.js';
 import { messageFor } from '../problems.js';
 import type { PageContent } from '../router.js';
 import { signInBody } from './sign-in.js';
@@ -11,38 +13,45 @@ import { signInBody } from './sign-in.js';
  * from GET /oidc/interaction/<uid>/details; the uid only ever travels in the hash and those paths.
  */
 
-/** What a scope lets the application do, in the person's words (consent and Connected apps). */
-export const SCOPE_WORDS: Record<string, string> = {
-  openid: 'Confirm who you are',
-  profile: 'Your name and basic profile',
-  email: 'Your email address',
-  phone: 'Your phone number',
-  offline_access: 'Stay connected when you are not using it',
-};
+/** The details, with the authorization request's `ui_locales` (most wanted first; [] when none). */
+type Details = InteractionDetails & { uiLocales?: string[] };
+
+/**
+ * The application's `ui_locales`, when it names a language the pages speak, wins over the
+ * browser's languages (OpenID Connect Core 3.1.2.1); it holds for the rest of the page's life.
+ */
+function speakAsAsked(details: Details): void {
+  const asked = details.uiLocales ?? [];
+  const spoken = asked.some((tag) => {
+    const lower = tag.toLowerCase();
+    return lower === 'en-xa' || (LOCALES as readonly string[]).includes(lower.split('-')[0]);
+  });
+  if (spoken) setLocale(chooseLocale(asked));
+}
 
 /** The interaction, or the page that says it cannot go on (expired, unknown, unreachable). */
-async function load(uid: string): Promise<InteractionDetails | PageContent> {
+async function load(uid: string): Promise<Details | PageContent> {
   try {
-    return await interactions.details(uid);
+    const details: Details = await interactions.details(uid);
+    speakAsAsked(details);
+    return details;
   } catch (error) {
     const p = asProblem(error);
     return {
-      title: 'This request has expired',
+      title: t('expired.title'),
       body: [
         h(
           'p',
           { class: 'alert', role: 'alert' },
-          p.status && p.status >= 400 && p.status < 500
-            ? 'This sign-in request is no longer valid. Go back to the application and start again.'
-            : messageFor(p),
+          p.status && p.status >= 400 && p.status < 500 ? t('expired.text') : messageFor(p),
         ),
-        h('p', null, h('a', { href: '#/' }, 'Go to your account')),
+        h('p', null, h('a', { href: '#/' }, t('expired.home'))),
       ],
     };
   }
 }
 
-const isDetails = (v: InteractionDetails | PageContent): v is InteractionDetails => 'uid' in v;
+const isDetails = (v: Details | PageContent): v is Details => 'uid' in v;
 
 /**
  * #/authorize/<uid>: the sign-in an application asked for. Already signed in (and no fresh sign-in
@@ -58,16 +67,14 @@ export async function authorizePage(uid: string): Promise<PageContent> {
   if (signedIn && !details.freshSignIn) {
     interactions.continue(uid);
     return {
-      title: `Continuing to ${name}`,
-      body: [h('p', { role: 'status' }, `You are signed in. Taking you back to ${name}…`)],
+      title: t('continuing.title', { name }),
+      body: [h('p', { role: 'status' }, t('continuing.text', { name }))],
     };
   }
   return {
-    title: `Sign in to continue to ${name}`,
+    title: t('signIn.title', { name }),
     body: [
-      signedIn
-        ? h('p', null, `${name} asks you to sign in again, to be sure it is you.`)
-        : h('p', null, `${name} uses your account here to sign you in.`),
+      h('p', null, signedIn ? t('signIn.again', { name }) : t('signIn.intro', { name })),
       ...signInBody(uid),
     ],
   };
@@ -83,22 +90,22 @@ export async function consentPage(uid: string): Promise<PageContent> {
     const redirectTo = await interactions.consent(uid, decision);
     location.assign(redirectTo);
   };
-  const allow = actionButton('Allow', alert, answer('allow'), 'primary');
-  const cancel = actionButton('Cancel', alert, answer('deny'), 'secondary');
+  const allow = actionButton(t('consent.allow'), alert, answer('allow'), 'primary');
+  const cancel = actionButton(t('consent.cancel'), alert, answer('deny'), 'secondary');
   const scopes = [...new Set(details.scopes)];
   return {
-    title: `Allow ${name} to use your account?`,
+    title: t('consent.title', { name }),
     body: [
       h(
         'section',
         { class: 'card', 'aria-labelledby': 'consent-title' },
-        h('h2', { id: 'consent-title' }, `${name} would like:`),
+        h('h2', { id: 'consent-title' }, t('consent.asks', { name })),
         h(
           'ul',
           { class: 'items', id: 'scopes' },
-          scopes.map((scope) => h('li', null, SCOPE_WORDS[scope] ?? `Access named “${scope}”`)),
+          scopes.map((scope) => h('li', null, scopeWords(scope))),
         ),
-        details.client.firstParty ? null : h('p', { class: 'hint' }, `Allow only if you trust ${name}.`),
+        details.client.firstParty ? null : h('p', { class: 'hint' }, t('consent.trust', { name })),
         alert,
         h('div', { class: 'actions' }, allow, cancel),
       ),

@@ -65,7 +65,8 @@ async function authenticatorSection(): Promise<HTMLElement> {
   const { el } = card('authenticator', 'Authenticator app');
   const body = h('div');
   el.append(body);
-  const draw = async () => {
+  /** Draws the list and the start button; `focusStart` puts the focus on that button (after a cancel). */
+  const draw = async (focusStart = false) => {
     const factors = await api.secondFactors();
     const alert = alertBox();
     const slot = h('div');
@@ -101,7 +102,7 @@ async function authenticatorSection(): Promise<HTMLElement> {
       alert,
       async () => {
         const enrolment = await elevated(slot, (token) => api.enrolSecondFactor('Authenticator app', token));
-        enrolStep(body, enrolment, draw);
+        enrolStep(body, enrolment, draw, () => draw(true));
       },
       factors.length ? 'secondary' : '',
     );
@@ -118,15 +119,22 @@ async function authenticatorSection(): Promise<HTMLElement> {
       factors.length ? list : '',
       h('div', { class: 'actions' }, start),
     );
+    if (focusStart) start.focus();
   };
   await draw();
   return el;
 }
 
+/**
+ * The enrolment's scan-and-confirm step. "Cancel" forgets the secret on the page and goes back to
+ * the start: the service has no route to discard a pending enrolment, and none is needed (it never
+ * signs in nor shows in any list, and the next "Set up" revokes it: docs/decisions.md).
+ */
 function enrolStep(
   body: HTMLElement,
   enrolment: { secret: string; otpauthUri: string },
   done: () => Promise<void>,
+  cancelled: () => Promise<void>,
 ): void {
   const code = field({
     label: 'Code from the app',
@@ -135,9 +143,21 @@ function enrolStep(
     inputmode: 'numeric',
     hint: 'After scanning, the app shows a 6-digit code.',
   });
+  const cancel = h('button', { type: 'button', class: 'secondary' }, 'Cancel');
+  cancel.addEventListener('click', async () => {
+    cancel.disabled = true;
+    try {
+      await cancelled();
+      announce('Authenticator setup cancelled');
+    } catch (error) {
+      form.fail(error);
+      cancel.disabled = false;
+    }
+  });
   const form = makeForm({
     fields: [code],
     submit: 'Confirm',
+    buttons: [cancel],
     async onSubmit() {
       await api.confirmSecondFactor(code.input.value.trim());
       announce('Authenticator app added');

@@ -1,16 +1,25 @@
-import { api, interactions, passkeyStatus, type SignInOutcome } from '../api.js';
+import { api, asProblem, interactions, passkeyStatus, type SignInOutcome } from '../api.js';
 import { field, h } from '../dom.js';
 import { actionButton, alertBox, makeForm } from '../forms.js';
+import { type IdentifierForm, identifierField, pendingStep } from '../identifier.js';
 import { continueWith } from '../providers.js';
 import { go, type PageContent } from '../router.js';
+import { startConfirmation } from './sign-up.js';
 
 /**
  * The ticket of a password (or a provider's sign-in) accepted but waiting for its second step:
- * memory only, never the URL. `uid` is the OpenID Provider interaction the sign-in was for
- * (#/authorize/<uid>), kept across the step so the person goes back to the application afterwards;
- * `via` names the provider when the first step was "Continue with …".
+ * this tab's sessionStorage, so a reload keeps the step (never the URL, never localStorage), and
+ * dropped on success, on "Start again" and once expired. `uid` is the OpenID Provider interaction
+ * the sign-in was for (#/authorize/<uid>), kept across the step so the person goes back to the
+ * application afterwards; `via` names the provider when the first step was "Continue with …".
  */
-let pending: { ticket: string; expiresAt: string; uid: string | null; via: string | null } | null = null;
+interface Pending {
+  ticket: string;
+  expiresAt: string;
+  uid: string | null;
+  via: string | null;
+}
+const PENDING = 'sign-in';
 
 /** Where a completed sign-in goes: the account, or back to the provider's interaction. */
 function finish(uid: string | null): void {
@@ -24,7 +33,12 @@ function finish(uid: string | null): void {
  */
 export function afterFirstStep(result: SignInOutcome, uid: string | null, via: string | null = null): void {
   if (result.kind === 'second_factor_required') {
-    pending = { ticket: result.ticket, expiresAt: result.expiresAt, uid, via };
+    pendingStep.write(PENDING, {
+      ticket: result.ticket,
+      expiresAt: result.expiresAt,
+      uid,
+      via,
+    } satisfies Pending);
     go('/sign-in/second-factor');
   } else {
     finish(uid);
@@ -40,25 +54,31 @@ export function signInPage(): PageContent {
  * sign-in page and for an application's (#/authorize/<uid>, `uid` set).
  */
 export function signInBody(uid: string | null): (Node | string)[] {
-  const email = field({
-    label: 'Email address',
-    name: 'identifier',
-    type: 'email',
-    autocomplete: 'username',
-  });
+  const identifier = identifierField('sign-in');
   const password = field({
     label: 'Password',
     name: 'password',
     type: 'password',
     autocomplete: 'current-password',
   });
+  const way = h('div', { class: 'way-on' });
+  way.hidden = true;
   const form = makeForm({
-    fields: [email, password],
+    fields: [identifier, password],
     submit: 'Sign in',
     async onSubmit() {
-      afterFirstStep(await api.signIn(email.input.value, password.input.value), uid);
+      way.hidden = true;
+      const who = identifier.value();
+      try {
+        afterFirstStep(await api.signIn(who, password.input.value), uid);
+      } catch (error) {
+        if (asProblem(error).code === 'identity.sign_in_refused')
+          offerConfirmation(way, who, password.input.value);
+        throw error;
+      }
     },
   });
+  form.alert.after(way);
   // A provider flow started here comes back here (#/authorize/<uid> for an application's sign-in).
   const providers = continueWith({
     route: uid ? `/authorize/${encodeURIComponent(uid)}` : '/sign-in',
@@ -78,6 +98,48 @@ export function signInBody(uid: string | null): (Node | string)[] {
       h('a', { href: '#/recover' }, 'Forgot your password?'),
     ),
   ];
+}
+
+/**
+ * The way on from a refused sign-in, shown after every refusal alike (so it tells nothing): an
+ * account registered but never confirmed cannot sign in, and signing up again with the same
+ * identifier and password sends it a fresh code. A confirmed identifier answers 409, which
+ * sign-up reveals to anyone already (docs/decisions.md, "A refused sign-in offers the confirmation").
+ */
+function offerConfirmation(way: HTMLElement, who: IdentifierForm, password: string): void {
+  const phone = who.identifierType === 'phone';
+  const alert = alertBox();
+  const outcome = h('div');
+  const button = actionButton(
+    phone ? 'Confirm your phone number' : 'Confirm your address',
+    alert,
+    async () => {
+      outcome.replaceChildren();
+      try {
+        await api.signUp(who, password);
+        startConfirmation(who, password);
+      } catch (error) {
+        const p = asProblem(error);
+        // A confirmed identifier, or a password no account could have: the recovery is the way on.
+        if (p.code !== 'identity.identifier_taken' && p.code !== 'validation.failed') throw error;
+        const text =
+          p.code === 'identity.identifier_taken'
+            ? `This ${phone ? 'phone number' : 'address'} is already confirmed. Check your password, or reset it.`
+            : 'That password is not one an account could have. Check it, or reset it.';
+        const note = h(
+          'p',
+          { class: 'notice', role: 'status', tabindex: '-1' },
+          `${text} `,
+          h('a', { href: '#/recover' }, 'Reset your password'),
+        );
+        outcome.replaceChildren(note);
+        note.focus();
+      }
+    },
+    'secondary',
+  );
+  way.replaceChildren(h('p', null, 'Registered but never entered the code? ', button), alert, outcome);
+  way.hidden = false;
 }
 
 function passkeySignIn(uid: string | null): HTMLElement {
@@ -112,7 +174,9 @@ function passkeySignIn(uid: string | null): HTMLElement {
 }
 
 export function secondFactorPage(): PageContent {
-  if (!pending) {
+  const pending = pendingStep.read<Pending>(PENDING);
+  if (!pending || !(Date.parse(pending.expiresAt) > Date.now())) {
+    pendingStep.clear(PENDING);
     return {
       title: 'Second step',
       body: [
@@ -153,7 +217,7 @@ export function secondFactorPage(): PageContent {
     async onSubmit() {
       const value = code.input.value.trim();
       await api.completeSecondFactor(ticket, recovery ? { recoveryCode: value } : { code: value });
-      pending = null;
+      pendingStep.clear(PENDING);
       finish(uid);
     },
   });
@@ -168,7 +232,7 @@ export function secondFactorPage(): PageContent {
           : 'Your password is right. Now confirm it is you with your authenticator app.',
       ),
       h('section', { class: 'card', 'aria-label': 'Second step' }, form.el),
-      h('p', null, h('a', { href: restart }, 'Start again')),
+      h('p', null, h('a', { href: restart, onclick: () => pendingStep.clear(PENDING) }, 'Start again')),
     ],
   };
 }

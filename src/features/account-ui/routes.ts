@@ -1,41 +1,98 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { BrandConfig } from '../../config.js';
 import type { AppContext } from '../../context.js';
+import type { Theme, ThemeColours } from '../../platform/colour.js';
 import { type Asset, asset, bundleUi } from './bundle.js';
 
 /**
- * The page runs only its own script and style sheet and talks only to its own origin: no inline
- * code, no third party, never framed. img-src 'self' is for the icon alone (the QR code is an SVG
- * built with DOM calls, not an image).
+ * The page runs only its own script and style sheets and talks only to its own origin: no inline
+ * code, no third party, never framed. img-src 'self' is for the icon (the QR code is an SVG built
+ * with DOM calls, not an image), plus exactly the origin of the brand's logo when it is elsewhere.
  */
-export const CONTENT_SECURITY_POLICY = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self'",
-  "connect-src 'self'",
-  "form-action 'self'",
-  "base-uri 'none'",
-  "frame-ancestors 'none'",
-].join('; ');
+export function contentSecurityPolicy(imageOrigins: readonly string[] = []): string {
+  return [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    ["img-src 'self'", ...imageOrigins].join(' '),
+    "connect-src 'self'",
+    "form-action 'self'",
+    "base-uri 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+/** The policy without a logo elsewhere (the default). */
+export const CONTENT_SECURITY_POLICY = contentSecurityPolicy();
 
-const SECURITY_HEADERS = {
-  'content-security-policy': CONTENT_SECURITY_POLICY,
-  'x-content-type-options': 'nosniff',
-  'referrer-policy': 'no-referrer',
-  'x-frame-options': 'DENY',
-  'cross-origin-opener-policy': 'same-origin',
-  'cross-origin-resource-policy': 'same-origin',
-};
+function securityHeaders(csp: string): Record<string, string> {
+  return {
+    'content-security-policy': csp,
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'no-referrer',
+    'x-frame-options': 'DENY',
+    'cross-origin-opener-policy': 'same-origin',
+    'cross-origin-resource-policy': 'same-origin',
+  };
+}
 
-/** What the page must know before it draws: where the API is, and whether passkeys are on. */
+/** What the page must know before it draws: where the API is, whether passkeys are on, the brand. */
 export interface UiSettings {
   api: string;
   /** The WebAuthn relying party id; null: the passkey routes are off (404). */
   passkeyRpId: string | null;
+  /**
+   * The product's name, logo and help link (BRAND_*); null where not configured (without a name
+   * the pages say "Your account" in their language).
+   */
+  brand: { name: string | null; logoUrl: string | null; supportUrl: string | null };
 }
 
-function send(request: FastifyRequest, reply: FastifyReply, a: Asset, cache: string) {
-  reply.headers(SECURITY_HEADERS).header('cache-control', cache).header('etag', a.etag);
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/**
+ * The brand's colours as CSS custom properties, light and dark: a style sheet of its own (the CSP
+ * allows no inline style), content-hashed like the others. ui/styles.css holds the defaults.
+ */
+function themeCss(theme: Theme): string {
+  const vars = (c: ThemeColours) =>
+    `--accent:${c.accent};--accent-ink:${c.accentInk};--accent-soft:${c.accentSoft};--focus:${c.accent}`;
+  return `:root{${vars(theme.light)}}\n@media (prefers-color-scheme:dark){:root{${vars(theme.dark)}}}\n`;
+}
+
+/**
+ * The page with the brand written in (its title and header are right before the script runs) and
+ * the theme's hashed name. The bundle's page is shared by every app in the process; this is the app's.
+ */
+function brandedIndex(index: Asset, brand: BrandConfig, theme: Asset): Asset {
+  const name = escapeHtml(brand.name);
+  const logo = brand.logoUrl
+    ? // Decorative: the name beside it says what it would.
+      `<img class="brand-logo" src="${escapeHtml(brand.logoUrl)}" alt="">`
+    : '';
+  let html = index.body.toString('utf8');
+  const slots: [string, string][] = [
+    ['<title>Your account</title>', `<title>${name}</title>`],
+    [
+      '<p class="brand">Your account</p>',
+      `<p class="brand">${logo}<span class="brand-name">${name}</span></p>`,
+    ],
+    ['href="theme.css"', `href="${theme.name}"`],
+  ];
+  for (const [slot, filled] of slots) {
+    if (!html.includes(slot)) throw new Error(`account UI: ui/index.html has lost ${slot}`);
+    html = html.replace(slot, () => filled); // a function: no `$&` patterns in a name
+  }
+  return asset('index', 'html', index.type, Buffer.from(html), false);
+}
+
+function send(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  a: Asset,
+  cache: string,
+  headers: Record<string, string>,
+) {
+  reply.headers(headers).header('cache-control', cache).header('etag', a.etag);
   if (request.headers['if-none-match'] === a.etag) return reply.code(304).send();
   return reply.type(a.type).send(a.body);
 }
@@ -47,8 +104,23 @@ function send(request: FastifyRequest, reply: FastifyReply, a: Asset, cache: str
 export const accountUiRoutes: FastifyPluginAsync<{ ctx: AppContext; api: string }> = async (app, opts) => {
   const ui = opts.ctx.config.accountUi;
   if (!ui) return;
+  const { brand } = opts.ctx.config;
   const bundle = await bundleUi();
-  const settings: UiSettings = { api: opts.api, passkeyRpId: opts.ctx.config.webauthn?.rpId ?? null };
+  const logoOrigin = brand.logoUrl ? new URL(brand.logoUrl).origin : null;
+  const headers = securityHeaders(
+    contentSecurityPolicy(
+      logoOrigin && logoOrigin !== new URL(opts.ctx.config.publicOrigin).origin ? [logoOrigin] : [],
+    ),
+  );
+  const settings: UiSettings = {
+    api: opts.api,
+    passkeyRpId: opts.ctx.config.webauthn?.rpId ?? null,
+    brand: {
+      name: brand.named ? brand.name : null,
+      logoUrl: brand.logoUrl ?? null,
+      supportUrl: brand.supportUrl ?? null,
+    },
+  };
   const settingsAsset = asset(
     'settings',
     'json',
@@ -56,19 +128,21 @@ export const accountUiRoutes: FastifyPluginAsync<{ ctx: AppContext; api: string 
     Buffer.from(JSON.stringify(settings)),
     false,
   );
+  const theme = asset('theme', 'css', 'text/css; charset=utf-8', Buffer.from(themeCss(brand.theme)));
+  const index = brandedIndex(bundle.index, brand, theme);
   const hide = { schema: { hide: true } };
 
   app.get(ui.path.slice(0, -1), hide, async (_request, reply) =>
-    reply.headers(SECURITY_HEADERS).redirect(ui.path, 301),
+    reply.headers(headers).redirect(ui.path, 301),
   );
-  app.get(ui.path, hide, async (request, reply) => send(request, reply, bundle.index, 'no-cache'));
+  app.get(ui.path, hide, async (request, reply) => send(request, reply, index, 'no-cache', headers));
   app.get(`${ui.path}${settingsAsset.name}`, hide, async (request, reply) =>
-    send(request, reply, settingsAsset, 'no-cache'),
+    send(request, reply, settingsAsset, 'no-cache', headers),
   );
-  for (const a of bundle.assets) {
+  for (const a of [...bundle.assets, theme]) {
     const cache = a.name.startsWith('favicon')
       ? 'public, max-age=86400'
       : 'public, max-age=31536000, immutable';
-    app.get(`${ui.path}${a.name}`, hide, async (request, reply) => send(request, reply, a, cache));
+    app.get(`${ui.path}${a.name}`, hide, async (request, reply) => send(request, reply, a, cache, headers));
   }
 };

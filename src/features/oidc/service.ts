@@ -306,6 +306,7 @@ export class OidcService {
     client: { clientId: string; name: string; firstParty: boolean };
     scopes: string[];
     freshSignIn: boolean;
+    uiLocales: string[];
   }> {
     const interaction = await this.provider.interactionDetails(req, res);
     const client = await this.findClient(String(interaction.params.client_id));
@@ -320,6 +321,10 @@ export class OidcService {
       },
       scopes: this.provider.requestedScopes(interaction),
       freshSignIn: prompts.includes('login') || interaction.params.max_age !== undefined,
+      // The authorization request's ui_locales (most wanted first): the pages speak the first they can.
+      uiLocales: String(interaction.params.ui_locales ?? '')
+        .split(' ')
+        .filter((tag) => tag !== ''),
     };
   }
 

@@ -1,0 +1,304 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/platform/clock.js';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { axeCheck, launchChromium } from '../helpers/browser.js';
+import { createPerson, type Person, signIn } from '../helpers/identities.js';
+import { freePort } from '../helpers/net.js';
+
+/*
+ * Issue 27's languages in Chromium: the hosted pages speak the browser's language (French for a
+ * `fr-FR` browser), an application's `ui_locales` wins over it, and under the pseudo-locale `en-XA`
+ * (every catalogue string wrapped in ⟦ ⟧) no text a person reads inside <main> comes from anywhere
+ * but a catalogue, apart from data (addresses, dates, device names, the names the test configured).
+ *
+ * One app, one browser; one context per language, each with its own person.
+ */
+const CLIENT = { id: 'partner', secret: `p-${'q'.repeat(40)}`, name: 'Partner Reports' };
+
+let t: TestApp;
+let browser: Browser;
+let callback: Server;
+let origin: string;
+let redirectUri: string;
+/** Texts (and attributes) found outside the catalogue under en-XA, as "page: text". */
+const untranslated: string[] = [];
+
+const verifier = randomBytes(32).toString('base64url');
+const challenge = createHash('sha256').update(verifier).digest('base64url');
+
+/** An authorization request of the third-party client, as an application sends the browser to it. */
+function authorizeUrl(params: Record<string, string> = {}): string {
+  const q = new URLSearchParams({
+    client_id: CLIENT.id,
+    response_type: 'code',
+    scope: 'openid email',
+    redirect_uri: redirectUri,
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    state: randomBytes(8).toString('hex'),
+    nonce: randomBytes(8).toString('hex'),
+    ...params,
+  });
+  return `${origin}/oidc/auth?${q}`;
+}
+
+beforeAll(async () => {
+  callback = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html' }).end('<h1>Back at the application</h1>');
+  });
+  await new Promise<void>((r) => callback.listen(0, '127.0.0.1', r));
+  redirectUri = `http://127.0.0.1:${(callback.address() as AddressInfo).port}/callback`;
+  const port = await freePort();
+  origin = `http://localhost:${port}`;
+  t = await createTestApp({
+    clock: new ManualClock(new Date()),
+    env: {
+      ACCOUNT_UI: 'on',
+      PUBLIC_ORIGIN: origin,
+      OIDC_CLIENTS: JSON.stringify([
+        {
+          client_id: CLIENT.id,
+          client_secret: CLIENT.secret,
+          client_name: CLIENT.name,
+          redirect_uris: [redirectUri],
+          grant_types: ['authorization_code'],
+        },
+      ]),
+      // Listed only (its issuer is never reached): the "Continue with" card shows it.
+      IDENTITY_PROVIDERS: JSON.stringify([
+        {
+          name: 'acme',
+          displayName: 'Acme',
+          issuer: 'http://127.0.0.1:9/',
+          clientId: 'c',
+          clientSecret: 's',
+        },
+      ]),
+    },
+  });
+  await t.app.listen({ port, host: '127.0.0.1' });
+  browser = await launchChromium();
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await t?.close();
+  await new Promise<void>((r) => (callback ? callback.close(() => r()) : r()));
+});
+
+async function open(locale: string): Promise<{ context: BrowserContext; page: Page; person: Person }> {
+  const context = await browser.newContext({ locale });
+  const page = await context.newPage();
+  page.setDefaultTimeout(10_000);
+  return { context, page, person: await createPerson(t.ctx) };
+}
+
+/** Waits for the page whose <h1> matches `heading` (and for the page to settle). */
+async function reach(page: Page, heading: RegExp | string): Promise<void> {
+  await expect.poll(() => page.locator('main h1').textContent(), { timeout: 10_000 }).toMatch(heading);
+}
+
+/** Signs `person` in inside the page (the hosted session's HttpOnly cookie, as the sign-in form would). */
+async function signInHere(page: Page, person: Person): Promise<void> {
+  const grant = await signIn(t.app, person);
+  const status = await page.evaluate(async (refreshToken) => {
+    const res = await fetch('/api/v1/browser-session', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ refreshToken }),
+    });
+    return res.status;
+  }, grant.refreshToken);
+  expect(status).toBe(201);
+}
+
+/**
+ * What <main> shows a person that is not inside ⟦ ⟧: its visible text nodes (data left aside) and
+ * its aria-label, title, placeholder and alt attributes. Also the document's title.
+ */
+async function outsideCatalogue(page: Page, root: string): Promise<string[]> {
+  return page.evaluate((root) => {
+    const DATA = [
+      /^[^\s@]+@[^\s@]+$/, // an email address (masked ones too)
+      /^[+\d][\d\s().*-]*$/, // a phone number, digits
+      /^[\d\s.:,/-]*$/, // digits, dates and times as numbers
+      /^(\d{1,3}\.){3}\d{1,3}$/, // an IP address
+      /^[\s·—–•…:,()-]*$/, // punctuation between parts
+      /^\d{1,2}:\d{2}(\s?[AP]M)?$/i, // a time of day
+      /^[A-Z][a-z]{2} \d{1,2}, \d{4}(, \d{1,2}:\d{2}\s?[AP]M)?$/, // a date (en)
+      // A device as the service describes it ("Chrome 131 on Linux"; no user agent: "Unknown browser").
+      /^\S+( [\d.]+)? on [A-Za-z][\w .]*$/,
+      /^Unknown (browser|device)$/,
+      /^(Acme|A|Partner Reports)$/, // names the test configured, a provider's mark
+    ];
+    const isData = (text: string) => DATA.some((re) => re.test(text));
+    /** Catalogue strings taken out (innermost first), what is left is data between separators. */
+    const wrapped = (text: string) => {
+      let rest = text;
+      for (let before = ''; before !== rest; ) {
+        before = rest;
+        rest = rest.replace(/⟦[^⟦⟧]*⟧/g, ' ');
+      }
+      return rest
+        .split(/[·—]/)
+        .map((part) => part.trim())
+        .every((part) => part === '' || isData(part));
+    };
+    const found: string[] = [];
+    const main = document.querySelector(root) as HTMLElement;
+    const hidden = (el: Element | null): boolean => {
+      for (let e = el; e && e !== main.parentElement; e = e.parentElement) {
+        if (e.getAttribute('aria-hidden') === 'true' || (e as HTMLElement).hidden) return true;
+        if (e instanceof HTMLElement && getComputedStyle(e).display === 'none') return true;
+      }
+      return false;
+    };
+    const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      const text = (n.textContent ?? '').trim();
+      if (!text || hidden(n.parentElement)) continue;
+      if (['SCRIPT', 'STYLE'].includes(n.parentElement?.tagName ?? '')) continue;
+      if (!wrapped(text)) found.push(text);
+    }
+    for (const el of main.querySelectorAll('[aria-label], [title], [placeholder], [alt]')) {
+      if (hidden(el)) continue;
+      for (const name of ['aria-label', 'title', 'placeholder', 'alt']) {
+        const value = el.getAttribute(name)?.trim();
+        if (value && !wrapped(value)) found.push(`[${name}] ${value}`);
+      }
+    }
+    if (root === 'main' && !document.title.startsWith('⟦')) found.push(`[document.title] ${document.title}`);
+    return found;
+  }, root);
+}
+
+/** Records what a page shows outside the catalogue (asserted empty at the end, listed in full). */
+async function audit(page: Page, name: string, root = 'main'): Promise<void> {
+  for (const text of await outsideCatalogue(page, root)) untranslated.push(`${name}: ${text}`);
+}
+
+const mainText = (page: Page) => page.locator('main').innerText();
+
+/** Security's "Create recovery codes" (whatever language its label is in) opens the step-up box. */
+async function openStepUp(page: Page): Promise<void> {
+  await page.goto(`${origin}/account/#/security`);
+  await page.locator('#recovery button').first().click();
+  await page.locator('#recovery .stepup h3').waitFor();
+}
+
+describe('the hosted pages in French (a fr-FR browser)', () => {
+  let page: Page;
+  let person: Person;
+  beforeAll(async () => {
+    ({ page, person } = await open('fr-FR'));
+  });
+
+  it('an application’s sign-in and consent pages speak French', async () => {
+    await page.goto(authorizeUrl());
+    await reach(page, `Connectez-vous pour continuer vers ${CLIENT.name}`);
+    expect(await page.evaluate(() => document.documentElement.lang)).toBe('fr');
+    expect(await mainText(page)).toContain(`${CLIENT.name} utilise votre compte ici pour vous connecter.`);
+    await expect.poll(() => page.locator('#providers').textContent()).toContain('Continuer avec Acme');
+    expect(await page.title()).toMatch(/^Connectez-vous pour continuer vers/);
+
+    await signInHere(page, person);
+    await page.goto(authorizeUrl());
+    await reach(page, `Autoriser ${CLIENT.name} à utiliser votre compte ?`);
+    expect(await page.locator('#scopes').innerText()).toContain('Votre adresse e-mail');
+    expect(await mainText(page)).toContain(`N’autorisez que si vous faites confiance à ${CLIENT.name}.`);
+    await axeCheck(page, 'consent in French');
+    await page.getByRole('button', { name: 'Autoriser', exact: true }).click();
+    await page.waitForURL(`${redirectUri}?**`);
+  });
+
+  it('the account’s pages speak French', async () => {
+    await page.goto(`${origin}/account/#/`);
+    await reach(page, 'Votre compte');
+    expect(await mainText(page)).toContain('Sécurité');
+    await page.goto(`${origin}/account/#/devices`);
+    await reach(page, 'Appareils');
+    expect(await mainText(page)).toContain('Se déconnecter partout');
+    await page.goto(`${origin}/account/#/history`);
+    await reach(page, 'Historique des connexions');
+    expect(await mainText(page)).toContain('Connexion avec votre mot de passe');
+    await page.goto(`${origin}/account/#/apps`);
+    await reach(page, 'Applications connectées');
+    expect(await page.locator('#apps').innerText()).toContain('Votre adresse e-mail');
+    await page.getByRole('button', { name: `Retirer l’accès de ${CLIENT.name}` }).waitFor();
+    await axeCheck(page, 'connected apps in French');
+  });
+
+  it('the step-up box speaks French', async () => {
+    await openStepUp(page);
+    const box = page.locator('#recovery .stepup');
+    await expect.poll(() => box.locator('h3').textContent()).toBe('Confirmez que c’est bien vous');
+    await box.getByText('Nous avons envoyé un code à votre adresse. Saisissez-le pour continuer.').waitFor();
+    await box.getByRole('button', { name: 'Utiliser un code de secours' }).waitFor();
+    await axeCheck(page, 'step-up in French');
+  });
+});
+
+describe('the pseudo-locale en-XA: every string from a catalogue', () => {
+  let page: Page;
+  let person: Person;
+  beforeAll(async () => {
+    ({ page, person } = await open('en-XA'));
+  });
+
+  it('an application’s sign-in and consent pages', async () => {
+    await page.goto(authorizeUrl());
+    await reach(page, `⟦Sign in to continue to ${CLIENT.name}⟧`);
+    expect(await page.evaluate(() => document.documentElement.lang)).toBe('en-XA');
+    await page.locator('#providers button').first().waitFor();
+    await audit(page, 'authorize');
+
+    await signInHere(page, person);
+    await page.goto(authorizeUrl());
+    await reach(page, `⟦Allow ${CLIENT.name} to use your account?⟧`);
+    await audit(page, 'consent');
+    await page.locator('main button.primary').click();
+    await page.waitForURL(`${redirectUri}?**`);
+  });
+
+  it('home, devices, history and connected apps', async () => {
+    for (const [route, heading, name] of [
+      ['/', '⟦Your account⟧', 'home'],
+      ['/devices', '⟦Devices⟧', 'devices'],
+      ['/history', '⟦Sign-in history⟧', 'history'],
+      ['/apps', '⟦Connected apps⟧', 'apps'],
+    ] as const) {
+      await page.goto(`${origin}/account/#${route}`);
+      await reach(page, heading);
+      // The lists come with the page; the apps page also shows the one just allowed.
+      if (route === '/apps') await page.locator('#apps li').first().waitFor();
+      await audit(page, name);
+    }
+  });
+
+  it('the step-up box', async () => {
+    await openStepUp(page);
+    await page.locator('#recovery .stepup input').waitFor();
+    await audit(page, 'step-up', '#recovery .stepup');
+  });
+
+  it('an application’s ui_locales wins over the browser’s languages', async () => {
+    // Signed in: prompt=login keeps the sign-in page (the application asks to be sure it is you).
+    await page.goto(authorizeUrl({ ui_locales: 'de-CH fr-CA en', prompt: 'login' }));
+    await reach(page, `Connectez-vous pour continuer vers ${CLIENT.name}`);
+    expect(await mainText(page)).toContain(
+      `${CLIENT.name} vous demande de vous reconnecter, pour s’assurer que c’est bien vous.`,
+    );
+    expect(await page.evaluate(() => document.documentElement.lang)).toBe('fr');
+    // None spoken: the browser's choice stays.
+    await page.goto(authorizeUrl({ ui_locales: 'de-CH', prompt: 'login' }));
+    await reach(page, `⟦Sign in to continue to ${CLIENT.name}⟧`);
+  });
+
+  it('no page shows a text outside the catalogue', () => {
+    expect(untranslated).toEqual([]);
+  });
+});

@@ -1,0 +1,122 @@
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { axeCheck, launchChromium } from '../helpers/browser.js';
+import { freePort } from '../helpers/net.js';
+import { type SmtpSink, startSmtpSink } from '../helpers/smtp.js';
+
+/**
+ * Issue 27, broken item 6: `password1234` was accepted. The sign-up page's strength meter judges by
+ * the service's own rule (zxcvbn, loaded on the first keystroke as its own script), the service
+ * refuses a weak password with its reason on the field, and a strong one goes on to the code step.
+ */
+const EMAIL = 'grace@example.com';
+
+let t: TestApp;
+let smtp: SmtpSink;
+let browser: Browser;
+let page: Page;
+let origin: string;
+const requests: string[] = [];
+const problems: string[] = [];
+
+beforeAll(async () => {
+  smtp = await startSmtpSink();
+  const port = await freePort();
+  origin = `http://localhost:${port}`;
+  t = await createTestApp({
+    env: { PUBLIC_ORIGIN: origin, SMTP_URL: `smtp://127.0.0.1:${smtp.port}`, ACCOUNT_UI: 'on' },
+  });
+  await t.app.listen({ host: '127.0.0.1', port });
+  browser = await launchChromium();
+  page = await (await browser.newContext({ viewport: { width: 1000, height: 800 } })).newPage();
+  page.setDefaultTimeout(8000);
+  await page.addInitScript(() => {
+    document.addEventListener('securitypolicyviolation', (e) => {
+      console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`);
+    });
+  });
+  page.on('console', (m) => {
+    if (/Content Security Policy|CSP violation/i.test(m.text())) problems.push(m.text());
+  });
+  page.on('pageerror', (e) => problems.push(String(e)));
+  page.on('request', (r) => requests.push(r.url()));
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await t?.close();
+  await smtp?.close();
+});
+
+const meter = () => page.getByRole('meter', { name: 'Password strength' });
+const passwordInput = () => page.getByLabel('Password', { exact: true });
+const strengthText = () => page.locator('.strength-text');
+const policyScripts = () => requests.filter((u) => /\/password-policy\.[\w-]+\.js$/.test(u));
+/** zxcvbn and its two dictionaries, split by esbuild into files of their own. */
+const zxcvbnScripts = () => requests.filter((u) => /\/dist\.[\w-]+\.js$/.test(u));
+
+/** Replaces the password by typing it (input events, as a person would). */
+async function typePassword(value: string): Promise<void> {
+  await passwordInput().fill('');
+  await passwordInput().pressSequentially(value);
+}
+
+describe('the password strength meter and the refusal of a weak password', () => {
+  it('loads the rule on the first keystroke and calls password1234 too weak, like the service', async () => {
+    await page.goto(`${origin}/account/#/sign-up`);
+    await page.getByRole('heading', { level: 1, name: 'Create an account' }).waitFor();
+    // zxcvbn's dictionaries are not part of the page's own script.
+    expect(policyScripts()).toEqual([]);
+    expect(zxcvbnScripts()).toEqual([]);
+    await page.getByLabel('Email or phone number').fill(EMAIL);
+    await typePassword('password1234');
+    await expect.poll(() => meter().getAttribute('aria-valuetext')).toBe('Too weak');
+    expect(policyScripts()).toHaveLength(1);
+    expect(zxcvbnScripts()).toHaveLength(3);
+    expect(await meter().getAttribute('aria-valuenow')).toBe('1');
+    expect(await page.locator('.strength-segment.on').count()).toBe(1);
+    expect(await strengthText().getAttribute('aria-live')).toBe('polite');
+    expect(await strengthText().textContent()).toMatch(/^Too weak\. \S/);
+    // The input is described by the meter's sentence, so it is read again on focus.
+    const textId = await strengthText().getAttribute('id');
+    expect(await passwordInput().getAttribute('aria-describedby')).toContain(textId);
+    await axeCheck(page, 'sign-up, weak password');
+
+    // Built on the address typed above: weak to the meter as to the service.
+    await typePassword(`${EMAIL}2024`);
+    await expect.poll(() => meter().getAttribute('aria-valuetext')).toMatch(/^(Too weak|Weak)$/);
+  });
+
+  it('shows the service’s reason on the field when a weak password is sent anyway', async () => {
+    await typePassword('password1234');
+    await page.getByRole('button', { name: 'Create account' }).click();
+    const input = passwordInput();
+    await expect.poll(() => input.getAttribute('aria-invalid')).toBe('true');
+    const error = page.locator('.field-error:not([hidden])');
+    const reason = await error.textContent();
+    expect(reason).toMatch(/^This password is too easy to guess\. \S/);
+    expect(reason).not.toContain('password1234');
+    const describedBy = (await input.getAttribute('aria-describedby'))?.split(' ') ?? [];
+    expect(describedBy).toContain(await error.getAttribute('id'));
+    // Still described by the meter too.
+    expect(describedBy).toContain(await strengthText().getAttribute('id'));
+    // Refused before anything was sent.
+    expect(smtp.received.filter((m) => m.to.includes(EMAIL))).toHaveLength(0);
+    await axeCheck(page, 'sign-up, weak password refused');
+  });
+
+  it('calls a passphrase strong, and sign-up goes on to the code step', async () => {
+    await typePassword('violet-anchor-meadow-42');
+    await expect.poll(() => meter().getAttribute('aria-valuetext')).toBe('Strong');
+    expect(await page.locator('.strength-segment.on').count()).toBe(4);
+    expect(await strengthText().textContent()).toBe('Strong.');
+    await axeCheck(page, 'sign-up, strong password');
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await page.getByRole('heading', { name: 'Confirm your address' }).waitFor();
+    // The rule was fetched once, from the page's own origin, under the CSP.
+    expect(policyScripts()).toHaveLength(1);
+    expect(policyScripts()[0].startsWith(`${origin}/account/`)).toBe(true);
+    expect(problems).toEqual([]);
+  });
+});

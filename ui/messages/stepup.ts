@@ -1,0 +1,40 @@
+import { messages } from '../i18n.js';
+
+/** The step-up box: confirming it is you before an elevated action. */
+export const t = messages(
+  {
+    title: 'Confirm it is you',
+    preparing: 'Preparing…',
+    'prompt.identifier': 'We sent a code to your address. Enter it to continue.',
+    'prompt.second_factor': 'Enter the code your authenticator app shows now.',
+    'prompt.recovery_code': 'Enter one of your unused recovery codes. It will be used up.',
+    unavailable: 'That way is not available on this account.',
+    cannotStart: 'The step-up could not start.',
+    code: 'Code',
+    recoveryCode: 'Recovery code',
+    confirm: 'Confirm',
+    cancel: 'Cancel',
+    useRecoveryCode: 'Use a recovery code',
+    usePasskey: 'Use a passkey',
+    passkeyRefused: 'The passkey was not accepted.',
+    useProvider: 'Use {name}',
+  },
+  {
+    title: 'Confirmez que c’est bien vous',
+    preparing: 'Préparation…',
+    'prompt.identifier': 'Nous avons envoyé un code à votre adresse. Saisissez-le pour continuer.',
+    'prompt.second_factor':
+      'Saisissez le code affiché en ce moment par votre application d’authentification.',
+    'prompt.recovery_code': 'Saisissez l’un de vos codes de secours inutilisés. Il sera consommé.',
+    unavailable: 'Ce moyen n’est pas disponible pour ce compte.',
+    cannotStart: 'La confirmation n’a pas pu démarrer.',
+    code: 'Code',
+    recoveryCode: 'Code de secours',
+    confirm: 'Confirmer',
+    cancel: 'Annuler',
+    useRecoveryCode: 'Utiliser un code de secours',
+    usePasskey: 'Utiliser une clé d’accès',
+    passkeyRefused: 'La clé d’accès n’a pas été acceptée.',
+    useProvider: 'Utiliser {name}',
+  },
+);

@@ -1,0 +1,161 @@
+import { h, uid } from './dom.js';
+import { messages } from './i18n.js';
+
+/*
+ * The strength meter under a new password. It judges by the service's own rule
+ * (src/platform/crypto/password-policy.ts: length 12..200 and a zxcvbn score of 3 or more), loaded
+ * on the first keystroke as a separate script: zxcvbn's dictionaries are most of its weight and
+ * the pages do not need them until someone types a new password.
+ */
+
+type Policy = typeof import('../src/platform/crypto/password-policy.js');
+
+let policy: Promise<Policy> | undefined;
+const loadPolicy = (): Promise<Policy> => {
+  policy ??= import('../src/platform/crypto/password-policy.js');
+  // A failed load (offline) may be tried again on the next keystroke.
+  policy.catch(() => {
+    policy = undefined;
+  });
+  return policy;
+};
+
+const t = messages(
+  {
+    meter: 'Password strength',
+    unrated: 'Not rated yet',
+    tooWeak: 'Too weak',
+    weak: 'Weak',
+    good: 'Good',
+    strong: 'Strong',
+    atLeast: 'Use at least {count} characters.',
+    atMost: 'Use at most {count} characters.',
+  },
+  {
+    meter: 'Robustesse du mot de passe',
+    unrated: 'Pas encore évalué',
+    tooWeak: 'Trop faible',
+    weak: 'Faible',
+    good: 'Bon',
+    strong: 'Excellent',
+    atLeast: 'Utilisez au moins {count} caractères.',
+    atMost: 'Utilisez au plus {count} caractères.',
+  },
+);
+
+/** The label of a zxcvbn score: 0 to 2 are refused by the service, 3 and 4 accepted. */
+const LABELS = ['tooWeak', 'tooWeak', 'weak', 'good', 'strong'] as const;
+
+interface Verdict {
+  /** 1..4 segments. */
+  level: 1 | 2 | 3 | 4;
+  label: string;
+  /** Why, and what to do, in plain words; empty for a good password. */
+  advice: string;
+}
+
+/**
+ * The service's verdict on a password, from the policy module itself, with the same user inputs:
+ * the identifiers and the product's name as the page's header shows it (BRAND_NAME).
+ */
+async function verdictOf(p: Policy, password: string, userInputs: readonly string[]): Promise<Verdict> {
+  const product = document.querySelector('.brand-name')?.textContent?.trim();
+  const result = await p.checkNewPassword(
+    password,
+    p.passwordUserInputs(userInputs, product ? [product] : []),
+  );
+  if (result.ok) return { level: result.score === 4 ? 4 : 3, label: t(LABELS[result.score]), advice: '' };
+  if (result.reason !== 'weak') {
+    const advice =
+      result.reason === 'too_short'
+        ? t('atLeast', { count: p.MIN_PASSWORD_LENGTH })
+        : t('atMost', { count: p.MAX_PASSWORD_LENGTH });
+    return { level: 1, label: t('tooWeak'), advice };
+  }
+  // zxcvbn's advice is in English: the pages load no other language's dictionaries.
+  return { level: result.score === 2 ? 2 : 1, label: t(LABELS[result.score]), advice: result.advice };
+}
+
+interface StrengthMeter {
+  el: HTMLElement;
+  /** The id of the sentence, for the input's aria-describedby. */
+  textId: string;
+}
+
+/** Time to wait after the last keystroke before judging and announcing. */
+const SETTLE_MS = 300;
+
+/**
+ * A bar of four segments (role=meter, named "Password strength") and a sentence read out politely
+ * once typing pauses. The bar is hidden while the field is empty. `userInputs` gives the person's own
+ * identifiers (a password built on them is weak); when it gives none, the form's identifier field
+ * is used.
+ */
+export function strengthMeter(input: HTMLInputElement, userInputs?: () => readonly string[]): StrengthMeter {
+  const textId = uid('strength');
+  const segments = [1, 2, 3, 4].map(() => h('span', { class: 'strength-segment' }));
+  const bar = h(
+    'div',
+    {
+      class: 'strength-bar',
+      role: 'meter',
+      'aria-label': t('meter'),
+      'aria-valuemin': 0,
+      'aria-valuemax': 4,
+      'aria-valuenow': 0,
+      'aria-valuetext': t('unrated'),
+    },
+    segments,
+  );
+  const text = h('p', { class: 'strength-text', id: textId, 'aria-live': 'polite' });
+  bar.hidden = true;
+  // The sentence stays in the page (empty) so that screen readers hear its first change too.
+  const el = h('div', { class: 'strength', 'data-level': '0' }, bar, text);
+
+  const identifiers = (): readonly string[] => {
+    const given = userInputs?.() ?? [];
+    if (given.length > 0) return given;
+    const own = input.form?.querySelector<HTMLInputElement>('input[name="identifier"]');
+    return own?.value ? [own.value] : [];
+  };
+
+  const show = (v: Verdict) => {
+    el.dataset.level = String(v.level);
+    bar.setAttribute('aria-valuenow', String(v.level));
+    bar.setAttribute('aria-valuetext', v.label);
+    segments.forEach((s, i) => {
+      s.classList.toggle('on', i < v.level);
+    });
+    const sentence = v.advice ? `${v.label}. ${v.advice}` : `${v.label}.`;
+    if (text.textContent !== sentence) text.textContent = sentence;
+  };
+
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const judge = async () => {
+    const password = input.value;
+    if (password === '') {
+      bar.hidden = true;
+      text.textContent = '';
+      return;
+    }
+    try {
+      const verdict = await verdictOf(await loadPolicy(), password, identifiers());
+      // Typed on while the rule loaded: the newer keystroke's own timer judges it.
+      if (input.value !== password) return;
+      bar.hidden = false;
+      show(verdict);
+    } catch {
+      // Without the rule there is no meter; the service still checks on submit.
+      bar.hidden = true;
+    }
+  };
+  input.addEventListener('input', () => {
+    // Fetch the rule and its dictionaries while the person types on.
+    void loadPolicy()
+      .then((p) => p.preparePasswordPolicy())
+      .catch(() => undefined);
+    clearTimeout(timer);
+    timer = setTimeout(judge, SETTLE_MS);
+  });
+  return { el, textId };
+}
