@@ -1,6 +1,12 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
-import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
+import type {
+  FastifyBaseLogger,
+  FastifyInstance,
+  FastifyRequest,
+  onResponseHookHandler,
+  preHandlerHookHandler,
+} from 'fastify';
 import type { Config } from '../../config.js';
 import type { AuditEvent, AuditObserver } from '../../platform/audit/audit.js';
 import type { Clock } from '../../platform/clock.js';
@@ -240,11 +246,19 @@ export function smsText(batch: QueuedNotice[]): string {
  * batches whose window has ended.
  */
 export function installSecurityNotices(app: FastifyInstance, notices: SecurityNotices): void {
-  // preHandler, after the body is read: the handler runs inside the scope from here on.
-  app.addHook('preHandler', (request, _reply, done) => notices.runInScope(request, done));
-  app.addHook('onResponse', (request, _reply, done) => {
+  // Only on routes that can change something: a GET (health probes, session reads, every page
+  // asset) never makes a change, so it pays for no scope and no hook (docs/performance.md).
+  const enter: preHandlerHookHandler = (request, _reply, done) => notices.runInScope(request, done);
+  const leave: onResponseHookHandler = (request, _reply, done) => {
     notices.afterResponse(request);
     done();
+  };
+  app.addHook('onRoute', (route) => {
+    const methods = [route.method].flat();
+    if (methods.every((m) => m === 'GET' || m === 'HEAD' || m === 'OPTIONS')) return;
+    // preHandler, after the body is read and the route's guards: the handler runs inside the scope.
+    route.preHandler = [...[route.preHandler ?? []].flat(), enter];
+    route.onResponse = [...[route.onResponse ?? []].flat(), leave];
   });
   let timer: NodeJS.Timeout | undefined;
   app.addHook('onReady', async () => {
