@@ -2,6 +2,7 @@ import {
   BrowserSessionManager,
   type ConnectedApp,
   type DeviceSession,
+  type EndReason,
   IdentityClient,
   type IdentityProvider,
   isIdentityError,
@@ -11,6 +12,7 @@ import {
   type SignInMethod,
 } from '../packages/client/src/index.js';
 import type { IdentifierForm } from './identifier.js';
+import { t as passkeyText } from './messages/passkeys.js';
 import type { ProblemLike } from './problems.js';
 
 export type { ConnectedApp, DeviceSession, IdentityProvider };
@@ -26,16 +28,31 @@ export interface Brand {
   logoUrl: string | null;
   supportUrl: string | null;
 }
+/** The codes a message carries (VERIFICATION_CODE_LENGTH and VERIFICATION_CODE_FORMAT). */
+export interface CodeShape {
+  length: number;
+  format: 'numeric' | 'alphabetic' | 'alphanumeric';
+}
 interface Settings {
   api: string;
   passkeyRpId: string | null;
   brand: Brand;
+  code: CodeShape;
+  /** An authenticator's digits at enrolment (TOTP_DIGITS). */
+  authenticatorDigits: number;
 }
 let settings: Settings = {
   api: '/api/v1',
   passkeyRpId: null,
   brand: { name: null, logoUrl: null, supportUrl: null },
+  code: { length: 6, format: 'numeric' },
+  authenticatorDigits: 6,
 };
+
+/** The shape of the codes the page asks for: a message's, or an authenticator app's. */
+export function codeShape(kind: 'message' | 'authenticator'): CodeShape {
+  return kind === 'message' ? settings.code : { length: settings.authenticatorDigits, format: 'numeric' };
+}
 
 /**
  * The page's own settings (where the API is, whether passkeys are on, the brand), from the
@@ -94,18 +111,18 @@ export interface PasskeyStatus {
  */
 export function passkeyStatus(): PasskeyStatus {
   const rp = settings.passkeyRpId;
-  if (!rp) return { usable: false, reason: 'Passkeys are not enabled on this service.' };
+  if (!rp) return { usable: false, reason: passkeyText('off') };
   const pkc = globalThis.PublicKeyCredential as
     | (typeof PublicKeyCredential & { parseCreationOptionsFromJSON?: unknown })
     | undefined;
   if (!window.isSecureContext || !pkc || typeof pkc.parseCreationOptionsFromJSON !== 'function') {
-    return { usable: false, reason: 'This browser cannot use passkeys here.' };
+    return { usable: false, reason: passkeyText('browser') };
   }
   const host = location.hostname;
   if (host !== rp && !host.endsWith(`.${rp}`)) {
     return {
       usable: false,
-      reason: `Passkeys work only when this page is opened on ${rp} (it is on ${host}). For local use, start the service with PUBLIC_ORIGIN=http://localhost:3000 and open http://localhost:3000/account/.`,
+      reason: passkeyText('host', { rp, host }),
     };
   }
   return { usable: true, reason: '' };
@@ -146,12 +163,15 @@ export const api = {
       if (event.status === 'signed-in' && event.reason === 'elsewhere') listener();
     });
   },
-  /** The session ended: here, in another tab, or at the service (a refused renewal). */
-  onSignedOut(listener: () => void): void {
+  /**
+   * The session ended: here (`signed_out`), in another tab (`elsewhere`), or at the service (a
+   * refused renewal: ended from another device, by a password change, or expired).
+   */
+  onSignedOut(listener: (reason: EndReason) => void): void {
     session.onChange((event) => {
       if (event.status !== 'signed-out') return;
       elevation = null;
-      listener();
+      listener(event.reason);
     });
   },
   elevation: (): string | undefined =>

@@ -1,3 +1,5 @@
+import { locale } from './i18n.js';
+import { t } from './messages/forms.js';
 import { strengthMeter } from './strength.js';
 
 /*
@@ -111,8 +113,37 @@ export function announce(message: string): void {
   }, 50);
 }
 
+/** A date and time in the pages' language (not the browser's: the words around it are in that one). */
 export const formatDate = (iso: string | null | undefined): string =>
-  iso ? new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' }) : '—';
+  iso ? new Date(iso).toLocaleString(locale(), { dateStyle: 'medium', timeStyle: 'short' }) : '—';
+
+/**
+ * A "Show password" toggle beside a password input (in one row with it). Its name stays the same
+ * and aria-pressed says whether the password shows (a toggle's name must not change with its
+ * state); the input's type switches and the focus goes back to the input, the caret where it was.
+ */
+export function passwordToggle(input: HTMLInputElement): HTMLButtonElement {
+  const button = h(
+    'button',
+    { type: 'button', class: 'password-toggle', 'aria-pressed': 'false', 'aria-controls': input.id },
+    t('showPassword'),
+  );
+  // A press keeps the focus in the field (no blur, no caret lost).
+  button.addEventListener('mousedown', (event) => event.preventDefault());
+  button.addEventListener('click', () => {
+    const show = input.type === 'password';
+    const start = input.selectionStart;
+    const end = input.selectionEnd;
+    input.type = show ? 'text' : 'password';
+    button.setAttribute('aria-pressed', String(show));
+    input.focus();
+    if (start !== null && end !== null) input.setSelectionRange(start, end);
+  });
+  const row = h('div', { class: 'password-row' });
+  input.replaceWith(row);
+  row.append(input, button);
+  return button;
+}
 
 /**
  * A password to be set: the service's bounds (12 to 200 characters) stated once, for every form,
@@ -132,11 +163,12 @@ export function newPasswordField(o: {
     autocomplete: 'new-password',
     minlength: 12,
     maxlength: 200,
-    hint: o.hint ? `12 to 200 characters. ${o.hint}` : '12 to 200 characters.',
+    hint: o.hint ? `${t('passwordBounds')} ${o.hint}` : t('passwordBounds'),
   });
+  passwordToggle(f.input);
   const meter = strengthMeter(f.input, o.userInputs);
-  // Under the input, before the field's error.
-  f.input.after(meter.el);
+  // Under the input and its toggle, before the field's error.
+  (f.input.parentElement as HTMLElement).after(meter.el);
   const describe = () => {
     const ids = (f.input.getAttribute('aria-describedby') ?? '').split(' ').filter(Boolean);
     if (!ids.includes(meter.textId))

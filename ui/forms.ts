@@ -1,5 +1,6 @@
 import { asProblem } from './api.js';
 import { type Field, h } from './dom.js';
+import { t } from './messages/forms.js';
 import { Cancelled, fieldMessage, messageFor, type ProblemLike } from './problems.js';
 import { holdButton, isHeld } from './wait.js';
 
@@ -11,6 +12,40 @@ function holdIfWaiting(p: ProblemLike, button: HTMLButtonElement, alert: HTMLEle
   if (p.code === 'rate_limit.exceeded' && p.retryAfter && p.retryAfter > 0) {
     holdButton(button, p.retryAfter, alert, alert.textContent ?? '');
   }
+}
+
+/** The fields whose empty value has a message of its own ("Enter your password."). */
+const REQUIRED = {
+  identifier: 'required.identifier',
+  password: 'required.password',
+  code: 'required.code',
+  recoveryCode: 'required.recoveryCode',
+} as const;
+
+/**
+ * The form's own check before anything is sent, in place of the browser's bubbles (the form has
+ * `novalidate`): a required field left empty, too short or too long (counted by code points, as
+ * the service counts). Answers the message, or null when the value may go.
+ */
+export function checkField(input: HTMLInputElement): string | null {
+  if (input.disabled) return null;
+  const value = input.value;
+  const length = [...value].length;
+  if (value.trim() === '') {
+    if (!input.required) return null;
+    const key = REQUIRED[input.name as keyof typeof REQUIRED];
+    return t(key ?? 'required');
+  }
+  if (input.minLength > 0 && length < input.minLength) return t('minLength', { count: input.minLength });
+  if (input.maxLength > 0 && length > input.maxLength) return t('maxLength', { count: input.maxLength });
+  return null;
+}
+
+/** A button at work: a spinner beside its unchanged label (CSS, `.busy`), and aria-busy. */
+export function setBusy(button: HTMLButtonElement, busy: boolean): void {
+  button.classList.toggle('busy', busy);
+  if (busy) button.setAttribute('aria-busy', 'true');
+  else button.removeAttribute('aria-busy');
 }
 
 export interface FormOptions {
@@ -43,7 +78,7 @@ export function makeForm(o: FormOptions): Form {
   const submit = h('button', { type: 'submit' }, o.submit);
   const el = h(
     'form',
-    null,
+    { novalidate: true },
     alert,
     o.fields.map((f) => f.wrap),
     o.extra ?? [],
@@ -70,7 +105,21 @@ export function makeForm(o: FormOptions): Form {
     if (submit.disabled) return;
     for (const f of o.fields) f.setError(null);
     alert.hidden = true;
+    // The page names what is missing on the field itself, and nothing is sent.
+    let firstInvalid: HTMLInputElement | null = null;
+    for (const f of o.fields) {
+      if (!f.wrap.isConnected || f.wrap.closest('[hidden]')) continue;
+      const message = checkField(f.input);
+      if (!message) continue;
+      f.setError(message);
+      firstInvalid ??= f.input;
+    }
+    if (firstInvalid) {
+      firstInvalid.focus();
+      return;
+    }
     submit.disabled = true;
+    setBusy(submit, true);
     el.setAttribute('aria-busy', 'true');
     try {
       await o.onSubmit();
@@ -79,6 +128,7 @@ export function makeForm(o: FormOptions): Form {
     } finally {
       // A wait the service asked for keeps the button disabled until its countdown ends.
       if (!isHeld(submit)) submit.disabled = false;
+      setBusy(submit, false);
       el.removeAttribute('aria-busy');
     }
   });
@@ -97,6 +147,7 @@ export function actionButton(
   button.addEventListener('click', async () => {
     if (button.disabled) return;
     button.disabled = true;
+    setBusy(button, true);
     alert.hidden = true;
     try {
       await run();
@@ -108,6 +159,7 @@ export function actionButton(
       holdIfWaiting(p, button, alert);
       alert.focus();
     } finally {
+      setBusy(button, false);
       if (button.isConnected && !isHeld(button)) button.disabled = false;
     }
   });

@@ -43,11 +43,20 @@ export function chooseLocale(preferred: readonly string[]): { locale: Locale; ps
   return { locale: 'en', pseudo: false };
 }
 
+const listeners = new Set<() => void>();
+
+/** Called after each switch of language (the frame redraws its own words). */
+export function onLocaleChange(listener: () => void): void {
+  listeners.add(listener);
+}
+
 /** Switches the pages' language (before a render: strings are read when a page is drawn). */
 export function setLocale(choice: { locale: Locale; pseudo: boolean }): void {
+  const changed = choice.locale !== current || choice.pseudo !== pseudo;
   current = choice.locale;
   pseudo = choice.pseudo;
   document.documentElement.lang = pseudo ? 'en-XA' : current;
+  if (changed) for (const listener of listeners) listener();
 }
 
 function fill(text: string, params: Params | undefined): string {

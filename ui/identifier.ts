@@ -1,4 +1,6 @@
 import { type Field, field, h, uid } from './dom.js';
+import { locale } from './i18n.js';
+import { t } from './messages/forms.js';
 
 /**
  * One field for "email or phone number" (sign-in, sign-up, recovery). The value decides the form
@@ -53,14 +55,20 @@ export function identifierForm(value: string, country: string): IdentifierForm {
     : { identifierType: 'email', identifier };
 }
 
-/** A region's name in plain words ("France"), or its code when the browser has no names. */
-function regionName(code: string): string {
+/** A region's name in the pages' language ("Allemagne"), or its code when the browser has no names. */
+function regionName(names: Intl.DisplayNames | null, code: string): string {
   try {
-    return (
-      new Intl.DisplayNames([document.documentElement.lang || 'en'], { type: 'region' }).of(code) ?? code
-    );
+    return names?.of(code) ?? code;
   } catch {
     return code;
+  }
+}
+
+function regionNames(): Intl.DisplayNames | null {
+  try {
+    return new Intl.DisplayNames([locale()], { type: 'region' });
+  } catch {
+    return null;
   }
 }
 
@@ -88,32 +96,37 @@ export interface IdentifierField extends Field {
  */
 export function identifierField(purpose: 'sign-in' | 'sign-up' | 'recover'): IdentifierField {
   const base = field({
-    label: 'Email or phone number',
+    label: t('identifier'),
     name: 'identifier',
     type: 'text',
     autocomplete: purpose === 'sign-up' ? 'email' : 'username',
-    hint: 'A phone number can start with + and its country code.',
+    hint: t('identifierHint'),
   });
   const { input } = base;
   input.spellcheck = false;
   input.setAttribute('autocapitalize', 'none');
   const countryId = uid('country');
   const start = defaultCountry();
+  const names = regionNames();
   const options = [...CALLING_CODES.entries()]
-    .map(([code, calling]) => ({ code, calling, name: regionName(code) }))
-    .sort((a, b) => a.name.localeCompare(b.name));
+    .map(([code, calling]) => ({ code, calling, name: regionName(names, code) }))
+    .sort((a, b) => a.name.localeCompare(b.name, locale()));
   const country = h(
     'select',
     { id: countryId, name: 'country' },
     options.map((o) =>
-      h('option', { value: o.code, selected: o.code === start }, `${o.name} (+${o.calling})`),
+      h(
+        'option',
+        { value: o.code, selected: o.code === start },
+        t('countryOption', { name: o.name, calling: o.calling }),
+      ),
     ),
   );
   country.value = start;
   const picker = h(
     'div',
     { class: 'field identifier-country', hidden: true },
-    h('label', { for: countryId }, 'Country of the phone number'),
+    h('label', { for: countryId }, t('country')),
     country,
   );
   base.wrap.classList.add('identifier-field');

@@ -1,6 +1,6 @@
 import { api, asProblem, type Brand, loadSettings } from './api.js';
 import { append, h } from './dom.js';
-import { chooseLocale, setLocale } from './i18n.js';
+import { chooseLocale, onLocaleChange, setLocale } from './i18n.js';
 import { t as brandText } from './messages/brand.js';
 import { appsPage } from './pages/apps.js';
 import { devicesPage } from './pages/devices.js';
@@ -8,7 +8,15 @@ import { historyPage } from './pages/history.js';
 import { homePage } from './pages/home.js';
 import { authorizePage, consentPage } from './pages/interaction.js';
 import { recoverPage } from './pages/recover.js';
-import { securityPage } from './pages/security.js';
+import {
+  addressesPage,
+  linkedPage,
+  passkeysPage,
+  passwordPage,
+  recoveryCodesPage,
+  securityPage,
+  twoStepPage,
+} from './pages/security.js';
 import { secondFactorPage, signInPage } from './pages/sign-in.js';
 import { signUpPage } from './pages/sign-up.js';
 import { messageFor } from './problems.js';
@@ -32,6 +40,12 @@ const PRIVATE: Record<string, Page> = {
   '/devices': devicesPage,
   '/apps': appsPage,
   '/security': securityPage,
+  '/security/password': passwordPage,
+  '/security/two-step': twoStepPage,
+  '/security/passkeys': passkeysPage,
+  '/security/recovery-codes': recoveryCodesPage,
+  '/security/addresses': addressesPage,
+  '/security/linked': linkedPage,
 };
 /** The OpenID Provider's interactions, for signed-in and signed-out people alike, without the nav. */
 const INTERACTIONS: [RegExp, (uid: string) => ReturnType<Page>][] = [
@@ -65,6 +79,14 @@ const NAV = [
 const main = document.getElementById('main') as HTMLElement;
 const nav = document.getElementById('nav') as HTMLElement;
 let renders = 0;
+/**
+ * Why the person was signed out, for the sign-in page they land on: kept while that page is drawn
+ * again (two renders may race to it), forgotten once they go elsewhere or sign in.
+ */
+let notice: { text: string; path?: string } | null = null;
+/** The thin bar that says a page is on its way (shown only when it takes a moment). */
+const loading = h('div', { class: 'page-loading', hidden: true, 'aria-hidden': 'true' });
+document.body.prepend(loading);
 /** The product's name, after each page's title (the service writes it into the header too). */
 let product = document.title;
 
@@ -97,15 +119,42 @@ function drawNav(path: string, signedIn: boolean): void {
     await api.signOut();
     go('/sign-in');
   });
+  // On a narrow screen the links fold behind a menu button (CSS shows both on a wide one).
+  const toggle = h(
+    'button',
+    { type: 'button', class: 'secondary menu-toggle', 'aria-expanded': 'false', 'aria-controls': 'nav-list' },
+    brandText('nav.menu'),
+  );
+  toggle.addEventListener('click', () => {
+    const open = toggle.getAttribute('aria-expanded') !== 'true';
+    toggle.setAttribute('aria-expanded', String(open));
+    nav.classList.toggle('open', open);
+  });
+  nav.addEventListener('keydown', (event) => {
+    if (event.key !== 'Escape' || !nav.classList.contains('open')) return;
+    nav.classList.remove('open');
+    toggle.setAttribute('aria-expanded', 'false');
+    toggle.focus();
+  });
+  nav.classList.remove('open');
   nav.replaceChildren(
+    toggle,
     h(
       'ul',
-      null,
+      { id: 'nav-list' },
       NAV.map(([to, label]) =>
         h(
           'li',
           null,
-          h('a', { href: `#${to}`, 'aria-current': to === path ? 'page' : undefined }, brandText(label)),
+          h(
+            'a',
+            {
+              href: `#${to}`,
+              // A sub-page (#/security/password) keeps its section marked.
+              'aria-current': to === path || (to !== '/' && path.startsWith(`${to}/`)) ? 'page' : undefined,
+            },
+            brandText(label),
+          ),
         ),
       ),
       h('li', null, signOut),
@@ -130,12 +179,26 @@ async function render(): Promise<void> {
   const turn = ++renders;
   drawNav(signedIn ? (PUBLIC[path] ? '/' : path) : path, signedIn && !interaction);
   let content: PageContent;
+  // A page that takes more than a moment (it asks the service) shows the bar and marks <main> busy.
+  main.setAttribute('aria-busy', 'true');
+  const slow = setTimeout(() => {
+    if (turn === renders) loading.hidden = false;
+  }, 150);
+  const settled = () => {
+    clearTimeout(slow);
+    if (turn !== renders) return; // the later render owns the bar
+    loading.hidden = true;
+    main.removeAttribute('aria-busy');
+  };
   try {
     content = await page();
   } catch (error) {
     dropProviderReturn();
     const p = asProblem(error);
     if (p.code === 'client.signed_out' || p.code === 'identity.session_required') {
+      settled();
+      // The service ended the session this page still held (another device, a password change).
+      if (signedIn) notice ??= { text: brandText('ended.service') };
       go('/sign-in');
       return;
     }
@@ -149,11 +212,17 @@ async function render(): Promise<void> {
   }
   // The page of the route took the provider's answer, if it was for it; any other is forgotten.
   dropProviderReturn();
+  settled();
   if (turn !== renders) return; // a later navigation won the race
   const { title, body } = content;
   document.title = `${title} · ${product}`;
   const heading = h('h1', { tabindex: '-1' }, title);
   main.replaceChildren(heading);
+  if (signedIn || (notice?.path && notice.path !== path)) notice = null;
+  if (notice) {
+    main.append(h('p', { class: 'notice', role: 'status' }, notice.text));
+    notice.path = path;
+  }
   append(main, body);
   // Focus moves to the new page's heading, so keyboard and screen-reader users start there.
   if (turn > 1) heading.focus();
@@ -164,9 +233,12 @@ document.querySelector('.skip')?.addEventListener('click', (event) => {
   main.focus();
 });
 window.addEventListener('hashchange', () => void render());
-api.onSignedOut(() => {
+api.onSignedOut((reason) => {
   const path = routeOf(location.hash);
   if (interactionPage(path)) return; // the application's sign-in page stays as it is
+  // Ended anywhere but by this page's own button: the sign-in page says why it is shown.
+  if (reason === 'elsewhere') notice = { text: brandText('ended.elsewhere') };
+  else if (reason === 'renewal_refused') notice = { text: brandText('ended.service') };
   if (!PUBLIC[path]) go('/sign-in');
   else void render();
 });
@@ -182,6 +254,8 @@ setLocale(chooseLocale(navigator.languages));
 loadSettings()
   .then((brand) => {
     drawBrand(brand);
+    // An application's ui_locales may switch the language on its sign-in page: the frame follows.
+    onLocaleChange(() => drawBrand(brand));
     return render();
   })
   .catch(() => {

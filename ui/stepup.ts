@@ -134,9 +134,10 @@ export function stepUp(slot: HTMLElement): Promise<string> {
         });
         list.push(b);
       }
-      // A provider linked to this identity, on the page a step-up flow can come back to (Security):
-      // the window goes to the provider, and the page takes the elevation when it comes back.
-      if (location.hash.split('?')[0] === '#/security') {
+      // A provider linked to this identity, on Security's pages (a step-up flow comes back to the
+      // overview, which takes the elevation and goes on to the page the flow started from).
+      const route = location.hash.split('?')[0].slice(1);
+      if (route === '/security' || route.startsWith('/security/')) {
         const more = h('span', { class: 'provider-step-ups' });
         list.push(more);
         void linkedProviders().then((providers) => {

@@ -72,8 +72,10 @@ async function verdictOf(p: Policy, password: string, userInputs: readonly strin
         : t('atMost', { count: p.MAX_PASSWORD_LENGTH });
     return { level: 1, label: t('tooWeak'), advice };
   }
-  // zxcvbn's advice is in English: the pages load no other language's dictionaries.
-  return { level: result.score === 2 ? 2 : 1, label: t(LABELS[result.score]), advice: result.advice };
+  // zxcvbn's advice is in English (@zxcvbn-ts/language-fr is not a dependency): a page in another
+  // language (or the pseudo-locale) shows the level word alone.
+  const advice = document.documentElement.lang === 'en' ? result.advice : '';
+  return { level: result.score === 2 ? 2 : 1, label: t(LABELS[result.score]), advice };
 }
 
 interface StrengthMeter {

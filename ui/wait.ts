@@ -1,4 +1,5 @@
 import { h } from './dom.js';
+import { t } from './messages/forms.js';
 
 /**
  * A wait in the person's words: "30 seconds" under a minute, "about 15 minutes" (rounded up) up to
@@ -6,12 +7,9 @@ import { h } from './dom.js';
  */
 export function waitPhrase(seconds: number): string {
   const s = Math.max(1, Math.ceil(seconds));
-  if (s < 60) return s === 1 ? '1 second' : `${s} seconds`;
-  if (s <= 90 * 60) {
-    const minutes = Math.ceil(s / 60);
-    return minutes === 1 ? 'about 1 minute' : `about ${minutes} minutes`;
-  }
-  return `about ${Math.ceil(s / 3600)} hours`;
+  if (s < 60) return t('seconds', { count: s });
+  if (s <= 90 * 60) return t('aboutMinutes', { count: Math.ceil(s / 60) });
+  return t('aboutHours', { count: Math.ceil(s / 3600) });
 }
 
 /** A countdown's text: mm:ss, or h:mm:ss from an hour on. */
@@ -46,7 +44,7 @@ export function holdButton(
   held.get(button)?.stop();
   const end = Date.now() + Math.max(1, Math.ceil(seconds)) * 1000;
   const time = h('span', { class: 'countdown-time' });
-  const countdown = h('span', { class: 'countdown', role: 'timer' }, 'Try again in ', time);
+  const countdown = h('span', { class: 'countdown', role: 'timer' }, t('tryAgainIn'), time);
   button.after(countdown);
   button.disabled = true;
   let timer: number | undefined;

@@ -42,6 +42,8 @@ describe('the account UI plugin', () => {
       api: '/api/v1',
       passkeyRpId: '127.0.0.1',
       brand: { name: null, logoUrl: null, supportUrl: null },
+      code: { length: 6, format: 'numeric' },
+      authenticatorDigits: 6,
     });
     expect((await t.app.inject({ url: '/account/nothing.js' })).statusCode).toBe(404);
   });
@@ -55,16 +57,23 @@ describe('the account UI plugin', () => {
     expect((await t.app.inject({ url: '/account/' })).statusCode).toBe(404);
   });
 
-  it('tells the page that passkeys are off when the service has no relying party', async () => {
+  it('tells the page that passkeys are off when the service has no relying party, and its code format', async () => {
     t = await createTestApp({
       env: {
         ACCOUNT_UI: 'on',
         NODE_ENV: 'production',
         PUBLIC_ORIGIN: 'https://id.example.com',
         ARGON2_MEMORY_KIB: '19456',
+        VERIFICATION_CODE_FORMAT: 'alphanumeric',
+        VERIFICATION_CODE_LENGTH: '8',
+        TOTP_DIGITS: '8',
       },
     });
-    expect((await t.app.inject({ url: '/account/settings.json' })).json().passkeyRpId).toBeNull();
+    const settings = (await t.app.inject({ url: '/account/settings.json' })).json();
+    expect(settings.passkeyRpId).toBeNull();
+    // The code input follows the configured codes.
+    expect(settings.code).toEqual({ length: 8, format: 'alphanumeric' });
+    expect(settings.authenticatorDigits).toBe(8);
   });
 
   it('refuses a path under /api/, without its final slash, or with odd characters', () => {

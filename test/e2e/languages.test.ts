@@ -183,9 +183,9 @@ async function audit(page: Page, name: string, root = 'main'): Promise<void> {
 
 const mainText = (page: Page) => page.locator('main').innerText();
 
-/** Security's "Create recovery codes" (whatever language its label is in) opens the step-up box. */
+/** Security's recovery codes page: "Create recovery codes" (in any language) opens the step-up box. */
 async function openStepUp(page: Page): Promise<void> {
-  await page.goto(`${origin}/account/#/security`);
+  await page.goto(`${origin}/account/#/security/recovery-codes`);
   await page.locator('#recovery button').first().click();
   await page.locator('#recovery .stepup h3').waitFor();
 }
@@ -293,6 +293,8 @@ describe('the pseudo-locale en-XA: every string from a catalogue', () => {
       `${CLIENT.name} vous demande de vous reconnecter, pour s’assurer que c’est bien vous.`,
     );
     expect(await page.evaluate(() => document.documentElement.lang)).toBe('fr');
+    // The frame (skip link, product name) follows the application's language too.
+    expect(await page.locator('.skip').textContent()).toBe('Aller au contenu');
     // None spoken: the browser's choice stays.
     await page.goto(authorizeUrl({ ui_locales: 'de-CH', prompt: 'login' }));
     await reach(page, `⟦Sign in to continue to ${CLIENT.name}⟧`);

@@ -213,13 +213,20 @@ describe('"Continue with …" on the hosted pages in Chromium', () => {
   it('(e) Security lists the connected account; the last way in cannot be disconnected', async () => {
     await nav(page, 'Security').click();
     await heading(page, 'Security');
+    // A provider's link is listed under linked accounts, not among the addresses.
+    await page.locator('#row-addresses').click();
+    await heading(page, 'Email addresses and phone numbers');
+    expect(await page.locator('#method-list').textContent()).not.toContain('acme');
+    await page.getByRole('link', { name: 'Back to Security' }).click();
+    await heading(page, 'Security');
+    await page.locator('#row-linked').click();
+    await heading(page, 'Linked accounts');
     const section = page.locator('#connected');
     await expect.poll(() => section.locator('#connected-list').textContent()).toContain('Acme');
-    // A provider's link is listed here, not among the addresses.
-    expect(await page.locator('#method-list').textContent()).not.toContain('acme');
     await axe(page, 'connected accounts');
     const before = mailCount();
     await section.getByRole('button', { name: 'Disconnect Acme' }).click();
+    await section.getByRole('button', { name: 'Disconnect', exact: true }).click();
     await stepUp(section, { mailBefore: before });
     await section
       .getByRole('alert')
@@ -233,13 +240,14 @@ describe('"Continue with …" on the hosted pages in Chromium', () => {
     await section.getByRole('button', { name: 'Connect Beta' }).click();
     // The elevation of the refused disconnection is still alive: no second prompt.
     await beta.signInIfAsked(page);
-    await heading(page, 'Security');
+    await heading(page, 'Linked accounts');
     await expectCleanReturn(page);
     await section.getByText('Beta is now connected.').waitFor();
     await expect.poll(() => section.locator('#connected-list li').count()).toBe(2);
     await axe(page, 'connected accounts: linked');
     const before = mailCount();
     await section.getByRole('button', { name: 'Disconnect Beta' }).click();
+    await section.getByRole('button', { name: 'Disconnect', exact: true }).click();
     // The page was loaded again by the flow: the elevation, in memory, went with it.
     await stepUp(section, { mailBefore: before });
     await section.getByText('Beta is no longer connected.').waitFor();
@@ -247,11 +255,16 @@ describe('"Continue with …" on the hosted pages in Chromium', () => {
   });
 
   it('(c) with an authenticator enrolled, the provider sign-in asks for the second step', async () => {
+    await page.getByRole('link', { name: 'Back to Security' }).click();
+    await heading(page, 'Security');
+    await page.locator('#row-two-step').click();
+    await heading(page, '2-step verification');
     const section = page.locator('#authenticator');
     await section.getByRole('button', { name: 'Set up an authenticator app' }).click();
     // The elevation of the disconnection above is still alive.
     await section.getByRole('heading', { name: 'Scan this code with your app' }).waitFor();
     totpSecret = ((await page.locator('#totp-secret').textContent()) ?? '').trim();
+    await page.getByRole('button', { name: 'Next' }).click();
     await page.getByLabel('Code from the app').fill(totp());
     await page.getByRole('button', { name: 'Confirm', exact: true }).click();
     await page.getByText('Authenticator app added.').waitFor();
@@ -346,12 +359,14 @@ describe('"Continue with …" on the hosted pages in Chromium', () => {
     await heading(page, 'Your account');
     await nav(page, 'Security').click();
     await heading(page, 'Security');
+    await page.locator('#row-linked').click();
+    await heading(page, 'Linked accounts');
     const section = page.locator('#connected');
     await section.getByRole('button', { name: 'Connect Acme' }).click();
     // No code can be sent and there is no authenticator: the step-up offers the linked provider.
     await section.locator('.stepup').getByRole('button', { name: 'Use Beta' }).click();
     await beta.signInIfAsked(page);
-    await heading(page, 'Security');
+    await heading(page, 'Linked accounts');
     await expectCleanReturn(page);
     await section.getByText('You confirmed it is you with Beta. You can go on.').waitFor();
     await axe(page, 'connected accounts: confirmed with a provider');
@@ -359,7 +374,7 @@ describe('"Continue with …" on the hosted pages in Chromium', () => {
     // The elevation from Beta is held: no second prompt.
     await section.getByRole('button', { name: 'Connect Acme' }).click();
     await acme.signInIfAsked(page);
-    await heading(page, 'Security');
+    await heading(page, 'Linked accounts');
     await section.getByText('Acme is now connected.').waitFor();
     await expect.poll(() => section.locator('#connected-list li').count()).toBe(2);
   });

@@ -104,20 +104,22 @@ describe('the sign-up send limit in the browser', () => {
     await expect.poll(() => alert().textContent()).toBe('That address is already in use.');
     expect(await submit().isEnabled()).toBe(true);
 
-    // Two real sends, each going on to the code step; "Start again" comes back to the first.
+    // Two real sends, each going on to the code step; "Use a different address" comes back to the first.
     for (let i = 0; i < SENDS; i++) {
       const address = `send-${i}@example.com`;
       expect(await signUp(address, PASSWORD)).toBe(201);
       await page.getByRole('heading', { level: 2, name: 'Confirm your address' }).waitFor();
       await expect.poll(() => mailTo(address)).toBe(1);
       if (i < SENDS - 1) {
-        await page.getByRole('button', { name: 'Start again' }).click();
+        await page.getByRole('button', { name: 'Use a different address' }).click();
         await page.getByRole('heading', { level: 2, name: 'Your address and a password' }).waitFor();
       }
     }
 
     // A resend past the limit holds the resend button only: the code already sent still confirms.
     const resend = page.getByRole('button', { name: 'Send a new code' });
+    // Past the resend button's cooldown after a send (ui/otp.ts).
+    await page.clock.runFor(30_000);
     const resent = page.waitForResponse((r) => r.url().endsWith('/api/v1/sign-ups'));
     await resend.click();
     expect((await resent).status()).toBe(429);
@@ -126,7 +128,7 @@ describe('the sign-up send limit in the browser', () => {
     expect(await page.getByRole('button', { name: 'Confirm' }).isEnabled()).toBe(true);
     expect(await countdown().textContent()).toMatch(/^Try again in 1[45]:[0-5][0-9]$/);
     await axeCheck(page, 'sign-up code step, resend waiting out the send limit');
-    await page.getByRole('button', { name: 'Start again' }).click();
+    await page.getByRole('button', { name: 'Use a different address' }).click();
     await page.getByRole('heading', { level: 2, name: 'Your address and a password' }).waitFor();
     expect(await countdown().count()).toBe(0);
 

@@ -133,6 +133,8 @@ describe('sign-in flows in Chromium (issue 27)', () => {
   it('an authenticator setup can be cancelled, then started again', async () => {
     await page.getByRole('navigation').getByRole('link', { name: 'Security' }).click();
     await heading('Security');
+    await page.locator('#row-two-step').click();
+    await heading('2-step verification');
     const before = textCount();
     const start = page.getByRole('button', { name: 'Set up an authenticator app' });
     await start.click();
@@ -159,6 +161,7 @@ describe('sign-in flows in Chromium (issue 27)', () => {
     totpSecret = ((await page.locator('#totp-secret').textContent()) ?? '').trim();
     expect(totpSecret).toMatch(/^[A-Z2-7]{32}$/);
     expect(totpSecret).not.toBe(abandoned);
+    await page.getByRole('button', { name: 'Next' }).click();
     await page.getByLabel('Code from the app').fill(totp());
     await page.getByRole('button', { name: 'Confirm', exact: true }).click();
     await page.getByText('Authenticator app added.').waitFor();
@@ -224,7 +227,7 @@ describe('sign-in flows in Chromium (issue 27)', () => {
     await page.getByRole('button', { name: 'Create account' }).click();
     await step('Confirm your address');
     // The person leaves without entering the code.
-    await page.getByRole('button', { name: 'Start again' }).click();
+    await page.getByRole('button', { name: 'Use a different address' }).click();
     await step('Your address and a password');
     await page.getByRole('link', { name: 'Sign in' }).click();
     await heading('Sign in');

@@ -639,7 +639,7 @@ export class FuzzApp {
     const haystack = `${res.body}\n${JSON.stringify(res.headers)}`.toLowerCase();
     for (const s of secrets) {
       // The account export hands the owner their own data, identifiers unmasked (issue 14 item 3).
-      if (s === ownAddress && OWN_DATA_ROUTES.has(matched) && success) continue;
+      if (s === ownAddress && matched !== undefined && OWN_DATA_ROUTES.has(matched) && success) continue;
       if (s.length >= 8 && haystack.includes(s.toLowerCase()))
         out.push(`response echoes a secret (${s.slice(0, 24)}…)`);
     }

@@ -16,6 +16,10 @@ export const t = messages(
     'nav.apps': 'Connected apps',
     'nav.history': 'Sign-in history',
     'nav.signOut': 'Sign out',
+    'nav.menu': 'Menu',
+    'ended.elsewhere': 'You were signed out in another tab.',
+    'ended.service':
+      'You were signed out: your session was ended from another device or by a password change, or it expired.',
     'failed.title': 'Something went wrong',
     'failed.retry': 'Try again',
     'unavailable.title': 'Unavailable',
@@ -32,6 +36,10 @@ export const t = messages(
     'nav.apps': 'Applications connectées',
     'nav.history': 'Historique des connexions',
     'nav.signOut': 'Se déconnecter',
+    'nav.menu': 'Menu',
+    'ended.elsewhere': 'Vous avez été déconnecté dans un autre onglet.',
+    'ended.service':
+      'Vous avez été déconnecté : votre session a été fermée depuis un autre appareil ou par un changement de mot de passe, ou elle a expiré.',
     'failed.title': 'Une erreur est survenue',
     'failed.retry': 'Réessayer',
     'unavailable.title': 'Indisponible',

@@ -85,7 +85,7 @@ export async function homePage(): Promise<PageContent> {
             password.set
               ? t('security.passwordChanged', { when: password.changedAt ? ago(password.changedAt) : '—' })
               : t('security.passwordNone'),
-            '#/security',
+            '#/security/password',
             null,
           ),
           row(
@@ -93,7 +93,7 @@ export async function homePage(): Promise<PageContent> {
             secondFactors.active > 0
               ? t('security.twoStepOn', { count: secondFactors.active })
               : t('security.twoStepOff'),
-            '#/security',
+            '#/security/two-step',
             secondFactors.active > 0,
           ),
           row(
@@ -101,7 +101,7 @@ export async function homePage(): Promise<PageContent> {
             passkeys.count > 0
               ? t('security.passkeysCount', { count: passkeys.count })
               : t('security.passkeysNone'),
-            '#/security',
+            '#/security/passkeys',
             null,
           ),
           row(
@@ -109,13 +109,13 @@ export async function homePage(): Promise<PageContent> {
             recoveryCodes.remaining > 0
               ? t('security.recoveryLeft', { count: recoveryCodes.remaining })
               : t('security.recoveryNone'),
-            '#/security',
+            '#/security/recovery-codes',
             null,
           ),
           row(
             t('security.linked'),
             providers.length ? providers.join(', ') : t('security.linkedNone'),
-            '#/security',
+            '#/security/linked',
             null,
           ),
         ),

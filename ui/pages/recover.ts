@@ -1,8 +1,11 @@
 import { api } from '../api.js';
-import { field, h, newPasswordField } from '../dom.js';
+import { h, newPasswordField } from '../dom.js';
 import { makeForm } from '../forms.js';
 import { type IdentifierForm, identifierField, pendingStep } from '../identifier.js';
+import { t } from '../messages/recover.js';
+import { codeField, codeSent, differentAddress, refill } from '../otp.js';
 import type { PageContent } from '../router.js';
+import { isHeld } from '../wait.js';
 import { swap } from './steps.js';
 
 /** The code step survives a reload: this tab's sessionStorage keeps the identifier only. */
@@ -11,61 +14,86 @@ const PENDING = 'recover';
 export function recoverPage(): PageContent {
   const card = h('section', { class: 'card', 'aria-labelledby': 'recover-step' });
   const pending = pendingStep.read<{ identifier: IdentifierForm }>(PENDING);
-  if (pending?.identifier) codeStep(card, pending.identifier);
+  if (pending?.identifier) codeStep(card, pending.identifier, false);
   else firstStep(card);
   return {
-    title: 'Forgot your password',
-    body: [card, h('p', null, h('a', { href: '#/sign-in' }, 'Back to sign in'))],
+    title: t('title'),
+    body: [card, h('p', null, h('a', { href: '#/sign-in' }, t('back')))],
   };
 }
 
-function firstStep(card: HTMLElement): void {
+/** The first step; `back` refills it when the person comes back to use a different address. */
+function firstStep(card: HTMLElement, back?: IdentifierForm): void {
   const identifier = identifierField('recover');
   const form = makeForm({
     fields: [identifier],
-    submit: 'Send a code',
+    submit: t('send'),
     async onSubmit() {
       const who = identifier.value();
       await api.startRecovery(who);
       pendingStep.write(PENDING, { identifier: who });
-      codeStep(card, who);
+      codeStep(card, who, true);
     },
   });
   swap(
     card,
-    h('h2', { id: 'recover-step', tabindex: '-1' }, 'Find your account'),
-    h('p', null, 'We will send a code to set a new password.'),
+    h('h2', { id: 'recover-step', tabindex: '-1' }, t('find.heading')),
+    h('p', null, t('find.text')),
     form.el,
   );
+  if (back) {
+    refill(identifier, back);
+    identifier.input.focus();
+    identifier.input.select();
+  }
 }
 
-function codeStep(card: HTMLElement, who: IdentifierForm): void {
-  const code = field({ label: 'Code', name: 'code', autocomplete: 'one-time-code' });
-  const password = newPasswordField({ label: 'New password', name: 'newPassword' });
-  const restart = h('button', { type: 'button', class: 'link' }, 'Start again');
-  restart.addEventListener('click', () => {
+/** The code and the new password. `justSent`: a code went out a moment ago (not after a reload). */
+function codeStep(card: HTMLElement, who: IdentifierForm, justSent: boolean): void {
+  const code = codeField({ label: t('code'), name: 'code', kind: 'message' });
+  const password = newPasswordField({
+    label: t('newPassword'),
+    name: 'newPassword',
+    userInputs: () => [who.identifier],
+  });
+  // Recovery never says whether the address has an account: the status says "if".
+  const sending = codeSent(who, t('sent', { identifier: who.identifier }));
+  const { resend } = sending;
+  const different = differentAddress(who, () => {
     pendingStep.clear(PENDING);
-    firstStep(card);
+    firstStep(card, who);
   });
   const form = makeForm({
     fields: [code, password],
-    submit: 'Set the new password',
-    buttons: [restart],
+    submit: t('set'),
+    buttons: [resend, different],
     async onSubmit() {
-      await api.confirmRecovery(who, code.input.value.trim(), password.input.value);
+      code.requireWhole();
+      await api.confirmRecovery(who, code.value(), password.input.value);
       pendingStep.clear(PENDING);
       swap(
         card,
-        h('h2', { id: 'recover-step', tabindex: '-1' }, 'Password changed'),
-        h('p', { class: 'notice' }, 'Your new password is set and every session was signed out.'),
-        h('p', null, h('a', { href: '#/sign-in' }, 'Sign in with the new password')),
+        h('h2', { id: 'recover-step', tabindex: '-1' }, t('done.heading')),
+        h('p', { class: 'notice' }, t('done.text')),
+        h('p', null, h('a', { href: '#/sign-in' }, t('done.signIn'))),
       );
     },
   });
-  swap(
-    card,
-    h('h2', { id: 'recover-step', tabindex: '-1' }, 'Enter the code'),
-    h('p', null, 'If ', h('strong', null, who.identifier), ' belongs to an account, a code is on its way.'),
-    form.el,
-  );
+  resend.addEventListener('click', async () => {
+    resend.disabled = true;
+    try {
+      await api.startRecovery(who);
+      form.alert.hidden = true;
+      sending.sent();
+      code.input.focus();
+    } catch (error) {
+      // A 429 holds the resend button (not the form's) until the wait is over.
+      form.fail(error, resend);
+    } finally {
+      if (!isHeld(resend)) resend.disabled = false;
+    }
+  });
+  if (justSent) sending.sent();
+  else sending.status.textContent = t('sent', { identifier: who.identifier });
+  swap(card, h('h2', { id: 'recover-step', tabindex: '-1' }, t('code.heading')), sending.status, form.el);
 }

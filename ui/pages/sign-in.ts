@@ -1,7 +1,8 @@
 import { api, asProblem, interactions, passkeyStatus, type SignInOutcome } from '../api.js';
-import { field, h } from '../dom.js';
+import { field, h, passwordToggle } from '../dom.js';
 import { actionButton, alertBox, makeForm } from '../forms.js';
 import { type IdentifierForm, identifierField, pendingStep } from '../identifier.js';
+import { t } from '../messages/sign-in.js';
 import { continueWith } from '../providers.js';
 import { go, type PageContent } from '../router.js';
 import { startConfirmation } from './sign-up.js';
@@ -28,6 +29,20 @@ function finish(uid: string | null): void {
 }
 
 /**
+ * Focus on `el` once the page is drawn (the router focuses the heading when it appends the page;
+ * this comes after). A page replaced in the meantime is left alone.
+ */
+function focusWhenShown(el: HTMLElement, tries = 20): void {
+  setTimeout(() => {
+    if (el.isConnected) {
+      // A notice that took the focus first (a provider flow's answer) keeps it.
+      if (document.activeElement?.closest('.alert')) return;
+      el.focus();
+    } else if (tries > 0) focusWhenShown(el, tries - 1);
+  }, 0);
+}
+
+/**
  * A first step accepted (password or provider): done, or on to the second step. `via` is the
  * provider's name when the first step was "Continue with …".
  */
@@ -46,26 +61,37 @@ export function afterFirstStep(result: SignInOutcome, uid: string | null, via: s
 }
 
 export function signInPage(): PageContent {
-  return { title: 'Sign in', body: signInBody(null) };
+  return { title: t('title'), body: signInBody(null) };
 }
 
+/** The "or" between the password and the other ways in. */
+const divider = () => h('p', { class: 'or-divider' }, h('span', null, t('or')));
+
 /**
- * The sign-in forms (password, then a second step when needed; passkey), for the account's own
- * sign-in page and for an application's (#/authorize/<uid>, `uid` set).
+ * The sign-in card (password, then a second step when needed; passkey and "Continue with …" under
+ * an "or"), for the account's own sign-in page and for an application's (#/authorize/<uid>, `uid`
+ * set). Its first field takes the focus once drawn.
  */
 export function signInBody(uid: string | null): (Node | string)[] {
   const identifier = identifierField('sign-in');
   const password = field({
-    label: 'Password',
+    label: t('password'),
     name: 'password',
     type: 'password',
     autocomplete: 'current-password',
   });
+  // "Forgot password?" on the label's row, right aligned; the toggle beside the input.
+  const label = password.wrap.querySelector('label') as HTMLLabelElement;
+  const labelRow = h('div', { class: 'label-row' });
+  label.replaceWith(labelRow);
+  labelRow.append(label, h('a', { href: '#/recover', class: 'forgot' }, t('forgot')));
+  passwordToggle(password.input);
+
   const way = h('div', { class: 'way-on' });
   way.hidden = true;
   const form = makeForm({
     fields: [identifier, password],
-    submit: 'Sign in',
+    submit: t('submit'),
     async onSubmit() {
       way.hidden = true;
       const who = identifier.value();
@@ -78,25 +104,33 @@ export function signInBody(uid: string | null): (Node | string)[] {
       }
     },
   });
+  form.el.querySelector('button[type="submit"]')?.classList.add('primary', 'wide');
   form.alert.after(way);
   // A provider flow started here comes back here (#/authorize/<uid> for an application's sign-in).
   const providers = continueWith({
     route: uid ? `/authorize/${encodeURIComponent(uid)}` : '/sign-in',
     signedIn: (result, name) => afterFirstStep(result, uid, name),
   });
+  const passkey = passkeySignIn(uid);
+  const or = divider();
+  // The "or" shows when there is another way in: a passkey, or providers once their list is in.
+  const showOr = () => {
+    or.hidden = !passkey?.usable && providers.card.hidden;
+  };
+  showOr();
+  new MutationObserver(showOr).observe(providers.card, { attributes: true, attributeFilter: ['hidden'] });
+  focusWhenShown(identifier.input);
   return [
     providers.notice,
-    h('section', { class: 'card', 'aria-label': 'Sign in with a password' }, form.el),
-    providers.card,
-    passkeySignIn(uid),
     h(
-      'p',
-      null,
-      'New here? ',
-      h('a', { href: '#/sign-up' }, 'Create an account'),
-      '. ',
-      h('a', { href: '#/recover' }, 'Forgot your password?'),
+      'section',
+      { class: 'card sign-in-card', 'aria-label': t('cardLabel') },
+      form.el,
+      or,
+      passkey?.el ?? null,
+      providers.card,
     ),
+    h('p', { class: 'sign-in-below' }, `${t('newHere')} `, h('a', { href: '#/sign-up' }, t('createAccount'))),
   ];
 }
 
@@ -111,7 +145,7 @@ function offerConfirmation(way: HTMLElement, who: IdentifierForm, password: stri
   const alert = alertBox();
   const outcome = h('div');
   const button = actionButton(
-    phone ? 'Confirm your phone number' : 'Confirm your address',
+    phone ? t('confirmPhone') : t('confirmAddress'),
     alert,
     async () => {
       outcome.replaceChildren();
@@ -124,13 +158,13 @@ function offerConfirmation(way: HTMLElement, who: IdentifierForm, password: stri
         if (p.code !== 'identity.identifier_taken' && p.code !== 'validation.failed') throw error;
         const text =
           p.code === 'identity.identifier_taken'
-            ? `This ${phone ? 'phone number' : 'address'} is already confirmed. Check your password, or reset it.`
-            : 'That password is not one an account could have. Check it, or reset it.';
+            ? t(phone ? 'phoneConfirmed' : 'addressConfirmed')
+            : t('impossiblePassword');
         const note = h(
           'p',
           { class: 'notice', role: 'status', tabindex: '-1' },
           `${text} `,
-          h('a', { href: '#/recover' }, 'Reset your password'),
+          h('a', { href: '#/recover' }, t('resetPassword')),
         );
         outcome.replaceChildren(note);
         note.focus();
@@ -138,39 +172,37 @@ function offerConfirmation(way: HTMLElement, who: IdentifierForm, password: stri
     },
     'secondary',
   );
-  way.replaceChildren(h('p', null, 'Registered but never entered the code? ', button), alert, outcome);
+  way.replaceChildren(h('p', null, `${t('neverConfirmed')} `, button), alert, outcome);
   way.hidden = false;
 }
 
-function passkeySignIn(uid: string | null): HTMLElement {
+/** Why passkeys cannot be used here, in the page's language (api.ts words it in English). */
+function passkeyReason(reason: string): string {
+  const host = /opened on (\S+) \(it is on (\S+?)\)/.exec(reason);
+  return host ? t('passkeyHost', { rp: host[1], host: host[2] }) : t('passkeyBrowser');
+}
+
+/**
+ * "Sign in with a passkey": a full-width button, or why passkeys do not work on this page (nothing
+ * at all when the service has them off: there is nothing a person could do about it).
+ */
+function passkeySignIn(uid: string | null): { el: HTMLElement; usable: boolean } | null {
   const status = passkeyStatus();
-  const heading = h('h2', null, 'Passkey');
   if (!status.usable) {
-    return h(
-      'section',
-      { class: 'card', 'aria-label': 'Passkey' },
-      heading,
-      h('p', { class: 'hint' }, status.reason),
-    );
+    if (/not enabled/.test(status.reason)) return null;
+    return { el: h('p', { class: 'hint passkey-hint' }, passkeyReason(status.reason)), usable: false };
   }
   const alert = alertBox();
   const button = actionButton(
-    'Sign in with a passkey',
+    t('passkey'),
     alert,
     async () => {
       await api.signInWithPasskey();
       finish(uid);
     },
-    'secondary',
+    'secondary wide',
   );
-  return h(
-    'section',
-    { class: 'card', 'aria-label': 'Passkey' },
-    heading,
-    h('p', null, 'Use the passkey saved on this device or your phone: no password needed.'),
-    alert,
-    h('div', { class: 'actions' }, button),
-  );
+  return { el: h('div', { class: 'passkey-way' }, alert, button), usable: true };
 }
 
 export function secondFactorPage(): PageContent {
@@ -178,10 +210,10 @@ export function secondFactorPage(): PageContent {
   if (!pending || !(Date.parse(pending.expiresAt) > Date.now())) {
     pendingStep.clear(PENDING);
     return {
-      title: 'Second step',
+      title: t('second.title'),
       body: [
-        h('p', null, 'Your sign-in has expired. '),
-        h('p', null, h('a', { href: '#/sign-in' }, 'Sign in again')),
+        h('p', null, t('second.expired')),
+        h('p', null, h('a', { href: '#/sign-in' }, t('second.signInAgain'))),
       ],
     };
   }
@@ -189,50 +221,110 @@ export function secondFactorPage(): PageContent {
   const restart = uid ? `#/authorize/${encodeURIComponent(uid)}` : '#/sign-in';
   let recovery = false;
   const code = field({
-    label: 'Authenticator code',
+    label: t('second.code'),
     name: 'code',
     autocomplete: 'one-time-code',
     inputmode: 'numeric',
-    hint: 'The 6-digit code your authenticator app shows now.',
+    hint: t('second.codeHint'),
   });
   const label = code.wrap.querySelector('label') as HTMLLabelElement;
   const hint = code.wrap.querySelector('.hint') as HTMLElement;
-  const toggle = h('button', { type: 'button', class: 'link' }, 'Use a recovery code instead');
+  const toggle = h('button', { type: 'button', class: 'link' }, t('second.useRecovery'));
   toggle.addEventListener('click', () => {
     recovery = !recovery;
-    label.textContent = recovery ? 'Recovery code' : 'Authenticator code';
-    hint.textContent = recovery
-      ? 'One of the recovery codes you saved, like ABCD-EFGH-JKLM-NPQR. It is used up.'
-      : 'The 6-digit code your authenticator app shows now.';
+    label.textContent = recovery ? t('second.recoveryCode') : t('second.code');
+    hint.textContent = recovery ? t('second.recoveryHint') : t('second.codeHint');
     code.input.name = recovery ? 'recoveryCode' : 'code';
     code.input.inputMode = recovery ? 'text' : 'numeric';
     code.input.value = '';
-    toggle.textContent = recovery ? 'Use an authenticator code instead' : 'Use a recovery code instead';
+    code.setError(null);
+    form.alert.hidden = true;
+    toggle.textContent = recovery ? t('second.useAuthenticator') : t('second.useRecovery');
     code.input.focus();
   });
+  const card = h('section', { class: 'card sign-in-card', 'aria-label': t('second.cardLabel') });
+  const intro = h('p', null, via ? t('second.introVia', { via }) : t('second.intro'));
+  const below = h(
+    'p',
+    { class: 'sign-in-below' },
+    h('a', { href: restart, onclick: () => pendingStep.clear(PENDING) }, t('second.startAgain')),
+  );
   const form = makeForm({
     fields: [code],
-    submit: 'Continue',
+    submit: t('second.submit'),
     buttons: [toggle],
     async onSubmit() {
       const value = code.input.value.trim();
-      await api.completeSecondFactor(ticket, recovery ? { recoveryCode: value } : { code: value });
+      const usedRecovery = recovery;
+      try {
+        await api.completeSecondFactor(ticket, usedRecovery ? { recoveryCode: value } : { code: value });
+      } catch (error) {
+        const p = asProblem(error);
+        // The service answers the same 401 for every cause: the words follow the mode only.
+        if (usedRecovery && p.status === 401 && p.code === 'identity.second_factor_refused') {
+          throw new Error(t('second.recoveryRefused'));
+        }
+        throw error;
+      }
+      pendingStep.clear(PENDING);
+      if (!usedRecovery) finish(uid);
+      else {
+        // Signed in: the step's intro and "Start again" no longer apply.
+        intro.hidden = true;
+        below.hidden = true;
+        await codesLeft(card, uid);
+      }
+    },
+  });
+  form.el.querySelector('button[type="submit"]')?.classList.add('primary', 'wide');
+  card.append(form.el);
+  const passkey = secondStepPasskey(uid);
+  if (passkey) card.append(divider(), passkey);
+  focusWhenShown(code.input);
+  return { title: t('second.title'), body: [intro, card, below] };
+}
+
+/**
+ * The second step by passkey, when passkeys work here: the passkey sign-in itself (a passkey is
+ * a sign-in of its own, both factors in one), which replaces the pending step.
+ */
+function secondStepPasskey(uid: string | null): HTMLElement | null {
+  if (!passkeyStatus().usable) return null;
+  const alert = alertBox();
+  const button = actionButton(
+    t('second.usePasskey'),
+    alert,
+    async () => {
+      await api.signInWithPasskey();
       pendingStep.clear(PENDING);
       finish(uid);
     },
-  });
-  return {
-    title: 'Second step',
-    body: [
-      h(
-        'p',
-        null,
-        via
-          ? `You signed in with ${via}. Now confirm it is you with your authenticator app.`
-          : 'Your password is right. Now confirm it is you with your authenticator app.',
-      ),
-      h('section', { class: 'card', 'aria-label': 'Second step' }, form.el),
-      h('p', null, h('a', { href: restart, onclick: () => pendingStep.clear(PENDING) }, 'Start again')),
-    ],
-  };
+    'secondary wide',
+  );
+  return h('div', { class: 'passkey-way' }, alert, button);
+}
+
+/**
+ * After a recovery code: signed in, with how many codes are left (each works once), before going
+ * on. Should the count not come, the sign-in goes on at once.
+ */
+async function codesLeft(card: HTMLElement, uid: string | null): Promise<void> {
+  let remaining: number;
+  try {
+    remaining = (await api.recoveryCodeStatus()).remaining;
+  } catch {
+    finish(uid);
+    return;
+  }
+  const text = h(
+    'p',
+    { class: 'notice', role: 'status', tabindex: '-1', id: 'codes-left' },
+    `${t('second.signedIn')} `,
+    remaining > 0 ? t('second.codesLeft', { count: remaining }) : t('second.noCodesLeft'),
+  );
+  const next = h('button', { type: 'button', class: 'primary wide' }, t('second.continue'));
+  next.addEventListener('click', () => finish(uid));
+  card.replaceChildren(text, h('div', { class: 'actions' }, next));
+  // The sentence first (read out as it takes the focus), the button next.
+  text.focus();
 }

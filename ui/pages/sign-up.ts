@@ -1,7 +1,9 @@
 import { api, asProblem, InteractionError } from '../api.js';
-import { announce, field, h, newPasswordField } from '../dom.js';
+import { field, h, newPasswordField } from '../dom.js';
 import { makeForm } from '../forms.js';
 import { type IdentifierForm, identifierField, pendingStep } from '../identifier.js';
+import { t } from '../messages/sign-up.js';
+import { codeField, codeHint, codeSent, differentAddress, refill } from '../otp.js';
 import { continueWith } from '../providers.js';
 import { go, type PageContent } from '../router.js';
 import { isHeld } from '../wait.js';
@@ -39,7 +41,8 @@ export function signUpPage(): PageContent {
   if (pending?.step === 'confirm' && pending.identifier) {
     const password =
       handedOver && same(handedOver.identifier, pending.identifier) ? handedOver.password : null;
-    confirmStep(card, pending.identifier, password);
+    // A password handed over in memory comes with a code just sent; after a reload, none was.
+    confirmStep(card, pending.identifier, password, password !== null);
   } else {
     firstStep(card);
   }
@@ -50,68 +53,90 @@ export function signUpPage(): PageContent {
     signedIn: (result, name) => afterFirstStep(result, null, name),
   });
   return {
-    title: 'Create an account',
+    title: t('title'),
     body: [
       providers.notice,
       card,
       providers.card,
-      h('p', null, 'Already have an account? ', h('a', { href: '#/sign-in' }, 'Sign in'), '.'),
+      h('p', null, t('haveAccount'), ' ', h('a', { href: '#/sign-in' }, t('signIn'))),
     ],
   };
 }
 
-function firstStep(card: HTMLElement): void {
+/** The first step; `back` refills it when the person comes back to use a different address. */
+function firstStep(card: HTMLElement, back?: { who: IdentifierForm; password: string | null }): void {
   const identifier = identifierField('sign-up');
   const password = newPasswordField({
-    label: 'Password',
+    label: t('password'),
     name: 'password',
-    hint: 'A few unrelated words make a strong one.',
+    hint: t('password.hint'),
   });
   const form = makeForm({
     fields: [identifier, password],
-    submit: 'Create account',
+    submit: t('create'),
     async onSubmit() {
       const who = identifier.value();
       await api.signUp(who, password.input.value);
       pendingStep.write(PENDING, { step: 'confirm', identifier: who } satisfies Pending);
-      confirmStep(card, who, password.input.value);
+      confirmStep(card, who, password.input.value, true);
     },
   });
-  swap(card, h('h2', { id: 'signup-step', tabindex: '-1' }, 'Your address and a password'), form.el);
+  swap(card, h('h2', { id: 'signup-step', tabindex: '-1' }, t('first.heading')), form.el);
+  if (back) {
+    refill(identifier, back.who);
+    if (back.password) {
+      password.input.value = back.password;
+      password.input.dispatchEvent(new Event('input', { bubbles: true }));
+    }
+    // Straight to the address to correct it.
+    identifier.input.focus();
+    identifier.input.select();
+  }
 }
 
 /**
  * The code step. `password` is null after a reload: the step then asks for the password chosen at
- * the first step (never stored), which the confirmation and the resend need.
+ * the first step (never stored), which the confirmation and the resend need. `justSent`: a code
+ * went out a moment ago (says so, and the resend waits its cooldown).
  */
-function confirmStep(card: HTMLElement, who: IdentifierForm, password: string | null): void {
+function confirmStep(
+  card: HTMLElement,
+  who: IdentifierForm,
+  password: string | null,
+  justSent: boolean,
+): void {
   const phone = who.identifierType === 'phone';
-  const code = field({
-    label: 'Code',
+  const code = codeField({
+    label: t('code'),
     name: 'code',
-    autocomplete: 'one-time-code',
-    hint: 'The code in the message we sent. It expires in 15 minutes.',
+    kind: 'message',
+    hint: `${codeHint('message')} ${t('code.expires')}`,
   });
   const again =
     password === null
       ? field({
-          label: 'The password you chose',
+          label: t('chosen'),
           name: 'password',
           type: 'password',
           autocomplete: 'current-password',
-          hint: 'It is never kept when the page reloads, so enter it once more.',
+          hint: t('chosen.hint'),
         })
       : null;
   const chosen = () => password ?? again?.input.value ?? '';
-  const resend = h('button', { type: 'button', class: 'secondary' }, 'Send a new code');
-  const restart = h('button', { type: 'button', class: 'link' }, 'Start again');
+  const sending = codeSent(who);
+  const { resend } = sending;
+  const different = differentAddress(who, () => {
+    pendingStep.clear(PENDING);
+    firstStep(card, { who, password: password ?? (again?.input.value || null) });
+  });
   const form = makeForm({
     fields: again ? [code, again] : [code],
-    submit: 'Confirm',
-    buttons: [resend, restart],
+    submit: t('confirm'),
+    buttons: [resend, different],
     async onSubmit() {
+      code.requireWhole();
       try {
-        await api.confirmSignUp(who, chosen(), code.input.value.trim());
+        await api.confirmSignUp(who, chosen(), code.value());
       } catch (error) {
         // After a reload the password was typed again: the refusal may be about either.
         if (again && asProblem(error).code === 'identity.verification_refused') {
@@ -126,7 +151,7 @@ function confirmStep(card: HTMLElement, who: IdentifierForm, password: string | 
   });
   resend.addEventListener('click', async () => {
     if (again && again.input.value === '') {
-      again.setError('Enter the password you chose first.');
+      again.setError(t('chosen.first'));
       again.input.focus();
       return;
     }
@@ -134,7 +159,7 @@ function confirmStep(card: HTMLElement, who: IdentifierForm, password: string | 
     try {
       await api.signUp(who, chosen());
       form.alert.hidden = true;
-      announce('Code sent');
+      sending.sent();
       code.input.focus();
     } catch (error) {
       // A 429 holds the resend button (not Confirm) until the wait is over.
@@ -143,18 +168,12 @@ function confirmStep(card: HTMLElement, who: IdentifierForm, password: string | 
       if (!isHeld(resend)) resend.disabled = false;
     }
   });
-  restart.addEventListener('click', () => {
-    pendingStep.clear(PENDING);
-    firstStep(card);
-  });
+  if (justSent) sending.sent();
+  else sending.status.textContent = t('sentEarlier', { identifier: who.identifier });
   swap(
     card,
-    h(
-      'h2',
-      { id: 'signup-step', tabindex: '-1' },
-      phone ? 'Confirm your phone number' : 'Confirm your address',
-    ),
-    h('p', null, 'We sent a code to ', h('strong', null, who.identifier), '.'),
+    h('h2', { id: 'signup-step', tabindex: '-1' }, t(phone ? 'confirm.phone' : 'confirm.email')),
+    sending.status,
     form.el,
   );
 }

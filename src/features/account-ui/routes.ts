@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { BrandConfig } from '../../config.js';
+import type { BrandConfig, CodeFormat } from '../../config.js';
 import type { AppContext } from '../../context.js';
 import type { Theme, ThemeColours } from '../../platform/colour.js';
 import { type Asset, asset, bundleUi } from './bundle.js';
@@ -45,6 +45,12 @@ export interface UiSettings {
    * the pages say "Your account" in their language).
    */
   brand: { name: string | null; logoUrl: string | null; supportUrl: string | null };
+  /**
+   * The one-time codes the page asks for: the messages' codes (VERIFICATION_CODE_LENGTH and
+   * VERIFICATION_CODE_FORMAT) and an authenticator's digits at enrolment (TOTP_DIGITS).
+   */
+  code: { length: number; format: CodeFormat };
+  authenticatorDigits: number;
 }
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -120,6 +126,11 @@ export const accountUiRoutes: FastifyPluginAsync<{ ctx: AppContext; api: string 
       logoUrl: brand.logoUrl ?? null,
       supportUrl: brand.supportUrl ?? null,
     },
+    code: {
+      length: opts.ctx.config.verificationCodeLength,
+      format: opts.ctx.config.verificationCodeFormat,
+    },
+    authenticatorDigits: opts.ctx.config.totpDigits,
   };
   const settingsAsset = asset(
     'settings',

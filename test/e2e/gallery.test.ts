@@ -1,0 +1,103 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { axeCheck, launchChromium } from '../helpers/browser.js';
+import { createPerson, type Person } from '../helpers/identities.js';
+import { freePort } from '../helpers/net.js';
+
+/**
+ * The hosted pages in every combination a person meets them (issue 27): desktop (1280×800) and
+ * phone (375×812), light and dark, English and French. Each page is checked by axe-core in each
+ * combination (colour contrast included, so the dark theme is checked on every page, not only on
+ * the sign-in page), its heading is in the expected language, and a screenshot is saved to
+ * docs/ui/gallery/<page>.<language>.<theme>.<screen>.png for docs/ui/README.md.
+ */
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const GALLERY = join(ROOT, 'docs/ui/gallery');
+
+const SCREENS = { desktop: { width: 1280, height: 800 }, phone: { width: 375, height: 812 } } as const;
+const THEMES = ['light', 'dark'] as const;
+const LANGUAGES = { en: 'en-GB', fr: 'fr-FR' } as const;
+
+/** Each page's route and its heading in each language. */
+const PAGES = [
+  { name: 'sign-in', route: '#/sign-in', signedIn: false, heading: { en: 'Sign in', fr: 'Connexion' } },
+  { name: 'home', route: '#/', signedIn: true, heading: { en: 'Your account', fr: 'Votre compte' } },
+  { name: 'security', route: '#/security', signedIn: true, heading: { en: 'Security', fr: 'Sécurité' } },
+  { name: 'devices', route: '#/devices', signedIn: true, heading: { en: 'Devices', fr: 'Appareils' } },
+] as const;
+
+let t: TestApp;
+let browser: Browser;
+let origin: string;
+let person: Person;
+
+/** Signs the context in through the service's cookie hand-over, the way the page itself does. */
+async function signInWithCookie(page: Page): Promise<void> {
+  const status = await page.evaluate(
+    async ({ email, password }) => {
+      const grant = await fetch('/api/v1/sign-ins', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ identifierType: 'email', identifier: email, password }),
+      });
+      const { data } = await grant.json();
+      const handed = await fetch('/api/v1/browser-session', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ refreshToken: data.refreshToken }),
+      });
+      return handed.status;
+    },
+    { email: person.email, password: person.password },
+  );
+  expect(status).toBe(201);
+}
+
+beforeAll(async () => {
+  mkdirSync(GALLERY, { recursive: true });
+  const port = await freePort();
+  origin = `http://localhost:${port}`;
+  t = await createTestApp({ env: { PUBLIC_ORIGIN: origin, ACCOUNT_UI: 'on' } });
+  await t.app.listen({ host: '127.0.0.1', port });
+  person = await createPerson(t.ctx);
+  browser = await launchChromium();
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await t?.close();
+});
+
+describe('the hosted pages on every screen, theme and language', () => {
+  for (const [language, locale] of Object.entries(LANGUAGES) as [keyof typeof LANGUAGES, string][]) {
+    for (const theme of THEMES) {
+      for (const [screen, viewport] of Object.entries(SCREENS)) {
+        it(`${language}, ${theme}, ${screen}`, async () => {
+          const context = await browser.newContext({ locale, colorScheme: theme, viewport });
+          const page = await context.newPage();
+          page.setDefaultTimeout(8000);
+          try {
+            for (const p of PAGES) {
+              // The page is on the origin (the sign-in page came first) when the cookie is handed over.
+              if (p.signedIn && !(await context.cookies(origin)).length) await signInWithCookie(page);
+              // A fresh load each time (a change of hash alone would not ask for the cookie's session).
+              await page.goto('about:blank');
+              await page.goto(`${origin}/account/${p.route}`);
+              await page.getByRole('heading', { level: 1, name: p.heading[language] }).waitFor();
+              await page.locator('.page-loading').waitFor({ state: 'hidden' });
+              expect(await page.evaluate(() => document.documentElement.lang)).toBe(language);
+              await axeCheck(page, `${p.name} (${language}, ${theme}, ${screen})`);
+              await page.screenshot({ path: join(GALLERY, `${p.name}.${language}.${theme}.${screen}.png`) });
+            }
+          } finally {
+            await context.close();
+          }
+        });
+      }
+    }
+  }
+});

@@ -1,0 +1,347 @@
+import { Secret, TOTP } from 'otpauth';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/platform/clock.js';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { axeCheck, launchChromium } from '../helpers/browser.js';
+import { createPerson, type Person, signIn } from '../helpers/identities.js';
+import { freePort } from '../helpers/net.js';
+import { messagesTo, waitForCode } from '../helpers/outbox.js';
+
+/*
+ * Issue 27's Security overview in Chromium: #/security shows one row per area with its state
+ * (GET /account, the owner's own addresses unmasked), each row opens its focused page with a way
+ * back; destructive actions ask first and Cancel gives the focus back; the authenticator setup is
+ * one guided flow of three steps (the key grouped by four with a Copy button, the code, then the
+ * recovery codes it issues). Codes arrive in the development outbox. One app, one browser, one
+ * page; the tests run in order and share the account. axe checks every page state.
+ */
+let t: TestApp;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let origin: string;
+let person: Person;
+let secret = '';
+const pageErrors: string[] = [];
+const clock = new ManualClock(new Date());
+
+function totp(): string {
+  clock.advance(30);
+  return new TOTP({ secret: Secret.fromBase32(secret) }).generate({ timestamp: clock.now().getTime() });
+}
+
+const heading = (text: string) => page.getByRole('heading', { level: 1, name: text, exact: true }).waitFor();
+const focusedText = () =>
+  page.evaluate(() => {
+    const el = document.activeElement;
+    return el?.getAttribute('aria-label') ?? el?.textContent ?? '';
+  });
+
+async function overview(): Promise<void> {
+  await page.goto(`${origin}/account/#/security`);
+  await heading('Security');
+}
+
+/** Answers the step-up box with the code mailed to the person (the `count`-th message). */
+async function stepUpByMail(count: number): Promise<void> {
+  const box = page.locator('.stepup');
+  await box.getByLabel('Code').fill(await waitForCode(t.config.dataDir, person.email, count, 10_000));
+  await box.getByRole('button', { name: 'Confirm' }).click();
+}
+
+beforeAll(async () => {
+  const port = await freePort();
+  origin = `http://localhost:${port}`;
+  t = await createTestApp({ clock, env: { PUBLIC_ORIGIN: origin, ACCOUNT_UI: 'on' } });
+  await t.app.listen({ host: '127.0.0.1', port });
+  browser = await launchChromium();
+  context = await browser.newContext({ viewport: { width: 1000, height: 800 }, locale: 'en-US' });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
+  page = await context.newPage();
+  page.setDefaultTimeout(8000);
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  person = await createPerson(t.ctx, 'rosa@example.com');
+  // Signed in inside the page: the hosted session's HttpOnly cookie, as the sign-in form sets it.
+  await page.goto(`${origin}/account/`);
+  const grant = await signIn(t.app, person);
+  const status = await page.evaluate(async (refreshToken) => {
+    const res = await fetch('/api/v1/browser-session', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ refreshToken }),
+    });
+    return res.status;
+  }, grant.refreshToken);
+  expect(status).toBe(201);
+  // The page loads again and finds the session in the cookie.
+  await page.reload();
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await t?.close();
+});
+
+describe('the Security overview and its focused pages', () => {
+  it('shows each area with its state, and each row opens its page with a way back', async () => {
+    await overview();
+    const row = (id: string) => page.locator(`#row-${id}`).innerText();
+    expect(await row('password')).toMatch(/Password\s+Changed/);
+    expect(await row('two-step')).toMatch(/2-step verification\s+Off/);
+    expect(await row('passkeys')).toMatch(/Passkeys\s+None/);
+    expect(await row('recovery-codes')).toMatch(/Recovery codes\s+None/);
+    // The owner's own address, unmasked.
+    expect(await row('addresses')).toContain(person.email);
+    // No provider configured and none linked: no linked accounts row.
+    expect(await page.locator('#row-linked').count()).toBe(0);
+    await axeCheck(page, 'security overview');
+
+    for (const [id, title, card] of [
+      ['password', 'Password', '#password'],
+      ['two-step', '2-step verification', '#authenticator'],
+      ['passkeys', 'Passkeys', '#passkeys'],
+      ['recovery-codes', 'Recovery codes', '#recovery'],
+      ['addresses', 'Email addresses and phone numbers', '#methods'],
+    ] as const) {
+      await page.locator(`#row-${id}`).click();
+      await heading(title);
+      expect(page.url()).toBe(`${origin}/account/#/security/${id}`);
+      await page.locator(card).waitFor();
+      await axeCheck(page, `security: ${id}`);
+      await page.getByRole('link', { name: 'Back to Security' }).click();
+      await heading('Security');
+    }
+  });
+
+  it('asks before removing an address; Cancel closes the question and gives the focus back', async () => {
+    await page.locator('#row-addresses').click();
+    await heading('Email addresses and phone numbers');
+    const list = page.locator('#method-list');
+    expect(await list.innerText()).toContain(person.email);
+    const remove = page.getByRole('button', { name: `Remove Email address ${person.email}` });
+    await remove.click();
+    const question = page.getByRole('group', { name: `Remove ${person.email}?` });
+    await question.waitFor();
+    expect(await question.innerText()).toContain('You won’t be able to sign in with it');
+    expect(await remove.getAttribute('aria-expanded')).toBe('true');
+    // The focus went to the question; nothing was asked of the service yet (no step-up).
+    expect(await question.evaluate((el) => el === document.activeElement)).toBe(true);
+    expect(await page.locator('.stepup').count()).toBe(0);
+    await axeCheck(page, 'security: confirm a removal');
+    await question.getByRole('button', { name: 'Cancel' }).click();
+    await expect.poll(() => question.count()).toBe(0);
+    expect(await focusedText()).toBe(`Remove Email address ${person.email}`);
+    expect(await remove.getAttribute('aria-expanded')).toBe('false');
+    expect(await list.locator('li').count()).toBe(1);
+    // Escape closes it too.
+    await remove.click();
+    await question.waitFor();
+    await page.keyboard.press('Escape');
+    await expect.poll(() => question.count()).toBe(0);
+    expect(await focusedText()).toBe(`Remove Email address ${person.email}`);
+  });
+
+  it('sets up an authenticator in three guided steps, with the key to copy and the recovery codes last', async () => {
+    await page.getByRole('link', { name: 'Back to Security' }).click();
+    await heading('Security');
+    await page.locator('#row-two-step').click();
+    await heading('2-step verification');
+    const mails = messagesTo(t.config.dataDir, person.email).length;
+    await page.getByRole('button', { name: 'Set up an authenticator app' }).click();
+    await stepUpByMail(mails + 1);
+
+    // Step 1: the QR code, the key in groups of four with Copy, the otpauth:// link for touch screens.
+    const card = page.locator('#authenticator');
+    await card.getByRole('heading', { name: 'Scan this code with your app' }).waitFor();
+    await card.getByText('Step 1 of 3').waitFor();
+    expect(await card.locator('.guide-steps [aria-current="step"]').innerText()).toBe(
+      'Scan the QR code or enter the key',
+    );
+    const blocks = await card.locator('#totp-secret .key-block').allInnerTexts();
+    secret = blocks.join('');
+    expect(secret).toMatch(/^[A-Z2-7]{32}$/);
+    expect(blocks).toHaveLength(8);
+    for (const b of blocks) expect(b).toHaveLength(4);
+    const open = card.getByRole('link', { name: 'Open in your authenticator app', includeHidden: true });
+    expect(await open.getAttribute('href')).toMatch(/^otpauth:\/\/totp\/.*secret=[A-Z2-7]{32}/);
+    // A mouse and a desktop screen: hidden (the app is on another device).
+    expect(await open.isVisible()).toBe(false);
+    await axeCheck(page, 'guided setup: step 1');
+    await card.getByRole('button', { name: 'Copy the key' }).click();
+    await card.getByText('Copied', { exact: true }).waitFor();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
+
+    // Step 2: the code from the app; Back returns to step 1 with the same key.
+    await card.getByRole('button', { name: 'Next' }).click();
+    await card.getByText('Step 2 of 3').waitFor();
+    await card.getByRole('button', { name: 'Back', exact: true }).click();
+    await card.getByText('Step 1 of 3').waitFor();
+    expect((await card.locator('#totp-secret').innerText()).replace(/\s/g, '')).toBe(secret);
+    await card.getByRole('button', { name: 'Next' }).click();
+    const code = card.getByLabel('Code from the app');
+    await code.waitFor();
+    expect(await code.evaluate((el) => el === document.activeElement)).toBe(true);
+    await axeCheck(page, 'guided setup: step 2');
+    await code.fill(totp());
+    await card.getByRole('button', { name: 'Confirm', exact: true }).click();
+
+    // Step 3: none were live, so the codes are issued here (the setup's elevation is still alive).
+    await card.getByText('Step 3 of 3').waitFor();
+    await card.getByRole('heading', { name: 'Your new recovery codes' }).waitFor();
+    await card.getByText('Authenticator app added.').waitFor();
+    const codes = await card.locator('#recovery-codes li').allInnerTexts();
+    expect(codes).toHaveLength(10);
+    await card.getByRole('button', { name: 'Copy', exact: true }).click();
+    await card.getByText('Copied to the clipboard.').waitFor();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(`${codes.join('\n')}\n`);
+    await axeCheck(page, 'guided setup: step 3');
+    await card.getByRole('button', { name: 'I have saved them' }).click();
+    await card.getByText('Signing in asks for a code from your app').waitFor();
+    expect(await card.locator('#authenticator-list li').count()).toBe(1);
+    expect(await focusedText()).toBe('Authenticator app');
+
+    await page.getByRole('link', { name: 'Back to Security' }).click();
+    await heading('Security');
+    expect(await page.locator('#row-two-step').innerText()).toMatch(/On · 1 authenticator app/);
+    expect(await page.locator('#row-recovery-codes').innerText()).toMatch(/10 left/);
+  });
+
+  it('asks before new recovery codes void the old ones', async () => {
+    await page.locator('#row-recovery-codes').click();
+    await heading('Recovery codes');
+    await page.getByText('10 unused codes left').waitFor();
+    const create = page.getByRole('button', { name: 'Create new recovery codes' });
+    await create.click();
+    const question = page.getByRole('group', { name: 'Create new recovery codes?' });
+    await question.waitFor();
+    expect(await question.innerText()).toContain('Your current codes will stop working at once.');
+    await axeCheck(page, 'security: confirm new recovery codes');
+    await question.getByRole('button', { name: 'Cancel' }).click();
+    await expect.poll(() => question.count()).toBe(0);
+    expect(await focusedText()).toBe('Create new recovery codes');
+
+    await create.click();
+    await question.getByRole('button', { name: 'Create new codes' }).click();
+    await page.getByRole('heading', { name: 'Your new recovery codes' }).waitFor();
+    expect(await page.locator('#recovery-codes li').count()).toBe(10);
+    await page.getByRole('button', { name: 'I have saved them' }).click();
+    await page.getByText('10 unused codes left').waitFor();
+  });
+
+  it('asks before removing the authenticator app, then removes it after the confirmation', async () => {
+    await page.getByRole('link', { name: 'Back to Security' }).click();
+    await page.locator('#row-two-step').click();
+    await heading('2-step verification');
+    await page.getByRole('button', { name: 'Remove Authenticator app' }).click();
+    const question = page.getByRole('group', { name: 'Remove this authenticator app?' });
+    await question.getByRole('button', { name: 'Remove', exact: true }).click();
+    // The elevation of this page is still alive: removed at once.
+    await page.getByText('Add a second step to sign-in').waitFor();
+    expect(await page.locator('#authenticator-list li').count()).toBe(0);
+  });
+
+  it('reported no page error', () => {
+    expect(pageErrors).toEqual([]);
+  });
+});
+
+/** A new page in its own context, with a new person signed in (the hosted session's cookie). */
+async function freshPage(options: Parameters<Browser['newContext']>[0]): Promise<{ p: Page; who: Person }> {
+  const ctx = await browser.newContext(options);
+  const p = await ctx.newPage();
+  p.setDefaultTimeout(8000);
+  p.on('pageerror', (e) => pageErrors.push(String(e)));
+  const who = await createPerson(t.ctx);
+  await p.goto(`${origin}/account/`);
+  const grant = await signIn(t.app, who);
+  await p.evaluate(async (refreshToken) => {
+    await fetch('/api/v1/browser-session', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ refreshToken }),
+    });
+  }, grant.refreshToken);
+  await p.reload();
+  return { p, who };
+}
+
+describe('Security in other settings', () => {
+  it('under the pseudo-locale en-XA, every text of the Security pages comes from a catalogue', async () => {
+    const { p, who } = await freshPage({ locale: 'en-XA' });
+    const untranslated: string[] = [];
+    for (const [route, card] of [
+      ['', '#security-overview'],
+      ['/password', '#password'],
+      ['/two-step', '#authenticator'],
+      ['/recovery-codes', '#recovery'],
+      ['/addresses', '#methods'],
+      ['/passkeys', '#passkeys'],
+    ]) {
+      await p.goto(`${origin}/account/#/security${route}`);
+      await expect.poll(() => p.locator('main h1').textContent()).toMatch(/^⟦.*⟧$/);
+      await p.locator(`main ${card}`).waitFor();
+      const found = await p.evaluate((email) => {
+        const DATA = [
+          /^[\s·—–•…:,()-]*$/,
+          /^[\d\s.:,/-]*$/,
+          /^[A-Z][a-z]{2} \d{1,2}, \d{4}(, \d{1,2}:\d{2}\s?[AP]M)?$/,
+        ];
+        const wrapped = (text: string) =>
+          text
+            .replace(/⟦[^⟦⟧]*⟧/g, ' ')
+            .replace(/⟦[^⟦⟧]*⟧/g, ' ')
+            .split(/[·—]/)
+            .map((part) => part.trim())
+            .every((part) => part === '' || part === email || DATA.some((re) => re.test(part)));
+        const main = document.querySelector('main') as HTMLElement;
+        const out: string[] = [];
+        const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+        for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+          const text = (n.textContent ?? '').trim();
+          const el = n.parentElement as HTMLElement;
+          if (!text || el.closest('[hidden]') || getComputedStyle(el).display === 'none') continue;
+          if (!wrapped(text)) out.push(text);
+        }
+        for (const el of main.querySelectorAll('[aria-label]')) {
+          const value = el.getAttribute('aria-label') ?? '';
+          if (!wrapped(value)) out.push(`[aria-label] ${value}`);
+        }
+        return out;
+      }, who.email);
+      untranslated.push(...found.map((f) => `${route || '/'}: ${f}`));
+    }
+    expect(untranslated).toEqual([]);
+    await p.context().close();
+  });
+
+  it('in French, and on a touch screen the setup offers the otpauth:// link', async () => {
+    const { p, who } = await freshPage({
+      locale: 'fr-FR',
+      hasTouch: true,
+      isMobile: true,
+      viewport: { width: 390, height: 800 },
+    });
+    await p.goto(`${origin}/account/#/security`);
+    await p.getByRole('heading', { level: 1, name: 'Sécurité' }).waitFor();
+    expect(await p.locator('#row-two-step').innerText()).toMatch(/Validation en deux étapes\s+Désactivée/);
+    await p.locator('#row-two-step').click();
+    await p.getByRole('link', { name: 'Retour à Sécurité' }).waitFor();
+    const mails = messagesTo(t.config.dataDir, who.email).length;
+    await p.getByRole('button', { name: 'Configurer une application d’authentification' }).click();
+    const box = p.locator('.stepup');
+    await box.getByLabel('Code').fill(await waitForCode(t.config.dataDir, who.email, mails + 1, 10_000));
+    await box.getByRole('button', { name: 'Confirmer' }).click();
+    await p.getByText('Étape 1 sur 3').waitFor();
+    const open = p.getByRole('link', { name: 'Ouvrir dans votre application d’authentification' });
+    expect(await open.isVisible()).toBe(true);
+    expect(await open.getAttribute('href')).toMatch(/^otpauth:\/\/totp\//);
+    await axeCheck(p, 'guided setup on a touch screen, in French');
+    // Cancel at the first step: back to the start, the focus on its button.
+    await p.getByRole('button', { name: 'Annuler', exact: true }).click();
+    const start = p.getByRole('button', { name: 'Configurer une application d’authentification' });
+    await start.waitFor();
+    expect(await start.evaluate((el) => el === document.activeElement)).toBe(true);
+    await p.context().close();
+  });
+});

@@ -1,0 +1,245 @@
+import { type TOTP, URI } from 'otpauth';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/platform/clock.js';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { axeCheck, launchChromium } from '../helpers/browser.js';
+import { elevatedPerson } from '../helpers/elevation.js';
+import { bearer, type Person } from '../helpers/identities.js';
+import { freePort } from '../helpers/net.js';
+
+/*
+ * Issue 27's sign-in card in Chromium at 1280×800: a centred card about 400 px wide with a
+ * full-width button, "Forgot password?" on the password's label row, a show-password toggle, the
+ * page's own message (not a browser bubble) on an empty field, a spinner while the request is in
+ * flight; the second step with the focus on its code, a passkey way, and a recovery-code sign-in
+ * that says how many codes are left (and a spent code refused in those words). axe on each state,
+ * light, and dark once. One app, one browser, one page; the tests run in order.
+ */
+
+let t: TestApp;
+let browser: Browser;
+let page: Page;
+let origin: string;
+let person: Person;
+let recoveryCodes: string[] = [];
+const clock = new ManualClock(new Date());
+
+const heading = (text: string) => page.getByRole('heading', { level: 1, name: text }).waitFor();
+const identifier = () => page.getByLabel('Email or phone number');
+const password = () => page.getByLabel('Password', { exact: true });
+const signInButton = () => page.getByRole('button', { name: 'Sign in', exact: true });
+const box = async (selector: string) => {
+  const b = await page.locator(selector).first().boundingBox();
+  if (!b) throw new Error(`${selector} is not shown`);
+  return b;
+};
+/** The label (or name) of the focused element's field: its id, for comparing with a field's. */
+const focusedId = () => page.evaluate(() => document.activeElement?.id ?? '');
+
+beforeAll(async () => {
+  const port = await freePort();
+  origin = `http://localhost:${port}`;
+  t = await createTestApp({
+    clock,
+    env: {
+      PUBLIC_ORIGIN: origin,
+      WEBAUTHN_RP_ID: 'localhost',
+      WEBAUTHN_RP_NAME: 'Card e2e',
+      ACCOUNT_UI: 'on',
+    },
+  });
+  await t.app.listen({ host: '127.0.0.1', port });
+
+  // An account with recovery codes and an authenticator, set up through the service's routes.
+  const who = await elevatedPerson(t);
+  person = who.person;
+  const codes = await t.app.inject({ method: 'POST', url: '/api/v1/recovery-codes', headers: who.headers });
+  expect(codes.statusCode, codes.body).toBe(201);
+  recoveryCodes = codes.json().data.recoveryCodes;
+  const enrol = await t.app.inject({
+    method: 'POST',
+    url: '/api/v1/second-factors',
+    headers: who.headers,
+    payload: {},
+  });
+  expect(enrol.statusCode, enrol.body).toBe(201);
+  const totp = URI.parse(enrol.json().data.otpauthUri) as TOTP;
+  const confirmed = await t.app.inject({
+    method: 'POST',
+    url: '/api/v1/second-factors/confirmations',
+    headers: bearer(who.grant.accessToken),
+    payload: { code: totp.generate({ timestamp: clock.now().getTime() }) },
+  });
+  expect(confirmed.statusCode, confirmed.body).toBe(204);
+
+  browser = await launchChromium();
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  page = await context.newPage();
+  page.setDefaultTimeout(8000);
+  await page.goto(`${origin}/account/#/sign-in`);
+  await heading('Sign in');
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await t?.close();
+});
+
+describe('the sign-in card (issue 27)', () => {
+  it('is a centred card about 400 px wide, its first field focused, its buttons full width', async () => {
+    const inputId = await identifier().getAttribute('id');
+    await expect.poll(focusedId).toBe(inputId);
+    const card = await box('.sign-in-card');
+    expect(card.width).toBeLessThanOrEqual(440);
+    expect(card.width).toBeGreaterThanOrEqual(320);
+    const viewport = page.viewportSize()?.width ?? 1280;
+    expect(Math.abs(card.x + card.width / 2 - viewport / 2)).toBeLessThan(20);
+
+    const field = await identifier().boundingBox();
+    const button = await signInButton().boundingBox();
+    const passkey = await page.getByRole('button', { name: 'Sign in with a passkey' }).boundingBox();
+    if (!field || !button || !passkey) throw new Error('not shown');
+    expect(Math.abs(button.width - field.width)).toBeLessThanOrEqual(1);
+    expect(Math.abs(passkey.width - field.width)).toBeLessThanOrEqual(1);
+    // The passkey under an "or", below the password's button.
+    expect(await page.locator('.or-divider').isVisible()).toBe(true);
+    expect(passkey.y).toBeGreaterThan(button.y + button.height);
+
+    // "Forgot password?" on the Password label's row, at its right end.
+    const label = await box('.label-row label');
+    const forgot = await page.getByRole('link', { name: 'Forgot password?' }).boundingBox();
+    if (!forgot) throw new Error('no link');
+    expect(Math.abs(forgot.y + forgot.height / 2 - (label.y + label.height / 2))).toBeLessThan(12);
+    expect(Math.abs(forgot.x + forgot.width - (field.x + field.width))).toBeLessThanOrEqual(2);
+
+    // "New here? Create an account" under the card.
+    const create = await page.getByRole('link', { name: 'Create an account' }).boundingBox();
+    expect(create?.y ?? 0).toBeGreaterThan(card.y + card.height);
+    await axeCheck(page, 'sign-in card');
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await axeCheck(page, 'sign-in card, dark');
+    await page.emulateMedia({ colorScheme: 'light' });
+  });
+
+  it('shows the password on demand, the focus staying in the field', async () => {
+    await password().fill('a secret to show');
+    await password().focus();
+    const toggle = page.getByRole('button', { name: 'Show password' });
+    expect(await toggle.getAttribute('aria-pressed')).toBe('false');
+    await toggle.click();
+    expect(await password().getAttribute('type')).toBe('text');
+    expect(await toggle.getAttribute('aria-pressed')).toBe('true');
+    expect(await focusedId()).toBe(await password().getAttribute('id'));
+    await axeCheck(page, 'password shown');
+    await toggle.click();
+    expect(await password().getAttribute('type')).toBe('password');
+    expect(await toggle.getAttribute('aria-pressed')).toBe('false');
+    await password().fill('');
+  });
+
+  it('names an empty field on the field itself, with no browser bubble and nothing sent', async () => {
+    let sent = 0;
+    page.on('request', (r) => {
+      if (r.url().endsWith('/api/v1/sign-ins')) sent++;
+    });
+    expect(await page.locator('.sign-in-card form').evaluate((f) => (f as HTMLFormElement).noValidate)).toBe(
+      true,
+    );
+    await signInButton().click();
+    const message = page.getByText('Enter your email or phone number.');
+    await message.waitFor();
+    expect(await identifier().getAttribute('aria-invalid')).toBe('true');
+    const errorId = await message.getAttribute('id');
+    expect((await identifier().getAttribute('aria-describedby'))?.split(' ')).toContain(errorId);
+    expect(await focusedId()).toBe(await identifier().getAttribute('id'));
+    await page.getByText('Enter your password.').waitFor();
+    expect(await password().getAttribute('aria-invalid')).toBe('true');
+    expect(sent).toBe(0);
+    await axeCheck(page, 'empty fields named');
+  });
+
+  it('shows a spinner on the button while the sign-in is on its way, then the second step focused', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    let passed!: () => void;
+    const through = new Promise<void>((r) => {
+      passed = r;
+    });
+    await page.route('**/api/v1/sign-ins', async (route) => {
+      await held;
+      await route.continue();
+      passed();
+    });
+    await identifier().fill(person.email);
+    await password().fill(person.password);
+    await signInButton().click();
+    await expect.poll(() => signInButton().getAttribute('class')).toContain('busy');
+    expect(await signInButton().getAttribute('aria-busy')).toBe('true');
+    // The label stays: the spinner is the button's ::after.
+    expect(await signInButton().textContent()).toBe('Sign in');
+    await axeCheck(page, 'signing in');
+    release();
+    await through;
+    await page.unroute('**/api/v1/sign-ins');
+
+    await heading('Second step');
+    const code = page.getByLabel('Authenticator code');
+    await expect.poll(focusedId).toBe(await code.getAttribute('id'));
+    await page.getByRole('button', { name: 'Use a passkey instead' }).waitFor();
+    await axeCheck(page, 'second step');
+  });
+
+  it('a recovery code signs in and says how many are left', async () => {
+    await page.getByRole('button', { name: 'Use a recovery code instead' }).click();
+    await page.getByLabel('Recovery code').fill(recoveryCodes[0]);
+    await page.getByRole('button', { name: 'Continue' }).click();
+    const left = page.getByText('You have 9 recovery codes left. Make new ones in Security.');
+    await left.waitFor();
+    await axeCheck(page, 'recovery codes left');
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await axeCheck(page, 'recovery codes left, dark');
+    await page.emulateMedia({ colorScheme: 'light' });
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await heading('Your account');
+  });
+
+  it('a spent recovery code is refused in words that say each works once', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await heading('Sign in');
+    await identifier().fill(person.email);
+    await password().fill(person.password);
+    await signInButton().click();
+    await heading('Second step');
+    await page.getByRole('button', { name: 'Use a recovery code instead' }).click();
+    await page.getByLabel('Recovery code').fill(recoveryCodes[0]);
+    await page.getByRole('button', { name: 'Continue' }).click();
+    const alert = page
+      .getByRole('alert')
+      .filter({ hasText: 'That recovery code was not accepted. Each code works only once' });
+    await alert.waitFor();
+    expect(await alert.evaluate((el) => el === document.activeElement)).toBe(true);
+    await axeCheck(page, 'spent recovery code');
+  });
+
+  it('speaks French in a French browser, its own checks too', async () => {
+    const context = await browser.newContext({ locale: 'fr-FR', viewport: { width: 1280, height: 800 } });
+    try {
+      const fr = await context.newPage();
+      fr.setDefaultTimeout(8000);
+      await fr.goto(`${origin}/account/#/sign-in`);
+      await fr.getByRole('heading', { level: 1, name: 'Connexion' }).waitFor();
+      await fr.getByRole('link', { name: 'Mot de passe oublié ?' }).waitFor();
+      await fr.getByRole('button', { name: 'Afficher le mot de passe' }).waitFor();
+      await fr.getByRole('button', { name: 'Se connecter', exact: true }).click();
+      await fr.getByText('Saisissez votre adresse e-mail ou votre numéro de téléphone.').waitFor();
+      await fr.getByText('Saisissez votre mot de passe.').waitFor();
+      expect(await fr.locator('main').innerText()).toContain('Nouveau ici ?');
+      await axeCheck(fr, 'sign-in card in French');
+    } finally {
+      await context.close();
+    }
+  });
+});

@@ -1,0 +1,101 @@
+import { messages } from '../i18n.js';
+
+/** The sign-in page and its second step (ui/pages/sign-in.ts). */
+export const t = messages(
+  {
+    title: 'Sign in',
+    cardLabel: 'Sign in',
+    password: 'Password',
+    submit: 'Sign in',
+    forgot: 'Forgot password?',
+    or: 'or',
+    newHere: 'New here?',
+    createAccount: 'Create an account',
+    // The way on from a refused sign-in (an account never confirmed).
+    neverConfirmed: 'Registered but never entered the code?',
+    confirmPhone: 'Confirm your phone number',
+    confirmAddress: 'Confirm your address',
+    phoneConfirmed: 'This phone number is already confirmed. Check your password, or reset it.',
+    addressConfirmed: 'This address is already confirmed. Check your password, or reset it.',
+    impossiblePassword: 'That password is not one an account could have. Check it, or reset it.',
+    resetPassword: 'Reset your password',
+    // Passkeys.
+    passkey: 'Sign in with a passkey',
+    passkeyBrowser: 'This browser cannot use passkeys here.',
+    passkeyHost: 'Passkeys work only when this page is opened on {rp} (it is on {host}).',
+    // The second step.
+    'second.title': 'Second step',
+    'second.expired': 'Your sign-in has expired.',
+    'second.signInAgain': 'Sign in again',
+    'second.intro': 'Your password is right. Now confirm it is you with your authenticator app.',
+    'second.introVia': 'You signed in with {via}. Now confirm it is you with your authenticator app.',
+    'second.code': 'Authenticator code',
+    'second.codeHint': 'The 6-digit code your authenticator app shows now.',
+    'second.recoveryCode': 'Recovery code',
+    'second.recoveryHint': 'One of the recovery codes you saved, like ABCD-EFGH-JKLM-NPQR. It is used up.',
+    'second.useRecovery': 'Use a recovery code instead',
+    'second.useAuthenticator': 'Use an authenticator code instead',
+    'second.usePasskey': 'Use a passkey instead',
+    'second.submit': 'Continue',
+    'second.startAgain': 'Start again',
+    'second.cardLabel': 'Second step',
+    'second.recoveryRefused':
+      'That recovery code was not accepted. Each code works only once: if you used it before, try another.',
+    'second.signedIn': 'Signed in.',
+    'second.codesLeft': {
+      one: 'You have {count} recovery code left. Make new ones in Security.',
+      other: 'You have {count} recovery codes left. Make new ones in Security.',
+    },
+    'second.noCodesLeft': 'You have no recovery codes left. Make new ones in Security.',
+    'second.continue': 'Continue',
+  },
+  {
+    title: 'Connexion',
+    cardLabel: 'Connexion',
+    password: 'Mot de passe',
+    submit: 'Se connecter',
+    forgot: 'Mot de passe oublié ?',
+    or: 'ou',
+    newHere: 'Nouveau ici ?',
+    createAccount: 'Créer un compte',
+    neverConfirmed: 'Inscrit sans avoir saisi le code ?',
+    confirmPhone: 'Confirmer votre numéro de téléphone',
+    confirmAddress: 'Confirmer votre adresse',
+    phoneConfirmed:
+      'Ce numéro de téléphone est déjà confirmé. Vérifiez votre mot de passe ou réinitialisez-le.',
+    addressConfirmed: 'Cette adresse est déjà confirmée. Vérifiez votre mot de passe ou réinitialisez-le.',
+    impossiblePassword: 'Aucun compte ne peut avoir ce mot de passe. Vérifiez-le ou réinitialisez-le.',
+    resetPassword: 'Réinitialiser votre mot de passe',
+    passkey: 'Se connecter avec une clé d’accès',
+    passkeyBrowser: 'Ce navigateur ne peut pas utiliser de clé d’accès ici.',
+    passkeyHost:
+      'Les clés d’accès ne fonctionnent que si cette page est ouverte sur {rp} (elle est sur {host}).',
+    'second.title': 'Deuxième étape',
+    'second.expired': 'Votre connexion a expiré.',
+    'second.signInAgain': 'Se reconnecter',
+    'second.intro':
+      'Votre mot de passe est le bon. Confirmez maintenant que c’est bien vous avec votre application d’authentification.',
+    'second.introVia':
+      'Vous vous êtes connecté avec {via}. Confirmez maintenant que c’est bien vous avec votre application d’authentification.',
+    'second.code': 'Code d’authentification',
+    'second.codeHint': 'Le code à 6 chiffres affiché en ce moment par votre application d’authentification.',
+    'second.recoveryCode': 'Code de secours',
+    'second.recoveryHint':
+      'L’un des codes de secours que vous avez conservés, comme ABCD-EFGH-JKLM-NPQR. Il sera consommé.',
+    'second.useRecovery': 'Utiliser plutôt un code de secours',
+    'second.useAuthenticator': 'Utiliser plutôt un code d’authentification',
+    'second.usePasskey': 'Utiliser plutôt une clé d’accès',
+    'second.submit': 'Continuer',
+    'second.startAgain': 'Recommencer',
+    'second.cardLabel': 'Deuxième étape',
+    'second.recoveryRefused':
+      'Ce code de secours n’a pas été accepté. Chaque code ne fonctionne qu’une fois : si vous l’avez déjà utilisé, essayez-en un autre.',
+    'second.signedIn': 'Vous êtes connecté.',
+    'second.codesLeft': {
+      one: 'Il vous reste {count} code de secours. Créez-en de nouveaux dans Sécurité.',
+      other: 'Il vous reste {count} codes de secours. Créez-en de nouveaux dans Sécurité.',
+    },
+    'second.noCodesLeft': 'Il ne vous reste aucun code de secours. Créez-en de nouveaux dans Sécurité.',
+    'second.continue': 'Continuer',
+  },
+);
