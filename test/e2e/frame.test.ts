@@ -125,6 +125,44 @@ describe('the hosted pages’ frame in Chromium', () => {
     await context.close();
   });
 
+  it('fits 320 px: no page scrolls sideways', async () => {
+    const context = await browser.newContext({ viewport: { width: 320, height: 640 }, locale: 'fr-FR' });
+    const page = await context.newPage();
+    page.setDefaultTimeout(8000);
+    const wide: string[] = [];
+    const check = async (route: string) => {
+      await page.goto('about:blank');
+      await page.goto(`${origin}/account/${route}`);
+      await page.locator('main h1').waitFor();
+      await page.locator('.page-loading').waitFor({ state: 'hidden' });
+      const width = await page.evaluate(() => document.documentElement.scrollWidth);
+      if (width > 320) wide.push(`${route}: ${width}px`);
+    };
+    // French: its words are longer than English ones.
+    for (const route of ['#/sign-in', '#/sign-up', '#/recover']) await check(route);
+    await page.goto(`${origin}/account/#/sign-in`);
+    await page.getByLabel('Adresse e-mail ou numéro de téléphone').fill(person.email);
+    await page.getByLabel('Mot de passe', { exact: true }).fill(person.password);
+    await page.getByRole('button', { name: 'Se connecter', exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: 'Votre compte' }).waitFor();
+    for (const route of [
+      '#/',
+      '#/security',
+      '#/security/password',
+      '#/security/two-step',
+      '#/security/passkeys',
+      '#/security/recovery-codes',
+      '#/security/addresses',
+      '#/devices',
+      '#/history',
+      '#/apps',
+    ]) {
+      await check(route);
+    }
+    expect(wide).toEqual([]);
+    await context.close();
+  });
+
   it('speaks French to a French browser', async () => {
     const context = await browser.newContext({ locale: 'fr-FR' });
     const page = await context.newPage();

@@ -12,7 +12,7 @@ let sink: SmtpSink;
 let t: TestApp;
 beforeAll(async () => {
   sink = await startSmtpSink();
-  t = await raceApp({ SMTP_URL: `smtp://127.0.0.1:${sink.port}`, SIGN_IN_NOTICES: 'on' });
+  t = await raceApp({ SMTP_URL: `smtp://127.0.0.1:${sink.port}`, SECURITY_NOTICES: 'on' });
 });
 afterAll(async () => {
   await t?.close();
