@@ -263,6 +263,9 @@ async function freshPage(options: Parameters<Browser['newContext']>[0]): Promise
     });
   }, grant.refreshToken);
   await p.reload();
+  // Signed in (the navigation shows) before anything else: a route opened while the first
+  // render is still asking the service could otherwise land on the sign-in page.
+  await p.locator('#nav').waitFor({ state: 'visible' });
   return { p, who };
 }
 
