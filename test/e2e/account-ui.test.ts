@@ -9,8 +9,13 @@ import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { addVirtualAuthenticator, axeCheck, launchChromium } from '../helpers/browser.js';
 import { freePort } from '../helpers/net.js';
-import { codeIn, waitForCode } from '../helpers/outbox.js';
-import { bodyOf, type SmtpSink, startSmtpSink } from '../helpers/smtp.js';
+import { waitForCode } from '../helpers/outbox.js';
+import {
+  type SmtpSink,
+  mailCode as sinkCode,
+  mailCount as sinkCount,
+  startSmtpSink,
+} from '../helpers/smtp.js';
 
 /**
  * Issue 15's hosted account UI in a real browser: Debian's Chromium through playwright-core, a
@@ -53,17 +58,8 @@ function totp(): string {
   return new TOTP({ secret: Secret.fromBase32(totpSecret) }).generate({ timestamp: clock.now().getTime() });
 }
 
-/** The code of the `count`-th message to `to` (some leave just after the answer). */
-async function mailCode(to: string, count: number): Promise<string> {
-  const until = Date.now() + 10_000;
-  for (;;) {
-    const mine = smtp.received.filter((m) => m.to.includes(to));
-    if (mine.length >= count) return codeIn(bodyOf(mine[count - 1].raw).replace(/=\r\n/g, ''));
-    if (Date.now() > until) throw new Error(`no message #${count} for ${to}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-const mailCount = (to: string) => smtp.received.filter((m) => m.to.includes(to)).length;
+const mailCode = (to: string, count: number) => sinkCode(smtp, to, count);
+const mailCount = (to: string) => sinkCount(smtp, to);
 
 async function watch(p: Page): Promise<void> {
   await p.addInitScript(() => {

@@ -4,8 +4,12 @@ import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { axeCheck, launchChromium } from '../helpers/browser.js';
 import { freePort } from '../helpers/net.js';
-import { codeIn } from '../helpers/outbox.js';
-import { bodyOf, type SmtpSink, startSmtpSink } from '../helpers/smtp.js';
+import {
+  type SmtpSink,
+  mailCode as sinkCode,
+  mailCount as sinkCount,
+  startSmtpSink,
+} from '../helpers/smtp.js';
 
 /**
  * Issue 27's one-time codes in Chromium (ui/otp.ts): the code input follows the configured format
@@ -30,17 +34,8 @@ const pageErrors: string[] = [];
 
 const clock = new ManualClock(new Date());
 
-/** The code of the `count`-th mail to `to`. */
-async function mailCode(to: string, count: number): Promise<string> {
-  const until = Date.now() + 10_000;
-  for (;;) {
-    const mine = smtp.received.filter((m) => m.to.includes(to));
-    if (mine.length >= count) return codeIn(bodyOf(mine[count - 1].raw).replace(/=\r\n/g, ''));
-    if (Date.now() > until) throw new Error(`no message #${count} for ${to}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-const mailCount = (to: string) => smtp.received.filter((m) => m.to.includes(to)).length;
+const mailCode = (to: string, count: number) => sinkCode(smtp, to, count);
+const mailCount = (to: string) => sinkCount(smtp, to);
 
 const step = (p: Page, text: string) => p.getByRole('heading', { level: 2, name: text }).waitFor();
 const code = (p: Page) => p.locator('input[name="code"]');

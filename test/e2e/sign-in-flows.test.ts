@@ -5,8 +5,13 @@ import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { axeCheck, launchChromium } from '../helpers/browser.js';
 import { freePort } from '../helpers/net.js';
-import { codeIn, messagesTo, waitForCode } from '../helpers/outbox.js';
-import { bodyOf, type SmtpSink, startSmtpSink } from '../helpers/smtp.js';
+import { messagesTo, waitForCode } from '../helpers/outbox.js';
+import {
+  type SmtpSink,
+  mailCode as sinkCode,
+  mailCount as sinkCount,
+  startSmtpSink,
+} from '../helpers/smtp.js';
 
 /**
  * Issue 27's broken sign-in flows, in a real browser against a real service: a phone number signs
@@ -38,17 +43,8 @@ function totp(): string {
   return new TOTP({ secret: Secret.fromBase32(totpSecret) }).generate({ timestamp: clock.now().getTime() });
 }
 
-/** The code of the `count`-th mail to `to`. */
-async function mailCode(to: string, count: number): Promise<string> {
-  const until = Date.now() + 10_000;
-  for (;;) {
-    const mine = smtp.received.filter((m) => m.to.includes(to));
-    if (mine.length >= count) return codeIn(bodyOf(mine[count - 1].raw).replace(/=\r\n/g, ''));
-    if (Date.now() > until) throw new Error(`no message #${count} for ${to}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-const mailCount = (to: string) => smtp.received.filter((m) => m.to.includes(to)).length;
+const mailCode = (to: string, count: number) => sinkCode(smtp, to, count);
+const mailCount = (to: string) => sinkCount(smtp, to);
 const textCount = () => messagesTo(t.config.dataDir, PHONE).length;
 const textCode = (count: number) => waitForCode(t.config.dataDir, PHONE, count, 10_000);
 

@@ -52,3 +52,18 @@ export async function startSmtpSink(port = 0): Promise<SmtpSink> {
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
+
+/** The code in the `count`-th mail the sink received for `to` (some leave just after the answer). */
+export async function mailCode(sink: SmtpSink, to: string, count: number): Promise<string> {
+  const until = Date.now() + 10_000;
+  for (;;) {
+    const mine = sink.received.filter((m) => m.to.includes(to));
+    if (mine.length >= count) return codeIn(bodyOf(mine[count - 1].raw).replace(/=\r\n/g, ''));
+    if (Date.now() > until) throw new Error(`no message #${count} for ${to}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** How many mails the sink received for `to`. */
+export const mailCount = (sink: SmtpSink, to: string): number =>
+  sink.received.filter((m) => m.to.includes(to)).length;

@@ -12,9 +12,13 @@ function describe(s: DeviceSession): string {
   return d?.description || [d?.browser, d?.os].filter(Boolean).join(' on ') || t('devices.unknown');
 }
 
-/** "Active now" for this device or one renewed within an access token's life, else "Last active 3 hours ago". */
+/** In use now: this device, or one renewed within an access token's life. */
+const activeNow = (s: DeviceSession, now: number): boolean =>
+  s.current || now - Date.parse(s.lastActiveAt) < ACTIVE_NOW_MS;
+
+/** "Active now", else "Last active 3 hours ago". */
 function activity(s: DeviceSession, now: number): string {
-  if (s.current || now - Date.parse(s.lastActiveAt) < ACTIVE_NOW_MS) return t('devices.activeNow');
+  if (activeNow(s, now)) return t('devices.activeNow');
   return t('devices.lastActive', { when: ago(s.lastActiveAt, now) });
 }
 
@@ -73,16 +77,7 @@ export async function devicesPage(): Promise<PageContent> {
         { class: 'item-main' },
         h('span', { class: 'item-title' }, name),
         s.current ? h('span', { class: 'badge' }, t('devices.thisDevice')) : null,
-        h(
-          'span',
-          {
-            class:
-              s.current || now - Date.parse(s.lastActiveAt) < ACTIVE_NOW_MS
-                ? 'item-meta active'
-                : 'item-meta',
-          },
-          activity(s, now),
-        ),
+        h('span', { class: activeNow(s, now) ? 'item-meta active' : 'item-meta' }, activity(s, now)),
         h(
           'span',
           { class: 'item-meta' },
