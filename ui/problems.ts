@@ -1,4 +1,6 @@
 import { t } from './messages/forms.js';
+import { t as strength } from './messages/strength.js';
+import { adviceShown } from './strength.js';
 import { waitPhrase } from './wait.js';
 
 /** The refusals named in the catalogue (ui/messages/forms.ts), by their code. */
@@ -62,10 +64,14 @@ export function messageFor(p: ProblemLike): string {
 }
 
 /** A field's message from a validation refusal, in the person's words. */
-export function fieldMessage(error: { code?: string; message?: string }): string {
+export function fieldMessage(error: { field?: string; code?: string; message?: string }): string {
   if (error.code === 'weak_password') {
-    // The service's own reason, built from zxcvbn's fixed English sentences (never the password);
-    // in another language, the catalogue's sentence.
+    // The service's reason is zxcvbn's advice in English, for API clients. The page says why in
+    // its own language: the advice its strength meter (the same rule, ui/strength.ts) gave for
+    // the password typed; without it, the service's words on a page in English, else the
+    // catalogue's general sentence.
+    const advice = adviceShown(error.field);
+    if (advice) return strength('refusedWeak', { advice });
     return serverWordsFit() && error.message ? error.message : t('weakPassword');
   }
   if (error.code === 'minLength') return t('tooShort');

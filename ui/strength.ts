@@ -1,5 +1,6 @@
 import { h, uid } from './dom.js';
-import { messages } from './i18n.js';
+import { locale, onLocaleChange } from './i18n.js';
+import { t } from './messages/strength.js';
 
 /*
  * The strength meter under a new password. It judges by the service's own rule
@@ -20,28 +21,17 @@ const loadPolicy = (): Promise<Policy> => {
   return policy;
 };
 
-const t = messages(
-  {
-    meter: 'Password strength',
-    unrated: 'Not rated yet',
-    tooWeak: 'Too weak',
-    weak: 'Weak',
-    good: 'Good',
-    strong: 'Strong',
-    atLeast: 'Use at least {count} characters.',
-    atMost: 'Use at most {count} characters.',
-  },
-  {
-    meter: 'Robustesse du mot de passe',
-    unrated: 'Pas encore évalué',
-    tooWeak: 'Trop faible',
-    weak: 'Faible',
-    good: 'Bon',
-    strong: 'Excellent',
-    atLeast: 'Utilisez au moins {count} caractères.',
-    atMost: 'Utilisez au plus {count} caractères.',
-  },
-);
+type Localiser = typeof import('./messages/strength-zxcvbn.js');
+
+let localiser: Promise<Localiser> | undefined;
+/** zxcvbn's advice in another language than English: its own small script, for those pages only. */
+const loadLocaliser = (): Promise<Localiser> => {
+  localiser ??= import('./messages/strength-zxcvbn.js');
+  localiser.catch(() => {
+    localiser = undefined;
+  });
+  return localiser;
+};
 
 /** The label of a zxcvbn score: 0 to 2 are refused by the service, 3 and 4 accepted. */
 const LABELS = ['tooWeak', 'tooWeak', 'weak', 'good', 'strong'] as const;
@@ -72,11 +62,49 @@ async function verdictOf(p: Policy, password: string, userInputs: readonly strin
         : t('atMost', { count: p.MAX_PASSWORD_LENGTH });
     return { level: 1, label: t('tooWeak'), advice };
   }
-  // zxcvbn's advice is in English (@zxcvbn-ts/language-fr is not a dependency): a page in another
-  // language (or the pseudo-locale) shows the level word alone.
-  const advice = document.documentElement.lang === 'en' ? result.advice : '';
+  // The rule words zxcvbn's advice in English; a page in French shows @zxcvbn-ts/language-fr's
+  // sentences instead (ui/messages/strength-zxcvbn.ts), or the level word alone should one not be
+  // found there (or its script not fetched: offline for a moment).
+  const language = locale();
+  const advice =
+    language === 'en'
+      ? result.advice
+      : ((await loadLocaliser().then(
+          (l) => l.localiseAdvice(result.advice, language),
+          () => null,
+        )) ?? '');
   return { level: result.score === 2 ? 2 : 1, label: t(LABELS[result.score]), advice };
 }
+
+/**
+ * The verdict last shown under each new-password input, with the password and the page's language
+ * it was for: what a refusal of that same password repeats (ui/problems.ts). Weak: gone with the
+ * input.
+ */
+const shown = new WeakMap<HTMLInputElement, { password: string; lang: string; advice: string }>();
+
+/**
+ * The advice (in the page's language, without the level word) the meter gave for the password now
+ * in the new-password input named `name`: the one in the form being sent (aria-busy) when there
+ * are several. Null when the meter has not judged that password yet, or found nothing to say.
+ */
+export function adviceShown(name: string | undefined): string | null {
+  if (!name) return null;
+  const selector = `input[name="${CSS.escape(name)}"]`;
+  const input =
+    document.querySelector<HTMLInputElement>(`form[aria-busy="true"] ${selector}`) ??
+    document.querySelector<HTMLInputElement>(selector);
+  const verdict = input ? shown.get(input) : undefined;
+  if (!input || !verdict || verdict.password !== input.value) return null;
+  if (verdict.lang !== document.documentElement.lang) return null;
+  return verdict.advice || null;
+}
+
+/** Each meter's redraw in a new language, by its element (weak: gone with the page). */
+const redraws = new WeakMap<Element, () => void>();
+onLocaleChange(() => {
+  for (const el of document.querySelectorAll('.strength')) redraws.get(el)?.();
+});
 
 interface StrengthMeter {
   el: HTMLElement;
@@ -128,7 +156,7 @@ export function strengthMeter(input: HTMLInputElement, userInputs?: () => readon
     segments.forEach((s, i) => {
       s.classList.toggle('on', i < v.level);
     });
-    const sentence = v.advice ? `${v.label}. ${v.advice}` : `${v.label}.`;
+    const sentence = v.advice ? `${v.label}. ${t('advice', { advice: v.advice })}` : `${v.label}.`;
     if (text.textContent !== sentence) text.textContent = sentence;
   };
 
@@ -141,11 +169,13 @@ export function strengthMeter(input: HTMLInputElement, userInputs?: () => readon
       return;
     }
     try {
+      const lang = document.documentElement.lang;
       const verdict = await verdictOf(await loadPolicy(), password, identifiers());
-      // Typed on while the rule loaded: the newer keystroke's own timer judges it.
-      if (input.value !== password) return;
+      // Typed on (or the language changed) while the rule loaded: a newer judgement follows.
+      if (input.value !== password || document.documentElement.lang !== lang) return;
       bar.hidden = false;
       show(verdict);
+      shown.set(input, { password, lang, advice: verdict.advice });
     } catch {
       // Without the rule there is no meter; the service still checks on submit.
       bar.hidden = true;
@@ -156,8 +186,22 @@ export function strengthMeter(input: HTMLInputElement, userInputs?: () => readon
     void loadPolicy()
       .then((p) => p.preparePasswordPolicy())
       .catch(() => undefined);
+    if (locale() !== 'en') void loadLocaliser().catch(() => undefined);
     clearTimeout(timer);
     timer = setTimeout(judge, SETTLE_MS);
+  });
+  // Leaving the field (to press the button) judges at once: a refusal of this password then has
+  // the advice to repeat (adviceShown).
+  input.addEventListener('change', () => {
+    clearTimeout(timer);
+    void judge();
+  });
+  // The page's words in the new language, the password judged again for its advice.
+  redraws.set(el, () => {
+    bar.setAttribute('aria-label', t('meter'));
+    if (input.value === '') bar.setAttribute('aria-valuetext', t('unrated'));
+    clearTimeout(timer);
+    void judge();
   });
   return { el, textId };
 }

@@ -1,3 +1,5 @@
+import { translations as en } from '@zxcvbn-ts/language-en';
+import { translations as fr } from '@zxcvbn-ts/language-fr';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
@@ -9,6 +11,8 @@ import { type SmtpSink, startSmtpSink } from '../helpers/smtp.js';
  * Issue 27, broken item 6: `password1234` was accepted. The sign-up page's strength meter judges by
  * the service's own rule (zxcvbn, loaded on the first keystroke as its own script), the service
  * refuses a weak password with its reason on the field, and a strong one goes on to the code step.
+ * In French, the meter's advice and the refusal's reason are zxcvbn's French sentences
+ * (@zxcvbn-ts/language-fr), loaded as a small script of their own on French pages only.
  */
 const EMAIL = 'grace@example.com';
 
@@ -55,6 +59,8 @@ const strengthText = () => page.locator('.strength-text');
 const policyScripts = () => requests.filter((u) => /\/password-policy\.[\w-]+\.js$/.test(u));
 /** zxcvbn and its two dictionaries, split by esbuild into files of their own. */
 const zxcvbnScripts = () => requests.filter((u) => /\/dist\.[\w-]+\.js$/.test(u));
+/** zxcvbn's advice in the page's language (French pages only). */
+const adviceScripts = () => requests.filter((u) => /\/strength-zxcvbn\.[\w-]+\.js$/.test(u));
 
 /** Replaces the password by typing it (input events, as a person would). */
 async function typePassword(value: string): Promise<void> {
@@ -117,6 +123,82 @@ describe('the password strength meter and the refusal of a weak password', () =>
     // The rule was fetched once, from the page's own origin, under the CSP.
     expect(policyScripts()).toHaveLength(1);
     expect(policyScripts()[0].startsWith(`${origin}/account/`)).toBe(true);
+    expect(problems).toEqual([]);
+  });
+
+  it('gives zxcvbn’s advice in French on a French page, on the meter and in the refusal', async () => {
+    // An English page never fetched the French advice.
+    expect(adviceScripts()).toEqual([]);
+    const context = await browser.newContext({ locale: 'fr-FR', viewport: { width: 1000, height: 800 } });
+    try {
+      const fr_ = await context.newPage();
+      fr_.setDefaultTimeout(8000);
+      const seen: string[] = [];
+      fr_.on('request', (r) => seen.push(r.url()));
+      fr_.on('pageerror', (e) => problems.push(String(e)));
+      const frMeter = () => fr_.getByRole('meter', { name: 'Robustesse du mot de passe' });
+      const frPassword = () => fr_.getByLabel('Mot de passe', { exact: true });
+      const frText = () => fr_.locator('.strength-text');
+      await fr_.goto(`${origin}/account/#/sign-up`);
+      await fr_.getByRole('heading', { level: 1, name: 'Créer un compte' }).waitFor();
+      await fr_.getByLabel('Adresse e-mail ou numéro de téléphone').fill('chloe@example.com');
+      await frPassword().pressSequentially('password1234');
+      await expect.poll(() => frMeter().getAttribute('aria-valuetext')).toBe('Trop faible');
+      // zxcvbn's warning and suggestion, in language-fr's words; not a word of language-en's.
+      const warning = fr.warnings.similarToCommon;
+      const suggestion = fr.suggestions.anotherWord;
+      await expect.poll(() => frText().textContent()).toBe(`Trop faible. ${warning} ${suggestion}`);
+      const shown = (await frText().textContent()) ?? '';
+      for (const english of [...Object.values(en.warnings), ...Object.values(en.suggestions)]) {
+        expect(shown).not.toContain(english);
+      }
+      expect(shown).not.toContain('This password');
+      expect(seen.filter((u) => /\/strength-zxcvbn\.[\w-]+\.js$/.test(u))).toHaveLength(1);
+
+      // Built on the address typed: language-fr's sentence about personal data.
+      await frPassword().fill('');
+      await frPassword().pressSequentially('chloe@example.com2024');
+      await expect.poll(() => frText().textContent()).toContain(fr.warnings.userInputs);
+      expect(await frText().textContent()).not.toContain(en.warnings.userInputs);
+      await axeCheck(fr_, 'sign-up in French, weak password');
+
+      // Sent anyway: the service refuses with its English reason (for API clients); the field says
+      // why in French, with the same advice as the meter.
+      await frPassword().fill('');
+      await frPassword().pressSequentially('password1234');
+      await expect.poll(() => frText().textContent()).toContain(warning);
+      const refusal = fr_.waitForResponse((r) => r.url().includes('/api/v1/') && r.status() === 400);
+      await fr_.getByRole('button', { name: 'Créer le compte' }).click();
+      const answer = await (await refusal).json();
+      expect(JSON.stringify(answer)).toContain('This password is too easy to guess.');
+      await expect.poll(() => frPassword().getAttribute('aria-invalid')).toBe('true');
+      const error = fr_.locator('.field-error:not([hidden])');
+      expect(await error.textContent()).toBe(
+        `Ce mot de passe est trop facile à deviner. ${warning} ${suggestion}`,
+      );
+      expect(await fr_.locator('main').innerText()).not.toMatch(/too easy to guess|commonly used password/);
+      await axeCheck(fr_, 'sign-up in French, weak password refused');
+    } finally {
+      await context.close();
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it('marks the advice as catalogue text under the pseudo-locale en-XA', async () => {
+    const context = await browser.newContext({ locale: 'en-XA', viewport: { width: 1000, height: 800 } });
+    try {
+      const xa = await context.newPage();
+      xa.setDefaultTimeout(8000);
+      xa.on('pageerror', (e) => problems.push(String(e)));
+      await xa.goto(`${origin}/account/#/sign-up`);
+      await xa.getByRole('heading', { level: 1, name: '⟦Create an account⟧' }).waitFor();
+      await xa.getByLabel('⟦Email or phone number⟧').fill('chloe@example.com');
+      await xa.getByLabel('⟦Password⟧', { exact: true }).pressSequentially('password1234');
+      const advice = `${en.warnings.similarToCommon} ${en.suggestions.anotherWord}`;
+      await expect.poll(() => xa.locator('.strength-text').textContent()).toBe(`⟦Too weak⟧. ⟦${advice}⟧`);
+    } finally {
+      await context.close();
+    }
     expect(problems).toEqual([]);
   });
 });

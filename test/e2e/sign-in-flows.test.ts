@@ -1,5 +1,5 @@
 import { Secret, TOTP } from 'otpauth';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
@@ -18,7 +18,8 @@ import {
  * up and signs in through the one identifier field (texts land in the development outbox, mail in
  * an SMTP sink); the pending steps of sign-up, sign-in and recovery survive a reload; a refused
  * sign-in of an account never confirmed offers the way to confirm it; an authenticator setup can
- * be cancelled. One app, one browser, one page; the tests run in order and share the accounts.
+ * be cancelled; the second step's code is the shared one-time-code input, its recovery code an
+ * input of its own. One app, one browser, one page; the tests run in order and share the accounts.
  */
 const PHONE_NATIONAL = '06 12 34 56 78';
 const PHONE = '+33612345678';
@@ -32,6 +33,8 @@ let browser: Browser;
 let page: Page;
 let origin: string;
 let totpSecret = '';
+/** The phone account's recovery codes, issued as the authenticator setup's last step. */
+let recoveryCodes: string[] = [];
 const pageErrors: string[] = [];
 
 /** The service's clock starts at the real time (the browser judges expiry by it) and moves on by hand. */
@@ -54,6 +57,16 @@ const identifier = () => page.getByLabel('Email or phone number');
 const country = () => page.getByLabel('Country of the phone number');
 const signInButton = () => page.getByRole('button', { name: 'Sign in', exact: true });
 /** What this tab's scripts can read in both storage areas. */
+/** Whether `el` has the focus. */
+const focused = (el: Locator) => () => el.evaluate((e) => e === document.activeElement);
+/** Pastes `text` into `input` as a browser does (a paste event carrying the clipboard's text). */
+function paste(input: Locator, text: string): Promise<void> {
+  return input.evaluate((el, pasted) => {
+    const data = new DataTransfer();
+    data.setData('text/plain', pasted);
+    el.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+  }, text);
+}
 const storage = () =>
   page.evaluate(() => {
     const dump = (s: Storage) => Object.keys(s).map((k) => `${k}=${s.getItem(k)}`);
@@ -161,6 +174,9 @@ describe('sign-in flows in Chromium (issue 27)', () => {
     await page.getByLabel('Code from the app').fill(totp());
     await page.getByRole('button', { name: 'Confirm', exact: true }).click();
     await page.getByText('Authenticator app added.').waitFor();
+    await page.locator('#recovery-codes li').first().waitFor();
+    recoveryCodes = (await page.locator('#recovery-codes li').allTextContents()).map((c) => c.trim());
+    expect(recoveryCodes).toHaveLength(10);
   });
 
   it('the phone number signs in (international form), and the second step survives a reload', async () => {
@@ -182,6 +198,84 @@ describe('sign-in flows in Chromium (issue 27)', () => {
     await page.getByRole('button', { name: 'Continue' }).click();
     await heading('Your account');
     expect((await storage()).session).not.toMatch(/ticket/i);
+  });
+
+  it('the second step: the one-time-code input, and a recovery code in any case, hyphens or not', async () => {
+    await signOut();
+    await identifier().fill(PHONE);
+    await page.getByLabel('Password', { exact: true }).fill(phonePassword);
+    await signInButton().click();
+    await heading('Second step');
+    const code = page.getByLabel('Authenticator code');
+    const recovery = page.getByLabel('Recovery code');
+    const toggle = (name: string) => page.getByRole('button', { name }).click();
+    const submit = () => page.getByRole('button', { name: 'Continue' }).click();
+    // The shared code input (ui/otp.ts), focused at load.
+    await expect.poll(focused(code)).toBe(true);
+    expect(await code.getAttribute('autocomplete')).toBe('one-time-code');
+    expect(await code.getAttribute('inputmode')).toBe('numeric');
+    expect(await code.getAttribute('maxlength')).toBe('8');
+    expect(await code.getAttribute('class')).toContain('code-input');
+    // Its hint says how long the code is.
+    await page.getByText('The 6-digit code your authenticator app shows now.').waitFor();
+    // A whole code pasted with a space keeps its digits; typed letters do not stay.
+    await paste(code, '123 456');
+    expect(await code.inputValue()).toBe('123456');
+    await code.fill('');
+    await code.pressSequentially('12a3');
+    expect(await code.inputValue()).toBe('123');
+    // Too short: named on the field, nothing sent.
+    await submit();
+    await page.getByText('Enter the whole code your authenticator app shows.').waitFor();
+    expect(await code.getAttribute('aria-invalid')).toBe('true');
+    await axeCheck(page, 'second step, code too short');
+
+    // "Use a recovery code instead": an input of its own, text, focused; the code input hidden.
+    await toggle('Use a recovery code instead');
+    await expect.poll(focused(recovery)).toBe(true);
+    expect(await code.isVisible()).toBe(false);
+    expect(await recovery.getAttribute('inputmode')).not.toBe('numeric');
+    expect(await recovery.getAttribute('autocomplete')).not.toBe('one-time-code');
+    await page.getByText(/One of the recovery codes you saved/).waitFor();
+    await recovery.pressSequentially('abcd-EFGH');
+    expect(await recovery.inputValue()).toBe('abcd-EFGH');
+    await axeCheck(page, 'second step, recovery code');
+    // And back: the code input again, empty, focused, its error gone.
+    await toggle('Use an authenticator code instead');
+    await expect.poll(focused(code)).toBe(true);
+    expect(await code.inputValue()).toBe('');
+    expect(await code.getAttribute('aria-invalid')).toBeNull();
+    expect(await recovery.isVisible()).toBe(false);
+    await toggle('Use a recovery code instead');
+    expect(await recovery.inputValue()).toBe('');
+
+    // A recovery code in lower case, without its hyphens, pasted with spaces around: signed in, with
+    // the warning of how many are left.
+    await recovery.fill(` ${recoveryCodes[0].replace(/-/g, '').toLowerCase()} `);
+    await submit();
+    await page.getByText('You have 9 recovery codes left. Make new ones in Security.').waitFor();
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await heading('Your account');
+
+    // The same code again (as shown, hyphens and upper case): the spent-code message.
+    await signOut();
+    await identifier().fill(PHONE);
+    await page.getByLabel('Password', { exact: true }).fill(phonePassword);
+    await signInButton().click();
+    await heading('Second step');
+    await toggle('Use a recovery code instead');
+    await recovery.fill(recoveryCodes[0]);
+    await submit();
+    const alert = page
+      .getByRole('alert')
+      .filter({ hasText: 'That recovery code was not accepted. Each code works only once' });
+    await alert.waitFor();
+    expect(await alert.evaluate((el) => el === document.activeElement)).toBe(true);
+    // The authenticator's code still signs in from here.
+    await toggle('Use an authenticator code instead');
+    await code.fill(totp());
+    await submit();
+    await heading('Your account');
   });
 
   it('an expired second step says so, and "Start again" forgets a pending one', async () => {

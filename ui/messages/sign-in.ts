@@ -30,7 +30,6 @@ export const t = messages(
     'second.intro': 'Your password is right. Now confirm it is you with your authenticator app.',
     'second.introVia': 'You signed in with {via}. Now confirm it is you with your authenticator app.',
     'second.code': 'Authenticator code',
-    'second.codeHint': 'The 6-digit code your authenticator app shows now.',
     'second.recoveryCode': 'Recovery code',
     'second.recoveryHint': 'One of the recovery codes you saved, like ABCD-EFGH-JKLM-NPQR. It is used up.',
     'second.useRecovery': 'Use a recovery code instead',
@@ -78,7 +77,6 @@ export const t = messages(
     'second.introVia':
       'Vous vous êtes connecté avec {via}. Confirmez maintenant que c’est bien vous avec votre application d’authentification.',
     'second.code': 'Code d’authentification',
-    'second.codeHint': 'Le code à 6 chiffres affiché en ce moment par votre application d’authentification.',
     'second.recoveryCode': 'Code de secours',
     'second.recoveryHint':
       'L’un des codes de secours que vous avez conservés, comme ABCD-EFGH-JKLM-NPQR. Il sera consommé.',

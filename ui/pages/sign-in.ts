@@ -3,6 +3,7 @@ import { field, h, passwordToggle } from '../dom.js';
 import { actionButton, alertBox, makeForm } from '../forms.js';
 import { type IdentifierForm, identifierField, pendingStep } from '../identifier.js';
 import { t } from '../messages/sign-in.js';
+import { codeField } from '../otp.js';
 import { continueWith } from '../providers.js';
 import { go, type PageContent } from '../router.js';
 import { startConfirmation } from './sign-up.js';
@@ -220,27 +221,38 @@ export function secondFactorPage(): PageContent {
   const { ticket, uid, via } = pending;
   const restart = uid ? `#/authorize/${encodeURIComponent(uid)}` : '#/sign-in';
   let recovery = false;
-  const code = field({
-    label: t('second.code'),
-    name: 'code',
-    autocomplete: 'one-time-code',
-    inputmode: 'numeric',
-    hint: t('second.codeHint'),
+  // The authenticator's code in the shared one-time-code input (ui/otp.ts: autocomplete
+  // one-time-code, digits only, 6 to 8 of them, a pasted "123 456" kept as "123456"); a recovery
+  // code in a plain text input of its own, since it holds letters and hyphens. One shows at a
+  // time: the hidden one is disabled, so it is neither checked nor sent.
+  const code = codeField({ label: t('second.code'), name: 'code', kind: 'authenticator' });
+  const recoveryCode = field({
+    label: t('second.recoveryCode'),
+    name: 'recoveryCode',
+    autocomplete: 'off',
+    hint: t('second.recoveryHint'),
   });
-  const label = code.wrap.querySelector('label') as HTMLLabelElement;
-  const hint = code.wrap.querySelector('.hint') as HTMLElement;
+  recoveryCode.input.spellcheck = false;
+  recoveryCode.input.setAttribute('spellcheck', 'false');
+  recoveryCode.input.setAttribute('autocapitalize', 'characters');
+  const show = (useRecovery: boolean) => {
+    recovery = useRecovery;
+    code.wrap.hidden = recovery;
+    code.input.disabled = recovery;
+    recoveryCode.wrap.hidden = !recovery;
+    recoveryCode.input.disabled = !recovery;
+    code.input.value = '';
+    recoveryCode.input.value = '';
+    code.setError(null);
+    recoveryCode.setError(null);
+  };
+  show(false);
   const toggle = h('button', { type: 'button', class: 'link' }, t('second.useRecovery'));
   toggle.addEventListener('click', () => {
-    recovery = !recovery;
-    label.textContent = recovery ? t('second.recoveryCode') : t('second.code');
-    hint.textContent = recovery ? t('second.recoveryHint') : t('second.codeHint');
-    code.input.name = recovery ? 'recoveryCode' : 'code';
-    code.input.inputMode = recovery ? 'text' : 'numeric';
-    code.input.value = '';
-    code.setError(null);
+    show(!recovery);
     form.alert.hidden = true;
     toggle.textContent = recovery ? t('second.useAuthenticator') : t('second.useRecovery');
-    code.input.focus();
+    (recovery ? recoveryCode : code).input.focus();
   });
   const card = h('section', { class: 'card sign-in-card', 'aria-label': t('second.cardLabel') });
   const intro = h('p', null, via ? t('second.introVia', { via }) : t('second.intro'));
@@ -250,12 +262,15 @@ export function secondFactorPage(): PageContent {
     h('a', { href: restart, onclick: () => pendingStep.clear(PENDING) }, t('second.startAgain')),
   );
   const form = makeForm({
-    fields: [code],
+    fields: [code, recoveryCode],
     submit: t('second.submit'),
     buttons: [toggle],
     async onSubmit() {
-      const value = code.input.value.trim();
       const usedRecovery = recovery;
+      // A recovery code goes as typed, in either case, with or without its hyphens (the service
+      // accepts both); spaces from a copy are dropped.
+      if (!usedRecovery) code.requireWhole();
+      const value = usedRecovery ? recoveryCode.input.value.replace(/\s+/g, '') : code.value();
       try {
         await api.completeSecondFactor(ticket, usedRecovery ? { recoveryCode: value } : { code: value });
       } catch (error) {
