@@ -55,7 +55,9 @@ export function setLocale(choice: { locale: Locale; pseudo: boolean }): void {
   const changed = choice.locale !== current || choice.pseudo !== pseudo;
   current = choice.locale;
   pseudo = choice.pseudo;
-  document.documentElement.lang = pseudo ? 'en-XA' : current;
+  // Outside a page (the browser tests read the catalogues to find what a person reads) there is
+  // no document to label.
+  if (typeof document !== 'undefined') document.documentElement.lang = pseudo ? 'en-XA' : current;
   if (changed) for (const listener of listeners) listener();
 }
 
