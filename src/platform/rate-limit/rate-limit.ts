@@ -60,12 +60,19 @@ export function limitFor(setting: RateLimitSetting, route: string) {
  * /sign-in-methods). The sends themselves count against RATE_LIMIT_SENDS_A_MESSAGE per client address
  * and route in the database, in the transaction that decides to send (guess-budget.ts
  * `senderSubject`), so typos, unusable addresses and 409s never spend them. Every request, sending
- * or not, is also counted here against the wider RATE_LIMIT_ANSWERS_A_CHALLENGE (10/60 by default):
- * a person's mistakes never reach it, but it bounds how fast one address can ask whether addresses
- * are taken (409), and it refuses a flood in onRequest before the body is read or the database touched.
+ * or not, is also counted here against RATE_LIMIT_ANSWERS_A_CHALLENGE (10/60 by default), or
+ * against RATE_LIMIT_SENDS_A_MESSAGE when an operator set that one to allow more per second (so
+ * raising the send limit is never capped by this one): a person's mistakes never reach it, but it
+ * bounds how fast one address can ask whether addresses are taken (409), and it refuses a flood in
+ * onRequest before the body is read or the database touched.
  */
-export function sendingRouteLimit(limits: { answersAChallenge: RateLimitSetting }, route: string) {
-  return limitFor(limits.answersAChallenge, route);
+export function sendingRouteLimit(
+  limits: { answersAChallenge: RateLimitSetting; sendsAMessage: RateLimitSetting },
+  route: string,
+) {
+  const { answersAChallenge: answers, sendsAMessage: sends } = limits;
+  const wider = sends.max / sends.windowSeconds > answers.max / answers.windowSeconds ? sends : answers;
+  return limitFor(wider, route);
 }
 
 /** The client address's send subject for the request's route (guess-budget.ts `senderSubject`). */
