@@ -1,10 +1,10 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { axeCheck, launchChromium } from '../helpers/browser.js';
+import { axeCheck, launchChromium, signInPage } from '../helpers/browser.js';
 import { createPerson, type Person } from '../helpers/identities.js';
 import { freePort } from '../helpers/net.js';
 
@@ -35,28 +35,6 @@ let browser: Browser;
 let origin: string;
 let person: Person;
 
-/** Signs the context in through the service's cookie hand-over, the way the page itself does. */
-async function signInWithCookie(page: Page): Promise<void> {
-  const status = await page.evaluate(
-    async ({ email, password }) => {
-      const grant = await fetch('/api/v1/sign-ins', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ identifierType: 'email', identifier: email, password }),
-      });
-      const { data } = await grant.json();
-      const handed = await fetch('/api/v1/browser-session', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ refreshToken: data.refreshToken }),
-      });
-      return handed.status;
-    },
-    { email: person.email, password: person.password },
-  );
-  expect(status).toBe(201);
-}
-
 beforeAll(async () => {
   mkdirSync(GALLERY, { recursive: true });
   const port = await freePort();
@@ -82,8 +60,9 @@ describe('the hosted pages on every screen, theme and language', () => {
           page.setDefaultTimeout(8000);
           try {
             for (const p of PAGES) {
-              // The page is on the origin (the sign-in page came first) when the cookie is handed over.
-              if (p.signedIn && !(await context.cookies(origin)).length) await signInWithCookie(page);
+              // Signs the context in through the service's cookie hand-over, the way the page itself
+              // does; the page is on the origin (the sign-in page came first) when it is called.
+              if (p.signedIn && !(await context.cookies(origin)).length) await signInPage(page, person);
               // A fresh load each time (a change of hash alone would not ask for the cookie's session).
               await page.goto('about:blank');
               await page.goto(`${origin}/account/${p.route}`);

@@ -5,7 +5,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { axeCheck, launchChromium } from '../helpers/browser.js';
+import { axeCheck, launchChromium, signInPage } from '../helpers/browser.js';
 import { createPerson, type Person, signIn } from '../helpers/identities.js';
 import { freePort } from '../helpers/net.js';
 
@@ -102,20 +102,6 @@ async function reach(page: Page, heading: RegExp | string): Promise<void> {
   await expect.poll(() => page.locator('main h1').textContent(), { timeout: 10_000 }).toMatch(heading);
 }
 
-/** Signs `person` in inside the page (the hosted session's HttpOnly cookie, as the sign-in form would). */
-async function signInHere(page: Page, person: Person): Promise<void> {
-  const grant = await signIn(t.app, person);
-  const status = await page.evaluate(async (refreshToken) => {
-    const res = await fetch('/api/v1/browser-session', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ refreshToken }),
-    });
-    return res.status;
-  }, grant.refreshToken);
-  expect(status).toBe(201);
-}
-
 /**
  * What <main> shows a person that is not inside ⟦ ⟧: its visible text nodes (data left aside) and
  * its aria-label, title, placeholder and alt attributes. Also the document's title.
@@ -205,7 +191,9 @@ describe('the hosted pages in French (a fr-FR browser)', () => {
     await expect.poll(() => page.locator('#providers').textContent()).toContain('Continuer avec Acme');
     expect(await page.title()).toMatch(/^Connectez-vous pour continuer vers/);
 
-    await signInHere(page, person);
+    // Signed in inside the page (the hosted session's HttpOnly cookie, as the sign-in form would);
+    // the page is on the service's origin (the authorization page).
+    await signInPage(page, { refreshToken: (await signIn(t.app, person)).refreshToken });
     await page.goto(authorizeUrl());
     await reach(page, `Autoriser ${CLIENT.name} à utiliser votre compte ?`);
     expect(await page.locator('#scopes').innerText()).toContain('Votre adresse e-mail');
@@ -256,7 +244,8 @@ describe('the pseudo-locale en-XA: every string from a catalogue', () => {
     await page.locator('#providers button').first().waitFor();
     await audit(page, 'authorize');
 
-    await signInHere(page, person);
+    // Signed in inside the page, on the service's origin (as above).
+    await signInPage(page, { refreshToken: (await signIn(t.app, person)).refreshToken });
     await page.goto(authorizeUrl());
     await reach(page, `⟦Allow ${CLIENT.name} to use your account?⟧`);
     await audit(page, 'consent');

@@ -3,7 +3,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { axeCheck, launchChromium } from '../helpers/browser.js';
+import { axeCheck, launchChromium, signInPage } from '../helpers/browser.js';
 import { createPerson, type Person, signIn } from '../helpers/identities.js';
 import { freePort } from '../helpers/net.js';
 import { messagesTo, waitForCode } from '../helpers/outbox.js';
@@ -64,16 +64,7 @@ beforeAll(async () => {
   person = await createPerson(t.ctx, 'rosa@example.com');
   // Signed in inside the page: the hosted session's HttpOnly cookie, as the sign-in form sets it.
   await page.goto(`${origin}/account/`);
-  const grant = await signIn(t.app, person);
-  const status = await page.evaluate(async (refreshToken) => {
-    const res = await fetch('/api/v1/browser-session', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ refreshToken }),
-    });
-    return res.status;
-  }, grant.refreshToken);
-  expect(status).toBe(201);
+  await signInPage(page, { refreshToken: (await signIn(t.app, person)).refreshToken });
   // The page loads again and finds the session in the cookie.
   await page.reload();
 }, 60_000);
@@ -254,14 +245,7 @@ async function freshPage(options: Parameters<Browser['newContext']>[0]): Promise
   p.on('pageerror', (e) => pageErrors.push(String(e)));
   const who = await createPerson(t.ctx);
   await p.goto(`${origin}/account/`);
-  const grant = await signIn(t.app, who);
-  await p.evaluate(async (refreshToken) => {
-    await fetch('/api/v1/browser-session', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ refreshToken }),
-    });
-  }, grant.refreshToken);
+  await signInPage(p, { refreshToken: (await signIn(t.app, who)).refreshToken });
   await p.reload();
   // Signed in (the navigation shows) before anything else: a route opened while the first
   // render is still asking the service could otherwise land on the sign-in page.

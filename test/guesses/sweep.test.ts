@@ -34,7 +34,7 @@ async function rows(): Promise<{ budgets: number; sendWindows: number }> {
 async function fill(tag: string, n: number): Promise<void> {
   for (let i = 0; i < n; i++) {
     await t.ctx.guesses.admit(`code:sweep:${tag}-${i}`);
-    await t.ctx.messages.count([`sweep:${tag}-${i}`]);
+    await t.ctx.messages.count([{ key: `sweep:${tag}-${i}`, refusal: 'messages' }]);
   }
 }
 

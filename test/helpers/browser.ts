@@ -51,3 +51,39 @@ export async function axeCheck(p: Page, name: string): Promise<string> {
   expect(found, `${name}: ${JSON.stringify(found)}`).toEqual([]);
   return `${name}: 0 violations`;
 }
+
+/** Who signs in: a password sign-in made by the page itself, or a grant already obtained elsewhere. */
+export type PageSignIn = { email: string; password: string } | { refreshToken: string };
+
+/**
+ * Signs the page's browser context in the way the hosted sign-in form does: POST /api/v1/sign-ins
+ * from inside the page (when given an email and password; the session is then the browser's own,
+ * its user agent and address), then the cookie hand-over, POST /api/v1/browser-session with the
+ * grant's refresh token, which sets the hosted session's HttpOnly cookie. Given a `refreshToken`
+ * (e.g. from `signIn(t.app, person)`), only the hand-over runs. The page MUST already be on the
+ * service's origin (any of its pages): the requests are relative and the cookie is that origin's.
+ * Fails unless the hand-over answers 201. The page does not reload: load it again to see the
+ * session.
+ */
+export async function signInPage(page: Page, who: PageSignIn): Promise<void> {
+  const status = await page.evaluate(async (who) => {
+    let refreshToken: string;
+    if ('refreshToken' in who) refreshToken = who.refreshToken;
+    else {
+      const grant = await fetch('/api/v1/sign-ins', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ identifierType: 'email', identifier: who.email, password: who.password }),
+      });
+      const { data } = await grant.json();
+      refreshToken = data.refreshToken;
+    }
+    const handed = await fetch('/api/v1/browser-session', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ refreshToken }),
+    });
+    return handed.status;
+  }, who);
+  expect(status, 'POST /api/v1/browser-session').toBe(201);
+}

@@ -7,7 +7,7 @@ import type { Database } from '../../platform/db/database.js';
 import type { SessionPrincipal } from '../../platform/http/auth.js';
 import type { Signals } from '../../platform/metrics/signals.js';
 import { Problem } from '../../platform/problem.js';
-import type { GuessBudgets, MessageLimits } from '../../platform/rate-limit/guess-budget.js';
+import type { GuessBudgets, MessageLimits, MessageSubject } from '../../platform/rate-limit/guess-budget.js';
 import { destinationSubject, guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { revokeChallenges } from '../challenges/repository.js';
 import type { ChallengeFlow } from '../challenges/service.js';
@@ -112,7 +112,7 @@ export class PasswordService {
    * address), and the message leaves after the answer, so a slow channel cannot be timed.
    * `sender` is the client address's subject (senderSubject).
    */
-  async start(input: IdentifierInput, sender: string): Promise<{ challengeExpiresAt: string }> {
+  async start(input: IdentifierInput, sender: MessageSubject): Promise<{ challengeExpiresAt: string }> {
     // Both refusals depend on the address's shape and the configuration only, never on an account.
     const ident = this.deps.challenges.reachableAddress(input);
     const { db } = this.deps.database;

@@ -6,7 +6,7 @@ import type { PasswordHasher } from '../../platform/crypto/passwords.js';
 import type { Database } from '../../platform/db/database.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
 import { Problem } from '../../platform/problem.js';
-import type { MessageLimits } from '../../platform/rate-limit/guess-budget.js';
+import type { MessageLimits, MessageSubject } from '../../platform/rate-limit/guess-budget.js';
 import { destinationSubject, guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { revokeChallenges } from '../challenges/repository.js';
 import type { ChallengeFlow } from '../challenges/service.js';
@@ -55,7 +55,7 @@ export class RegistrationService {
    * before the transaction, so a refused request writes nothing and sends nothing. `sender` is the
    * client address's subject (senderSubject): the code counts against it with its destination.
    */
-  async signUp(input: SignUpInput, sender: string): Promise<SignUpResult> {
+  async signUp(input: SignUpInput, sender: MessageSubject): Promise<SignUpResult> {
     await assertPasswordPolicy(
       input.password,
       'password',

@@ -9,7 +9,7 @@ import { maskIdentifier } from '../../platform/notify/mask.js';
 import type { CursorCodec, CursorScope } from '../../platform/pagination/cursor.js';
 import { type KeysetWindow, keysetPage, type PageQuery } from '../../platform/pagination/page.js';
 import { Problem } from '../../platform/problem.js';
-import type { MessageLimits } from '../../platform/rate-limit/guess-budget.js';
+import type { MessageLimits, MessageSubject } from '../../platform/rate-limit/guess-budget.js';
 import { destinationSubject, guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { type ChallengeRow, revokeChallenges } from '../challenges/repository.js';
 import type { ChallengeFlow } from '../challenges/service.js';
@@ -81,7 +81,7 @@ export class SignInMethodService {
   }
 
   /** POST /sign-in-methods. */
-  async add(principal: SessionPrincipal, input: AddMethodInput, sender: string) {
+  async add(principal: SessionPrincipal, input: AddMethodInput, sender: MessageSubject) {
     if (input.identifierType === 'provider') {
       // A refused ID token is a refused proof of the new method: the confirmation refusal.
       return this.#providers.link(
@@ -99,7 +99,7 @@ export class SignInMethodService {
    * held only by someone else's unconfirmed registration is not: proving the code claims it.
    * `sender` is the client address's subject (senderSubject).
    */
-  private async addIdentifier(identityId: string, input: IdentifierInput, sender: string) {
+  private async addIdentifier(identityId: string, input: IdentifierInput, sender: MessageSubject) {
     const ident = this.deps.challenges.reachableAddress(input);
     const { db } = this.deps.database;
     const existing = await findIdentifier(db, ident);

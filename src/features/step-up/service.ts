@@ -6,9 +6,8 @@ import type { Database, Executor } from '../../platform/db/database.js';
 import type { RequestMeta, SessionPrincipal } from '../../platform/http/auth.js';
 import type { Notifier } from '../../platform/notify/notifier.js';
 import { Problem } from '../../platform/problem.js';
-import { addressBucket } from '../../platform/rate-limit/address.js';
 import type { GuessBudgets, MessageLimits } from '../../platform/rate-limit/guess-budget.js';
-import { destinationSubject, guessSubject } from '../../platform/rate-limit/guess-budget.js';
+import { destinationSubject, guessSubject, stepUpSubjects } from '../../platform/rate-limit/guess-budget.js';
 import { revokeChallenges, type StepUpChannel } from '../challenges/repository.js';
 import type { ChallengeFlow } from '../challenges/service.js';
 import { lockIdentity, verifiedIdentifiers } from '../identities/repository.js';
@@ -129,8 +128,7 @@ export class StepUpService {
       // A step-up that sends a message counts per identity, per address and, like every message,
       // per destination (SENDS_A_MESSAGE).
       await this.deps.messages.count([
-        `step-up:${identityId}`,
-        `step-up:${addressBucket(meta.ip ?? '')}`,
+        ...stepUpSubjects(identityId, meta.ip ?? ''),
         destinationSubject(first),
       ]);
     }

@@ -99,6 +99,22 @@ export class GuessBudgets {
 }
 
 /**
+ * What messages are counted against (MessageLimits): `key` names the window (stored only as a keyed
+ * hash, never read back) and `refusal` is the rule a refusal reports (Signals `refused`), the kind
+ * only, never who: `route:<pattern>` for a sending route's per-address count, `messages` for a
+ * message window. Built by the functions below, never parsed back out of the key.
+ */
+export interface MessageSubject {
+  readonly key: string;
+  readonly refusal: 'messages' | `route:${string}`;
+}
+
+/** A message window: every kind of message to a destination, or a step-up's per identity or address. */
+function messageWindow(key: string): MessageSubject {
+  return { key, refusal: 'messages' };
+}
+
+/**
  * The subject every message to one destination counts against, whatever its kind (sign-up,
  * recovery, sign-in-method and step-up codes, new-sign-in notices): one window per mailbox or
  * number, so mixing kinds or client addresses does not multiply what one inbox receives. An email
@@ -107,8 +123,16 @@ export class GuessBudgets {
  * googlemail.com spelling are folded. Two addresses folded together only share a window, never an
  * account. A number is its E.164 form.
  */
-export function destinationSubject(to: { type: string; value: string }): string {
-  return `to:${to.type}:${to.type === 'email' ? mailbox(to.value) : to.value}`;
+export function destinationSubject(to: { type: string; value: string }): MessageSubject {
+  return messageWindow(`to:${to.type}:${to.type === 'email' ? mailbox(to.value) : to.value}`);
+}
+
+/**
+ * The subjects a step-up's code counts against besides its destination: one window per identity
+ * and one per client address (an IPv6 address by its /64).
+ */
+export function stepUpSubjects(identityId: string, ip: string): MessageSubject[] {
+  return [messageWindow(`step-up:${identityId}`), messageWindow(`step-up:${addressBucket(ip)}`)];
 }
 
 /**
@@ -120,8 +144,8 @@ export function destinationSubject(to: { type: string; value: string }): string 
  * send nothing are bounded by the route's own, wider limiter instead (RATE_LIMIT_ANSWERS_A_CHALLENGE,
  * rate-limit.ts `sendingRouteLimit`).
  */
-export function senderSubject(route: string, ip: string): string {
-  return `sends:${route}|${addressBucket(ip)}`;
+export function senderSubject(route: string, ip: string): MessageSubject {
+  return { key: `sends:${route}|${addressBucket(ip)}`, refusal: `route:${route}` };
 }
 
 /** A normalised (lower-cased) address's mailbox: `a.da+news@googlemail.com` is `ada@gmail.com`. */
@@ -158,17 +182,13 @@ export class MessageLimits {
    * its own statements by default; in a caller's transaction when the count must stand or fall with
    * what the request writes (a refusal that rolls it back has sent nothing).
    */
-  async count(subjects: string[], exec: Executor = this.db): Promise<void> {
+  async count(subjects: MessageSubject[], exec: Executor = this.db): Promise<void> {
     const now = this.clock.now();
     const tripped = await this.#countAll(exec, subjects, now);
     if (tripped.latest) {
       // A sending route's per-address count is the route's limit (`route:<pattern>`); the others
       // are message windows. The kind only, never who.
-      for (const subject of tripped.subjects) {
-        this.signals.refused(
-          subject.startsWith('sends:') ? `route:${subject.slice(6, subject.indexOf('|'))}` : 'messages',
-        );
-      }
+      for (const subject of tripped.subjects) this.signals.refused(subject.refusal);
       throw tooEarly(now, tripped.latest);
     }
   }
@@ -177,7 +197,7 @@ export class MessageLimits {
    * Counts one message that no request waits for (a new-sign-in notice): true when it may be sent,
    * false when a subject is past its limit and the message is to be dropped.
    */
-  async admits(subjects: string[]): Promise<boolean> {
+  async admits(subjects: MessageSubject[]): Promise<boolean> {
     return (await this.#countAll(this.db, subjects, this.clock.now())).latest === undefined;
   }
 
@@ -187,15 +207,15 @@ export class MessageLimits {
    */
   async #countAll(
     exec: Executor,
-    subjects: string[],
+    subjects: MessageSubject[],
     now: Date,
-  ): Promise<{ latest: Date | undefined; subjects: string[] }> {
+  ): Promise<{ latest: Date | undefined; subjects: MessageSubject[] }> {
     let latest: Date | undefined;
-    const tripped: string[] = [];
+    const tripped: MessageSubject[] = [];
     for (const subject of subjects) {
       const { sent, windowEndsAt } = await countSend(
         exec,
-        hmacHex(this.key, `send:${subject}`),
+        hmacHex(this.key, `send:${subject.key}`),
         now,
         this.setting.windowSeconds,
       );

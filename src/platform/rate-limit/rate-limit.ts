@@ -5,7 +5,7 @@ import type { RateLimitSetting } from '../../config.js';
 import type { Signals } from '../metrics/signals.js';
 import { Problem } from '../problem.js';
 import { addressBucket } from './address.js';
-import { senderSubject } from './guess-budget.js';
+import { type MessageSubject, senderSubject } from './guess-budget.js';
 
 /**
  * Registers the limiter without a global limit: only routes that name one of the three named limits
@@ -76,6 +76,6 @@ export function sendingRouteLimit(
 }
 
 /** The client address's send subject for the request's route (guess-budget.ts `senderSubject`). */
-export function senderOf(request: FastifyRequest): string {
+export function senderOf(request: FastifyRequest): MessageSubject {
   return senderSubject(request.routeOptions.url ?? request.url, request.ip);
 }
