@@ -10,6 +10,7 @@ import { accountUiRoutes } from './features/account-ui/routes.js';
 import { healthRoutes } from './features/health/routes.js';
 import { connectedAppRoutes } from './features/oidc/account-routes.js';
 import { oidcRoutes } from './features/oidc/routes.js';
+import { organizationRoutes } from './features/organizations/routes.js';
 import { passkeyRoutes } from './features/passkeys/routes.js';
 import { passwordRoutes } from './features/passwords/routes.js';
 import { providerFlowRoutes } from './features/providers/flow-routes.js';
@@ -107,7 +108,8 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
     origin: config.corsOrigins.length > 0 ? config.corsOrigins : false,
     credentials: false,
     exposedHeaders: ['ETag', 'X-Request-Id'],
-    methods: ['GET', 'HEAD', 'POST'],
+    // PATCH, PUT and DELETE: the organization routes (docs/organizations.md).
+    methods: ['GET', 'HEAD', 'POST', 'PATCH', 'PUT', 'DELETE'],
     allowedHeaders: ['Authorization', 'Content-Type', 'If-None-Match', 'If-Match', 'x-elevation-token'],
   });
 
@@ -156,6 +158,7 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
       await api.register(providerRoutes, { ctx });
       await api.register(providerFlowRoutes, { ctx });
       await api.register(accountRoutes, { ctx });
+      await api.register(organizationRoutes, { ctx });
       await api.register(connectedAppRoutes, { ctx });
       // Passkeys only with a WebAuthn relying party (off in production without WEBAUTHN_*).
       if (ctx.config.webauthn) await api.register(passkeyRoutes, { ctx });

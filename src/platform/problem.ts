@@ -171,6 +171,68 @@ export const CATALOGUE = {
     detail: 'Removing this method would leave no way in.',
     retryable: false,
   },
+  'organization.not_found': {
+    status: 404,
+    title: 'Organization not found',
+    detail: 'No organization with this id has the caller as a member.',
+    retryable: false,
+  },
+  'organization.member_not_found': {
+    status: 404,
+    title: 'Member not found',
+    detail: 'The organization has no member with this id.',
+    retryable: false,
+  },
+  'organization.permission_denied': {
+    status: 403,
+    title: 'Not allowed in this organization',
+    detail: 'Your role in this organization does not allow this.',
+    retryable: false,
+  },
+  'organization.creation_disabled': {
+    status: 403,
+    title: 'Organization creation disabled',
+    detail: 'Organizations are created by the operators of this service.',
+    retryable: false,
+  },
+  'organization.identifier_required': {
+    status: 403,
+    title: 'Verified identifier required',
+    detail: 'Verify an email address or phone number before creating an organization.',
+    retryable: false,
+  },
+  'organization.second_factor_required': {
+    status: 403,
+    title: 'Second factor required',
+    detail:
+      'This organization requires a second factor of its members: add an authenticator app or a passkey to your account, then switch again.',
+    retryable: false,
+  },
+  'organization.slug_taken': {
+    status: 409,
+    title: 'Slug taken',
+    detail: 'Another organization already uses this slug.',
+    retryable: false,
+  },
+  'organization.last_owner': {
+    status: 409,
+    title: 'Last owner',
+    detail: 'The organization must keep at least one owner: make another member an owner first.',
+    retryable: false,
+  },
+  'organization.last_owner_erasure': {
+    status: 409,
+    title: 'Last owner of an organization',
+    detail:
+      'The identity is the last owner of an organization that has other members: ownership must be transferred first.',
+    retryable: false,
+  },
+  'organization.role_unknown': {
+    status: 422,
+    title: 'Unknown role',
+    detail: 'The role is neither built in nor configured.',
+    retryable: false,
+  },
   'idempotency.key_reused': {
     status: 409,
     title: 'Idempotency key reused',

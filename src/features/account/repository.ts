@@ -238,3 +238,31 @@ export async function auditFacts(trx: Executor, identityId: string): Promise<Aud
     .orderBy('seq')
     .execute();
 }
+
+export interface MembershipFacts {
+  organizationId: string;
+  name: string;
+  slug: string;
+  role: string;
+  joinedAt: Date;
+  roleChangedAt: Date;
+}
+
+/** The identity's organization memberships, oldest first. */
+export async function membershipFacts(trx: Executor, identityId: string): Promise<MembershipFacts[]> {
+  return trx
+    .selectFrom('organization_memberships as m')
+    .innerJoin('organizations as o', 'o.id', 'm.organization_id')
+    .select([
+      'o.id as organizationId',
+      'o.name',
+      'o.slug',
+      'm.role',
+      'm.created_at as joinedAt',
+      'm.updated_at as roleChangedAt',
+    ])
+    .where('m.identity_id', '=', identityId)
+    .orderBy('m.created_at')
+    .orderBy('o.id')
+    .execute();
+}

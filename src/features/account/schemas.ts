@@ -59,6 +59,17 @@ export const AccountExportSchema = Type.Object(
       }),
     ),
     recoveryCodes: Type.Object({ remaining: Type.Integer({ minimum: 0 }), issuedAt: MaybeInstant }),
+    organizations: Type.Array(
+      Type.Object({
+        id: Uuid,
+        name: Type.String(),
+        slug: Type.String(),
+        role: Type.String(),
+        joinedAt: Instant,
+        roleChangedAt: Instant,
+      }),
+      { description: 'the organizations the identity belongs to, with its role in each' },
+    ),
     sessions: Type.Array(
       Type.Object({
         id: Uuid,

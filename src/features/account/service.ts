@@ -74,17 +74,27 @@ export class AccountService {
     return this.deps.database.db.transaction().execute(async (trx) => {
       const identity = await repo.identityFacts(trx, identityId);
       if (!identity) throw new Problem('identity.session_required');
-      const [identifiers, secondFactors, passkeys, providers, recovery, sessions, attempts, audit] =
-        await Promise.all([
-          repo.identifierFacts(trx, identityId),
-          repo.secondFactorFacts(trx, identityId),
-          repo.passkeyFacts(trx, identityId),
-          repo.providerLinkFacts(trx, identityId),
-          liveStatus(trx, identityId),
-          repo.sessionFacts(trx, identityId),
-          repo.attemptFacts(trx, identityId),
-          repo.auditFacts(trx, identityId),
-        ]);
+      const [
+        identifiers,
+        secondFactors,
+        passkeys,
+        providers,
+        recovery,
+        sessions,
+        attempts,
+        audit,
+        memberships,
+      ] = await Promise.all([
+        repo.identifierFacts(trx, identityId),
+        repo.secondFactorFacts(trx, identityId),
+        repo.passkeyFacts(trx, identityId),
+        repo.providerLinkFacts(trx, identityId),
+        liveStatus(trx, identityId),
+        repo.sessionFacts(trx, identityId),
+        repo.attemptFacts(trx, identityId),
+        repo.auditFacts(trx, identityId),
+        repo.membershipFacts(trx, identityId),
+      ]);
       const document = {
         exportedAt: now.toISOString(),
         identity: {
@@ -128,6 +138,14 @@ export class AccountService {
           lastUsedAt: iso(f.lastUsedAt),
         })),
         recoveryCodes: { remaining: recovery.remaining, issuedAt: iso(recovery.issuedAt) },
+        organizations: memberships.map((m) => ({
+          id: m.organizationId,
+          name: m.name,
+          slug: m.slug,
+          role: m.role,
+          joinedAt: iso(m.joinedAt),
+          roleChangedAt: iso(m.roleChangedAt),
+        })),
         sessions: sessions.map((s) => ({
           id: s.id,
           method: s.method,

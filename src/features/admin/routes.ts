@@ -110,7 +110,10 @@ export const adminRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext 
           summary,
           security: SECURITY,
           params: schema.IdentityParams,
-          response: responses({ 204: NoContent }, WRITE_REFUSALS),
+          response: responses(
+            { 204: NoContent },
+            path === 'erasures' ? [...WRITE_REFUSALS, 'organization.last_owner_erasure'] : WRITE_REFUSALS,
+          ),
         },
       },
       async (request, reply) => {

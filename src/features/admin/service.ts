@@ -18,6 +18,11 @@ import {
   lockIdentity,
 } from '../identities/repository.js';
 import { eraseConsents } from '../oidc/repository.js';
+import {
+  deleteIdentityMemberships,
+  deleteOrganizations,
+  ownedOrganizations,
+} from '../organizations/repository.js';
 import { deleteIdentityPasskeys } from '../passkeys/repository.js';
 import { deleteIdentityLinks } from '../providers/repository.js';
 import { deleteIdentityCodes } from '../recovery-codes/repository.js';
@@ -235,6 +240,15 @@ export class AdminService {
    */
   async erase(identityId: string, actor: string): Promise<void> {
     const ended = await this.#write(identityId, actor, 'identity.erased', async (trx, now) => {
+      // Organizations first (docs/decisions.md, "Organizations", erasure): refused while the
+      // identity is the last owner of an organization others still belong to; an organization it
+      // is the only member of goes with it; every other membership is removed.
+      const owned = await ownedOrganizations(trx, identityId);
+      if (owned.some((o) => o.owners === 1 && o.members > 1))
+        throw new Problem('organization.last_owner_erasure');
+      const alone = owned.filter((o) => o.members === 1).map((o) => o.id);
+      await deleteOrganizations(trx, alone);
+      const memberships = await deleteIdentityMemberships(trx, identityId);
       const sessionsEnded = await endAllSessions(trx, identityId, 'erased', now);
       await eraseSessionOrigins(trx, identityId);
       await eraseAttemptOrigins(trx, identityId);
@@ -248,7 +262,15 @@ export class AdminService {
       // Challenges name the identifiers (foreign key): they go first.
       await deleteIdentityChallenges(trx, identityId);
       const identifiers = await eraseIdentity(trx, identityId, now);
-      return { details: { sessionsEnded, identifiersDeleted: identifiers }, ended: sessionsEnded };
+      return {
+        details: {
+          sessionsEnded,
+          identifiersDeleted: identifiers,
+          organizationsDeleted: alone.length,
+          membershipsRemoved: memberships,
+        },
+        ended: sessionsEnded,
+      };
     });
     this.deps.signals.sessionsRevoked('erased', ended);
   }

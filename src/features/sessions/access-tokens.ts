@@ -21,6 +21,13 @@ export interface AccessClaims {
   exp: number;
 }
 
+/** The active organization's claims of an access token. */
+export interface OrganizationClaims {
+  id: string;
+  role: string;
+  permissions: string[];
+}
+
 interface SigningKey {
   kid: string;
   privateKey: CryptoKey;
@@ -111,11 +118,23 @@ export class AccessTokens {
     return { keys: this.published };
   }
 
-  async sign(identityId: string, sessionId: string): Promise<{ token: string; expiresAt: Date }> {
+  /**
+   * `organization`: the session's active organization and the identity's role in it as read in the
+   * transaction that signs, carried as `org_id`, `org_role` and `org_permissions`
+   * (docs/organizations.md, "Token claims"); absent without one.
+   */
+  async sign(
+    identityId: string,
+    sessionId: string,
+    organization?: OrganizationClaims | null,
+  ): Promise<{ token: string; expiresAt: Date }> {
     const now = this.clock.now();
     const iat = Math.floor(now.getTime() / 1000);
     const exp = iat + this.config.lifetimes.accessToken;
-    const token = await new SignJWT({ sid: sessionId })
+    const org = organization
+      ? { org_id: organization.id, org_role: organization.role, org_permissions: organization.permissions }
+      : {};
+    const token = await new SignJWT({ sid: sessionId, ...org })
       .setProtectedHeader({ alg: 'EdDSA', kid: this.current.kid, typ: TOKEN_TYPE })
       .setIssuer(this.config.publicOrigin)
       .setAudience(this.config.publicOrigin)

@@ -78,6 +78,14 @@ function stateOf(trx: Executor, sessionId: string) {
   return trx
     .selectFrom('sessions as s')
     .innerJoin('identities as i', 'i.id', 's.identity_id')
+    .leftJoin('organization_memberships as m', (join) =>
+      join
+        .onRef('m.organization_id', '=', 's.active_organization_id')
+        .onRef('m.identity_id', '=', 's.identity_id'),
+    )
+    .leftJoin('organizations as o', (join) =>
+      join.onRef('o.id', '=', 'm.organization_id').on('o.disabled_at', 'is', null),
+    )
     .select([
       's.id',
       's.identity_id as identityId',
@@ -86,14 +94,23 @@ function stateOf(trx: Executor, sessionId: string) {
       's.expires_at as expiresAt',
       's.revoked_at as revokedAt',
       's.generation',
+      'o.id as activeOrganizationId',
+      (eb) => eb.case().when('o.id', 'is not', null).then(eb.ref('m.role')).end().as('organizationRole'),
     ])
     .where('s.id', '=', sessionId);
 }
 
-// raw: the guard's columns, shared by its two template reads below (stateOf is their builder twin,
-// for the rarer locked read).
+// raw: the guard's columns and joins, shared by its two template reads below (stateOf is their
+// builder twin, for the rarer locked read). The membership and organization are primary-key
+// lookups in the same statement: the current role costs no extra round trip.
 const STATE_COLUMNS = sql`s.id, s.identity_id AS "identityId", s.epoch, i.session_epoch AS "identityEpoch",
-      s.expires_at AS "expiresAt", s.revoked_at AS "revokedAt", s.generation`;
+      s.expires_at AS "expiresAt", s.revoked_at AS "revokedAt", s.generation,
+      o.id AS "activeOrganizationId", CASE WHEN o.id IS NOT NULL THEN m.role END AS "organizationRole"`;
+// raw: the FROM clause of the same two reads.
+const STATE_FROM = sql`sessions s JOIN identities i ON i.id = s.identity_id
+      LEFT JOIN organization_memberships m
+        ON m.organization_id = s.active_organization_id AND m.identity_id = s.identity_id
+      LEFT JOIN organizations o ON o.id = m.organization_id AND o.disabled_at IS NULL`;
 
 /** The guard's read: one primary-key lookup of the session joined to its identity's epoch. */
 export async function sessionState(trx: Executor, sessionId: string): Promise<SessionState | undefined> {
@@ -101,7 +118,7 @@ export async function sessionState(trx: Executor, sessionId: string): Promise<Se
   // where the builder compiles the statement anew each time (measured in bench/analysis.md).
   const r = await sql<SessionState>`
     SELECT ${STATE_COLUMNS}
-    FROM sessions s JOIN identities i ON i.id = s.identity_id
+    FROM ${STATE_FROM}
     WHERE s.id = ${sessionId}`.execute(trx);
   return r.rows[0];
 }
@@ -114,7 +131,7 @@ export async function sessionStateWithSummary(
   // raw: summaryColumns (identities/repository.ts) is a raw multi-column fragment a builder select cannot take
   const r = await sql<SessionState & SummaryColumns>`
     SELECT ${STATE_COLUMNS}, ${summaryColumns}
-    FROM sessions s JOIN identities i ON i.id = s.identity_id
+    FROM ${STATE_FROM}
     WHERE s.id = ${sessionId}`.execute(trx);
   return r.rows[0];
 }
@@ -123,8 +140,41 @@ export async function lockSession(trx: Executor, sessionId: string): Promise<Ses
   return stateOf(trx, sessionId).forUpdate('s').executeTakeFirst();
 }
 
+/**
+ * Sets (or clears) the session's active organization, only while the session is live. The
+ * sessions_active_membership key refuses an organization the identity does not belong to.
+ */
+export async function setActiveOrganization(
+  trx: Executor,
+  sessionId: string,
+  organizationId: string | null,
+  now: Date,
+): Promise<boolean> {
+  return changedOne(
+    trx
+      .updateTable('sessions')
+      .set({ active_organization_id: organizationId })
+      .where('id', '=', sessionId)
+      .where('revoked_at', 'is', null)
+      .where('expires_at', '>', now)
+      .returning('id'),
+  );
+}
+
+/** The session's active organization and the identity's current role in it, for the next token. */
+export interface ActiveMembership {
+  organizationId: string;
+  role: string;
+}
+
 export type RenewalOutcome =
-  | { outcome: 'rotated'; sessionId: string; identityId: string; expiresAt: Date }
+  | {
+      outcome: 'rotated';
+      sessionId: string;
+      identityId: string;
+      expiresAt: Date;
+      organization: ActiveMembership | null;
+    }
   | { outcome: 'replayed' | 'refused' };
 
 /**
@@ -151,11 +201,13 @@ export async function renewSession(
     session_id: string | null;
     identity_id: string | null;
     expires_at: Date | null;
+    organization_id: string | null;
+    organization_role: string | null;
     replayed: number;
   }>`
     WITH cur AS (
       SELECT t.hash, t.generation AS token_generation, t.spent_at, s.id, s.identity_id, s.generation,
-             s.revoked_at, s.expires_at, s.epoch, i.session_epoch
+             s.revoked_at, s.expires_at, s.epoch, i.session_epoch, s.active_organization_id
       FROM refresh_tokens t
       JOIN sessions s ON s.id = t.session_id
       JOIN identities i ON i.id = s.identity_id
@@ -167,7 +219,7 @@ export async function renewSession(
         AND expires_at > ${now} AND epoch = session_epoch
     ), spent AS (
       UPDATE refresh_tokens r SET spent_at = ${now} FROM live WHERE r.hash = live.hash
-      RETURNING live.id, live.generation, live.identity_id, live.expires_at
+      RETURNING live.id, live.generation, live.identity_id, live.expires_at, live.active_organization_id
     ), moved AS (
       UPDATE sessions s SET generation = spent.generation + 1, renewed_at = ${now}
       FROM spent WHERE s.id = spent.id
@@ -184,10 +236,14 @@ export async function renewSession(
       RETURNING s.id
     )
     SELECT stored.session_id, spent.identity_id, spent.expires_at,
+           o.id AS organization_id, CASE WHEN o.id IS NOT NULL THEN m.role END AS organization_role,
            (SELECT count(*) FROM replay)::int AS replayed
     FROM (SELECT 1) one
     LEFT JOIN stored ON true
-    LEFT JOIN spent ON spent.id = stored.session_id`.execute(trx);
+    LEFT JOIN spent ON spent.id = stored.session_id
+    LEFT JOIN organization_memberships m
+      ON m.organization_id = spent.active_organization_id AND m.identity_id = spent.identity_id
+    LEFT JOIN organizations o ON o.id = m.organization_id AND o.disabled_at IS NULL`.execute(trx);
   const row = r.rows[0];
   if (row?.session_id && row.identity_id && row.expires_at) {
     return {
@@ -195,6 +251,11 @@ export async function renewSession(
       sessionId: row.session_id,
       identityId: row.identity_id,
       expiresAt: new Date(row.expires_at),
+      // The role as it is now: a changed role or a removed membership is in this very token.
+      organization:
+        row.organization_id && row.organization_role
+          ? { organizationId: row.organization_id, role: row.organization_role }
+          : null,
     };
   }
   return { outcome: row?.replayed === 1 ? 'replayed' : 'refused' };

@@ -135,7 +135,8 @@ export const sessionRoutes = featureRoutes(
         ),
         schema: {
           tags: ['sessions'],
-          summary: 'The caller, its masked identifiers and active methods (weak ETag)',
+          summary:
+            'The caller, its masked identifiers, active methods and organizations, the active one marked (weak ETag)',
           security: security.session,
           response: responses({ 200: Data(schema.SessionContextSchema), 304: NoContent }, [
             'identity.session_required',
@@ -145,10 +146,46 @@ export const sessionRoutes = featureRoutes(
       async (request, reply) => {
         const { identityId, sessionId } = principalOf(request);
         const body = envelope(
-          service.context(identityId, sessionId, request.sessionRow as SessionState & SummaryColumns),
+          await service.context(identityId, sessionId, request.sessionRow as SessionState & SummaryColumns),
         );
         if (conditionalGet(request, reply, body)) return reply.code(304).send();
         return body;
+      },
+    );
+
+    app.post(
+      '/session/active-organization',
+      {
+        preHandler: guard,
+        schema: {
+          tags: ['sessions', 'organizations'],
+          summary:
+            'Act in one organization (or none): a new access token carrying it, in the same answer (audited)',
+          description:
+            'The access token carries org_id, org_role and org_permissions of the active organization ' +
+            '(docs/organizations.md). The refresh token is not rotated: keep the one you hold; every renewal ' +
+            're-reads the membership. Not a member: 404 organization.not_found; an organization that requires ' +
+            'a second factor of a member with neither an authenticator nor a passkey: 403 ' +
+            'organization.second_factor_required.',
+          security: security.session,
+          body: schema.ActiveOrganizationBody,
+          response: responses(
+            { 200: Data(schema.OrganizationSwitchSchema) },
+            ['identity.session_required', 'organization.not_found', 'organization.second_factor_required'],
+            { body: true },
+          ),
+        },
+      },
+      async (request) => {
+        const { identityId, sessionId } = principalOf(request);
+        return envelope(
+          await service.switchOrganization(
+            identityId,
+            sessionId,
+            request.body.organizationId,
+            (request.sessionRow as SessionState).expiresAt,
+          ),
+        );
       },
     );
 

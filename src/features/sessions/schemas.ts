@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { TaggedUnion } from '../../platform/http/schemas.js';
+import { IdInput, TaggedUnion } from '../../platform/http/schemas.js';
 import { Page } from '../../platform/pagination/page.js';
 import { identifierForms } from '../identities/schemas.js';
 
@@ -71,8 +71,39 @@ export const SessionContextSchema = Type.Object({
     }),
   ),
   methods: Type.Array(Type.String()),
-  organizations: Type.Array(Type.String()),
+  organizations: Type.Array(
+    Type.Object({
+      id: Type.String({ format: 'uuid' }),
+      name: Type.String(),
+      slug: Type.String(),
+      role: Type.String(),
+      active: Type.Boolean({ description: "the calling session's active organization" }),
+    }),
+    {
+      description:
+        "the identity's memberships, newest first (at most 100; GET /organizations pages them all)",
+    },
+  ),
 });
+
+/**
+ * What switching the active organization answers: a new access token, no refresh token (the
+ * session's own is not rotated by a switch).
+ */
+export const OrganizationSwitchSchema = Type.Object({
+  kind: Type.Literal('session'),
+  accessToken: Type.String(),
+  accessTokenExpiresAt: Type.String({ format: 'date-time' }),
+  sessionExpiresAt: Type.String({ format: 'date-time' }),
+});
+
+/** POST /session/active-organization: an organization id, or null to act in none. Strict. */
+export const ActiveOrganizationBody = Type.Object(
+  {
+    organizationId: Type.Union([IdInput, Type.Null()]),
+  },
+  { additionalProperties: false },
+);
 
 export const DeviceSchema = Type.Object(
   {

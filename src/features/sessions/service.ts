@@ -17,7 +17,9 @@ import type { GuessBudgets } from '../../platform/rate-limit/guess-budget.js';
 import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { type IdentifierInput, normaliseIdentifier } from '../identities/identifier.js';
 import { findPasswordHolder, NOBODY, type SummaryColumns, toSummary } from '../identities/repository.js';
-import type { AccessTokens } from './access-tokens.js';
+import { membershipsOf, switchTarget } from '../organizations/repository.js';
+import { OrganizationRoles } from '../organizations/roles.js';
+import type { AccessTokens, OrganizationClaims } from './access-tokens.js';
 import { describeDevice } from './devices.js';
 import * as repo from './repository.js';
 import { endAllSessions } from './revocations.js';
@@ -49,14 +51,21 @@ export interface SessionServiceDeps {
   cursors: CursorCodec;
   tokens: AccessTokens;
   signals: Signals;
-  config: Pick<Config, 'lifetimes'>;
+  config: Pick<Config, 'lifetimes' | 'organizations'>;
 }
 
+/** The session context lists at most this many memberships (GET /organizations pages them all). */
+const CONTEXT_ORGANIZATIONS = 100;
+
 export class SessionService {
+  readonly #roles: OrganizationRoles;
+
   constructor(
     private readonly deps: SessionServiceDeps,
     private readonly secondStep: SecondStep,
-  ) {}
+  ) {
+    this.#roles = new OrganizationRoles(deps.config);
+  }
 
   /**
    * Password path of POST /sign-ins. Unknown account, unverified identifier and wrong password
@@ -214,7 +223,11 @@ export class SessionService {
     if (renewal.outcome !== 'rotated') throw new Problem('identity.renewal_refused');
     let access: Awaited<ReturnType<AccessTokens['sign']>>;
     try {
-      access = await this.deps.tokens.sign(renewal.identityId, renewal.sessionId);
+      access = await this.deps.tokens.sign(
+        renewal.identityId,
+        renewal.sessionId,
+        this.#claims(renewal.organization?.organizationId ?? null, renewal.organization?.role ?? null),
+      );
     } catch (err) {
       await repo.undoRenewal(db, presented, nextHash);
       throw err;
@@ -290,9 +303,65 @@ export class SessionService {
     this.deps.signals.sessionsRevoked('signed_out_everywhere', ended);
   }
 
-  /** Shapes the context from the row the guard read with the summary columns. */
-  context(identityId: string, sessionId: string, row: SummaryColumns) {
+  /**
+   * POST /session/active-organization: sets (or, with null, clears) the calling session's active
+   * organization and answers a new access token carrying it, in one transaction. The refresh token
+   * is not rotated: the client keeps the one it holds, and its next renewal re-reads the
+   * membership anyway. Not a member (or an unknown or disabled organization): 404
+   * organization.not_found; an organization requiring a second factor of a member holding neither
+   * an authenticator nor a passkey: 403 organization.second_factor_required.
+   */
+  async switchOrganization(
+    identityId: string,
+    sessionId: string,
+    organizationId: string | null,
+    sessionExpiresAt: Date,
+  ) {
+    const now = this.deps.clock.now();
+    return this.deps.database.db.transaction().execute(async (trx) => {
+      let claims: OrganizationClaims | null = null;
+      if (organizationId !== null) {
+        // Held FOR KEY SHARE until the commit: a removal at the same time waits for this switch,
+        // then clears what it wrote.
+        const target = await switchTarget(trx, organizationId, identityId);
+        if (!target) throw new Problem('organization.not_found');
+        if (target.requireSecondFactor && !target.hasSecondFactor)
+          throw new Problem('organization.second_factor_required');
+        claims = this.#claims(organizationId, target.role);
+      }
+      if (!(await repo.setActiveOrganization(trx, sessionId, organizationId, now)))
+        throw new Problem('identity.session_required');
+      await this.deps.audit.appendOwn(trx, 'session.organization.switched', identityId, {
+        sessionId,
+        organizationId,
+      });
+      // Signed inside the transaction: a signing failure switches nothing.
+      const access = await this.deps.tokens.sign(identityId, sessionId, claims);
+      return {
+        kind: 'session' as const,
+        accessToken: access.token,
+        accessTokenExpiresAt: access.expiresAt.toISOString(),
+        sessionExpiresAt: new Date(sessionExpiresAt).toISOString(),
+      };
+    });
+  }
+
+  #claims(organizationId: string | null, role: string | null): OrganizationClaims | null {
+    if (!organizationId || !role) return null;
+    return { id: organizationId, role, permissions: this.#roles.permissions(role) };
+  }
+
+  /**
+   * Shapes the context from the row the guard read with the summary columns (which carries the
+   * active organization as it is now), and the identity's memberships.
+   */
+  async context(
+    identityId: string,
+    sessionId: string,
+    row: SummaryColumns & { activeOrganizationId: string | null },
+  ) {
     const { identifiers, methods } = toSummary(identityId, row);
+    const memberships = await membershipsOf(this.deps.database.db, identityId, CONTEXT_ORGANIZATIONS);
     return {
       identityId,
       sessionId,
@@ -303,7 +372,13 @@ export class SessionService {
         verifiedAt: new Date(i.verifiedAt!).toISOString(),
       })),
       methods,
-      organizations: [] as string[],
+      organizations: memberships.map((m) => ({
+        id: m.id,
+        name: m.name,
+        slug: m.slug,
+        role: m.role,
+        active: m.id === row.activeOrganizationId,
+      })),
     };
   }
 

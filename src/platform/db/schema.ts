@@ -152,6 +152,25 @@ export interface OidcSigningKeys {
   sealed_private_jwk: string;
 }
 
+export interface OrganizationMemberships {
+  created_at: Timestamp;
+  identity_id: string;
+  organization_id: string;
+  role: string;
+  updated_at: Timestamp;
+}
+
+export interface Organizations {
+  created_at: Timestamp;
+  created_by: string;
+  disabled_at: Timestamp | null;
+  id: string;
+  name: string;
+  require_second_factor: Generated<boolean>;
+  slug: string;
+  updated_at: Timestamp;
+}
+
 export interface Passkeys {
   aaguid: string;
   backed_up: boolean;
@@ -289,6 +308,7 @@ export interface SendWindows {
 }
 
 export interface Sessions {
+  active_organization_id: string | null;
   created_at: Timestamp;
   epoch: number;
   expires_at: Timestamp;
@@ -347,6 +367,8 @@ export interface DB {
   oidc_grants: OidcGrants;
   oidc_payloads: OidcPayloads;
   oidc_signing_keys: OidcSigningKeys;
+  organization_memberships: OrganizationMemberships;
+  organizations: Organizations;
   passkeys: Passkeys;
   provider_flows: ProviderFlows;
   provider_handoffs: ProviderHandoffs;

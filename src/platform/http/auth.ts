@@ -17,6 +17,13 @@ export interface SessionState {
   identityEpoch: number;
   expiresAt: Date;
   revokedAt: Date | null;
+  /**
+   * The session's active organization and the identity's CURRENT role in it, read in the same
+   * statement on every request (null without one, or when the organization is disabled): routes
+   * acting in the active organization decide by this, never by a token's claims.
+   */
+  activeOrganizationId: string | null;
+  organizationRole: string | null;
 }
 
 /** What the elevation guard needs to know of an elevation token. */

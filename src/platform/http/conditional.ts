@@ -104,3 +104,26 @@ export function conditionalGet(
   if (request.method !== undefined && request.method !== 'GET' && request.method !== 'HEAD') return false;
   return ifNoneMatchHits(headerValue(request.headers['if-none-match']), etag);
 }
+
+/** What a write presents of the version it saw (If-Match): any version, or a list of tags. */
+export type Precondition = { kind: 'any' } | { kind: 'tags'; tags: EntityTag[] };
+
+/** If-Match as a write reads it; absent is `any` (the route decides whether that is allowed). */
+export function preconditionOf(headers: Record<string, string | string[] | undefined>): Precondition {
+  const header = headerValue(headers['if-match']);
+  if (header === undefined) return { kind: 'any' };
+  const list = parseEntityTagList(header);
+  return list === '*' ? { kind: 'any' } : { kind: 'tags', tags: list };
+}
+
+/** Strong comparison (RFC 9110 §13.1.1) of If-Match against the current strong tag `"…"`. */
+export function preconditionHolds(pre: Precondition, etag: string): boolean {
+  if (pre.kind === 'any') return true;
+  const current = currentTag(etag);
+  return !current.weak && pre.tags.some((t) => !t.weak && t.opaque === current.opaque);
+}
+
+/** A strong ETag `"<base64url sha256>"` of a version's parts (an id and what moves on each write). */
+export function strongEtag(...parts: string[]): string {
+  return `"${createHash('sha256').update(parts.join('\n'), 'utf8').digest('base64url').slice(0, OPAQUE_LENGTH)}"`;
+}

@@ -2,6 +2,7 @@ import type { TSchema } from '@sinclair/typebox';
 import type { FastifyRequest, RouteShorthandOptions } from 'fastify';
 import type { CursorScope } from '../pagination/cursor.js';
 import { type PageInfo, type PageQuery, PageQuerySchema } from '../pagination/page.js';
+import type { ProblemCode } from '../problem.js';
 import { listScope } from './auth.js';
 import { conditionalGet } from './conditional.js';
 import { page } from './envelope.js';
@@ -17,6 +18,10 @@ export interface ListRoute {
   security: Record<string, string[]>[];
   /** The page's schema: Page(item). */
   page: TSchema;
+  /** The path's parameters, for a list under a resource (`/organizations/:organizationId/members`). */
+  params?: TSchema;
+  /** What the list refuses beyond the session and the cursor (e.g. a parent resource not found). */
+  refusals?: ProblemCode[];
   /**
    * Sets a weak ETag and answers 304 to a matching If-None-Match. The tag covers the items and
    * whether more follow, not the freshly signed cursor (whose expiry moves on every request), so an
@@ -50,11 +55,13 @@ export function listRoute(app: RouteApp, path: string, route: ListRoute): void {
         description: route.description,
         security: route.security,
         querystring: PageQuerySchema,
+        ...(route.params ? { params: route.params } : {}),
         response: responses(success, [
           'identity.session_required',
           'collection.cursor_tampered',
           'collection.cursor_invalid',
           'collection.cursor_expired',
+          ...(route.refusals ?? []),
         ]),
       },
     },

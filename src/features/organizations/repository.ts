@@ -1,0 +1,353 @@
+import { changedOne } from '../../platform/db/compare-and-set.js';
+import type { Executor } from '../../platform/db/database.js';
+import type { KeysetWindow } from '../../platform/pagination/page.js';
+import { afterPosition, rowsToFetch } from '../../platform/pagination/repository.js';
+
+export interface OrganizationRow {
+  id: string;
+  name: string;
+  slug: string;
+  requireSecondFactor: boolean;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** An organization as one of its members sees it: the organization and the member's role. */
+export interface MemberView extends OrganizationRow {
+  role: string;
+}
+
+export interface MembershipRow {
+  id: string;
+  name: string;
+  slug: string;
+  role: string;
+  requireSecondFactor: boolean;
+  createdAt: Date;
+}
+
+export interface MemberRow {
+  /** The member's identity id (also the keyset tie-breaker). */
+  id: string;
+  role: string;
+  createdAt: Date;
+  displayType: string | null;
+  displayValue: string | null;
+}
+
+const organizationColumns = [
+  'o.id',
+  'o.name',
+  'o.slug',
+  'o.require_second_factor as requireSecondFactor',
+  'o.created_at as createdAt',
+  'o.updated_at as updatedAt',
+] as const;
+
+/** False when the slug is taken: the unique index decides between two creations at once. */
+export async function insertOrganization(
+  trx: Executor,
+  o: { id: string; name: string; slug: string; createdBy: string; now: Date },
+): Promise<boolean> {
+  return changedOne(
+    trx
+      .insertInto('organizations')
+      .values({
+        id: o.id,
+        name: o.name,
+        slug: o.slug,
+        created_by: o.createdBy,
+        created_at: o.now,
+        updated_at: o.now,
+      })
+      .onConflict((oc) => oc.column('slug').doNothing())
+      .returning('id'),
+  );
+}
+
+export async function insertMembership(
+  trx: Executor,
+  m: { organizationId: string; identityId: string; role: string; now: Date },
+): Promise<void> {
+  await trx
+    .insertInto('organization_memberships')
+    .values({
+      organization_id: m.organizationId,
+      identity_id: m.identityId,
+      role: m.role,
+      created_at: m.now,
+      updated_at: m.now,
+    })
+    .execute();
+}
+
+/** A live organization and the identity's role in it; undefined when either is missing. */
+export function memberView(
+  trx: Executor,
+  organizationId: string,
+  identityId: string,
+): Promise<MemberView | undefined> {
+  return trx
+    .selectFrom('organizations as o')
+    .innerJoin('organization_memberships as m', 'm.organization_id', 'o.id')
+    .select([...organizationColumns, 'm.role'])
+    .where('o.id', '=', organizationId)
+    .where('m.identity_id', '=', identityId)
+    .where('o.disabled_at', 'is', null)
+    .executeTakeFirst();
+}
+
+/**
+ * Locks the live organization row (FOR UPDATE): every change to an organization or its
+ * memberships takes this lock first, so the owner count it reads afterwards stays true until the
+ * commit (two demotions of the last two owners serialise here; the second sees one owner left).
+ */
+export function lockOrganization(
+  trx: Executor,
+  organizationId: string,
+): Promise<OrganizationRow | undefined> {
+  return trx
+    .selectFrom('organizations as o')
+    .select(organizationColumns)
+    .where('o.id', '=', organizationId)
+    .where('o.disabled_at', 'is', null)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+/** A member's role, read after the organization lock. */
+export async function roleOf(
+  trx: Executor,
+  organizationId: string,
+  identityId: string,
+): Promise<string | undefined> {
+  const row = await trx
+    .selectFrom('organization_memberships')
+    .select('role')
+    .where('organization_id', '=', organizationId)
+    .where('identity_id', '=', identityId)
+    .executeTakeFirst();
+  return row?.role;
+}
+
+export async function ownerCount(trx: Executor, organizationId: string): Promise<number> {
+  const row = await trx
+    .selectFrom('organization_memberships')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('organization_id', '=', organizationId)
+    .where('role', '=', 'owner')
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export async function updateOrganization(
+  trx: Executor,
+  organizationId: string,
+  change: { name?: string; requireSecondFactor?: boolean; updatedAt: Date },
+): Promise<OrganizationRow> {
+  return trx
+    .updateTable('organizations as o')
+    .set({
+      ...(change.name !== undefined ? { name: change.name } : {}),
+      ...(change.requireSecondFactor !== undefined
+        ? { require_second_factor: change.requireSecondFactor }
+        : {}),
+      updated_at: change.updatedAt,
+    })
+    .where('o.id', '=', organizationId)
+    .returning(organizationColumns)
+    .executeTakeFirstOrThrow();
+}
+
+export async function setRole(
+  trx: Executor,
+  organizationId: string,
+  identityId: string,
+  role: string,
+  now: Date,
+): Promise<boolean> {
+  return changedOne(
+    trx
+      .updateTable('organization_memberships')
+      .set({ role, updated_at: now })
+      .where('organization_id', '=', organizationId)
+      .where('identity_id', '=', identityId)
+      .returning('identity_id'),
+  );
+}
+
+/**
+ * Removes a membership. Sessions whose active organization it was lose it in the same statement
+ * (the sessions_active_membership key, ON DELETE SET NULL), so the next request and the next token
+ * on every instance have no active organization.
+ */
+export async function deleteMembership(
+  trx: Executor,
+  organizationId: string,
+  identityId: string,
+): Promise<boolean> {
+  return changedOne(
+    trx
+      .deleteFrom('organization_memberships')
+      .where('organization_id', '=', organizationId)
+      .where('identity_id', '=', identityId)
+      .returning('identity_id'),
+  );
+}
+
+/** One page of the identity's memberships in live organizations, newest membership first. */
+export function membershipsPage(
+  trx: Executor,
+  identityId: string,
+  window: KeysetWindow,
+): Promise<MembershipRow[]> {
+  return trx
+    .selectFrom('organization_memberships as m')
+    .innerJoin('organizations as o', 'o.id', 'm.organization_id')
+    .select([
+      'o.id',
+      'o.name',
+      'o.slug',
+      'm.role',
+      'o.require_second_factor as requireSecondFactor',
+      'm.created_at as createdAt',
+    ])
+    .where('m.identity_id', '=', identityId)
+    .where('o.disabled_at', 'is', null)
+    .where(afterPosition('m.created_at', window, 'o.id'))
+    .orderBy('m.created_at', 'desc')
+    .orderBy('o.id', 'desc')
+    .limit(rowsToFetch(window))
+    .execute();
+}
+
+/** The identity's memberships for the session context: the newest `limit`, newest first. */
+export function membershipsOf(trx: Executor, identityId: string, limit: number): Promise<MembershipRow[]> {
+  // rowsToFetch asks one row past the window: a window of limit - 1 reads exactly `limit`.
+  return membershipsPage(trx, identityId, { limit: limit - 1 });
+}
+
+/**
+ * One page of an organization's members, newest first, each with the first verified identifier of
+ * its identity (the one the service names a person by; the service masks it).
+ */
+export function membersPage(
+  trx: Executor,
+  organizationId: string,
+  window: KeysetWindow,
+): Promise<MemberRow[]> {
+  return trx
+    .selectFrom('organization_memberships as m')
+    .select((eb) => {
+      const first = () =>
+        eb
+          .selectFrom('identifiers as f')
+          .whereRef('f.identity_id', '=', 'm.identity_id')
+          .where('f.verified_at', 'is not', null)
+          .where('f.removed_at', 'is', null)
+          .orderBy('f.verified_at')
+          .orderBy('f.id')
+          .limit(1);
+      return [
+        'm.identity_id as id',
+        'm.role',
+        'm.created_at as createdAt',
+        first().select('f.type').as('displayType'),
+        first().select('f.value').as('displayValue'),
+      ];
+    })
+    .where('m.organization_id', '=', organizationId)
+    .where(afterPosition('m.created_at', window, 'm.identity_id'))
+    .orderBy('m.created_at', 'desc')
+    .orderBy('m.identity_id', 'desc')
+    .limit(rowsToFetch(window))
+    .execute();
+}
+
+/**
+ * What switching to an organization checks, with the membership row held FOR KEY SHARE until the
+ * switch commits: a removal running at the same time waits, then clears what the switch wrote.
+ * `hasSecondFactor`: a verified, unrevoked authenticator or a live passkey.
+ */
+export function switchTarget(trx: Executor, organizationId: string, identityId: string) {
+  return trx
+    .selectFrom('organization_memberships as m')
+    .innerJoin('organizations as o', 'o.id', 'm.organization_id')
+    .select((eb) => [
+      'm.role',
+      'o.require_second_factor as requireSecondFactor',
+      eb
+        .or([
+          eb.exists(
+            eb
+              .selectFrom('second_factors as f')
+              .select('f.id')
+              .where('f.identity_id', '=', identityId)
+              .where('f.verified_at', 'is not', null)
+              .where('f.revoked_at', 'is', null),
+          ),
+          eb.exists(
+            eb
+              .selectFrom('passkeys as p')
+              .select('p.id')
+              .where('p.identity_id', '=', identityId)
+              .where('p.removed_at', 'is', null),
+          ),
+        ])
+        .as('hasSecondFactor'),
+    ])
+    .where('m.organization_id', '=', organizationId)
+    .where('m.identity_id', '=', identityId)
+    .where('o.disabled_at', 'is', null)
+    .forKeyShare('m')
+    .executeTakeFirst();
+}
+
+/**
+ * Erasure: the organizations the identity owns, each with its owner and member counts, locked
+ * (FOR UPDATE, in id order so two erasures never deadlock) so nobody joins, leaves or is promoted
+ * while the erasure decides.
+ */
+export async function ownedOrganizations(trx: Executor, identityId: string) {
+  const owned = await trx
+    .selectFrom('organizations as o')
+    .innerJoin('organization_memberships as m', 'm.organization_id', 'o.id')
+    .select('o.id')
+    .where('m.identity_id', '=', identityId)
+    .where('m.role', '=', 'owner')
+    .orderBy('o.id')
+    .forUpdate('o')
+    .execute();
+  if (owned.length === 0) return [];
+  return trx
+    .selectFrom('organization_memberships as m')
+    .select((eb) => [
+      'm.organization_id as id',
+      eb.fn.countAll<string>().as('members'),
+      eb.fn.count<string>('m.identity_id').filterWhere('m.role', '=', 'owner').as('owners'),
+    ])
+    .where(
+      'm.organization_id',
+      'in',
+      owned.map((o) => o.id),
+    )
+    .groupBy('m.organization_id')
+    .execute()
+    .then((rows) => rows.map((r) => ({ id: r.id, members: Number(r.members), owners: Number(r.owners) })));
+}
+
+/** Erasure: organizations deleted with their last member (memberships cascade). */
+export async function deleteOrganizations(trx: Executor, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await trx.deleteFrom('organizations').where('id', 'in', ids).execute();
+}
+
+/** Erasure: every membership of the identity. */
+export async function deleteIdentityMemberships(trx: Executor, identityId: string): Promise<number> {
+  const r = await trx
+    .deleteFrom('organization_memberships')
+    .where('identity_id', '=', identityId)
+    .returning('organization_id')
+    .execute();
+  return r.length;
+}

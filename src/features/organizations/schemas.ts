@@ -1,0 +1,68 @@
+import { Type } from '@sinclair/typebox';
+import { IdInput, Instant, Uuid } from '../../platform/http/schemas.js';
+import { Page } from '../../platform/pagination/page.js';
+
+const Name = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
+const Slug = Type.String({
+  pattern: '^[a-z0-9-]{2,48}$',
+  description: '2 to 48 lowercase letters, digits and hyphens; unique',
+});
+const RoleName = Type.String({
+  pattern: '^[a-z][a-z0-9_-]{1,31}$',
+  description: 'owner, admin, member, or a role of ORGANIZATION_ROLES',
+});
+
+/** POST /organizations. Strict. */
+export const CreateBody = Type.Object({ name: Name, slug: Slug }, { additionalProperties: false });
+
+/** PATCH /organizations/{organizationId}: at least one member. Strict. */
+export const UpdateBody = Type.Object(
+  { name: Type.Optional(Name), requireSecondFactor: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false, minProperties: 1 },
+);
+
+export const RoleBody = Type.Object({ role: RoleName }, { additionalProperties: false });
+
+export const TransferBody = Type.Object({ identityId: IdInput }, { additionalProperties: false });
+
+export const OrganizationParams = Type.Object({ organizationId: IdInput }, { additionalProperties: false });
+export const MemberParams = Type.Object(
+  { organizationId: IdInput, identityId: IdInput },
+  { additionalProperties: false },
+);
+
+export const OrganizationSchema = Type.Object(
+  {
+    id: Uuid,
+    name: Type.String(),
+    slug: Type.String(),
+    requireSecondFactor: Type.Boolean(),
+    createdAt: Instant,
+    updatedAt: Instant,
+    role: Type.String({ description: "the caller's role" }),
+    permissions: Type.Array(Type.String(), { description: "the caller's permissions here" }),
+  },
+  { $id: 'Organization' },
+);
+
+export const MembershipSchema = Type.Object({
+  id: Uuid,
+  name: Type.String(),
+  slug: Type.String(),
+  role: Type.String(),
+  requireSecondFactor: Type.Boolean(),
+  active: Type.Boolean({ description: "the calling session's active organization" }),
+});
+export const MembershipPageSchema = Page(MembershipSchema);
+
+export const MemberSchema = Type.Object({
+  identityId: Uuid,
+  role: Type.String(),
+  joinedAt: Instant,
+  display: Type.Union([Type.String(), Type.Null()], {
+    description: "the member's first verified identifier, masked; null when it has none",
+  }),
+});
+export const MemberPageSchema = Page(MemberSchema);
+
+export const MemberRoleSchema = Type.Object({ identityId: Uuid, role: Type.String() });

@@ -1,0 +1,217 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { auditCount } from '../helpers/audit.js';
+import { bearer } from '../helpers/identities.js';
+import { DEFAULT_POLICY, enrolVerified } from '../second-factors/helpers.js';
+import { context, renew } from '../sessions/support.js';
+import {
+  call,
+  createOrganization,
+  expectProblem,
+  join,
+  member,
+  ORGS,
+  orgClaims,
+  remove,
+  setRole,
+  switchTo,
+} from './support.js';
+
+// The active organization: switching, the token's claims, the session context, the second-factor
+// policy, and role changes reaching the next request and token on another instance at once.
+let t: TestApp;
+let other: TestApp;
+
+const NONE = { org_id: undefined, org_role: undefined, org_permissions: undefined };
+
+beforeAll(async () => {
+  t = await createTestApp();
+  // A second instance on the same database, with the same root secret (the signing key is shared).
+  other = await createTestApp({
+    db: t.db,
+    clock: t.clock,
+    env: { SECRETS_KEY: t.config.secretsKey.toString('base64') },
+  });
+});
+afterAll(async () => {
+  await other?.close();
+  await t?.close();
+});
+
+describe('POST /session/active-organization', () => {
+  it('answers a new access token carrying org_id, org_role and org_permissions; the context marks it', async () => {
+    const me = await member(t);
+    expect(orgClaims(me.token)).toEqual(NONE);
+    const first = await createOrganization(t, me.token, 'First');
+    t.clock.advance(1);
+    const second = await createOrganization(t, me.token, 'Second');
+
+    const res = await switchTo(t.app, me.token, second.id);
+    expect(res.statusCode, res.body).toBe(200);
+    const data = res.json().data;
+    expect(Object.keys(data).sort()).toEqual([
+      'accessToken',
+      'accessTokenExpiresAt',
+      'kind',
+      'sessionExpiresAt',
+    ]);
+    expect(data.sessionExpiresAt).toBe(me.grant.sessionExpiresAt);
+    expect(orgClaims(data.accessToken)).toEqual({
+      org_id: second.id,
+      org_role: 'owner',
+      org_permissions: [
+        'members:invite',
+        'members:manage',
+        'members:read',
+        'organization:delete',
+        'organization:read',
+        'organization:transfer',
+        'organization:update',
+      ],
+    });
+    expect(await auditCount(t, 'session.organization.switched', me.person.identityId)).toBe(1);
+
+    // The old token still works (same session), and the context shows the memberships.
+    const ctx = await context(t.app, data.accessToken);
+    expect(ctx.statusCode, ctx.body).toBe(200);
+    expect(ctx.json().data.organizations).toEqual([
+      { id: second.id, name: 'Second', slug: second.slug, role: 'owner', active: true },
+      { id: first.id, name: 'First', slug: first.slug, role: 'owner', active: false },
+    ]);
+    const list = await call(t.app, 'GET', ORGS, me.token);
+    expect(list.json().data.map((o: { active: boolean }) => o.active)).toEqual([true, false]);
+
+    // The renewal carries the active organization, and the refresh token was not spent by the switch.
+    const renewed = await renew(t.app, me.grant.refreshToken);
+    expect(renewed.statusCode, renewed.body).toBe(201);
+    expect(orgClaims(renewed.json().data.accessToken).org_id).toBe(second.id);
+
+    // An id in capitals names the same organization.
+    const upper = await switchTo(t.app, me.token, second.id.toUpperCase());
+    expect(upper.statusCode, upper.body).toBe(200);
+    expect(orgClaims(upper.json().data.accessToken).org_id).toBe(second.id);
+
+    // null: act in no organization.
+    const cleared = await switchTo(t.app, me.token, null);
+    expect(cleared.statusCode, cleared.body).toBe(200);
+    expect(orgClaims(cleared.json().data.accessToken)).toEqual(NONE);
+    const after = await context(t.app, me.token);
+    expect(after.json().data.organizations.every((o: { active: boolean }) => !o.active)).toBe(true);
+  });
+
+  it('not a member and unknown are the identical 404; the body is strict', async () => {
+    const owner = await member(t);
+    const stranger = await member(t);
+    const org = await createOrganization(t, owner.token);
+    const notMember = await switchTo(t.app, stranger.token, org.id);
+    const unknown = await switchTo(t.app, stranger.token, randomUUID());
+    expectProblem(notMember, 404, 'organization.not_found');
+    expect(notMember.body).toBe(unknown.body);
+    expectProblem(
+      await call(t.app, 'POST', '/api/v1/session/active-organization', stranger.token, {}),
+      400,
+      'validation.failed',
+    );
+    expectProblem(
+      await call(t.app, 'POST', '/api/v1/session/active-organization', stranger.token, {
+        organizationId: 'x',
+      }),
+      400,
+      'validation.failed',
+    );
+    expectProblem(
+      await t.app.inject({
+        method: 'POST',
+        url: '/api/v1/session/active-organization',
+        payload: { organizationId: null },
+      }),
+      401,
+      'identity.session_required',
+    );
+  });
+
+  it('an organization requiring a second factor refuses a member without one (403), then admits them once enrolled', async () => {
+    const owner = await member(t);
+    const org = await createOrganization(t, owner.token);
+    const patched = await call(t.app, 'PATCH', `${ORGS}/${org.id}`, owner.token, {
+      requireSecondFactor: true,
+    });
+    expect(patched.statusCode).toBe(200);
+    const me = await member(t);
+    await join(t, org.id, me.person.identityId, 'member');
+    const refused = await switchTo(t.app, me.token, org.id);
+    expectProblem(refused, 403, 'organization.second_factor_required');
+    expect(refused.json().detail).toMatch(/authenticator app or a passkey/);
+
+    await enrolVerified(t, me.person, me.grant, DEFAULT_POLICY);
+    const admitted = await switchTo(t.app, me.token, org.id);
+    expect(admitted.statusCode, admitted.body).toBe(200);
+    expect(orgClaims(admitted.json().data.accessToken)).toMatchObject({ org_id: org.id, org_role: 'member' });
+  });
+});
+
+describe('a role change or removal reaches the next request and token on another instance', () => {
+  it('a demotion on instance A: instance B refuses the write at once, and its next renewal carries the new role', async () => {
+    const owner = await member(t);
+    const org = await createOrganization(t, owner.token);
+    const admin = await member(t);
+    await join(t, org.id, admin.person.identityId, 'admin');
+    // The admin acts on instance B, its token saying admin.
+    const switched = await switchTo(other.app, admin.token, org.id);
+    const adminToken = switched.json().data.accessToken as string;
+    expect(orgClaims(adminToken).org_role).toBe('admin');
+    const before = await call(other.app, 'PATCH', `${ORGS}/${org.id}`, adminToken, { name: 'By admin' });
+    expect(before.statusCode, before.body).toBe(200);
+
+    // Demoted on instance A.
+    expect((await setRole(t.app, owner.token, org.id, admin.person.identityId, 'member')).statusCode).toBe(
+      200,
+    );
+
+    // The very next request on B decides by the role in the database, not by the token's claim.
+    expectProblem(
+      await call(other.app, 'PATCH', `${ORGS}/${org.id}`, adminToken, { name: 'Still admin?' }),
+      403,
+      'organization.permission_denied',
+    );
+    expect((await context(other.app, adminToken)).json().data.organizations[0]).toMatchObject({
+      id: org.id,
+      role: 'member',
+      active: true,
+    });
+    const renewed = await renew(other.app, admin.grant.refreshToken);
+    expect(orgClaims(renewed.json().data.accessToken)).toEqual({
+      org_id: org.id,
+      org_role: 'member',
+      org_permissions: ['members:read', 'organization:read'],
+    });
+  });
+
+  it('a removal on instance A: B answers 404 at once, the session loses its active organization, the next token has none', async () => {
+    const owner = await member(t);
+    const org = await createOrganization(t, owner.token);
+    const m = await member(t);
+    await join(t, org.id, m.person.identityId, 'admin');
+    const token = (await switchTo(other.app, m.token, org.id)).json().data.accessToken as string;
+    expect((await call(other.app, 'GET', `${ORGS}/${org.id}`, token)).statusCode).toBe(200);
+
+    expect((await remove(t.app, owner.token, org.id, m.person.identityId)).statusCode).toBe(204);
+
+    expectProblem(await call(other.app, 'GET', `${ORGS}/${org.id}`, token), 404, 'organization.not_found');
+    const ctx = await other.app.inject({
+      method: 'GET',
+      url: '/api/v1/session/context',
+      headers: bearer(token),
+    });
+    expect(ctx.json().data.organizations).toEqual([]);
+    const renewed = await renew(other.app, m.grant.refreshToken);
+    expect(renewed.statusCode, renewed.body).toBe(201);
+    expect(orgClaims(renewed.json().data.accessToken)).toEqual(NONE);
+    // The session row itself no longer names it.
+    const row = await t.ctx.auth.loadSession(
+      (JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString()) as { sid: string }).sid,
+    );
+    expect(row).toMatchObject({ activeOrganizationId: null, organizationRole: null });
+  });
+});
