@@ -6,6 +6,7 @@ import { adminRoutes } from './features/admin/routes.js';
 import { oidcClientAdminRoutes } from './features/oidc/admin-routes.js';
 import { adminRefusal, requireAdminKey } from './platform/http/admin-auth.js';
 import { createServer, installPlatformPolicies } from './platform/http/server.js';
+import type { AccessLog } from './platform/log/logger.js';
 
 export const ADMIN_PREFIX = '/admin/v1';
 
@@ -20,12 +21,12 @@ export const ADMIN_PREFIX = '/admin/v1';
 export async function buildAdminApp(
   ctx: AppContext,
   logger: Logger,
-  access: Logger,
+  access: AccessLog,
 ): Promise<FastifyInstance> {
   const admin = createServer(ctx.config, logger.child({ listener: 'admin' }), {
     guard: adminRefusal(ctx.config.admin.keys),
   });
-  installPlatformPolicies(admin, access.child({ listener: 'admin' }));
+  installPlatformPolicies(admin, access.forListener('admin'));
   // On the root instance, so it also guards the not-found handler: a caller without a key gets the
   // one 401 for a made-up path as for a real one, and learns no route of the listener.
   admin.addHook('onRequest', requireAdminKey(ctx.config.admin.keys));

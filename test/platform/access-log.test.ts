@@ -1,4 +1,6 @@
+import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AccessLog } from '../../src/platform/log/logger.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createPerson, type Person, signIn } from '../helpers/identities.js';
 
@@ -92,5 +94,53 @@ describe('access log', () => {
     const [line] = linesSince(start).filter((l) => l.msg === 'request');
     expect(line).toMatchObject({ method: 'GET', route: null, status: 404 });
     expect(t.logs().slice(start)).not.toContain('person@example.com');
+  });
+});
+
+describe('the access line written by hand (AccessLog)', () => {
+  it("is pino's line: the same keys in the same order, strings escaped, the listener named", () => {
+    const written: string[] = [];
+    const out = { write: (chunk: string) => written.push(chunk) };
+    const log = new AccessLog(out, 'info');
+    log.line('id-1', 'GET', '/a/"quoted"\\path', 200, 1.25, '::1');
+    log.forListener('admin').line('id-2', 'POST', null, 404, 0, '127.0.0.1');
+    expect(written).toHaveLength(2);
+    for (const line of written) expect(line.endsWith('}\n')).toBe(true);
+    const [first, second] = written.map((l) => JSON.parse(l));
+    expect(Object.keys(first)).toEqual([
+      'level',
+      'time',
+      'pid',
+      'hostname',
+      'reqId',
+      'method',
+      'route',
+      'status',
+      'ms',
+      'ip',
+      'msg',
+    ]);
+    expect(first).toMatchObject({
+      level: 30,
+      pid: process.pid,
+      hostname: hostname(),
+      reqId: 'id-1',
+      route: '/a/"quoted"\\path',
+      status: 200,
+      ms: 1.25,
+      ip: '::1',
+      msg: 'request',
+    });
+    expect(Math.abs(first.time - Date.now())).toBeLessThan(5000);
+    expect(second).toMatchObject({ listener: 'admin', method: 'POST', route: null, status: 404 });
+  });
+
+  it('follows the level: info and finer write, warn and silent do not', () => {
+    const out = { write: () => 0 };
+    expect(new AccessLog(out, 'info').isLevelEnabled('info')).toBe(true);
+    expect(new AccessLog(out, 'info').isLevelEnabled('debug')).toBe(false);
+    expect(new AccessLog(out, 'debug').isLevelEnabled('debug')).toBe(true);
+    expect(new AccessLog(out, 'warn').isLevelEnabled('info')).toBe(false);
+    expect(new AccessLog(out, 'silent').isLevelEnabled('info')).toBe(false);
   });
 });

@@ -7,7 +7,7 @@ import Fastify, {
 } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
-import { installAccessLog, lazyRequestLogger } from '../log/logger.js';
+import { type AccessLog, installAccessLog, lazyRequestLogger } from '../log/logger.js';
 import type { Problem } from '../problem.js';
 import { installJsonBodies } from './content-type.js';
 import { installErrorHandling, sendProblem, toProblem } from './errors.js';
@@ -73,7 +73,7 @@ export function createServer(
  * the request id and shutdown draining (onRequest), the access line, JSON-only bodies
  * (preValidation). Installed on every listener before any route registers.
  */
-export function installPlatformPolicies(app: FastifyInstance, access: Logger): void {
+export function installPlatformPolicies(app: FastifyInstance, access: AccessLog): void {
   app.addSchema(ProblemSchema);
   addSharedSchema(ProblemSchema as { $id: string });
   installErrorHandling(app);

@@ -1,0 +1,140 @@
+/**
+ * `npm run bench:floor`: the request floor alone, in alternating rounds (docs/performance.md,
+ * "Against bare Fastify"). The service at the production defaults (NODE_ENV=production, log level
+ * info, metrics on; an in-memory database, since GET /health/live touches none), the same service
+ * with LOG_LEVEL=silent, and bare Fastify (bench/bare-fastify.ts) are all started, then measured in
+ * turn for FLOOR_ROUNDS rounds of FLOOR_SECONDS each, the order rotating every round so drift over
+ * the run weighs on all alike. Each round gives req/s and the process's own CPU time per request
+ * (utime + stime from /proc/<pid>/stat), which moves less than throughput when the machine is busy.
+ *
+ * FLOOR_COMPARE=<path of another checkout> adds that checkout's service at the same settings (a
+ * before/after of one change, measured in one run).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { freePort } from '../test/helpers/net.js';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const ROUNDS = Number(process.env.FLOOR_ROUNDS ?? 6);
+const SECONDS = Number(process.env.FLOOR_SECONDS ?? 5);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const TICKS_PER_SECOND = 100;
+
+interface Target {
+  name: string;
+  proc: ChildProcess;
+  url: string;
+  rates: number[];
+  cpu: number[];
+}
+
+async function start(
+  name: string,
+  root: string,
+  entry: string,
+  env: Record<string, string>,
+): Promise<Target> {
+  const port = await freePort();
+  const proc = spawn(process.execPath, ['--import', 'tsx', entry], {
+    cwd: root,
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}/health/live`;
+  for (let i = 0; i < 300; i++) {
+    try {
+      if ((await fetch(url)).status === 200) return { name, proc, url, rates: [], cpu: [] };
+    } catch {}
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  proc.kill('SIGKILL');
+  throw new Error(`${name} did not start`);
+}
+
+/** The process's user + system CPU time in seconds (fields 14 and 15 of /proc/<pid>/stat). */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+}
+
+async function round(t: Target, seconds: number): Promise<{ rate: number; cpuMicros: number }> {
+  const before = cpuSeconds(t.proc.pid as number);
+  const r = await autocannon({ url: t.url, connections: CONNECTIONS, duration: seconds });
+  const used = cpuSeconds(t.proc.pid as number) - before;
+  if (r.non2xx + r.errors + r.timeouts > 0)
+    throw new Error(`${t.name}: ${r.non2xx} non-2xx, ${r.errors} errors`);
+  return { rate: r.requests.average, cpuMicros: (used * 1e6) / r.requests.total };
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+async function main() {
+  const env = {
+    NODE_ENV: 'production',
+    PUBLIC_ORIGIN: 'https://id.bench.example',
+    SECRETS_KEY: randomBytes(32).toString('base64'),
+    DATABASE_URL: 'memory://',
+  };
+  const targets: Target[] = [];
+  try {
+    targets.push(await start('bare Fastify', ROOT, 'bench/bare-fastify.ts', {}));
+    targets.push(
+      await start('service (info, metrics on)', ROOT, 'src/main.ts', {
+        ...env,
+        METRICS_PORT: String(await freePort()),
+      }),
+    );
+    targets.push(
+      await start('service (silent, metrics on)', ROOT, 'src/main.ts', {
+        ...env,
+        LOG_LEVEL: 'silent',
+        METRICS_PORT: String(await freePort()),
+      }),
+    );
+    if (process.env.FLOOR_COMPARE) {
+      targets.push(
+        await start(
+          `compared checkout (info, metrics on)`,
+          resolve(process.env.FLOOR_COMPARE),
+          'src/main.ts',
+          {
+            ...env,
+            METRICS_PORT: String(await freePort()),
+          },
+        ),
+      );
+    }
+    // Warm-up (JIT), not counted.
+    for (const t of targets) await round(t, 2);
+    for (let i = 0; i < ROUNDS; i++) {
+      const order = targets.map((_, k) => targets[(k + i) % targets.length]);
+      for (const t of order) {
+        const { rate, cpuMicros } = await round(t, SECONDS);
+        t.rates.push(rate);
+        t.cpu.push(cpuMicros);
+      }
+    }
+    const bare = targets[0];
+    process.stdout.write(
+      `| Target | req/s (median of ${ROUNDS}) | ratio to bare (median of per-round ratios) | CPU µs per request (median) |\n|---|---:|---:|---:|\n`,
+    );
+    for (const t of targets) {
+      const ratios = t.rates.map((r, k) => r / bare.rates[k]);
+      process.stdout.write(
+        `| ${t.name} | ${Math.round(median(t.rates))} | ${median(ratios).toFixed(2)}× (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}) | ${median(t.cpu).toFixed(1)} |\n`,
+      );
+    }
+  } finally {
+    for (const t of targets) t.proc.kill('SIGTERM');
+  }
+}
+
+await main();
