@@ -2,6 +2,7 @@ import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { AppContext } from './context.js';
+import { organizationAdminRoutes } from './features/admin/organizations-routes.js';
 import { adminRoutes } from './features/admin/routes.js';
 import { oidcClientAdminRoutes } from './features/oidc/admin-routes.js';
 import { adminRefusal, requireAdminKey } from './platform/http/admin-auth.js';
@@ -42,7 +43,7 @@ export async function buildAdminApp(
         title: 'Identity Service: operators',
         version: '2.0.0',
         description:
-          "Find, read, disable, enable, unlock, sign out and erase identities; read the sealed audit trail; manage the OpenID Provider's clients.",
+          "Find, read, disable, enable, unlock, sign out and erase identities; read the sealed audit trail; manage the OpenID Provider's clients; manage organizations and their members.",
       },
       servers: [{ url: `http://${ctx.config.admin.host}:${ctx.config.admin.port}` }],
       components: {
@@ -59,6 +60,7 @@ export async function buildAdminApp(
   });
   await admin.register(adminRoutes, { ctx, prefix: ADMIN_PREFIX });
   await admin.register(oidcClientAdminRoutes, { ctx, prefix: ADMIN_PREFIX });
+  await admin.register(organizationAdminRoutes, { ctx, prefix: ADMIN_PREFIX });
   // Behind the key like every admin route: it names every route the listener hides from strangers.
   admin.get(`${ADMIN_PREFIX}/openapi.json`, { schema: { hide: true } }, async () => admin.swagger());
   return admin;

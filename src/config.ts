@@ -214,7 +214,7 @@ export const Environment = Type.Object(
     ),
     SECRETS_KEY: formatted('base64-32-bytes', 'must be 32 bytes in base64', {
       description:
-        '32 bytes in base64. Every use goes through its own key derived by HMAC-SHA256 with a named purpose (`purposeKeys` in `src/platform/crypto/keys.ts`): sealing TOTP secrets and generated signing keys (AES-256-GCM), the audit seals, the code hashes, the guess-budget subjects, the cursor key and the key check. The first start stores a key check; a start under another key stops. Cannot be rotated yet (see [operations](operations.md#key-rotation))',
+        '32 bytes in base64. Every use goes through its own key derived by HMAC-SHA256 with a named purpose (`purposeKeys` in `src/platform/crypto/keys.ts`): sealing TOTP secrets and generated signing keys (AES-256-GCM), the audit seals, the code hashes, the guess-budget subjects, the organization invitation tokens, the cursor key and the key check. The first start stores a key check; a start under another key stops. Cannot be rotated yet (see [operations](operations.md#key-rotation))',
       shown:
         'required in production; outside production generated once into `DATA_DIR/secrets.key` at start-up',
     }),
@@ -385,6 +385,10 @@ export const Environment = Type.Object(
       description:
         'JSON array of operator-defined organization roles beside the built-in `owner`, `admin` and `member`: `[{"name":"billing","permissions":["billing:read","billing:write"]}]`. A `name` is `[a-z][a-z0-9_-]{1,31}` and not a built-in name; `permissions` is a list of 0 to 64 distinct `[a-z0-9_:.-]{1,64}`. An invalid entry stops start-up with a line naming it. See [organizations](organizations.md#roles-and-permissions)',
       shown: 'none (the built-in roles only)',
+    }),
+    ORGANIZATION_INVITATION_TTL_SECONDS: integer(604800, 3600, 30 * 86400, {
+      description:
+        'seconds an organization invitation stays acceptable (7 days by default); a new invitation to the same address replaces the pending one. See [organizations](organizations.md#invitations)',
     }),
     SIGN_IN_NOTICES: oneOf('on', ['on', 'off'], {
       description:
@@ -622,6 +626,8 @@ function configFrom(e: Environment, dataDir: string, secretsKey: Buffer) {
     organizations: {
       creation: e.ORGANIZATION_CREATION as 'anyone' | 'operators',
       roles: organizationRolesFrom(e.ORGANIZATION_ROLES),
+      /** Seconds an invitation stays acceptable (ORGANIZATION_INVITATION_TTL_SECONDS). */
+      invitationTtl: e.ORGANIZATION_INVITATION_TTL_SECONDS,
     },
     /** The OpenID Provider: its configured clients (OIDC_CLIENTS) and lifetimes. */
     oidc: {

@@ -141,6 +141,12 @@ export const CATALOGUE = {
     detail: 'No such identity.',
     retryable: false,
   },
+  'admin.organization_not_found': {
+    status: 404,
+    title: 'Organization not found',
+    detail: 'No organization has this id.',
+    retryable: false,
+  },
   'identity.identifier_taken': {
     status: 409,
     title: 'Identifier taken',
@@ -231,6 +237,43 @@ export const CATALOGUE = {
     status: 422,
     title: 'Unknown role',
     detail: 'The role is neither built in nor configured.',
+    retryable: false,
+  },
+  'organization.invitation_not_found': {
+    status: 404,
+    title: 'Invitation not found',
+    detail: 'No invitation matches this token or id.',
+    retryable: false,
+  },
+  'organization.invitation_expired': {
+    status: 410,
+    title: 'Invitation expired',
+    detail: 'This invitation has expired: ask the organization for a new one.',
+    retryable: false,
+  },
+  'organization.invitation_revoked': {
+    status: 410,
+    title: 'Invitation revoked',
+    detail: 'This invitation was withdrawn or replaced by a newer one.',
+    retryable: false,
+  },
+  'organization.invitation_accepted': {
+    status: 409,
+    title: 'Invitation already accepted',
+    detail: 'This invitation has already been accepted.',
+    retryable: false,
+  },
+  'organization.invitation_wrong_identity': {
+    status: 403,
+    title: 'Invitation for another address',
+    detail:
+      'This invitation was sent to an email address or phone number your account does not hold verified: sign in with that account, or add and verify the address first.',
+    retryable: false,
+  },
+  'organization.already_member': {
+    status: 409,
+    title: 'Already a member',
+    detail: 'You are already a member of this organization.',
     retryable: false,
   },
   'idempotency.key_reused': {

@@ -225,6 +225,11 @@ describe('the admin listener', () => {
       '/admin/v1/oidc-clients',
       '/admin/v1/oidc-clients/{clientId}',
       '/admin/v1/oidc-clients/{clientId}/secret-rotations',
+      '/admin/v1/organizations',
+      '/admin/v1/organizations/{id}',
+      '/admin/v1/organizations/{id}/disablements',
+      '/admin/v1/organizations/{id}/members',
+      '/admin/v1/organizations/{id}/members/{identityId}',
     ]);
     expect(doc.components.securitySchemes.adminKey).toMatchObject({ type: 'http', scheme: 'bearer' });
     for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {

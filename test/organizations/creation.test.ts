@@ -66,6 +66,13 @@ describe('organization settings', () => {
     expect(ok.organizations).toEqual({
       creation: 'anyone',
       roles: [{ name: 'billing', permissions: ['billing:read', 'billing:write'] }],
+      invitationTtl: 604800,
     });
+    expect(
+      loadConfig(testEnv({ ORGANIZATION_INVITATION_TTL_SECONDS: '86400' })).organizations.invitationTtl,
+    ).toBe(86400);
+    expect(refusal({ ORGANIZATION_INVITATION_TTL_SECONDS: '60' })).toMatch(
+      /^invalid configuration: ORGANIZATION_INVITATION_TTL_SECONDS /,
+    );
   });
 });

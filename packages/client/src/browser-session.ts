@@ -2,7 +2,7 @@ import { type EndReason, IdentityClient, type IdentityClientOptions, type Sessio
 import { isIdentityError } from './errors.js';
 import { readClaims } from './jwt.js';
 import { type LockMode, type RenewalLock, renewalLock } from './lock.js';
-import type { BrowserSessionGrant, SessionGrant } from './types.js';
+import type { BrowserSessionGrant, OrganizationSwitch, SessionGrant } from './types.js';
 
 /** What a `BrowserSessionManager` tells its listeners. No event carries a token. */
 export type BrowserSessionEvent =
@@ -134,6 +134,17 @@ export class BrowserSessionManager implements SessionLink {
     this.state = 'signed-in';
     this.post({ type: 'signed-in' });
     this.emit({ status: 'signed-in', reason: 'sign-in' });
+  }
+
+  /**
+   * SessionLink: `switchOrganization` answered a new access token for the same session (the cookie's
+   * refresh token is not rotated by it): this page holds it instead of `replacing`, unless it renewed
+   * meanwhile (the renewal re-read the active organization).
+   */
+  async accessTokenReplaced(grant: OrganizationSwitch, replacing: string): Promise<void> {
+    await this.lock.exclusive(async () => {
+      if (this.held?.accessToken === replacing) this.hold(grant);
+    });
   }
 
   /** SessionLink: the session ended at the service; the cookie is cleared and every page told. */

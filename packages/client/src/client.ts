@@ -20,8 +20,17 @@ import type {
   ConfirmSignUpInput,
   ConfirmStepUpInput,
   ConnectedApp,
+  CreateOrganizationInput,
   DeviceSession,
   Elevation,
+  InvitationAcceptance,
+  InvitationLookup,
+  InviteMemberInput,
+  MemberRole,
+  Organization,
+  OrganizationMember,
+  OrganizationMembership,
+  OrganizationSwitch,
   Page,
   PageInfo,
   PageRequest,
@@ -30,6 +39,7 @@ import type {
   PasskeyRequestOptions,
   PasskeySignInOptionsInput,
   PasswordRecoveryChallenge,
+  PendingInvitation,
   ProviderNonce,
   ProviderStepUpInput,
   RecoveryCodeBatch,
@@ -40,6 +50,7 @@ import type {
   ResponseData,
   SecondFactor,
   SecondFactorEnrolment,
+  SentInvitation,
   SessionContext,
   SessionGrant,
   SignInHistoryEntry,
@@ -51,6 +62,7 @@ import type {
   StartPasswordRecoveryInput,
   StepUpChallenge,
   StepUpInput,
+  UpdateOrganizationInput,
 } from './types.js';
 
 /** A provider offering redirect sign-in ("Continue with …"): GET /providers. */
@@ -110,6 +122,12 @@ export interface SessionLink {
   grantReceived(grant: SessionGrant): Promise<void>;
   /** The session ended at the service. */
   ended(reason: EndReason): Promise<void>;
+  /**
+   * A new access token for the same session, its refresh token unchanged (`switchOrganization`):
+   * hold it instead of `replacing`, the token the switch was made with. Optional: a holder without it keeps its token, and its next
+   * renewal carries the active organization all the same.
+   */
+  accessTokenReplaced?(grant: OrganizationSwitch, replacing: string): Promise<void>;
 }
 
 interface Outcome {
@@ -707,6 +725,233 @@ export class IdentityClient {
       this.api.POST(`${API}/sign-ins/passkeys`, { body: input, signal: options?.signal }),
     );
     await this.session?.grantReceived(body.data);
+    return body.data;
+  }
+
+  // ---- Organizations (docs/organizations.md) ----------------------------------------------------
+
+  /**
+   * Creates an organization; the caller becomes its owner. POST /organizations. Refused with
+   * `organization.slug_taken`, or `organization.creation_disabled` where operators create them.
+   */
+  async createOrganization(input: CreateOrganizationInput, options?: CallOptions): Promise<Organization> {
+    const body = await this.authed<Envelope<Organization>>(false, options, (headers, signal) =>
+      this.api.POST(`${API}/organizations`, { body: input, headers, signal }),
+    );
+    return body.data;
+  }
+
+  /** The caller's organizations, newest membership first, the session's active one marked. */
+  async listOrganizations(page?: PageRequest, options?: CallOptions): Promise<Page<OrganizationMembership>> {
+    const body = await this.authed<Collection<OrganizationMembership>>(true, options, (headers, signal) =>
+      this.api.GET(`${API}/organizations`, { params: { query: pageQuery(page) }, headers, signal }),
+    );
+    return toPage(body);
+  }
+
+  /** One organization the caller belongs to, with the caller's role and permissions there. */
+  async getOrganization(organizationId: string, options?: CallOptions): Promise<Organization> {
+    const body = await this.authed<Envelope<Organization>>(true, options, (headers, signal) =>
+      this.api.GET(`${API}/organizations/{organizationId}`, {
+        params: { path: { organizationId } },
+        headers,
+        signal,
+      }),
+    );
+    return body.data;
+  }
+
+  /** Renames an organization or sets its second-factor policy (`organization:update`). */
+  async updateOrganization(
+    organizationId: string,
+    input: UpdateOrganizationInput,
+    options?: CallOptions,
+  ): Promise<Organization> {
+    const body = await this.authed<Envelope<Organization>>(false, options, (headers, signal) =>
+      this.api.PATCH(`${API}/organizations/{organizationId}`, {
+        params: { path: { organizationId } },
+        body: input,
+        headers,
+        signal,
+      }),
+    );
+    return body.data;
+  }
+
+  /** The members of an organization, newest first, each named by a masked identifier (`members:read`). */
+  async listMembers(
+    organizationId: string,
+    page?: PageRequest,
+    options?: CallOptions,
+  ): Promise<Page<OrganizationMember>> {
+    const body = await this.authed<Collection<OrganizationMember>>(true, options, (headers, signal) =>
+      this.api.GET(`${API}/organizations/{organizationId}/members`, {
+        params: { path: { organizationId }, query: pageQuery(page) },
+        headers,
+        signal,
+      }),
+    );
+    return toPage(body);
+  }
+
+  /**
+   * Changes a member's role (`members:manage`; only an owner grants or takes `owner`). Refused with
+   * `organization.last_owner` when it would leave no owner. Repeated on a retryable error: setting
+   * the same role again changes nothing and answers the same.
+   */
+  async setMemberRole(
+    organizationId: string,
+    identityId: string,
+    role: string,
+    options?: CallOptions,
+  ): Promise<MemberRole> {
+    const body = await this.authed<Envelope<MemberRole>>(true, options, (headers, signal) =>
+      this.api.PUT(`${API}/organizations/{organizationId}/members/{identityId}/role`, {
+        params: { path: { organizationId, identityId } },
+        body: { role },
+        headers,
+        signal,
+      }),
+    );
+    return body.data;
+  }
+
+  /** Removes a member (`members:manage`); the last owner cannot be removed. */
+  async removeMember(organizationId: string, identityId: string, options?: CallOptions): Promise<void> {
+    await this.authed(false, options, (headers, signal) =>
+      this.api.DELETE(`${API}/organizations/{organizationId}/members/{identityId}`, {
+        params: { path: { organizationId, identityId } },
+        headers,
+        signal,
+      }),
+    );
+  }
+
+  /**
+   * Leaves an organization (the caller's own membership; the last owner cannot leave). Sessions
+   * acting in it act in none from then on.
+   */
+  async leaveOrganization(organizationId: string, options?: CallOptions): Promise<void> {
+    await this.authed(false, options, (headers, signal) => {
+      const identityId = readClaims(headers.authorization.slice('Bearer '.length)).sub ?? '';
+      return this.api.DELETE(`${API}/organizations/{organizationId}/members/{identityId}`, {
+        params: { path: { organizationId, identityId } },
+        headers,
+        signal,
+      });
+    });
+  }
+
+  /** Hands ownership to another member: they become owner, the caller admin. Elevated. */
+  async transferOwnership(
+    elevationToken: string,
+    organizationId: string,
+    identityId: string,
+    options?: CallOptions,
+  ): Promise<MemberRole> {
+    const body = await this.authed<Envelope<MemberRole>>(false, options, (headers, signal) =>
+      this.api.POST(`${API}/organizations/{organizationId}/ownership-transfers`, {
+        params: { path: { organizationId } },
+        body: { identityId },
+        headers: elevated(headers, elevationToken),
+        signal,
+      }),
+    );
+    return body.data;
+  }
+
+  /**
+   * Acts in an organization (or in none with null): the answer's access token carries `org_id`,
+   * `org_role` and `org_permissions`, and replaces the attached session's access token (its refresh
+   * token is kept: the switch does not rotate it, and every renewal carries the active organization).
+   * POST /session/active-organization.
+   */
+  async switchOrganization(
+    organizationId: string | null,
+    options?: CallOptions,
+  ): Promise<OrganizationSwitch> {
+    let bearer = '';
+    const body = await this.authed<Envelope<OrganizationSwitch>>(false, options, (headers, signal) => {
+      bearer = headers.authorization.slice('Bearer '.length);
+      return this.api.POST(`${API}/session/active-organization`, {
+        body: { organizationId },
+        headers,
+        signal,
+      });
+    });
+    if (!options?.accessToken) await this.session?.accessTokenReplaced?.(body.data, bearer);
+    return body.data;
+  }
+
+  // ---- Invitations --------------------------------------------------------------------------------
+
+  /**
+   * Invites an email address or phone number with a role (`members:invite`; only an owner invites
+   * an `owner`): the invitee receives a link holding the invitation token. The answer is the same
+   * whether or not the address has an account. Never repeated (each call sends a message).
+   */
+  async inviteMember(
+    organizationId: string,
+    input: InviteMemberInput,
+    options?: CallOptions,
+  ): Promise<SentInvitation> {
+    const body = await this.authed<Envelope<SentInvitation>>(false, options, (headers, signal) =>
+      this.api.POST(`${API}/organizations/{organizationId}/invitations`, {
+        params: { path: { organizationId } },
+        body: input,
+        headers,
+        signal,
+      }),
+    );
+    return body.data;
+  }
+
+  /** An organization's pending invitations, newest first, identifiers masked (`members:invite`). */
+  async listInvitations(
+    organizationId: string,
+    page?: PageRequest,
+    options?: CallOptions,
+  ): Promise<Page<PendingInvitation>> {
+    const body = await this.authed<Collection<PendingInvitation>>(true, options, (headers, signal) =>
+      this.api.GET(`${API}/organizations/{organizationId}/invitations`, {
+        params: { path: { organizationId }, query: pageQuery(page) },
+        headers,
+        signal,
+      }),
+    );
+    return toPage(body);
+  }
+
+  /** Revokes a pending invitation (`members:invite`); its token stops working. */
+  async revokeInvitation(organizationId: string, invitationId: string, options?: CallOptions): Promise<void> {
+    await this.authed(false, options, (headers, signal) =>
+      this.api.DELETE(`${API}/organizations/{organizationId}/invitations/{invitationId}`, {
+        params: { path: { organizationId, invitationId } },
+        headers,
+        signal,
+      }),
+    );
+  }
+
+  /**
+   * What an invitation token names (no session needed): the organization, the role and the invited
+   * identifier, masked. An expired, revoked or accepted token is refused with its own code.
+   */
+  async lookUpInvitation(token: string, options?: { signal?: AbortSignal }): Promise<InvitationLookup> {
+    const body = await this.send<Envelope<InvitationLookup>>(true, options?.signal, () =>
+      this.api.POST(`${API}/organization-invitations/lookups`, { body: { token }, signal: options?.signal }),
+    );
+    return body.data;
+  }
+
+  /**
+   * Accepts an invitation: the caller, holding the invited identifier verified, becomes a member
+   * with the invitation's role. Never repeated (a second acceptance is refused).
+   */
+  async acceptInvitation(token: string, options?: CallOptions): Promise<InvitationAcceptance> {
+    const body = await this.authed<Envelope<InvitationAcceptance>>(false, options, (headers, signal) =>
+      this.api.POST(`${API}/organization-invitations/acceptances`, { body: { token }, headers, signal }),
+    );
     return body.data;
   }
 

@@ -3,14 +3,17 @@ import { isIdentityError } from './errors.js';
 import { readClaims } from './jwt.js';
 import { type LockMode, type RenewalLock, renewalLock } from './lock.js';
 import { type GrantStore, memoryStore, type StoredGrant } from './stores.js';
-import type { SessionGrant } from './types.js';
+import type { OrganizationSwitch, SessionGrant } from './types.js';
 
 /** What a `SessionManager` tells its listeners. */
 export type SessionEvent =
   | {
       status: 'signed-in';
-      /** `sign-in`: a sign-in here; `renewal`: this page renewed; `adopted`: another page renewed or signed in. */
-      reason: 'sign-in' | 'renewal' | 'adopted';
+      /**
+       * `sign-in`: a sign-in here; `renewal`: this page renewed; `adopted`: another page renewed or
+       * signed in; `organization`: this page switched the active organization (a new access token).
+       */
+      reason: 'sign-in' | 'renewal' | 'adopted' | 'organization';
       grant: SessionGrant;
     }
   | { status: 'signed-out'; reason: EndReason };
@@ -137,6 +140,30 @@ export class SessionManager implements SessionLink {
     });
     this.known = grant.accessToken;
     this.emit({ status: 'signed-in', reason: 'sign-in', grant });
+  }
+
+  /**
+   * SessionLink: `switchOrganization` answered a new access token for the same session. It replaces
+   * the stored one (`replacing`, the token the switch was made with), the refresh token kept; a
+   * grant that changed meanwhile (a sign-in, a sign-out, another page's renewal) is left as it is.
+   * A renewal re-reads the active organization, so the next one carries it whatever happened here.
+   */
+  async accessTokenReplaced(grant: OrganizationSwitch, replacing: string): Promise<void> {
+    let replaced: SessionGrant | undefined;
+    await this.lock.exclusive(async () => {
+      const stored = await this.store.load();
+      if (!stored || stored.grant.accessToken !== replacing) return;
+      replaced = {
+        ...stored.grant,
+        accessToken: grant.accessToken,
+        accessTokenExpiresAt: grant.accessTokenExpiresAt,
+        sessionExpiresAt: grant.sessionExpiresAt,
+      };
+      await this.store.save(this.toStored(replaced));
+    });
+    if (!replaced) return;
+    this.known = replaced.accessToken;
+    this.emit({ status: 'signed-in', reason: 'organization', grant: replaced });
   }
 
   /** SessionLink: the session ended at the service; forget it. */

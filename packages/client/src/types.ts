@@ -6,17 +6,19 @@ type Success<Responses> = Responses extends { 200: infer R }
   : Responses extends { 201: infer R }
     ? Json<R>
     : never;
-type Operation<P extends keyof paths, M extends 'get' | 'post'> = NonNullable<paths[P][M]>;
+/** The HTTP methods the client's methods use. */
+type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+type Operation<P extends keyof paths, M extends Method> = NonNullable<paths[P][M]>;
 
 /** The `data` of a route's success answer, from the generated types. */
-export type ResponseData<P extends keyof paths, M extends 'get' | 'post'> = Success<
+export type ResponseData<P extends keyof paths, M extends Method> = Success<
   Operation<P, M>['responses']
 > extends { data: infer D }
   ? D
   : never;
 
 /** The JSON body a route takes, from the generated types. */
-export type RequestBody<P extends keyof paths, M extends 'get' | 'post'> = Operation<P, M> extends {
+export type RequestBody<P extends keyof paths, M extends Method> = Operation<P, M> extends {
   requestBody?: { content: { 'application/json': infer B } };
 }
   ? B
@@ -100,3 +102,35 @@ export type AccountExport = ResponseData<'/api/v1/account/export', 'get'>;
 
 /** The caller's own account at a glance, identifiers unmasked (GET /account). */
 export type AccountOverview = ResponseData<'/api/v1/account', 'get'>;
+
+// ---- Organizations (docs/organizations.md) ------------------------------------------------------
+
+/** One organization as the caller sees it: with the caller's role and permissions there. */
+export type Organization = components['schemas']['Organization'];
+/** What `createOrganization` takes: a name and a unique slug. */
+export type CreateOrganizationInput = RequestBody<'/api/v1/organizations', 'post'>;
+/** What `updateOrganization` takes: a new name, the second-factor policy, or both. */
+export type UpdateOrganizationInput = RequestBody<'/api/v1/organizations/{organizationId}', 'patch'>;
+/** One of the caller's organizations (GET /organizations): `active` marks the session's active one. */
+export type OrganizationMembership = Item<ResponseData<'/api/v1/organizations', 'get'>>;
+/** One member of an organization, named by a masked identifier. */
+export type OrganizationMember = Item<ResponseData<'/api/v1/organizations/{organizationId}/members', 'get'>>;
+/** A member's role after `setMemberRole` or `transferOwnership`. */
+export type MemberRole = ResponseData<
+  '/api/v1/organizations/{organizationId}/members/{identityId}/role',
+  'put'
+>;
+/** What `switchOrganization` answers: a new access token carrying the active organization (no refresh token). */
+export type OrganizationSwitch = ResponseData<'/api/v1/session/active-organization', 'post'>;
+/** What `inviteMember` takes: the identifier form of sign-up and the role. */
+export type InviteMemberInput = RequestBody<'/api/v1/organizations/{organizationId}/invitations', 'post'>;
+/** A sent invitation: the identifier masked, and how the message was delivered. */
+export type SentInvitation = ResponseData<'/api/v1/organizations/{organizationId}/invitations', 'post'>;
+/** One pending invitation of an organization. */
+export type PendingInvitation = Item<
+  ResponseData<'/api/v1/organizations/{organizationId}/invitations', 'get'>
+>;
+/** What an invitation token names: the organization, the role, and the invited identifier masked. */
+export type InvitationLookup = ResponseData<'/api/v1/organization-invitations/lookups', 'post'>;
+/** An accepted invitation: the organization joined, with the caller's role there. */
+export type InvitationAcceptance = ResponseData<'/api/v1/organization-invitations/acceptances', 'post'>;

@@ -70,6 +70,26 @@ export const AccountExportSchema = Type.Object(
       }),
       { description: 'the organizations the identity belongs to, with its role in each' },
     ),
+    invitationsSent: Type.Array(
+      Type.Object({
+        id: Uuid,
+        organizationId: Uuid,
+        identifierType: Type.Union([Type.Literal('email'), Type.Literal('phone')]),
+        identifier: Type.String({ description: 'masked' }),
+        role: Type.String(),
+        state: Type.Union([
+          Type.Literal('pending'),
+          Type.Literal('accepted'),
+          Type.Literal('revoked'),
+          Type.Literal('expired'),
+        ]),
+        createdAt: Instant,
+        expiresAt: Instant,
+        acceptedAt: MaybeInstant,
+        revokedAt: MaybeInstant,
+      }),
+      { description: 'the organization invitations the identity sent (never their tokens)' },
+    ),
     sessions: Type.Array(
       Type.Object({
         id: Uuid,

@@ -1,7 +1,9 @@
 import type { AuditLog } from '../../platform/audit/audit.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Database } from '../../platform/db/database.js';
+import { maskIdentifier } from '../../platform/notify/mask.js';
 import { Problem } from '../../platform/problem.js';
+import { invitationsSentBy } from '../organizations/invitation-repository.js';
 import { liveStatus } from '../recovery-codes/repository.js';
 import { describeDevice } from '../sessions/devices.js';
 import * as repo from './repository.js';
@@ -84,6 +86,7 @@ export class AccountService {
         attempts,
         audit,
         memberships,
+        invitations,
       ] = await Promise.all([
         repo.identifierFacts(trx, identityId),
         repo.secondFactorFacts(trx, identityId),
@@ -94,6 +97,7 @@ export class AccountService {
         repo.attemptFacts(trx, identityId),
         repo.auditFacts(trx, identityId),
         repo.membershipFacts(trx, identityId),
+        invitationsSentBy(trx, identityId),
       ]);
       const document = {
         exportedAt: now.toISOString(),
@@ -145,6 +149,26 @@ export class AccountService {
           role: m.role,
           joinedAt: iso(m.joinedAt),
           roleChangedAt: iso(m.roleChangedAt),
+        })),
+        // Never the token nor its hash; the invitee's address masked.
+        invitationsSent: invitations.map((i) => ({
+          id: i.id,
+          organizationId: i.organizationId,
+          identifierType: i.identifierType,
+          identifier: maskIdentifier(i.identifierType, i.identifier),
+          role: i.role,
+          state:
+            i.acceptedAt !== null
+              ? ('accepted' as const)
+              : i.revokedAt !== null
+                ? ('revoked' as const)
+                : new Date(i.expiresAt).getTime() <= now.getTime()
+                  ? ('expired' as const)
+                  : ('pending' as const),
+          createdAt: iso(i.createdAt),
+          expiresAt: iso(i.expiresAt),
+          acceptedAt: iso(i.acceptedAt),
+          revokedAt: iso(i.revokedAt),
         })),
         sessions: sessions.map((s) => ({
           id: s.id,

@@ -21,7 +21,9 @@ export type KeyPurpose =
   /** The stored check that a later start runs under the same SECRETS_KEY (key_checks). */
   | 'key-check'
   /** The OpenID Provider's own cookies (its session and interaction cookies are signed). */
-  | 'oidc-cookies';
+  | 'oidc-cookies'
+  /** Keyed hashes of organization invitation tokens. */
+  | 'organization-invitations';
 
 export function deriveKey(root: Buffer, purpose: KeyPurpose): Buffer {
   return createHmac('sha256', root).update(purpose).digest();
@@ -36,6 +38,7 @@ export interface PurposeKeys {
   guessBudgets: Buffer;
   keyCheck: Buffer;
   oidcCookies: Buffer;
+  organizationInvitations: Buffer;
 }
 
 /** The one function every purpose key comes from. */
@@ -48,6 +51,7 @@ export function purposeKeys(root: Buffer): PurposeKeys {
     guessBudgets: deriveKey(root, 'guess-budgets'),
     keyCheck: deriveKey(root, 'key-check'),
     oidcCookies: deriveKey(root, 'oidc-cookies'),
+    organizationInvitations: deriveKey(root, 'organization-invitations'),
   };
 }
 

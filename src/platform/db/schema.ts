@@ -152,6 +152,21 @@ export interface OidcSigningKeys {
   sealed_private_jwk: string;
 }
 
+export interface OrganizationInvitations {
+  accepted_at: Timestamp | null;
+  accepted_by: string | null;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+  id: string;
+  identifier: string;
+  identifier_type: string;
+  invited_by: string;
+  organization_id: string;
+  revoked_at: Timestamp | null;
+  role: string;
+  token_hash: string;
+}
+
 export interface OrganizationMemberships {
   created_at: Timestamp;
   identity_id: string;
@@ -367,6 +382,7 @@ export interface DB {
   oidc_grants: OidcGrants;
   oidc_payloads: OidcPayloads;
   oidc_signing_keys: OidcSigningKeys;
+  organization_invitations: OrganizationInvitations;
   organization_memberships: OrganizationMemberships;
   organizations: Organizations;
   passkeys: Passkeys;

@@ -1,0 +1,81 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { IdInput, Instant, Uuid } from '../../platform/http/schemas.js';
+import { Page } from '../../platform/pagination/page.js';
+
+const Name = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
+const Slug = Type.String({
+  pattern: '^[a-z0-9-]{2,48}$',
+  description: '2 to 48 lowercase letters, digits and hyphens; unique',
+});
+const RoleName = Type.String({
+  pattern: '^[a-z][a-z0-9_-]{1,31}$',
+  description: 'owner, admin, member, or a role of ORGANIZATION_ROLES',
+});
+
+/** POST /admin/v1/organizations. Strict. */
+export const CreateOrganizationBody = Type.Object(
+  { name: Name, slug: Slug, ownerIdentityId: IdInput },
+  { additionalProperties: false },
+);
+export type CreateOrganizationBody = Static<typeof CreateOrganizationBody>;
+
+/** PUT /admin/v1/organizations/{id}/members/{identityId}. Strict. */
+export const MemberRoleBody = Type.Object({ role: RoleName }, { additionalProperties: false });
+
+export const OrganizationIdParams = Type.Object({ id: IdInput }, { additionalProperties: false });
+export const OrganizationMemberParams = Type.Object(
+  { id: IdInput, identityId: IdInput },
+  { additionalProperties: false },
+);
+
+export const AdminOrganizationItem = Type.Object(
+  {
+    id: Uuid,
+    name: Type.String(),
+    slug: Type.String(),
+    requireSecondFactor: Type.Boolean(),
+    createdBy: Uuid,
+    createdAt: Instant,
+    updatedAt: Instant,
+    disabledAt: Type.Union([Instant, Type.Null()]),
+  },
+  { additionalProperties: false },
+);
+export const AdminOrganizationPage = Page(AdminOrganizationItem);
+
+export const AdminOrganizationDetail = Type.Object(
+  {
+    ...AdminOrganizationItem.properties,
+    memberCount: Type.Integer({ minimum: 0 }),
+    ownerCount: Type.Integer({ minimum: 0 }),
+  },
+  { additionalProperties: false },
+);
+
+export const AdminMemberItem = Type.Object(
+  {
+    identityId: Uuid,
+    role: Type.String(),
+    joinedAt: Instant,
+    identifier: Type.Union(
+      [
+        Type.Object(
+          {
+            type: Type.Union([Type.Literal('email'), Type.Literal('phone')]),
+            value: Type.String({ description: 'Unmasked' }),
+          },
+          { additionalProperties: false },
+        ),
+        Type.Null(),
+      ],
+      { description: "The member's first verified identifier, unmasked; null when it has none" },
+    ),
+  },
+  { additionalProperties: false },
+);
+export const AdminMemberPage = Page(AdminMemberItem);
+
+export const AdminMemberRole = Type.Object(
+  { identityId: Uuid, role: Type.String() },
+  { additionalProperties: false },
+);

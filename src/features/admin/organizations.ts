@@ -1,0 +1,276 @@
+import { randomUUID } from 'node:crypto';
+import type { Config } from '../../config.js';
+import type { AuditEvent, AuditLog } from '../../platform/audit/audit.js';
+import type { Clock } from '../../platform/clock.js';
+import type { Database, Executor } from '../../platform/db/database.js';
+import { strongEtag } from '../../platform/http/conditional.js';
+import type { CursorCodec, CursorScope } from '../../platform/pagination/cursor.js';
+import {
+  type KeysetWindow,
+  keysetPage,
+  type PageInfo,
+  type PageQuery,
+} from '../../platform/pagination/page.js';
+import { Problem } from '../../platform/problem.js';
+import * as orgs from '../organizations/repository.js';
+import { OrganizationRoles, OWNER_ROLE } from '../organizations/roles.js';
+import * as repo from './organizations-repository.js';
+import type { CreateOrganizationBody } from './organizations-schemas.js';
+
+/** What the operators' organization acts use. */
+export interface AdminOrganizationDeps {
+  database: Database;
+  clock: Clock;
+  audit: AuditLog;
+  cursors: CursorCodec;
+  config: Pick<Config, 'organizations'>;
+}
+
+/** The audit name of an operator's read of members' identifiers (one record per identity shown). */
+const IDENTITY_READ = 'admin.identity.read';
+
+const notFound = () => new Problem('admin.organization_not_found');
+const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString());
+
+function item(o: repo.AdminOrganizationRow) {
+  return {
+    id: o.id,
+    name: o.name,
+    slug: o.slug,
+    requireSecondFactor: o.requireSecondFactor,
+    createdBy: o.createdBy,
+    createdAt: new Date(o.createdAt).toISOString(),
+    updatedAt: new Date(o.updatedAt).toISOString(),
+    disabledAt: iso(o.disabledAt),
+  };
+}
+
+/** Strictly forward, even within one millisecond: a tag names exactly one version. */
+function nextVersion(now: Date, previous: Date): Date {
+  const before = new Date(previous);
+  return now > before ? now : new Date(before.getTime() + 1);
+}
+
+/**
+ * The operators' acts on organizations (docs/organizations.md, "Operators"). Every write takes the
+ * organization's row lock, the one every membership change takes (organizations/repository.ts), so
+ * the last-owner rule holds between operators and members alike; an act naming an identity holds
+ * it FOR KEY SHARE first (the order an erasure takes its locks in: identity, then organizations). Every
+ * write appends its audit record, actor `admin:<key name>`, in its own transaction; a read of the
+ * members' identifiers appends one read record per identity shown, as the identity search does.
+ * ORGANIZATION_CREATION governs only the session route: operators create whatever it says.
+ */
+export class AdminOrganizations {
+  readonly roles: OrganizationRoles;
+
+  constructor(private readonly deps: AdminOrganizationDeps) {
+    this.roles = new OrganizationRoles(deps.config);
+  }
+
+  async list(scope: CursorScope, query: PageQuery): Promise<{ items: unknown[]; pageInfo: PageInfo }> {
+    const { db } = this.deps.database;
+    const fetch = (window: KeysetWindow) => repo.organizationsPage(db, window);
+    const { items, pageInfo } = await keysetPage(this.deps.cursors, scope, query, fetch, (r) => r.createdAt);
+    return { items: items.map(item), pageInfo };
+  }
+
+  async read(organizationId: string) {
+    const row = await repo.organizationDetail(this.deps.database.db, organizationId);
+    if (!row) throw notFound();
+    return {
+      organization: { ...item(row), memberCount: row.members, ownerCount: row.owners },
+      etag: this.#etag(row),
+    };
+  }
+
+  /** A new organization with `ownerIdentityId` as its owner. */
+  async create(input: CreateOrganizationBody, actor: string) {
+    const id = randomUUID();
+    const name = input.name.trim();
+    return this.deps.database.db.transaction().execute(async (trx) => {
+      await this.#liveIdentity(trx, input.ownerIdentityId);
+      const now = this.deps.clock.now();
+      const created = await orgs.insertOrganization(trx, {
+        id,
+        name,
+        slug: input.slug,
+        createdBy: input.ownerIdentityId,
+        now,
+      });
+      if (!created) throw new Problem('organization.slug_taken');
+      await orgs.insertMembership(trx, {
+        organizationId: id,
+        identityId: input.ownerIdentityId,
+        role: OWNER_ROLE,
+        now,
+      });
+      await this.#audit(trx, 'organization.created', actor, input.ownerIdentityId, {
+        organizationId: id,
+        slug: input.slug,
+        byOperator: true,
+      });
+      const row: repo.AdminOrganizationRow = {
+        id,
+        name,
+        slug: input.slug,
+        requireSecondFactor: false,
+        createdBy: input.ownerIdentityId,
+        createdAt: now,
+        updatedAt: now,
+        disabledAt: null,
+      };
+      return { organization: { ...item(row), memberCount: 1, ownerCount: 1 }, etag: this.#etag(row) };
+    });
+  }
+
+  /**
+   * Disabled: no longer anyone's active organization (the session guard and every renewal join
+   * only live organizations), not listed to its members, not switchable to, not changeable by them.
+   * Memberships and sessions' choice stay, so enabling it again restores both. Idempotent.
+   */
+  async disable(organizationId: string, actor: string): Promise<void> {
+    await this.#write(organizationId, async (trx, org, now) => {
+      const changed = await repo.setDisabled(trx, organizationId, now, nextVersion(now, org.updatedAt));
+      await this.#audit(trx, 'organization.disabled', actor, organizationId, { organizationId, changed });
+    });
+  }
+
+  async enable(organizationId: string, actor: string): Promise<void> {
+    await this.#write(organizationId, async (trx, org, now) => {
+      const changed = await repo.setDisabled(trx, organizationId, null, nextVersion(now, org.updatedAt));
+      await this.#audit(trx, 'organization.enabled', actor, organizationId, { organizationId, changed });
+    });
+  }
+
+  /** Gone, with its memberships; sessions acting in it have no active organization from now on. */
+  async delete(organizationId: string, actor: string): Promise<void> {
+    await this.#write(organizationId, async (trx, org) => {
+      const members = (await repo.organizationDetail(trx, organizationId))?.members ?? 0;
+      await repo.deleteOrganization(trx, organizationId);
+      await this.#audit(trx, 'organization.deleted', actor, organizationId, {
+        organizationId,
+        slug: org.slug,
+        membershipsRemoved: members,
+      });
+    });
+  }
+
+  /** The members, newest first, each with its first verified identifier unmasked. */
+  async members(scope: CursorScope, query: PageQuery, organizationId: string, actor: string) {
+    const { db } = this.deps.database;
+    if (!(await repo.organizationDetail(db, organizationId))) throw notFound();
+    const fetch = (window: KeysetWindow) => orgs.membersPage(db, organizationId, window);
+    const { items, pageInfo } = await keysetPage(this.deps.cursors, scope, query, fetch, (r) => r.createdAt);
+    if (items.length > 0) {
+      await db.transaction().execute(async (trx) => {
+        for (const m of items) {
+          await this.deps.audit.append(trx, {
+            name: IDENTITY_READ,
+            actor,
+            target: m.id,
+            outcome: 'success',
+            details: { view: 'organization_members', organizationId },
+          });
+        }
+      });
+    }
+    return {
+      items: items.map((m) => ({
+        identityId: m.id,
+        role: m.role,
+        joinedAt: new Date(m.createdAt).toISOString(),
+        identifier:
+          m.displayType && m.displayValue
+            ? { type: m.displayType as 'email' | 'phone', value: m.displayValue }
+            : null,
+      })),
+      pageInfo,
+    };
+  }
+
+  /**
+   * Adds the identity with `role`, or changes its role. Demoting the last owner is 409
+   * organization.last_owner, decided under the organization's lock. `added` tells which it was.
+   */
+  async setMember(
+    organizationId: string,
+    identityId: string,
+    role: string,
+    actor: string,
+  ): Promise<{ member: { identityId: string; role: string }; added: boolean }> {
+    if (!this.roles.known(role)) throw new Problem('organization.role_unknown');
+    return this.deps.database.db.transaction().execute(async (trx) => {
+      await this.#liveIdentity(trx, identityId);
+      if (!(await repo.lockAnyOrganization(trx, organizationId))) throw notFound();
+      const current = await orgs.roleOf(trx, organizationId, identityId);
+      const now = this.deps.clock.now();
+      const member = { identityId, role };
+      if (current === undefined) {
+        await orgs.insertMembership(trx, { organizationId, identityId, role, now });
+        await this.#audit(trx, 'organization.member.added', actor, identityId, { organizationId, role });
+        return { member, added: true };
+      }
+      if (current === role) return { member, added: false };
+      if (current === OWNER_ROLE) await this.#keepsAnOwner(trx, organizationId);
+      await orgs.setRole(trx, organizationId, identityId, role, now);
+      await this.#audit(trx, 'organization.member.role_changed', actor, identityId, {
+        organizationId,
+        from: current,
+        to: role,
+      });
+      return { member, added: false };
+    });
+  }
+
+  /** Removes a member; the last owner stays (409 organization.last_owner). */
+  async removeMember(organizationId: string, identityId: string, actor: string): Promise<void> {
+    await this.#write(organizationId, async (trx) => {
+      const current = await orgs.roleOf(trx, organizationId, identityId);
+      if (current === undefined) throw new Problem('organization.member_not_found');
+      if (current === OWNER_ROLE) await this.#keepsAnOwner(trx, organizationId);
+      await orgs.deleteMembership(trx, organizationId, identityId);
+      await this.#audit(trx, 'organization.member.removed', actor, identityId, {
+        organizationId,
+        role: current,
+        left: false,
+      });
+    });
+  }
+
+  /** One write under the organization's lock; unknown is 404 admin.organization_not_found. */
+  async #write(
+    organizationId: string,
+    act: (trx: Executor, org: repo.AdminOrganizationRow, now: Date) => Promise<void>,
+  ): Promise<void> {
+    await this.deps.database.db.transaction().execute(async (trx) => {
+      const org = await repo.lockAnyOrganization(trx, organizationId);
+      if (!org) throw notFound();
+      await act(trx, org, this.deps.clock.now());
+    });
+  }
+
+  /** Holds the identity against an erasure (repo.shareIdentity): unknown 404, erased 409. */
+  async #liveIdentity(trx: Executor, identityId: string): Promise<void> {
+    const identity = await repo.shareIdentity(trx, identityId);
+    if (!identity) throw new Problem('admin.identity_not_found');
+    if (identity.erasedAt !== null) throw new Problem('admin.identity_erased');
+  }
+
+  async #keepsAnOwner(trx: Executor, organizationId: string): Promise<void> {
+    if ((await orgs.ownerCount(trx, organizationId)) <= 1) throw new Problem('organization.last_owner');
+  }
+
+  #etag(o: repo.AdminOrganizationRow): string {
+    return strongEtag(o.id, new Date(o.updatedAt).toISOString(), 'admin');
+  }
+
+  #audit(
+    trx: Executor,
+    name: string,
+    actor: string,
+    target: string,
+    details: NonNullable<AuditEvent['details']>,
+  ) {
+    return this.deps.audit.append(trx, { name, actor, target, outcome: 'success', details });
+  }
+}

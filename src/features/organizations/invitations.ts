@@ -1,0 +1,289 @@
+import { randomUUID } from 'node:crypto';
+import type { Config } from '../../config.js';
+import type { AuditLog } from '../../platform/audit/audit.js';
+import type { Clock } from '../../platform/clock.js';
+import { hmacHex, opaqueToken } from '../../platform/crypto/tokens.js';
+import type { Database, Executor } from '../../platform/db/database.js';
+import { maskIdentifier } from '../../platform/notify/mask.js';
+import type { DeliveryResult, Notifier } from '../../platform/notify/notifier.js';
+import type { CursorCodec, CursorScope } from '../../platform/pagination/cursor.js';
+import { type KeysetWindow, keysetPage, type PageQuery } from '../../platform/pagination/page.js';
+import { Problem } from '../../platform/problem.js';
+import type { MessageLimits, MessageSubject } from '../../platform/rate-limit/guess-budget.js';
+import { destinationSubject } from '../../platform/rate-limit/guess-budget.js';
+import type { ChallengeFlow } from '../challenges/service.js';
+import type { IdentifierInput, IdentifierType } from '../identities/identifier.js';
+import * as invitations from './invitation-repository.js';
+import * as repo from './repository.js';
+import { OrganizationRoles } from './roles.js';
+
+/** What invitations use. */
+export interface InvitationServiceDeps {
+  database: Database;
+  clock: Clock;
+  audit: AuditLog;
+  cursors: CursorCodec;
+  notifier: Notifier;
+  messages: MessageLimits;
+  /** The house's normalisation and channel check of an address to be written to. */
+  challenges: Pick<ChallengeFlow, 'reachableAddress'>;
+  config: Pick<Config, 'organizations' | 'publicOrigin'> & {
+    keys: Pick<Config['keys'], 'organizationInvitations'>;
+  };
+}
+
+export interface SentInvitation {
+  id: string;
+  identifierType: IdentifierType;
+  identifier: string;
+  role: string;
+  expiresAt: string;
+  delivery: { status: DeliveryResult['status']; resendable: boolean };
+}
+
+const notFound = () => new Problem('organization.not_found');
+const denied = () => new Problem('organization.permission_denied');
+const unknownInvitation = () => new Problem('organization.invitation_not_found');
+
+/**
+ * The invitation message: the organization's name, the role and the hosted acceptance link, which
+ * carries the token. Like the house's other messages it names no address and no person; the
+ * token is its only secret (it goes in the link's fragment, which a browser never sends).
+ */
+export function invitationText(
+  organization: string,
+  role: string,
+  link: string,
+  token: string,
+  expiresInDays: number,
+): { subject: string; text: string } {
+  if (!link.endsWith(`/${token}`) || /\s/.test(link)) throw new TypeError('the link carries the token');
+  const days = Math.max(1, Math.ceil(expiresInDays));
+  return {
+    subject: `You are invited to join ${organization}`,
+    text: [
+      `You are invited to join the organization "${organization}" as ${role}.`,
+      '',
+      'Open this link to accept (sign in, or sign up, with this address first):',
+      link,
+      '',
+      `It expires in ${days} ${days === 1 ? 'day' : 'days'}. If you did not expect it, ignore this message.`,
+    ].join('\n'),
+  };
+}
+
+/**
+ * Organization invitations (docs/organizations.md, "Invitations"). A token is a 256-bit bearer
+ * capability, stored only as its keyed hash. Every write locks the organization row first, as
+ * every membership change does, so a send, a revocation and an acceptance of one organization
+ * serialise, and an acceptance's membership insert is under the same lock as the last-owner rule.
+ */
+export class InvitationService {
+  readonly #roles: OrganizationRoles;
+
+  constructor(private readonly deps: InvitationServiceDeps) {
+    this.#roles = new OrganizationRoles(deps.config);
+  }
+
+  #hash(token: string): string {
+    return hmacHex(this.deps.config.keys.organizationInvitations, token);
+  }
+
+  /**
+   * POST /organizations/{id}/invitations: `members:invite`, and a role the caller may grant (only
+   * an owner invites an owner). Whether the address has an account, or is already a member's, is
+   * never looked at: the answer and the message are the same. A pending invitation to the same
+   * address is revoked and replaced. The message counts against the sender's and the destination's
+   * windows in the sending transaction; past either, 429 and nothing is written or sent.
+   */
+  async send(
+    identityId: string,
+    organizationId: string,
+    input: IdentifierInput & { role: string },
+    sender: MessageSubject,
+  ): Promise<SentInvitation> {
+    const to = this.deps.challenges.reachableAddress(input);
+    if (!this.#roles.known(input.role)) throw new Problem('organization.role_unknown');
+    const token = opaqueToken();
+    const id = randomUUID();
+    const now = this.deps.clock.now();
+    const ttl = this.deps.config.organizations.invitationTtl;
+    const expiresAt = new Date(now.getTime() + ttl * 1000);
+    const organization = await this.deps.database.db.transaction().execute(async (trx) => {
+      const { organization, role: mine } = await this.#locked(trx, organizationId, identityId);
+      if (!this.#roles.can(mine, 'members:invite')) throw denied();
+      if (!this.#roles.mayAssign(mine, input.role)) throw denied();
+      const replaced = await invitations.revokePendingFor(trx, {
+        organizationId,
+        identifierType: to.type,
+        identifier: to.value,
+        now,
+      });
+      await invitations.insertInvitation(trx, {
+        id,
+        organizationId,
+        identifierType: to.type,
+        identifier: to.value,
+        role: input.role,
+        tokenHash: this.#hash(token),
+        invitedBy: identityId,
+        now,
+        expiresAt,
+      });
+      await this.deps.messages.count([sender, destinationSubject(to)], trx);
+      await this.#audit(trx, 'organization.invitation.sent', identityId, id, {
+        organizationId,
+        identifierType: to.type,
+        role: input.role,
+        replaced: replaced.length,
+      });
+      return organization;
+    });
+    // After the commit: a slow channel never holds the organization lock.
+    const link = `${this.deps.config.publicOrigin}/account/#/invitations/${token}`;
+    const delivery = await this.deps.notifier.send({
+      to: to.value,
+      type: to.type,
+      ...invitationText(organization.name, input.role, link, token, ttl / 86400),
+    });
+    return {
+      id,
+      identifierType: to.type,
+      identifier: maskIdentifier(to.type, to.value),
+      role: input.role,
+      expiresAt: expiresAt.toISOString(),
+      delivery: { status: delivery.status, resendable: delivery.resendable },
+    };
+  }
+
+  /** GET /organizations/{id}/invitations: the pending ones, newest first (`members:invite`). */
+  async list(scope: CursorScope, query: PageQuery, identityId: string, organizationId: string) {
+    const { db } = this.deps.database;
+    const me = await repo.memberView(db, organizationId, identityId);
+    if (!me) throw notFound();
+    if (!this.#roles.can(me.role, 'members:invite')) throw denied();
+    const now = this.deps.clock.now();
+    const fetch = (window: KeysetWindow) => invitations.pendingPage(db, organizationId, now, window);
+    const { items, pageInfo } = await keysetPage(this.deps.cursors, scope, query, fetch, (r) => r.createdAt);
+    return {
+      items: items.map((i) => ({
+        id: i.id,
+        identifierType: i.identifierType,
+        identifier: maskIdentifier(i.identifierType, i.identifier),
+        role: i.role,
+        invitedBy: i.invitedBy,
+        createdAt: new Date(i.createdAt).toISOString(),
+        expiresAt: new Date(i.expiresAt).toISOString(),
+      })),
+      pageInfo,
+    };
+  }
+
+  /** DELETE /organizations/{id}/invitations/{invitationId} (`members:invite`). */
+  async revoke(identityId: string, organizationId: string, invitationId: string): Promise<void> {
+    await this.deps.database.db.transaction().execute(async (trx) => {
+      const { role: mine } = await this.#locked(trx, organizationId, identityId);
+      if (!this.#roles.can(mine, 'members:invite')) throw denied();
+      const now = this.deps.clock.now();
+      if (!(await invitations.revokeInvitation(trx, organizationId, invitationId, now)))
+        throw unknownInvitation();
+      await this.#audit(trx, 'organization.invitation.revoked', identityId, invitationId, { organizationId });
+    });
+  }
+
+  /**
+   * POST /organization-invitations/lookups, without a session: what the token's holder is invited
+   * to. The token is the secret, so each state has its own refusal.
+   */
+  async lookup(token: string) {
+    const found = await invitations.invitationByToken(this.deps.database.db, this.#hash(token));
+    if (!found) throw unknownInvitation();
+    this.#refuseUnlessPending(found, this.deps.clock.now());
+    return {
+      organization: { name: found.organizationName, slug: found.organizationSlug },
+      role: found.role,
+      identifierType: found.identifierType,
+      identifier: maskIdentifier(found.identifierType, found.identifier),
+      expiresAt: new Date(found.expiresAt).toISOString(),
+    };
+  }
+
+  /**
+   * POST /organization-invitations/acceptances: the caller, holding the invited identifier
+   * verified, becomes a member with the invitation's role. Under the organization's row lock, one
+   * conditional UPDATE marks the invitation accepted (only while pending and unexpired), and the
+   * membership is inserted in the same transaction: two acceptances at once give one member and one
+   * 409 organization.invitation_accepted. A refusal after the mark (wrong identity, already a
+   * member) rolls the mark back, so the invitation stays pending for its rightful holder.
+   */
+  async accept(identityId: string, token: string) {
+    const { db } = this.deps.database;
+    const found = await invitations.invitationByToken(db, this.#hash(token));
+    if (!found) throw unknownInvitation();
+    return db.transaction().execute(async (trx) => {
+      const organization = await repo.lockOrganization(trx, found.organizationId);
+      if (!organization) throw unknownInvitation();
+      const now = this.deps.clock.now();
+      if (!(await invitations.acceptInvitation(trx, found.id, identityId, now))) {
+        const state = await invitations.invitationState(trx, found.id);
+        if (!state) throw unknownInvitation();
+        this.#refuseUnlessPending(state, now);
+        // Pending by every column yet not updated: cannot happen under the lock; refuse safely.
+        throw new Problem('organization.invitation_accepted');
+      }
+      if (!(await invitations.holdsVerified(trx, identityId, found.identifierType, found.identifier)))
+        throw new Problem('organization.invitation_wrong_identity');
+      if ((await repo.roleOf(trx, found.organizationId, identityId)) !== undefined)
+        throw new Problem('organization.already_member');
+      await repo.insertMembership(trx, {
+        organizationId: found.organizationId,
+        identityId,
+        role: found.role,
+        now,
+      });
+      await this.#audit(trx, 'organization.invitation.accepted', identityId, identityId, {
+        organizationId: found.organizationId,
+        invitationId: found.id,
+        role: found.role,
+      });
+      return {
+        organization: {
+          id: organization.id,
+          name: organization.name,
+          slug: organization.slug,
+          role: found.role,
+        },
+      };
+    });
+  }
+
+  /** Refuses an invitation that is no longer pending, each state with its own problem. */
+  #refuseUnlessPending(
+    i: { expiresAt: Date; acceptedAt: Date | null; revokedAt: Date | null },
+    now: Date,
+  ): void {
+    if (i.acceptedAt !== null) throw new Problem('organization.invitation_accepted');
+    if (i.revokedAt !== null) throw new Problem('organization.invitation_revoked');
+    if (new Date(i.expiresAt).getTime() <= now.getTime())
+      throw new Problem('organization.invitation_expired');
+  }
+
+  /** The organization row, locked, and the caller's role read after the lock (else the same 404). */
+  async #locked(trx: Executor, organizationId: string, identityId: string) {
+    const organization = await repo.lockOrganization(trx, organizationId);
+    if (!organization) throw notFound();
+    const role = await repo.roleOf(trx, organizationId, identityId);
+    if (role === undefined) throw notFound();
+    return { organization, role };
+  }
+
+  #audit(
+    trx: Executor,
+    name: string,
+    actor: string,
+    target: string,
+    details: Record<string, string | number | boolean | null>,
+  ) {
+    return this.deps.audit.append(trx, { name, actor, target, outcome: 'success', details });
+  }
+}

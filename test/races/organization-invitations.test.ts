@@ -1,0 +1,99 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TestApp } from '../helpers/app.js';
+import { race, signIn } from '../helpers/identities.js';
+import { messagesTo } from '../helpers/outbox.js';
+import { call, createOrganization, member, ORGS } from '../organizations/support.js';
+import { expectRefusals, ROUNDS, raceApp, statuses } from './support.js';
+
+// Invitations under concurrency, on the PostgreSQL server: one invitation makes one member, however
+// many acceptances of it run at once (one conditional UPDATE under the organization's row lock, in
+// the transaction of the membership insert).
+let t: TestApp;
+
+beforeAll(async () => {
+  t = await raceApp();
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+const ACCEPTANCES = '/api/v1/organization-invitations/acceptances';
+
+async function invitation(): Promise<{
+  organizationId: string;
+  token: string;
+  invitee: Awaited<ReturnType<typeof member>>;
+}> {
+  const owner = await member(t);
+  const invitee = await member(t);
+  const { id } = await createOrganization(t, owner.token);
+  const res = await call(t.app, 'POST', `${ORGS}/${id}/invitations`, owner.token, {
+    identifierType: 'email',
+    identifier: invitee.person.email,
+    role: 'admin',
+  });
+  expect(res.statusCode, res.body).toBe(201);
+  const [message] = messagesTo(t.config.dataDir, invitee.person.email);
+  const token = /\/account\/#\/invitations\/([A-Za-z0-9_-]{43})$/m.exec(message.text)?.[1];
+  if (!token) throw new Error('no token in the message');
+  return { organizationId: id, token, invitee };
+}
+
+async function memberships(organizationId: string, identityId: string): Promise<number> {
+  const r = await sql<{ n: number }>`
+    SELECT count(*)::int AS n FROM organization_memberships
+    WHERE organization_id = ${organizationId} AND identity_id = ${identityId}`.execute(t.ctx.database.db);
+  return r.rows[0].n;
+}
+
+async function acceptedAudits(identityId: string): Promise<number> {
+  const r = await sql<{ n: number }>`
+    SELECT count(*)::int AS n FROM audit_records
+    WHERE name = 'organization.invitation.accepted' AND actor = ${identityId}`.execute(t.ctx.database.db);
+  return r.rows[0].n;
+}
+
+describe('invitations at once', () => {
+  it(`one session accepting one invitation twice at once: one 201, one 409 (${ROUNDS} rounds)`, async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const { organizationId, token, invitee } = await invitation();
+      const answers = await race(2, () => call(t.app, 'POST', ACCEPTANCES, invitee.token, { token }));
+      expect(statuses(answers), `round ${round}: ${answers.map((r) => r.body).join(' ')}`).toEqual([
+        201, 409,
+      ]);
+      expectRefusals(
+        answers.filter((r) => r.statusCode === 409),
+        409,
+        'organization.invitation_accepted',
+      );
+      expect(await memberships(organizationId, invitee.person.identityId)).toBe(1);
+      expect(await acceptedAudits(invitee.person.identityId)).toBe(1);
+    }
+  });
+
+  it(`two sessions of the invited identity accepting at once: one 201, one 409 (${ROUNDS} rounds)`, async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const { organizationId, token, invitee } = await invitation();
+      const second = await signIn(t.app, invitee.person);
+      const tokens = [invitee.token, second.accessToken];
+      const answers = await race(2, (i) => call(t.app, 'POST', ACCEPTANCES, tokens[i], { token }));
+      expect(statuses(answers), `round ${round}: ${answers.map((r) => r.body).join(' ')}`).toEqual([
+        201, 409,
+      ]);
+      expectRefusals(
+        answers.filter((r) => r.statusCode === 409),
+        409,
+        'organization.invitation_accepted',
+      );
+      expect(await memberships(organizationId, invitee.person.identityId)).toBe(1);
+    }
+  });
+
+  it('five acceptances at once: exactly one 201', async () => {
+    const { organizationId, token, invitee } = await invitation();
+    const answers = await race(5, () => call(t.app, 'POST', ACCEPTANCES, invitee.token, { token }));
+    expect(statuses(answers)).toEqual([201, 409, 409, 409, 409]);
+    expect(await memberships(organizationId, invitee.person.identityId)).toBe(1);
+  });
+});
