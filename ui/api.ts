@@ -5,7 +5,12 @@ import {
   type EndReason,
   IdentityClient,
   type IdentityProvider,
+  type InvitationLookup,
   isIdentityError,
+  type Organization,
+  type OrganizationMember,
+  type OrganizationMembership,
+  type PendingInvitation,
   type SecondFactorEnrolment,
   type SessionContext,
   type SignInHistoryEntry,
@@ -287,6 +292,39 @@ export const api = {
     if (!credential) throw new DOMException('no credential', 'NotAllowedError');
     await client.registerPasskey(elevationToken, { credential: credential.toJSON(), label } as never);
   },
+};
+
+export type { InvitationLookup, Organization, OrganizationMember, OrganizationMembership, PendingInvitation };
+
+/**
+ * The organization routes and invitations (docs/organizations.md), through the typed client.
+ * Lists ask for up to 100 (a person's organizations, an organization's members and invitations).
+ */
+export const organizations = {
+  list: async (): Promise<OrganizationMembership[]> => (await client.listOrganizations({ limit: 100 })).items,
+  create: (name: string, slug: string) => client.createOrganization({ name, slug }),
+  get: (id: string) => client.getOrganization(id),
+  update: (id: string, patch: { name?: string; requireSecondFactor?: boolean }) =>
+    client.updateOrganization(id, patch),
+  members: async (id: string): Promise<OrganizationMember[]> =>
+    (await client.listMembers(id, { limit: 100 })).items,
+  changeRole: (id: string, identityId: string, role: string) => client.setMemberRole(id, identityId, role),
+  removeMember: (id: string, identityId: string) => client.removeMember(id, identityId),
+  leave: (id: string) => client.leaveOrganization(id),
+  invitations: async (id: string): Promise<PendingInvitation[]> =>
+    (await client.listInvitations(id, { limit: 100 })).items,
+  invite: (id: string, who: IdentifierForm, role: string) => client.inviteMember(id, { ...who, role }),
+  revokeInvitation: (id: string, invitationId: string) => client.revokeInvitation(id, invitationId),
+  /**
+   * Acts in `id` (null: in none). The client hands the answer's access token to the page's session
+   * (its refresh token, in the cookie, is unchanged): the next calls carry the organization at once.
+   */
+  switchTo: async (id: string | null): Promise<void> => {
+    await client.switchOrganization(id);
+  },
+  /** What an invitation token names. No session needed: the token is the capability. */
+  lookUpInvitation: (token: string) => client.lookUpInvitation(token),
+  acceptInvitation: (token: string) => client.acceptInvitation(token),
 };
 
 /** What GET /oidc/interaction/<uid>/details answers: an OpenID Provider interaction waiting for the person. */

@@ -7,6 +7,9 @@ import { devicesPage } from './pages/devices.js';
 import { historyPage } from './pages/history.js';
 import { homePage } from './pages/home.js';
 import { authorizePage, consentPage } from './pages/interaction.js';
+import { organizationSwitcher, organizationsPage, takeFlash } from './pages/organizations.js';
+import { backToInvitation, captureInvitation, invitationPage } from './pages/organizations-invitation.js';
+import { organizationPage } from './pages/organizations-members.js';
 import { recoverPage } from './pages/recover.js';
 import {
   addressesPage,
@@ -46,12 +49,32 @@ const PRIVATE: Record<string, Page> = {
   '/security/recovery-codes': recoveryCodesPage,
   '/security/addresses': addressesPage,
   '/security/linked': linkedPage,
+  '/organizations': organizationsPage,
+};
+/** Pages of the account named by an id in their path (#/organizations/<id>). */
+const PRIVATE_WITH_ID: [RegExp, (id: string) => ReturnType<Page>][] = [
+  [/^\/organizations\/([0-9a-f-]{36})$/, organizationPage],
+];
+/**
+ * Pages for signed-in and signed-out people alike, with the nav when signed in: an invitation
+ * (its token already taken out of the address bar, see ui/pages/organizations-invitation.ts).
+ */
+const OPEN: Record<string, Page> = {
+  '/invitation': invitationPage,
 };
 /** The OpenID Provider's interactions, for signed-in and signed-out people alike, without the nav. */
 const INTERACTIONS: [RegExp, (uid: string) => ReturnType<Page>][] = [
   [/^\/authorize\/([^/]+)$/, authorizePage],
   [/^\/consent\/([^/]+)$/, consentPage],
 ];
+
+function privateWithId(path: string): Page | undefined {
+  for (const [pattern, page] of PRIVATE_WITH_ID) {
+    const m = pattern.exec(path);
+    if (m) return () => page(m[1]);
+  }
+  return undefined;
+}
 
 function interactionPage(path: string): Page | undefined {
   for (const [pattern, page] of INTERACTIONS) {
@@ -160,16 +183,27 @@ function drawNav(path: string, signedIn: boolean): void {
       h('li', null, signOut),
     ),
   );
+  // Where the person acts (an organization, or Personal), as the list's first item.
+  nav.querySelector('ul')?.prepend(organizationSwitcher());
 }
 
 async function render(): Promise<void> {
   // A provider flow's answer (#/sign-in?provider=…&handoff=…) leaves the address bar first.
   captureProviderReturn();
-  const path = routeOf(location.hash);
+  // An invitation's token leaves the address bar at once (#/invitations/<token> -> #/invitation).
+  const path = captureInvitation(routeOf(location.hash));
   // On the first render this asks the service (a renewal with the session cookie).
   const signedIn = await api.signedIn();
+  // Signed in (or up) from an invitation: back to it.
+  if (signedIn && path === '/' && backToInvitation()) {
+    go('/invitation');
+    return;
+  }
   const interaction = interactionPage(path);
-  let page = interaction ?? (signedIn ? (PRIVATE[path] ?? PUBLIC[path]) : PUBLIC[path]);
+  let page =
+    interaction ??
+    OPEN[path] ??
+    (signedIn ? (PRIVATE[path] ?? privateWithId(path) ?? PUBLIC[path]) : PUBLIC[path]);
   if (!page) {
     go(signedIn ? '/' : '/sign-in');
     return;
@@ -223,6 +257,9 @@ async function render(): Promise<void> {
     main.append(h('p', { class: 'notice', role: 'status' }, notice.text));
     notice.path = path;
   }
+  // A line left for this page by the last action (a switch refused for want of a second factor).
+  const flash = takeFlash();
+  if (flash) main.append(flash);
   append(main, body);
   // Focus moves to the new page's heading, so keyboard and screen-reader users start there.
   if (turn > 1) heading.focus();

@@ -8,6 +8,7 @@ import { createTestApp, type TestApp } from '../helpers/app.js';
 import { axeCheck, launchChromium, signInPage } from '../helpers/browser.js';
 import { createPerson, type Person, signIn } from '../helpers/identities.js';
 import { freePort } from '../helpers/net.js';
+import { messagesTo } from '../helpers/outbox.js';
 
 /*
  * Issue 27's languages in Chromium: the hosted pages speak the browser's language (French for a
@@ -272,6 +273,33 @@ describe('the pseudo-locale en-XA: every string from a catalogue', () => {
     await openStepUp(page);
     await page.locator('#recovery .stepup input').waitFor();
     await audit(page, 'step-up', '#recovery .stepup');
+  });
+
+  it('organizations, one organization, an invitation', async () => {
+    await page.goto(`${origin}/account/#/organizations`);
+    await reach(page, '⟦Organizations⟧');
+    await audit(page, 'organizations');
+    await page.locator('input[name="name"]').fill('Acme');
+    await page.locator('form button[type="submit"]').click();
+    await reach(page, '⟦Acme⟧');
+    await page.locator('#member-list li').first().waitFor();
+    await audit(page, 'organization');
+    // An invitation to another address: its list, then its page as the (wrong) signed-in person sees it.
+    const invitee = 'invitee-xa@example.com';
+    await page.locator('#invitations input[name="identifier"]').fill(invitee);
+    await page.locator('#invitations form button[type="submit"]').click();
+    await page.locator('#invitation-list li').first().waitFor();
+    await audit(page, 'organization invitations');
+    await expect
+      .poll(() => messagesTo(t.config.dataDir, invitee).at(-1)?.text ?? '')
+      .toContain('/account/#/invitations/');
+    const text = messagesTo(t.config.dataDir, invitee).at(-1)?.text ?? '';
+    const link = /\S+\/account\/#\/invitations\/[A-Za-z0-9_-]+/.exec(text)?.[0] ?? '';
+    await page.goto(link);
+    await reach(page, '⟦Invitation⟧');
+    await page.locator('#invitation button').click();
+    await page.locator('#invitation .alert:not([hidden])').waitFor();
+    await audit(page, 'invitation, another account');
   });
 
   it('an application’s ui_locales wins over the browser’s languages', async () => {

@@ -4,6 +4,7 @@ import { actionButton, alertBox } from '../forms.js';
 import { t } from '../messages/account.js';
 import type { PageContent } from '../router.js';
 import { ago } from '../when.js';
+import { homeOrganizations } from './organizations.js';
 
 const METHODS = [
   'password',
@@ -72,6 +73,8 @@ export async function homePage(): Promise<PageContent> {
           ),
         ),
       ),
+      // The organizations the person belongs to, with their role in each (the session context).
+      homeOrganizations(context.organizations),
       h(
         'section',
         { class: 'card', 'aria-labelledby': 'overview-title' },

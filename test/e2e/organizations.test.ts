@@ -1,0 +1,321 @@
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setLocale } from '../../ui/i18n.js';
+import { t as account } from '../../ui/messages/account.js';
+import { roleName, t } from '../../ui/messages/organizations.js';
+import { t as security } from '../../ui/messages/security.js';
+import { t as signUp } from '../../ui/messages/sign-up.js';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { axeCheck, launchChromium, signInPage } from '../helpers/browser.js';
+import { createPerson, type Person } from '../helpers/identities.js';
+import { freePort } from '../helpers/net.js';
+import { bodyOf, mailCode, mailCount, type SmtpSink, startSmtpSink } from '../helpers/smtp.js';
+
+/*
+ * Issue 28's journey in Chromium, on a desktop and on a phone: A creates an organization (the
+ * slug suggested from the name), invites B by email (the mail read from a real SMTP sink), B opens
+ * the link in a second browser context (the token leaves the address bar at once), creates an
+ * account through the invitation and comes back to it, accepts, switches to the organization in
+ * the frame's switcher (the phone's Menu) and sees the role "Member"; A makes B an admin and B's
+ * next page shows "Admin". Then the refusals in the person's words (the link used twice), an
+ * organization requiring a second factor sends B to Security → 2-step verification with the
+ * reason, and once A removes B, B's next page no longer lists it. The page's calls after a switch
+ * carry the access token the switch answered. axe-core checks every page state (no violation of
+ * any impact); the pages' words come from the same catalogues the pages read.
+ */
+const SCREENS = { desktop: { width: 1280, height: 800 }, phone: { width: 375, height: 812 } } as const;
+type Screen = keyof typeof SCREENS;
+
+let t0: TestApp;
+let smtp: SmtpSink;
+let browser: Browser;
+let origin: string;
+const pageErrors: string[] = [];
+const contexts: BrowserContext[] = [];
+
+beforeAll(async () => {
+  setLocale({ locale: 'en', pseudo: false });
+  smtp = await startSmtpSink();
+  const port = await freePort();
+  origin = `http://localhost:${port}`;
+  t0 = await createTestApp({
+    env: { PUBLIC_ORIGIN: origin, SMTP_URL: `smtp://127.0.0.1:${smtp.port}`, ACCOUNT_UI: 'on' },
+  });
+  await t0.app.listen({ host: '127.0.0.1', port });
+  browser = await launchChromium();
+}, 60_000);
+
+afterAll(async () => {
+  for (const c of contexts) await c.close().catch(() => undefined);
+  await browser?.close();
+  await t0?.close();
+  await smtp?.close();
+});
+
+async function open(screen: Screen): Promise<Page> {
+  const context = await browser.newContext({ viewport: SCREENS[screen], locale: 'en-GB' });
+  contexts.push(context);
+  const page = await context.newPage();
+  page.setDefaultTimeout(10_000);
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  return page;
+}
+
+const h1 = (page: Page, name: string) => page.getByRole('heading', { level: 1, name, exact: true }).waitFor();
+const button = (page: Page, name: string) => page.getByRole('button', { name, exact: true });
+
+/**
+ * The switcher's button, behind the Menu on a phone. Each page drawn closes the Menu again (a
+ * switch draws the page again), so it is opened until the button shows.
+ */
+async function switcher(page: Page, screen: Screen) {
+  const toggle = page.locator('.org-switcher-toggle');
+  for (let attempt = 0; ; attempt++) {
+    if (screen === 'phone') {
+      const menu = page.locator('.menu-toggle');
+      if ((await menu.getAttribute('aria-expanded')) !== 'true') await menu.click();
+    }
+    try {
+      await toggle.waitFor({ timeout: 1000 });
+      return toggle;
+    } catch (error) {
+      if (attempt >= 10) throw error;
+    }
+  }
+}
+
+/** The acceptance link in the newest invitation mailed to `to` (quoted-printable soft breaks joined). */
+async function invitationLink(to: string, count: number): Promise<string> {
+  const until = Date.now() + 10_000;
+  for (;;) {
+    const mine = smtp.received.filter((m) => m.to.includes(to));
+    if (mine.length >= count) {
+      const body = bodyOf(mine[count - 1].raw).replace(/=\r?\n/g, '');
+      const link = /https?:\/\/\S+\/account\/#\/invitations\/[A-Za-z0-9_-]+/.exec(body)?.[0];
+      if (!link) throw new Error(`no invitation link in the mail to ${to}`);
+      return link;
+    }
+    if (Date.now() > until) throw new Error(`no mail #${count} for ${to}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe('organizations in the hosted pages', () => {
+  for (const screen of Object.keys(SCREENS) as Screen[]) {
+    it(`${screen}: create, invite by email, accept after signing up, switch, see the role change`, async () => {
+      const orgName = `Acme ${screen}`;
+      const slug = `acme-${screen}`;
+      const owner: Person = await createPerson(t0.ctx, `ada-${screen}@example.com`);
+      const invitee = `bob-${screen}@example.com`;
+      const inviteePassword = `lantern-orchard-${screen}-river-41`;
+
+      // A signs in and creates the organization; the slug follows the name.
+      const a = await open(screen);
+      await a.goto(`${origin}/account/`);
+      await signInPage(a, owner);
+      // The page loads again and finds the session in the cookie.
+      await a.reload();
+      await h1(a, account('title'));
+      await a.goto(`${origin}/account/#/organizations`);
+      await h1(a, t('list.title'));
+      expect(await a.locator('#organizations').innerText()).toBe(t('list.none'));
+      // Personal, until an organization is chosen.
+      expect(await (await switcher(a, screen)).innerText()).toBe(
+        t('switcher.label', { name: t('switcher.personal') }),
+      );
+      await axeCheck(a, `${screen}: organizations, none yet`);
+      await a.getByLabel(t('create.name'), { exact: true }).fill(orgName);
+      expect(await a.getByLabel(t('create.slug'), { exact: true }).inputValue()).toBe(slug);
+      await button(a, t('create.submit')).click();
+      await h1(a, orgName);
+      await a.getByText(t('create.created', { name: orgName })).waitFor();
+      expect(await a.locator('#org-role').innerText()).toBe(t('org.yourRole', { role: roleName('owner') }));
+      await axeCheck(a, `${screen}: organization page (owner)`);
+
+      // A invites B by email as a member.
+      const invite = a.locator('#invitations');
+      await invite.locator('input[name="identifier"]').fill(invitee);
+      expect(await invite.getByLabel(t('invite.role'), { exact: true }).inputValue()).toBe('member');
+      await invite.getByRole('button', { name: t('invite.submit'), exact: true }).click();
+      await a.locator('#invitations .notice').waitFor();
+      expect(await a.locator('#invitation-list li').count()).toBe(1);
+      expect(await a.locator('#invitation-list').innerText()).toContain(roleName('member'));
+      // Masked: the list never shows the whole address.
+      expect(await a.locator('#invitation-list').innerText()).not.toContain(invitee);
+      await axeCheck(a, `${screen}: invitation sent`);
+
+      // B opens the link in another browser: the token leaves the address bar at once.
+      const link = await invitationLink(invitee, 1);
+      expect(link.startsWith(`${origin}/account/#/invitations/`)).toBe(true);
+      const token = link.slice(link.lastIndexOf('/') + 1);
+      const b = await open(screen);
+      await b.goto(link);
+      await h1(b, t('invitation.title'));
+      expect(b.url()).toBe(`${origin}/account/#/invitation`);
+      expect(await b.evaluate(() => sessionStorage.getItem('account-ui.invitation'))).toContain(token);
+      await b
+        .getByRole('heading', {
+          level: 2,
+          name: t('invitation.what', { org: orgName, role: roleName('member') }),
+        })
+        .waitFor();
+      await axeCheck(b, `${screen}: invitation, signed out`);
+
+      // B creates an account through it, confirms the address, and comes back to the invitation.
+      await b.getByRole('link', { name: t('invitation.signUp'), exact: true }).click();
+      await h1(b, signUp('title'));
+      await b.locator('input[name="identifier"]').fill(invitee);
+      await b.locator('input[name="password"]').fill(inviteePassword);
+      const mails = mailCount(smtp, invitee);
+      await button(b, signUp('create')).click();
+      await b.locator('input[name="code"]').fill(await mailCode(smtp, invitee, mails + 1));
+      await button(b, signUp('confirm')).click();
+      await h1(b, t('invitation.title'));
+      await axeCheck(b, `${screen}: invitation, signed in`);
+      await button(b, t('invitation.accept')).click();
+      await b.getByText(t('invitation.accepted', { org: orgName, role: roleName('member') })).waitFor();
+      expect(await b.evaluate(() => sessionStorage.getItem('account-ui.invitation'))).toBeNull();
+      await axeCheck(b, `${screen}: invitation accepted`);
+
+      // B switches to the organization in the frame and sees the role "Member".
+      const seen: { url: string; bearer: string | undefined }[] = [];
+      b.on('request', (r) => seen.push({ url: r.url(), bearer: r.headers().authorization?.slice(7) }));
+      const toggle = await switcher(b, screen);
+      await toggle.click();
+      await axeCheck(b, `${screen}: switcher open`);
+      await b
+        .getByRole('button', {
+          name: t('switcher.option', { name: orgName, role: roleName('member') }),
+          exact: true,
+        })
+        .click();
+      await expect
+        .poll(async () => (await switcher(b, screen)).innerText())
+        .toBe(t('switcher.label', { name: orgName }));
+      await b.goto(`${origin}/account/#/`);
+      await h1(b, account('title'));
+      const home = b.locator('#home-organizations');
+      await home.waitFor();
+      expect(await home.innerText()).toContain(orgName);
+      expect(await home.innerText()).toContain(t('home.role', { role: roleName('member') }));
+      expect(await home.innerText()).toContain(t('list.active'));
+      await axeCheck(b, `${screen}: home with the organization`);
+      // The page's calls after the switch carry the token it answered (no renewal in between).
+      const after = seen.slice(seen.findIndex((r) => r.url.endsWith('/session/active-organization')) + 1);
+      expect(after.some((r) => r.url.includes('/browser-session/renewals'))).toBe(false);
+      const bearer = after.filter((r) => r.url.endsWith('/session/context')).at(-1)?.bearer ?? '';
+      const claims = JSON.parse(Buffer.from(bearer.split('.')[1] ?? '', 'base64url').toString());
+      expect(claims.org_role).toBe('member');
+      const active = { org: claims.org_id as string };
+      expect(active.org).toMatch(/^[0-9a-f-]{36}$/);
+
+      // A makes B an admin; B's next page shows it.
+      await a.reload();
+      await h1(a, orgName);
+      const row = a.locator('#member-list li').filter({ hasNot: a.getByText('(you)') });
+      await expect.poll(() => a.locator('#member-list li').count()).toBe(2);
+      await row.getByRole('combobox').selectOption('admin');
+      await row.getByRole('button', { name: /^Change role of / }).click();
+      await a.locator('#members .notice').waitFor();
+      expect(await a.locator('#member-list').innerText()).toContain(roleName('admin'));
+      await axeCheck(a, `${screen}: role changed`);
+      await b.goto(`${origin}/account/#/organizations`);
+      await h1(b, t('list.title'));
+      await b.goto(`${origin}/account/#/`);
+      await h1(b, account('title'));
+      expect(await b.locator('#home-organizations').innerText()).toContain(
+        t('home.role', { role: roleName('admin') }),
+      );
+      await b.goto(`${origin}/account/#/organizations/${active.org}`);
+      await h1(b, orgName);
+      expect(await b.locator('#org-role').innerText()).toBe(t('org.yourRole', { role: roleName('admin') }));
+      await axeCheck(b, `${screen}: organization page (admin)`);
+
+      // The link again: already accepted, in the person's words.
+      await b.goto(link);
+      await h1(b, t('invitation.title'));
+      expect(await b.locator('#invitation-refused').innerText()).toBe(t('invitation.alreadyAccepted'));
+      await axeCheck(b, `${screen}: invitation already accepted`);
+
+      // A requires a second factor: B (without one) is led to 2-step verification when switching.
+      await a.reload();
+      await h1(a, orgName);
+      await a.getByLabel(t('settings.secondFactor'), { exact: true }).check();
+      await button(a, t('settings.save')).click();
+      await a.locator('#org-settings .notice').waitFor();
+      await b.goto(`${origin}/account/#/`);
+      await h1(b, account('title'));
+      await (await switcher(b, screen)).click();
+      await button(b, t('switcher.personal')).click();
+      await expect
+        .poll(async () => (await switcher(b, screen)).innerText())
+        .toBe(t('switcher.label', { name: t('switcher.personal') }));
+      await (await switcher(b, screen)).click();
+      await button(b, t('switcher.option', { name: orgName, role: roleName('admin') })).click();
+      await h1(b, security('twoStep.title'));
+      expect(await b.locator('main .alert').first().innerText()).toBe(
+        t('switcher.secondFactor', { name: orgName }),
+      );
+      await axeCheck(b, `${screen}: second factor required`);
+
+      // A removes B (asked first); B's next page no longer lists the organization.
+      await a.reload();
+      await h1(a, orgName);
+      await a.getByRole('button', { name: /^Remove / }).click();
+      const question = a.getByRole('group', { name: /^Remove .* from / });
+      await question.waitFor();
+      await axeCheck(a, `${screen}: remove, the question`);
+      await question.getByRole('button', { name: t('members.remove'), exact: true }).click();
+      await a.locator('#members .notice').waitFor();
+      await expect.poll(() => a.locator('#member-list li').count()).toBe(1);
+      await b.goto(`${origin}/account/#/`);
+      await h1(b, account('title'));
+      expect(await b.locator('#home-organizations').innerText()).toBe(t('home.none'));
+      expect(pageErrors).toEqual([]);
+    }, 120_000);
+  }
+
+  it('an invitation revoked (asked first, gone from the list, its link says so); a rename', async () => {
+    const owner = await createPerson(t0.ctx, 'eve-revokes@example.com');
+    const invitee = 'carol-revoked@example.com';
+    const a = await open('desktop');
+    await a.goto(`${origin}/account/`);
+    await signInPage(a, owner);
+    await a.reload();
+    await h1(a, account('title'));
+    await a.goto(`${origin}/account/#/organizations`);
+    await h1(a, t('list.title'));
+    await a.getByLabel(t('create.name'), { exact: true }).fill('Globex');
+    await button(a, t('create.submit')).click();
+    await h1(a, 'Globex');
+    await a.locator('#invitations input[name="identifier"]').fill(invitee);
+    await a.locator('#invitations').getByLabel(t('invite.role'), { exact: true }).selectOption('admin');
+    await button(a, t('invite.submit')).click();
+    await a.locator('#invitation-list li').first().waitFor();
+    expect(await a.locator('#invitation-list').innerText()).toContain(roleName('admin'));
+    const link = await invitationLink(invitee, 1);
+
+    await a.getByRole('button', { name: /^Revoke the invitation for / }).click();
+    const question = a.getByRole('group', { name: /^Revoke the invitation for / });
+    await question.waitFor();
+    await axeCheck(a, 'revoke: the question');
+    await question.getByRole('button', { name: t('invitations.revoke'), exact: true }).click();
+    await a.locator('#invitations .notice').waitFor();
+    expect(await a.locator('#invitation-list').innerText()).toBe(t('invitations.none'));
+    // Renamed in its settings: the page's title follows.
+    await a.locator('#org-settings input[name="name"]').fill('Globex Corporation');
+    await button(a, t('settings.rename')).click();
+    await h1(a, 'Globex Corporation');
+    await a.getByText(t('settings.renamed', { name: 'Globex Corporation' })).waitFor();
+    await axeCheck(a, 'renamed');
+
+    const b = await open('desktop');
+    await b.goto(link);
+    await h1(b, t('invitation.title'));
+    expect(await b.locator('#invitation-refused').innerText()).toBe(t('invitation.revoked'));
+    // Nothing left to accept: the token is forgotten.
+    expect(await b.evaluate(() => sessionStorage.getItem('account-ui.invitation'))).toBeNull();
+    await axeCheck(b, 'invitation revoked');
+    expect(pageErrors).toEqual([]);
+  }, 60_000);
+});

@@ -1,0 +1,313 @@
+import {
+  api,
+  asProblem,
+  type Organization,
+  type OrganizationMember,
+  organizations,
+  type PendingInvitation,
+} from '../api.js';
+import { field, formatDate, h, uid } from '../dom.js';
+import { actionButton, alertBox, makeForm } from '../forms.js';
+import { identifierField } from '../identifier.js';
+import { roleName, t } from '../messages/organizations.js';
+import { go, type PageContent } from '../router.js';
+import { inOwnWords, setFlash, switchOrganization } from './organizations.js';
+import { card, confirmButton, saySuccess } from './security/common.js';
+
+const BUILT_IN = ['member', 'admin', 'owner'] as const;
+
+/** The roles the caller may hand out: an owner any built-in one, others all but owner. */
+function grantable(org: Organization, current?: string): string[] {
+  const roles: string[] = BUILT_IN.filter((r) => r !== 'owner' || org.role === 'owner');
+  if (current && !roles.includes(current)) roles.push(current);
+  return roles;
+}
+
+function roleSelect(
+  label: string,
+  roles: string[],
+  selected: string,
+): { wrap: HTMLElement; select: HTMLSelectElement } {
+  const id = uid('role');
+  const select = h(
+    'select',
+    { id, name: 'role' },
+    roles.map((r) => h('option', { value: r, selected: r === selected }, roleName(r))),
+  );
+  select.value = selected;
+  return { wrap: h('div', { class: 'field org-role' }, h('label', { for: id }, label), select), select };
+}
+
+const lastOwner = () => ({ 'organization.last_owner': t('members.lastOwner') });
+
+/**
+ * #/organizations/<id>: the caller's role and whether they act here; the members (role, change
+ * role, remove with a confirmation, leave), the pending invitations (revoke) and "Invite" for
+ * those allowed (members:invite); the settings (rename, require a second factor) for
+ * organization:update. Each action redraws the page's cards and says what it did.
+ */
+export async function organizationPage(id: string): Promise<PageContent> {
+  const back = h('p', { class: 'back-link' }, h('a', { href: '#/organizations' }, t('back')));
+  let org: Organization;
+  try {
+    org = await organizations.get(id);
+  } catch (error) {
+    if (asProblem(error).code !== 'organization.not_found' && asProblem(error).status !== 400) throw error;
+    return {
+      title: t('list.title'),
+      body: [back, h('p', { class: 'alert', role: 'alert' }, t('org.notFound'))],
+    };
+  }
+  const body = h('div');
+  const draw = async (fresh: boolean) => {
+    if (fresh) org = await organizations.get(id);
+    const context = await api.context();
+    const can = (p: string) => org.permissions.includes(p);
+    const [members, invitations] = await Promise.all([
+      can('members:read') ? organizations.members(id) : Promise.resolve(null),
+      can('members:invite') ? organizations.invitations(id).catch(() => null) : Promise.resolve(null),
+    ]);
+    const active = context.organizations.some((o) => o.id === id && o.active);
+    body.replaceChildren(
+      summaryCard(org, active),
+      members ? membersCard(org, members, context.identityId, draw) : '',
+      can('members:invite') ? invitationsCard(org, invitations, draw) : '',
+      can('organization:update') ? settingsCard(org, draw) : '',
+    );
+  };
+  await draw(false);
+  return { title: t('org.title', { name: org.name }), body: [back, body] };
+}
+
+type Redraw = (fresh: boolean) => Promise<void>;
+
+function summaryCard(org: Organization, active: boolean): HTMLElement {
+  const alert = alertBox();
+  return h(
+    'section',
+    { class: 'card', 'aria-label': org.name, id: 'org-summary' },
+    h('p', { id: 'org-role' }, t('org.yourRole', { role: roleName(org.role) })),
+    alert,
+    active
+      ? h('p', { class: 'hint' }, t('org.isActive'))
+      : h(
+          'div',
+          { class: 'actions' },
+          actionButton(t('org.activate'), alert, () => switchOrganization({ id: org.id, name: org.name })),
+        ),
+  );
+}
+
+function membersCard(
+  org: Organization,
+  members: OrganizationMember[],
+  me: string,
+  draw: Redraw,
+): HTMLElement {
+  const { el } = card('members', t('members.title'));
+  const alert = alertBox();
+  const manage = org.permissions.includes('members:manage');
+  const list = h(
+    'ul',
+    { class: 'items', id: 'member-list' },
+    members.map((m) => {
+      const name = m.display ?? t('members.unnamed');
+      const self = m.identityId === me;
+      const actions: HTMLElement[] = [];
+      if (self) {
+        actions.push(
+          confirmButton({
+            label: t('members.leave'),
+            question: t('members.leaveQuestion', { org: org.name }),
+            detail: t('members.leaveDetail'),
+            confirm: t('members.leave'),
+            alert,
+            async run() {
+              try {
+                await organizations.leave(org.id);
+              } catch (error) {
+                throw inOwnWords(error, lastOwner());
+              }
+              setFlash(t('members.left', { org: org.name }), true);
+              go('/organizations');
+            },
+          }),
+        );
+      } else if (manage) {
+        const picker = roleSelect(t('members.role', { name }), grantable(org, m.role), m.role);
+        picker.wrap.querySelector('label')?.classList.add('visually-hidden');
+        actions.push(
+          picker.wrap,
+          actionButton(
+            t('members.change'),
+            alert,
+            async () => {
+              const role = picker.select.value;
+              if (role === m.role) return;
+              try {
+                await organizations.changeRole(org.id, m.identityId, role);
+              } catch (error) {
+                throw inOwnWords(error, lastOwner());
+              }
+              await draw(true);
+              const box = document.getElementById('members');
+              if (box) saySuccess(box, t('members.changed', { name, role: roleName(role) }));
+            },
+            'secondary',
+            { 'aria-label': t('members.changeLabel', { name }) },
+          ),
+          confirmButton({
+            label: t('members.remove'),
+            ariaLabel: t('members.removeLabel', { name }),
+            question: t('members.removeQuestion', { name, org: org.name }),
+            detail: t('members.removeDetail'),
+            confirm: t('members.remove'),
+            alert,
+            async run() {
+              try {
+                await organizations.removeMember(org.id, m.identityId);
+              } catch (error) {
+                throw inOwnWords(error, lastOwner());
+              }
+              await draw(true);
+              const members = document.getElementById('members');
+              if (members) saySuccess(members, t('members.removed', { name }));
+            },
+          }),
+        );
+      }
+      return h(
+        'li',
+        { 'data-identity': m.identityId },
+        h(
+          'span',
+          { class: 'item-main' },
+          h('span', { class: 'identifier' }, self ? t('members.you', { display: name }) : name),
+          h(
+            'span',
+            { class: 'item-meta member-role' },
+            t('members.meta', { role: roleName(m.role), when: formatDate(m.joinedAt) }),
+          ),
+        ),
+        actions.length ? h('div', { class: 'actions member-actions' }, actions) : null,
+      );
+    }),
+  );
+  el.append(alert, list);
+  return el;
+}
+
+function invitationsCard(
+  org: Organization,
+  invitations: PendingInvitation[] | null,
+  draw: Redraw,
+): HTMLElement {
+  const { el } = card('invitations', t('invitations.title'));
+  const alert = alertBox();
+  const pending =
+    invitations === null
+      ? null
+      : invitations.length
+        ? h(
+            'ul',
+            { class: 'items', id: 'invitation-list' },
+            invitations.map((i) =>
+              h(
+                'li',
+                null,
+                h(
+                  'span',
+                  { class: 'item-main' },
+                  h('span', { class: 'identifier' }, i.identifier),
+                  h(
+                    'span',
+                    { class: 'item-meta' },
+                    t('invitations.meta', { role: roleName(i.role), when: formatDate(i.expiresAt) }),
+                  ),
+                ),
+                confirmButton({
+                  label: t('invitations.revoke'),
+                  ariaLabel: t('invitations.revokeLabel', { name: i.identifier }),
+                  question: t('invitations.revokeQuestion', { name: i.identifier }),
+                  detail: t('invitations.revokeDetail'),
+                  confirm: t('invitations.revoke'),
+                  alert,
+                  async run() {
+                    await organizations.revokeInvitation(org.id, i.id);
+                    await draw(false);
+                    const box = document.getElementById('invitations');
+                    if (box) saySuccess(box, t('invitations.revoked', { name: i.identifier }));
+                  },
+                }),
+              ),
+            ),
+          )
+        : h('p', { id: 'invitation-list' }, t('invitations.none'));
+  const who = identifierField('recover');
+  // Someone else's address: nothing of the person's own to fill in.
+  who.input.autocomplete = 'off';
+  const role = roleSelect(t('invite.role'), grantable(org), 'member');
+  const form = makeForm({
+    fields: [who],
+    extra: [role.wrap],
+    submit: t('invite.submit'),
+    async onSubmit() {
+      const sent = await organizations.invite(org.id, who.value(), role.select.value);
+      await draw(false);
+      const box = document.getElementById('invitations');
+      if (box) saySuccess(box, t('invite.sent', { name: sent.identifier }));
+    },
+  });
+  el.append(
+    alert,
+    pending ?? '',
+    h('h3', { id: 'invite-title' }, t('invite.title')),
+    h('p', { class: 'hint' }, t('invite.intro')),
+    form.el,
+  );
+  form.el.setAttribute('aria-labelledby', 'invite-title');
+  return el;
+}
+
+function settingsCard(org: Organization, draw: Redraw): HTMLElement {
+  const { el } = card('org-settings', t('settings.title'));
+  const name = field({ label: t('settings.name'), name: 'name', maxlength: 100, value: org.name });
+  const rename = makeForm({
+    fields: [name],
+    submit: t('settings.rename'),
+    async onSubmit() {
+      const next = name.input.value.trim();
+      await organizations.update(org.id, { name: next });
+      // The page's title is the name: drawn again whole.
+      setFlash(t('settings.renamed', { name: next }), true);
+      go(`/organizations/${org.id}`);
+    },
+  });
+  const boxId = uid('require');
+  const checkbox = h('input', {
+    type: 'checkbox',
+    id: boxId,
+    name: 'requireSecondFactor',
+    'aria-describedby': `${boxId}-hint`,
+  });
+  checkbox.checked = org.requireSecondFactor;
+  const alert = alertBox();
+  const save = actionButton(t('settings.save'), alert, async () => {
+    await organizations.update(org.id, { requireSecondFactor: checkbox.checked });
+    await draw(true);
+    const box = document.getElementById('org-settings');
+    if (box) saySuccess(box, t('settings.saved'));
+  });
+  el.append(
+    rename.el,
+    h(
+      'div',
+      { class: 'field checkbox-field' },
+      h('div', { class: 'checkbox-row' }, checkbox, h('label', { for: boxId }, t('settings.secondFactor'))),
+      h('p', { class: 'hint', id: `${boxId}-hint` }, t('settings.secondFactorHint')),
+    ),
+    alert,
+    h('div', { class: 'actions' }, save),
+  );
+  return el;
+}
