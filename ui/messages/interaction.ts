@@ -8,6 +8,7 @@ export const t = messages(
     'scope.email': 'Your email address',
     'scope.phone': 'Your phone number',
     'scope.offline_access': 'Stay connected when you are not using it',
+    'scope.organization': 'The organization you are working in, and your role there',
     'scope.other': 'Access named “{scope}”',
     'expired.title': 'This request has expired',
     'expired.text': 'This sign-in request is no longer valid. Go back to the application and start again.',
@@ -29,6 +30,7 @@ export const t = messages(
     'scope.email': 'Votre adresse e-mail',
     'scope.phone': 'Votre numéro de téléphone',
     'scope.offline_access': 'Rester connectée quand vous ne l’utilisez pas',
+    'scope.organization': 'L’organisation dans laquelle vous travaillez, et votre rôle',
     'scope.other': 'L’accès nommé « {scope} »',
     'expired.title': 'Cette demande a expiré',
     'expired.text': 'Cette demande de connexion n’est plus valable. Revenez à l’application et recommencez.',
@@ -46,7 +48,7 @@ export const t = messages(
   },
 );
 
-const SCOPES = ['openid', 'profile', 'email', 'phone', 'offline_access'] as const;
+const SCOPES = ['openid', 'profile', 'email', 'phone', 'offline_access', 'organization'] as const;
 
 /** What a scope lets the application do, in the person's words (consent and Connected apps). */
 export function scopeWords(scope: string): string {

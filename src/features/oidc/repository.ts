@@ -198,6 +198,39 @@ export async function linkGrant(db: Executor, link: GrantLink, now: Date): Promi
     .execute();
 }
 
+export interface GrantOrganization {
+  id: string;
+  name: string;
+  slug: string;
+  role: string;
+}
+
+/**
+ * The active organization of the service session a grant is linked to, with the identity's role
+ * there as it is now: none when the session has no active organization, the organization is
+ * disabled, or the membership is gone. Primary-key lookups in one statement.
+ */
+export async function grantOrganization(
+  db: Executor,
+  grantId: string,
+  identityId: string,
+): Promise<GrantOrganization | undefined> {
+  return db
+    .selectFrom('oidc_grants as g')
+    .innerJoin('sessions as s', 's.id', 'g.session_id')
+    .innerJoin('organization_memberships as m', (join) =>
+      join
+        .onRef('m.organization_id', '=', 's.active_organization_id')
+        .onRef('m.identity_id', '=', 's.identity_id'),
+    )
+    .innerJoin('organizations as o', 'o.id', 'm.organization_id')
+    .select(['o.id', 'o.name', 'o.slug', 'm.role'])
+    .where('g.grant_id', '=', grantId)
+    .where('g.identity_id', '=', identityId)
+    .where('o.disabled_at', 'is', null)
+    .executeTakeFirst();
+}
+
 /** The `sid` the grant's ID tokens carry, which its back-channel logout token must repeat. */
 export async function setGrantSid(db: Executor, grantId: string, sid: string): Promise<void> {
   await db

@@ -11,6 +11,7 @@ import type { Database, Executor } from '../../platform/db/database.js';
 import { Problem } from '../../platform/problem.js';
 import { type GuessBudgets, guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { findIdentity, verifiedIdentifiers } from '../identities/repository.js';
+import { OrganizationRoles } from '../organizations/roles.js';
 import { lockKeyCreation } from '../sessions/repository.js';
 import { storedClient } from './clients.js';
 import {
@@ -74,6 +75,7 @@ export class OidcService {
     this.#publicKeys = keys.publicJwks;
     const db = deps.database.db;
     const now = () => deps.clock.now();
+    const roles = new OrganizationRoles(deps.config);
     this.#providerDeps = {
       config: deps.config,
       clock: deps.clock,
@@ -127,6 +129,18 @@ export class OidcService {
         return {
           ...(email ? { email: { value: email.value } } : {}),
           ...(phone ? { phone: { value: phone.value } } : {}),
+        };
+      },
+      grantOrganization: async (grantId, identityId) => {
+        const o = await repo.grantOrganization(db, grantId, identityId);
+        if (!o) return undefined;
+        // The same list the access token's org_permissions has (sessions/access-tokens.ts).
+        return {
+          org_id: o.id,
+          org_name: o.name,
+          org_slug: o.slug,
+          org_role: o.role,
+          org_permissions: roles.permissions(o.role),
         };
       },
       hostedSession: (cookie) => this.hostedSession(cookie),
