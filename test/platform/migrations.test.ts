@@ -75,6 +75,7 @@ describe('migrations on embedded PGlite', () => {
     }
   });
 
+  // Two child processes on an embedded cluster on disk, as below: slow on a busy machine.
   it('npm run migrate (src/migrate.ts) applies, then reports nothing to apply', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'idsvc-migrate-'));
     const env = { NODE_ENV: 'development', DATA_DIR: dataDir };
@@ -86,7 +87,7 @@ describe('migrations on embedded PGlite', () => {
     expect((await within(second.exited, 60_000, 'second migrate')).code).toBe(0);
     expect(second.stdout().trim()).toBe('nothing to apply');
     expect(second.stderr()).toBe('');
-  });
+  }, 150_000);
 
   it('npm run migrate refuses an invalid configuration with one line', async () => {
     const run = spawnTs('src/migrate.ts', {
@@ -164,6 +165,7 @@ describe('migration integrity (forward only, in order, never edited)', () => {
     await expect(migrate(db.db, [edited])).rejects.toThrow(MigrationError);
   });
 
+  // Two child processes, each creating or opening an embedded cluster on disk: slow on a busy machine.
   it('start-up refuses an edited migration with one line and exit 1', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'idsvc-edited-'));
     const env = { NODE_ENV: 'development', DATA_DIR: dataDir };
@@ -179,5 +181,5 @@ describe('migration integrity (forward only, in order, never edited)', () => {
     expect(run.stderr().trim().split('\n')).toEqual([
       `cannot migrate the database: migration ${ALL[0].name} was edited after it was applied (checksum differs)`,
     ]);
-  });
+  }, 150_000);
 });
