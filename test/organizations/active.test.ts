@@ -149,6 +149,36 @@ describe('POST /session/active-organization', () => {
     expect(admitted.statusCode, admitted.body).toBe(200);
     expect(orgClaims(admitted.json().data.accessToken)).toMatchObject({ org_id: org.id, org_role: 'member' });
   });
+
+  it('turning the policy on stops members without a second factor acting in it at once; those with one stay', async () => {
+    const owner = await member(t);
+    const org = await createOrganization(t, owner.token);
+    const without = await member(t);
+    const withOne = await member(t);
+    await join(t, org.id, without.person.identityId, 'member');
+    await join(t, org.id, withOne.person.identityId, 'member');
+    await enrolVerified(t, withOne.person, withOne.grant, DEFAULT_POLICY);
+    for (const m of [without, withOne]) expect((await switchTo(t.app, m.token, org.id)).statusCode).toBe(200);
+
+    const patched = await call(t.app, 'PATCH', `${ORGS}/${org.id}`, owner.token, {
+      requireSecondFactor: true,
+    });
+    expect(patched.statusCode, patched.body).toBe(200);
+
+    const active = async (m: typeof without) =>
+      ((await context(t.app, m.token)).json().data.organizations as { id: string; active: boolean }[]).find(
+        (o) => o.id === org.id,
+      )?.active;
+    expect(await active(without)).toBe(false);
+    expect(await active(withOne)).toBe(true);
+    // The next token of the member without one carries no organization; the other keeps it.
+    expect(orgClaims((await renew(t.app, without.grant.refreshToken)).json().data.accessToken)).toEqual(NONE);
+    expect(orgClaims((await renew(t.app, withOne.grant.refreshToken)).json().data.accessToken)).toMatchObject(
+      {
+        org_id: org.id,
+      },
+    );
+  });
 });
 
 describe('a role change or removal reaches the next request and token on another instance', () => {

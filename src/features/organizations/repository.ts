@@ -304,6 +304,41 @@ export function switchTarget(trx: Executor, organizationId: string, identityId: 
 }
 
 /**
+ * The policy just turned on: every session acting in the organization whose identity holds neither
+ * a verified, unrevoked authenticator nor a live passkey stops acting in it (the same test as
+ * switchTarget's `hasSecondFactor`). Answers how many sessions it cleared.
+ */
+export async function clearActiveWithoutSecondFactor(trx: Executor, organizationId: string): Promise<number> {
+  const cleared = await trx
+    .updateTable('sessions as s')
+    .set({ active_organization_id: null })
+    .where('s.active_organization_id', '=', organizationId)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('second_factors as f')
+            .select('f.id')
+            .whereRef('f.identity_id', '=', 's.identity_id')
+            .where('f.verified_at', 'is not', null)
+            .where('f.revoked_at', 'is', null),
+        ),
+      ),
+    )
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('passkeys as p')
+            .select('p.id')
+            .whereRef('p.identity_id', '=', 's.identity_id')
+            .where('p.removed_at', 'is', null),
+        ),
+      ),
+    )
+    .executeTakeFirst();
+  return Number(cleared.numUpdatedRows);
+}
+
+/**
  * Erasure: the organizations the identity owns, each with its owner and member counts, locked
  * (FOR UPDATE, in id order so two erasures never deadlock) so nobody joins, leaves or is promoted
  * while the erasure decides.

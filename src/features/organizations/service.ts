@@ -133,12 +133,19 @@ export class OrganizationService {
         // Strictly forward, even within one millisecond: a tag names exactly one version.
         updatedAt: now > organization.updatedAt ? now : new Date(organization.updatedAt.getTime() + 1),
       });
+      // Turning the policy on also holds for those already acting in the organization: a session
+      // whose identity has no second factor stops acting in it now, not only at its next switch.
+      const cleared =
+        change.requireSecondFactor === true && !organization.requireSecondFactor
+          ? await repo.clearActiveWithoutSecondFactor(trx, organizationId)
+          : 0;
       await this.#audit(trx, 'organization.updated', identityId, identityId, {
         organizationId,
         ...(change.name !== undefined ? { name: true } : {}),
         ...(change.requireSecondFactor !== undefined
           ? { requireSecondFactor: change.requireSecondFactor }
           : {}),
+        ...(cleared > 0 ? { sessionsCleared: cleared } : {}),
       });
       return this.#versioned(updated, role);
     });
