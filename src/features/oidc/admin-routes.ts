@@ -1,13 +1,18 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { operatorOf } from '../../platform/http/admin-auth.js';
-import { conditionalGet, ifNoneMatchHits, parseEntityTagList } from '../../platform/http/conditional.js';
+import {
+  conditionalGet,
+  ifNoneMatchHits,
+  type Precondition,
+  preconditionOf as readIfMatch,
+} from '../../platform/http/conditional.js';
 import { envelope, page } from '../../platform/http/envelope.js';
 import { routePatternOf } from '../../platform/http/route-pattern.js';
 import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, NoContent, responses } from '../../platform/http/schemas.js';
 import { Problem, type ProblemCode } from '../../platform/problem.js';
-import { OidcClients, type Precondition } from './clients.js';
+import { OidcClients } from './clients.js';
 import * as schema from './schemas.js';
 
 const TAGS = ['admin'];
@@ -33,14 +38,8 @@ function adminScope(request: FastifyRequest): { route: string; subject: string }
 
 /** If-Match as the service reads it: absent is `required` (428) or any version, as the route says. */
 function preconditionOf(request: FastifyRequest, required: boolean): Precondition {
-  const raw = request.headers['if-match'];
-  const header = Array.isArray(raw) ? raw.join(', ') : raw;
-  if (header === undefined) {
-    if (required) throw new Problem('precondition.required');
-    return { kind: 'any' };
-  }
-  const list = parseEntityTagList(header);
-  return list === '*' ? { kind: 'any' } : { kind: 'tags', tags: list };
+  if (required && request.headers['if-match'] === undefined) throw new Problem('precondition.required');
+  return readIfMatch(request.headers);
 }
 
 function withEtag(reply: FastifyReply, etag: string | undefined): void {

@@ -1,9 +1,9 @@
-import { createHash } from 'node:crypto';
 import { checkOidcClient, type OidcClientConfig } from '../../config.js';
 import type { AuditEvent, AuditLog } from '../../platform/audit/audit.js';
 import type { Clock } from '../../platform/clock.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
 import type { Database, Executor } from '../../platform/db/database.js';
+import { type Precondition, preconditionHolds, strongEtag } from '../../platform/http/conditional.js';
 import type { CursorCodec, CursorScope } from '../../platform/pagination/cursor.js';
 import { buildPage, type PageInfo, type PageQuery, readPageQuery } from '../../platform/pagination/page.js';
 import { Problem, type ValidationEntry } from '../../platform/problem.js';
@@ -57,9 +57,6 @@ export interface IssuedClient {
   secret: string | null;
 }
 
-/** What an operator's write presents of the version it saw (If-Match). */
-export type Precondition = { kind: 'any' } | { kind: 'tags'; tags: Array<{ weak: boolean; opaque: string }> };
-
 function invalid(reason: string): Problem {
   const field =
     METADATA_KEYS.find((k) => reason.includes(k)) ?? (reason.includes('client_id') ? 'client_id' : '');
@@ -77,11 +74,7 @@ function invalid(reason: string): Problem {
  * moves forward (compare-and-set on it), so a tag names exactly one version.
  */
 export function clientEtag(clientId: string, updatedAt: Date): string {
-  const opaque = createHash('sha256')
-    .update(`${clientId}\n${updatedAt.toISOString()}`, 'utf8')
-    .digest('base64url')
-    .slice(0, 27);
-  return `"${opaque}"`;
+  return strongEtag(clientId, updatedAt.toISOString());
 }
 
 function viewOfConfigured(c: Omit<OidcClientConfig, 'clientSecret'>): ClientView {
@@ -158,13 +151,6 @@ function metadataOf(c: OidcClientConfig): Record<string, unknown> {
     require_pkce: c.requirePkce,
     id_token_signed_response_alg: c.idTokenSignedResponseAlg,
   };
-}
-
-function holds(pre: Precondition, etag: string): boolean {
-  if (pre.kind === 'any') return true;
-  const opaque = etag.slice(1, -1);
-  // Strong comparison (RFC 9110 §13.1.1): a weak tag never matches.
-  return pre.tags.some((t) => !t.weak && t.opaque === opaque);
 }
 
 /**
@@ -335,7 +321,7 @@ export class OidcClients {
     if (this.#configured.has(clientId)) throw new Problem('admin.oidc_client_configured');
     const current = await repo.findClient(this.deps.database.db, clientId);
     if (!current) throw new Problem('admin.oidc_client_not_found');
-    if (!holds(pre, clientEtag(current.clientId, current.updatedAt)))
+    if (!preconditionHolds(pre, clientEtag(current.clientId, current.updatedAt)))
       throw new Problem('precondition.failed');
     return current;
   }
