@@ -1,16 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { IdInput, Instant, Uuid } from '../../platform/http/schemas.js';
 import { Page } from '../../platform/pagination/page.js';
-
-const Name = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
-const Slug = Type.String({
-  pattern: '^[a-z0-9-]{2,48}$',
-  description: '2 to 48 lowercase letters, digits and hyphens; unique',
-});
-const RoleName = Type.String({
-  pattern: '^[a-z][a-z0-9_-]{1,31}$',
-  description: 'owner, admin, member, or a role of ORGANIZATION_ROLES',
-});
+import { Name, RoleBody, Slug } from '../organizations/schemas.js';
 
 /** POST /admin/v1/organizations. Strict. */
 export const CreateOrganizationBody = Type.Object(
@@ -20,7 +11,7 @@ export const CreateOrganizationBody = Type.Object(
 export type CreateOrganizationBody = Static<typeof CreateOrganizationBody>;
 
 /** PUT /admin/v1/organizations/{id}/members/{identityId}. Strict. */
-export const MemberRoleBody = Type.Object({ role: RoleName }, { additionalProperties: false });
+export const MemberRoleBody = RoleBody;
 
 export const OrganizationIdParams = Type.Object({ id: IdInput }, { additionalProperties: false });
 export const OrganizationMemberParams = Type.Object(

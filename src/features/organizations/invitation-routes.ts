@@ -10,16 +10,12 @@ import type { ProblemCode } from '../../platform/problem.js';
 import { limitFor, senderOf, sendingRouteLimit } from '../../platform/rate-limit/rate-limit.js';
 import { IdentifierForm } from '../identities/schemas.js';
 import { InvitationService } from './invitations.js';
-import { OrganizationParams } from './schemas.js';
+import { OrganizationParams, RoleName } from './schemas.js';
 
 const TAGS = ['organizations'];
 
 const IdentifierType = Type.Union([Type.Literal('email'), Type.Literal('phone')]);
 const Masked = Type.String({ description: 'masked: a***@example.com or +33******78' });
-const RoleName = Type.String({
-  pattern: '^[a-z][a-z0-9_-]{1,31}$',
-  description: 'owner, admin, member, or a role of ORGANIZATION_ROLES',
-});
 /** A token as sent: 256 bits in base64url (43 characters); anything else is a 400 before any lookup. */
 const Token = Type.String({
   pattern: '^[A-Za-z0-9_-]{43}$',

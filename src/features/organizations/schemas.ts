@@ -2,12 +2,13 @@ import { Type } from '@sinclair/typebox';
 import { IdInput, Instant, Uuid } from '../../platform/http/schemas.js';
 import { Page } from '../../platform/pagination/page.js';
 
-const Name = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
-const Slug = Type.String({
+/** An organization's name: 1 to 100 characters, not only spaces. */
+export const Name = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
+export const Slug = Type.String({
   pattern: '^[a-z0-9-]{2,48}$',
   description: '2 to 48 lowercase letters, digits and hyphens; unique',
 });
-const RoleName = Type.String({
+export const RoleName = Type.String({
   pattern: '^[a-z][a-z0-9_-]{1,31}$',
   description: 'owner, admin, member, or a role of ORGANIZATION_ROLES',
 });
