@@ -205,23 +205,7 @@ export async function organizationsPage(): Promise<PageContent> {
           ? h(
               'ul',
               { class: 'items', id: 'organizations' },
-              list.map((o) =>
-                h(
-                  'li',
-                  null,
-                  h(
-                    'span',
-                    { class: 'item-main' },
-                    h('a', { class: 'item-title', href: `#/organizations/${o.id}` }, o.name),
-                    h(
-                      'span',
-                      { class: 'item-meta' },
-                      t('list.meta', { slug: o.slug, role: roleName(o.role) }),
-                    ),
-                  ),
-                  o.active ? h('span', { class: 'badge' }, t('list.active')) : null,
-                ),
-              ),
+              list.map((o) => organizationItem(o, t('list.meta', { slug: o.slug, role: roleName(o.role) }))),
             )
           : h('p', { id: 'organizations' }, t('list.none')),
       ),
@@ -233,6 +217,21 @@ export async function organizationsPage(): Promise<PageContent> {
       ),
     ],
   };
+}
+
+/** One organization in a list: its name linking to its page, a line about it, and "Active". */
+function organizationItem(o: { id: string; name: string; active: boolean }, meta: string): HTMLElement {
+  return h(
+    'li',
+    null,
+    h(
+      'span',
+      { class: 'item-main' },
+      h('a', { class: 'item-title', href: `#/organizations/${o.id}` }, o.name),
+      h('span', { class: 'item-meta' }, meta),
+    ),
+    o.active ? h('span', { class: 'badge' }, t('list.active')) : null,
+  );
 }
 
 /** The home page's card: the person's organizations with their role there. */
@@ -247,19 +246,7 @@ export function homeOrganizations(
       ? h(
           'ul',
           { class: 'items', id: 'home-organizations' },
-          list.map((o) =>
-            h(
-              'li',
-              null,
-              h(
-                'span',
-                { class: 'item-main' },
-                h('a', { class: 'item-title', href: `#/organizations/${o.id}` }, o.name),
-                h('span', { class: 'item-meta' }, t('home.role', { role: roleName(o.role) })),
-              ),
-              o.active ? h('span', { class: 'badge' }, t('list.active')) : null,
-            ),
-          ),
+          list.map((o) => organizationItem(o, t('home.role', { role: roleName(o.role) }))),
         )
       : h('p', { id: 'home-organizations' }, t('home.none')),
     h('p', null, h('a', { href: '#/organizations' }, t('home.manage'))),
