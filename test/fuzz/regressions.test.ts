@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import fc from 'fast-check';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Problem } from '../../src/platform/problem.js';
-import { FuzzApp, type RequestSpec } from './support.js';
+import { bodyFor } from './arbitraries.js';
+import { FuzzApp, type RequestSpec, toJsonText } from './support.js';
 
 /**
  * Counterexamples the fuzzer found (kept as fixed cases), the adversarial inputs the issue names,
@@ -88,6 +90,28 @@ describe('fuzz counterexamples (fixed in src, kept as regressions)', () => {
     expect(res.json().code).toBe('validation.failed');
   });
 
+  // A passkey's label and an OpenID client's name use the same StoredText schema (validation.test.ts).
+  it('an organization name holding U+0000 is a 400 naming the field, not a 500', async () => {
+    for (const [path, body, field] of [
+      ['/api/v1/organizations', '{"name":"fzLa3f480d014eb\\u0000","slug":"fz-nul-name"}', 'name'],
+      ['/api/v1/organizations', '{"name":"\\u0000","slug":"fz-nul-only"}', 'name'],
+    ] as const) {
+      const { res } = await fz.exchange(
+        spec({
+          method: 'POST',
+          path,
+          body: json(body),
+          contentType: 'application/json',
+          auth: 'real',
+          elevation: 'real',
+        }),
+      );
+      expect(res.statusCode).toBe(400);
+      expect(res.json().code).toBe('validation.failed');
+      expect(res.json().errors.map((e: { field: string }) => e.field)).toContain(field);
+    }
+  });
+
   it('a path parameter longer than the router accepts is a 400, not a 500 (FST_ERR_MAX_PARAM_LENGTH)', async () => {
     for (const path of [
       `/api/v1/sign-in-methods/${'x'.repeat(101)}/removals`,
@@ -112,6 +136,39 @@ describe('fuzz counterexamples (fixed in src, kept as regressions)', () => {
     await new Promise((r) => setTimeout(r, 20));
     expect(fz.t.logs()).toMatch(/division by zero.*unexpected failure/);
     expect(fz.t.logs()).not.toContain(secret);
+  });
+});
+
+describe('fuzz counterexamples in the harness (fixed in test/fuzz, kept as regressions)', () => {
+  // CI, seed -982105991: a valid organization name wrapped in a secret marker, with the slug "null",
+  // created the organization and its 201 echoed the name: the harness called it a leaked secret.
+  it('a property the API echoes by design (an organization name) never carries a secret marker', () => {
+    const route = fz.byKey.get('POST /api/v1/organizations');
+    expect(route).toBeDefined();
+    for (const mode of ['plausible', 'any'] as const) {
+      const texts = fc
+        .sample(bodyFor(route!, mode), { numRuns: 3_000, seed: 1 })
+        .flatMap((b) => (b.kind === 'json' ? [toJsonText(b.value)] : []))
+        .join('\n');
+      // Every occurrence, duplicate keys and array-wrapped bodies included.
+      expect(texts.match(/"(?:name|slug)":"(?:[^"\\]|\\.)*fz[SI][0-9a-f]{12}/gi)).toBeNull();
+      expect(texts).toMatch(/"name":"fzL[0-9a-f]{12}/);
+    }
+  });
+
+  it('the counterexample is a 201 that echoes only the name', async () => {
+    const name = `fzLa3f480d014eb${'Z'.repeat(85)}`;
+    const { res } = await fz.exchange(
+      spec({
+        method: 'POST',
+        path: '/api/v1/organizations',
+        body: json(JSON.stringify({ name, slug: 'null' })),
+        contentType: 'application/json',
+        auth: 'real',
+      }),
+    );
+    expect(res.statusCode).toBe(201);
+    expect(res.json().data.name).toBe(name);
   });
 });
 

@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { OIDC_CLIENT_ID } from '../../config.js';
-import { Instant } from '../../platform/http/schemas.js';
+import { Instant, StoredText } from '../../platform/http/schemas.js';
 import { Page, PageQuerySchema } from '../../platform/pagination/page.js';
 
 /*
@@ -24,7 +24,7 @@ const AuthMethod = Type.Union([
 ]);
 
 const metadata = {
-  client_name: Type.String({ minLength: 1, maxLength: 100 }),
+  client_name: StoredText({ maxLength: 100, visible: true }),
   redirect_uris: Uris,
   post_logout_redirect_uris: Uris,
   grant_types: Type.Array(GrantType, { minItems: 1, maxItems: 3 }),

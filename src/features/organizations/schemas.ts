@@ -1,9 +1,9 @@
 import { Type } from '@sinclair/typebox';
-import { IdInput, Instant, Uuid } from '../../platform/http/schemas.js';
+import { IdInput, Instant, StoredText, Uuid } from '../../platform/http/schemas.js';
 import { Page } from '../../platform/pagination/page.js';
 
 /** An organization's name: 1 to 100 characters, not only spaces. */
-export const Name = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
+export const Name = StoredText({ maxLength: 100, visible: true });
 export const Slug = Type.String({
   pattern: '^[a-z0-9-]{2,48}$',
   description: '2 to 48 lowercase letters, digits and hyphens; unique',

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { Instant } from '../../platform/http/schemas.js';
+import { Instant, StoredText } from '../../platform/http/schemas.js';
 import { SessionGrantSchema } from '../sessions/schemas.js';
 import { ElevationSchema } from '../step-up/schemas.js';
 
@@ -63,9 +63,7 @@ const AuthenticationResponse = Type.Object(
 export const RegisterBody = Type.Object(
   {
     credential: RegistrationResponse,
-    label: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 120, description: 'a name the person gives the passkey' }),
-    ),
+    label: Type.Optional(StoredText({ maxLength: 120, description: 'a name the person gives the passkey' })),
   },
   { additionalProperties: false },
 );

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { IdInput, Instant, Uuid } from '../../platform/http/schemas.js';
+import { IdInput, Instant, StoredText, Uuid } from '../../platform/http/schemas.js';
 import { Page } from '../../platform/pagination/page.js';
 import { SessionGrantSchema } from '../sessions/schemas.js';
 
@@ -7,8 +7,7 @@ import { SessionGrantSchema } from '../sessions/schemas.js';
 const totpCode = Type.String({ pattern: '^[0-9]{6,8}$', minLength: 6, maxLength: 8 });
 
 export const EnrolmentBody = Type.Object(
-  // PostgreSQL text cannot hold U+0000: refused here (400) rather than failing the insert (500).
-  { label: Type.Optional(Type.String({ minLength: 1, maxLength: 120, pattern: '^[^\\u0000]*$' })) },
+  { label: Type.Optional(StoredText({ maxLength: 120 })) },
   { additionalProperties: false },
 );
 

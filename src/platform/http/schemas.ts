@@ -37,6 +37,25 @@ export const IdInput = Type.String({
 export const Instant = Type.String({ format: 'date-time' });
 
 /**
+ * Free text the service stores as a person or operator wrote it (a name, a label). PostgreSQL's
+ * text cannot hold U+0000, so it is refused here (400, naming the field) instead of failing the
+ * insert (500). `visible` also asks for one character that is not white space.
+ */
+export function StoredText(options: {
+  minLength?: number;
+  maxLength: number;
+  visible?: boolean;
+  description?: string;
+}) {
+  const { visible, ...bounds } = options;
+  return Type.String({
+    minLength: 1,
+    ...bounds,
+    pattern: visible ? '^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$' : '^[^\\u0000]*$',
+  });
+}
+
+/**
  * A body that takes one of several strict object forms told apart by one property (`tag`, a
  * `Type.Literal` in each form). Its TypeScript type is the union of the forms, so a route narrows
  * on the tag instead of asserting; Ajv's discriminator checks only the form the tag names, so a

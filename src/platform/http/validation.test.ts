@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { describe, expect, it } from 'vitest';
-import { TaggedUnion } from './schemas.js';
+import { StoredText, TaggedUnion } from './schemas.js';
 import { makeAjv, validationEntries } from './validation.js';
 
 const Body = TaggedUnion('kind', [
@@ -31,5 +31,30 @@ describe('TaggedUnion bodies', () => {
     expect(entries({ x: 'xx' })).toContainEqual({ field: 'kind', code: 'required' });
     expect(entries({ kind: 'c' })).toContainEqual({ field: 'kind', code: 'enum' });
     expect(entries({ kind: 7 })).toContainEqual({ field: 'kind', code: 'type' });
+  });
+});
+
+describe('StoredText', () => {
+  const text = makeAjv(false).compile(StoredText({ maxLength: 10 }));
+  const visible = makeAjv(false).compile(StoredText({ maxLength: 10, visible: true }));
+
+  it('refuses U+0000 anywhere (PostgreSQL text cannot hold it) and keeps the bounds', () => {
+    for (const v of ['a\u0000', '\u0000', '\u0000b', 'a\u0000b']) {
+      expect(text(v)).toBe(false);
+      expect(visible(v)).toBe(false);
+    }
+    expect(text('')).toBe(false);
+    expect(text('x'.repeat(11))).toBe(false);
+    expect(text('x'.repeat(10))).toBe(true);
+  });
+
+  it('takes any other text; visible also needs one character that is not white space', () => {
+    for (const v of ['Équipe ✓', ' a ', 'a\u202e\u0301', '\ud800x']) {
+      expect(text(v)).toBe(true);
+      expect(visible(v)).toBe(true);
+    }
+    expect(text('   ')).toBe(true);
+    expect(visible('   ')).toBe(false);
+    expect(visible('\t\n')).toBe(false);
   });
 });
