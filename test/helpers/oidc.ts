@@ -35,6 +35,11 @@ export interface OidcFixture {
   /** Logout tokens received by the RP's back-channel endpoint. */
   logoutTokens: string[];
   backchannel: Server;
+  /**
+   * Holds the back-channel endpoint's answers from now on: `received` settles when a logout token
+   * arrives, and the endpoint answers it (and any after it) only once `release` is called.
+   */
+  holdLogouts(): { received: Promise<string>; release: () => void };
   close(): Promise<void>;
 }
 
@@ -49,6 +54,7 @@ export const PUBLIC_CLIENT = { id: 'spa' };
  */
 export async function oidcFixture(env: Record<string, string> = {}, server = false): Promise<OidcFixture> {
   const logoutTokens: string[] = [];
+  let held: { onToken: (token: string) => void; released: Promise<void> } | null = null;
   const backchannel = createServer((req, res) => {
     let body = '';
     req.on('data', (c: Buffer) => {
@@ -57,7 +63,9 @@ export async function oidcFixture(env: Record<string, string> = {}, server = fal
     req.on('end', () => {
       const token = new URLSearchParams(body).get('logout_token');
       if (token) logoutTokens.push(token);
-      res.writeHead(200).end();
+      if (!held) return void res.writeHead(200).end();
+      if (token) held.onToken(token);
+      void held.released.then(() => res.writeHead(200).end());
     });
   });
   await new Promise<void>((r) => backchannel.listen(0, '127.0.0.1', r));
@@ -104,6 +112,21 @@ export async function oidcFixture(env: Record<string, string> = {}, server = fal
     redirectUri,
     logoutTokens,
     backchannel,
+    holdLogouts() {
+      let release = () => {};
+      const released = new Promise<void>((r) => {
+        release = () => {
+          held = null;
+          r();
+        };
+      });
+      let onToken: (token: string) => void = () => {};
+      const received = new Promise<string>((r) => {
+        onToken = r;
+      });
+      held = { onToken, released };
+      return { received, release };
+    },
     async close() {
       await new Promise<void>((r) => backchannel.close(() => r()));
       await t.close();

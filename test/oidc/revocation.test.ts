@@ -104,6 +104,30 @@ describe('OpenID Provider: every revocation path ends the grants', () => {
     await expectEnded(g);
   });
 
+  it('a sweep called while another is sending a logout returns only after that logout is answered', async () => {
+    const g = await granted();
+    const hold = f.holdLogouts();
+    const api = await signIn(f.t.app, g.person);
+    const out = await f.t.app.inject({
+      method: 'POST',
+      url: '/api/v1/sign-outs/everywhere',
+      headers: bearer(api.accessToken),
+    });
+    expect(out.statusCode).toBe(204);
+    // This sweep (or the service's own timer's) claims the grant and waits on the held endpoint.
+    const first = f.t.ctx.oidc.sweep();
+    expect(decodeJwt(await hold.received).sid).toBe(g.sid);
+    const order: string[] = [];
+    const second = f.t.ctx.oidc.sweep().then(() => order.push('second sweep returned'));
+    // Time enough for a sweep that did not wait to find nothing left to claim and return.
+    await new Promise((r) => setTimeout(r, 250));
+    order.push('logout answered');
+    hold.release();
+    await Promise.all([first, second]);
+    expect(order).toEqual(['logout answered', 'second sweep returned']);
+    expect(f.logoutTokens.filter((t) => decodeJwt(t).sid === g.sid)).toHaveLength(1);
+  });
+
   it("ending that device's session from another one", async () => {
     const g = await granted();
     const api = await signIn(f.t.app, g.person);

@@ -411,8 +411,20 @@ export class OidcService {
    * sign-out, sign-out everywhere, a device's session, password change or recovery, an operator's
    * disable, sign-out or erasure), deletes their tokens and sends their back-channel logouts.
    * Refresh, introspection and userinfo already refuse them: the grant's link is read on each use.
+   *
+   * Sweeps of one instance run one after another: a call made while the timer's sweep is sending
+   * a grant's logout returns after that logout, not before it (instances still sweep side by side:
+   * each grant is claimed by exactly one, in `endGrants`).
    */
-  async sweep(): Promise<{ ended: number; expired: number }> {
+  sweep(): Promise<{ ended: number; expired: number }> {
+    const run = this.#sweeping.then(() => this.#sweepOnce());
+    this.#sweeping = run.catch(() => undefined);
+    return run;
+  }
+
+  #sweeping: Promise<unknown> = Promise.resolve();
+
+  async #sweepOnce(): Promise<{ ended: number; expired: number }> {
     const db = this.deps.database.db;
     const now = this.deps.clock.now();
     let ended = 0;
