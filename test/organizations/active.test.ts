@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { auditCount } from '../helpers/audit.js';
+import { elevate } from '../helpers/elevation.js';
 import { bearer } from '../helpers/identities.js';
-import { DEFAULT_POLICY, enrolVerified } from '../second-factors/helpers.js';
+import { DEFAULT_POLICY, enrolVerified, type Factor, post } from '../second-factors/helpers.js';
 import { context, renew } from '../sessions/support.js';
 import {
   call,
@@ -178,6 +179,65 @@ describe('POST /session/active-organization', () => {
         org_id: org.id,
       },
     );
+  });
+});
+
+describe('removing a second factor under the policy', () => {
+  const elevatedPost = async (m: Awaited<ReturnType<typeof member>>, url: string, factor: Factor) => {
+    const elevation = await elevate(t, m.token, m.person.email, {
+      secret: factor.secret,
+      policy: DEFAULT_POLICY,
+    });
+    return post(t.app, url, { token: m.token, elevation });
+  };
+  const activeIn = async (m: Awaited<ReturnType<typeof member>>, organizationId: string) =>
+    ((await context(t.app, m.token)).json().data.organizations as { id: string; active: boolean }[]).find(
+      (o) => o.id === organizationId,
+    )?.active;
+
+  it('the last one stops the member acting in an organization that requires one, at once and in the next token', async () => {
+    const owner = await member(t);
+    const strict = await createOrganization(t, owner.token);
+    const m = await member(t);
+    await join(t, strict.id, m.person.identityId, 'member');
+    const first = await enrolVerified(t, m.person, m.grant, DEFAULT_POLICY);
+    const second = await enrolVerified(t, m.person, m.grant, DEFAULT_POLICY, 'spare', {
+      factor: first,
+      policy: DEFAULT_POLICY,
+    });
+    expect(
+      (await call(t.app, 'PATCH', `${ORGS}/${strict.id}`, owner.token, { requireSecondFactor: true }))
+        .statusCode,
+    ).toBe(200);
+    expect((await switchTo(t.app, m.token, strict.id)).statusCode).toBe(200);
+
+    // One of two removed: still holds one, still acting.
+    expect((await elevatedPost(m, `/second-factors/${first.id}/removals`, second)).statusCode).toBe(204);
+    expect(await activeIn(m, strict.id)).toBe(true);
+
+    // The last one removed: no longer acting there, and the next token says so.
+    const audited = await auditCount(t, 'identity.second_factor.removed', { actor: m.person.identityId });
+    expect((await elevatedPost(m, `/second-factors/${second.id}/removals`, second)).statusCode).toBe(204);
+    expect(await auditCount(t, 'identity.second_factor.removed', { actor: m.person.identityId })).toBe(
+      audited + 1,
+    );
+    expect(await activeIn(m, strict.id)).toBe(false);
+    expect(orgClaims((await renew(t.app, m.grant.refreshToken)).json().data.accessToken)).toEqual(NONE);
+    expectProblem(await switchTo(t.app, m.token, strict.id), 403, 'organization.second_factor_required');
+  });
+
+  it('an organization without the policy keeps the member acting after the last one goes', async () => {
+    const owner = await member(t);
+    const relaxed = await createOrganization(t, owner.token);
+    const m = await member(t);
+    await join(t, relaxed.id, m.person.identityId, 'member');
+    const only = await enrolVerified(t, m.person, m.grant, DEFAULT_POLICY);
+    expect((await switchTo(t.app, m.token, relaxed.id)).statusCode).toBe(200);
+    expect((await elevatedPost(m, `/second-factors/${only.id}/removals`, only)).statusCode).toBe(204);
+    expect(await activeIn(m, relaxed.id)).toBe(true);
+    expect(orgClaims((await renew(t.app, m.grant.refreshToken)).json().data.accessToken)).toMatchObject({
+      org_id: relaxed.id,
+    });
   });
 });
 

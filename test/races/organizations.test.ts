@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers/app.js';
+import { elevate } from '../helpers/elevation.js';
 import { race } from '../helpers/identities.js';
 import {
   call,
@@ -14,6 +15,7 @@ import {
   switchTo,
   uniqueSlug,
 } from '../organizations/support.js';
+import { DEFAULT_POLICY, enrolVerified, post } from '../second-factors/helpers.js';
 import { renew } from '../sessions/support.js';
 import { expectRefusals, ROUNDS, raceApp, statuses } from './support.js';
 
@@ -106,6 +108,58 @@ describe('organizations at once', () => {
       expect(r.rows[0].n).toBe(0);
       const renewed = await renew(t.app, m.grant.refreshToken);
       expect(orgClaims(renewed.json().data.accessToken).org_id).toBeUndefined();
+    }
+  });
+
+  async function activeSessions(identityId: string): Promise<number> {
+    const r = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM sessions
+      WHERE identity_id = ${identityId} AND active_organization_id IS NOT NULL`.execute(t.ctx.database.db);
+    return r.rows[0].n;
+  }
+
+  it(`a switch and the removal of the member's last second factor at once: never acting without one (${ROUNDS} rounds)`, async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const owner = await member(t);
+      const m = await member(t);
+      const { id } = await createOrganization(t, owner.token);
+      await join(t, id, m.person.identityId, 'member');
+      const factor = await enrolVerified(t, m.person, m.grant, DEFAULT_POLICY);
+      expect(
+        (await call(t.app, 'PATCH', `${ORGS}/${id}`, owner.token, { requireSecondFactor: true })).statusCode,
+      ).toBe(200);
+      const elevation = await elevate(t, m.token, m.person.email, {
+        secret: factor.secret,
+        policy: DEFAULT_POLICY,
+      });
+      const [switched, removed] = await race(2, (i) =>
+        i === 0
+          ? switchTo(t.app, m.token, id)
+          : post(t.app, `/second-factors/${factor.id}/removals`, { token: m.token, elevation }),
+      );
+      expect(removed.statusCode, `round ${round}: ${removed.body}`).toBe(204);
+      // Switched first (then cleared by the removal), or refused because the removal came first.
+      expect([200, 403], `round ${round}: ${switched.body}`).toContain(switched.statusCode);
+      expect(await activeSessions(m.person.identityId), `round ${round}`).toBe(0);
+      const renewed = await renew(t.app, m.grant.refreshToken);
+      expect(orgClaims(renewed.json().data.accessToken).org_id).toBeUndefined();
+    }
+  });
+
+  it(`a switch and turning the second-factor policy on at once: a member without one is never left acting (${ROUNDS} rounds)`, async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const owner = await member(t);
+      const m = await member(t);
+      const { id } = await createOrganization(t, owner.token);
+      await join(t, id, m.person.identityId, 'member');
+      const [switched, patched] = await race(2, (i) =>
+        i === 0
+          ? switchTo(t.app, m.token, id)
+          : call(t.app, 'PATCH', `${ORGS}/${id}`, owner.token, { requireSecondFactor: true }),
+      );
+      expect(patched.statusCode, `round ${round}: ${patched.body}`).toBe(200);
+      expect([200, 403], `round ${round}: ${switched.body}`).toContain(switched.statusCode);
+      expect(await activeSessions(m.person.identityId), `round ${round}`).toBe(0);
     }
   });
 

@@ -1,5 +1,7 @@
+import type { ExpressionBuilder } from 'kysely';
 import { changedOne } from '../../platform/db/compare-and-set.js';
 import type { Executor } from '../../platform/db/database.js';
+import type { DB } from '../../platform/db/schema.js';
 import type { KeysetWindow } from '../../platform/pagination/page.js';
 import { afterPosition, rowsToFetch } from '../../platform/pagination/repository.js';
 
@@ -265,11 +267,17 @@ export function membersPage(
 }
 
 /**
- * What switching to an organization checks, with the membership row held FOR KEY SHARE until the
- * switch commits: a removal running at the same time waits, then clears what the switch wrote.
+ * What switching to an organization checks. The identity, organization and membership rows are held
+ * FOR KEY SHARE until the switch commits, in that order (the house's: identity, then organization,
+ * then its children). Each write that would make the switch wrong takes one of them FOR UPDATE:
+ * removing the identity's last second factor (identity row), turning the policy on or removing the
+ * member (organization row). Such a write either runs first, and this check sees it, or waits for
+ * the switch and then clears what it wrote.
  * `hasSecondFactor`: a verified, unrevoked authenticator or a live passkey.
  */
-export function switchTarget(trx: Executor, organizationId: string, identityId: string) {
+export async function switchTarget(trx: Executor, organizationId: string, identityId: string) {
+  await trx.selectFrom('identities').select('id').where('id', '=', identityId).forKeyShare().execute();
+  await trx.selectFrom('organizations').select('id').where('id', '=', organizationId).forKeyShare().execute();
   return trx
     .selectFrom('organization_memberships as m')
     .innerJoin('organizations as o', 'o.id', 'm.organization_id')
@@ -303,37 +311,61 @@ export function switchTarget(trx: Executor, organizationId: string, identityId: 
     .executeTakeFirst();
 }
 
+type OverSessions = ExpressionBuilder<DB & { s: DB['sessions'] }, 's'>;
+
 /**
- * The policy just turned on: every session acting in the organization whose identity holds neither
- * a verified, unrevoked authenticator nor a live passkey stops acting in it (the same test as
- * switchTarget's `hasSecondFactor`). Answers how many sessions it cleared.
+ * The session's identity holds neither a verified, unrevoked authenticator nor a live passkey (the
+ * same test as switchTarget's `hasSecondFactor`).
+ */
+const holdsNoSecondFactor = ({ and, not, exists, selectFrom }: OverSessions) =>
+  and([
+    not(
+      exists(
+        selectFrom('second_factors as f')
+          .select('f.id')
+          .whereRef('f.identity_id', '=', 's.identity_id')
+          .where('f.verified_at', 'is not', null)
+          .where('f.revoked_at', 'is', null),
+      ),
+    ),
+    not(
+      exists(
+        selectFrom('passkeys as p')
+          .select('p.id')
+          .whereRef('p.identity_id', '=', 's.identity_id')
+          .where('p.removed_at', 'is', null),
+      ),
+    ),
+  ]);
+
+/**
+ * The policy just turned on: every session acting in the organization whose identity holds no
+ * second factor stops acting in it. Answers how many sessions it cleared.
  */
 export async function clearActiveWithoutSecondFactor(trx: Executor, organizationId: string): Promise<number> {
   const cleared = await trx
     .updateTable('sessions as s')
     .set({ active_organization_id: null })
     .where('s.active_organization_id', '=', organizationId)
-    .where(({ not, exists, selectFrom }) =>
-      not(
-        exists(
-          selectFrom('second_factors as f')
-            .select('f.id')
-            .whereRef('f.identity_id', '=', 's.identity_id')
-            .where('f.verified_at', 'is not', null)
-            .where('f.revoked_at', 'is', null),
-        ),
-      ),
+    .where(holdsNoSecondFactor)
+    .executeTakeFirst();
+  return Number(cleared.numUpdatedRows);
+}
+
+/**
+ * The identity just removed a second factor (under its identity row lock): if it was its last one,
+ * every session of it acting in an organization that requires one stops acting there. Answers how
+ * many sessions it cleared.
+ */
+export async function clearActiveRequiringSecondFactor(trx: Executor, identityId: string): Promise<number> {
+  const cleared = await trx
+    .updateTable('sessions as s')
+    .set({ active_organization_id: null })
+    .where('s.identity_id', '=', identityId)
+    .where('s.active_organization_id', 'in', ({ selectFrom }) =>
+      selectFrom('organizations as o').select('o.id').where('o.require_second_factor', '=', true),
     )
-    .where(({ not, exists, selectFrom }) =>
-      not(
-        exists(
-          selectFrom('passkeys as p')
-            .select('p.id')
-            .whereRef('p.identity_id', '=', 's.identity_id')
-            .where('p.removed_at', 'is', null),
-        ),
-      ),
-    )
+    .where(holdsNoSecondFactor)
     .executeTakeFirst();
   return Number(cleared.numUpdatedRows);
 }

@@ -15,7 +15,8 @@ import type { GuessBudgets } from '../../platform/rate-limit/guess-budget.js';
 import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import type { CodeAttempt } from '../challenges/service.js';
 import type { AccountLock } from '../identities/lock.js';
-import { findIdentity, verifiedIdentifiers } from '../identities/repository.js';
+import { findIdentity, lockIdentity, verifiedIdentifiers } from '../identities/repository.js';
+import { clearActiveRequiringSecondFactor } from '../organizations/repository.js';
 import { type UseRecoveryCodeDeps, useRecoveryCode } from '../recovery-codes/service.js';
 import { recordAttempt } from '../sessions/repository.js';
 import type { SessionGrant, SessionService } from '../sessions/service.js';
@@ -163,17 +164,24 @@ export class SecondFactorService {
     return { items: data, pageInfo };
   }
 
-  /** Unknown, foreign, pending and already removed ids are the same "not found". */
+  /**
+   * Unknown, foreign, pending and already removed ids are the same "not found". Under the identity
+   * row lock (the order of enrolment): if this was the identity's last second factor, its sessions
+   * stop acting in organizations that require one, as a switch would now refuse them.
+   */
   async remove(identityId: string, id: string): Promise<void> {
     const now = this.deps.clock.now();
     await this.deps.database.db.transaction().execute(async (trx) => {
+      await lockIdentity(trx, identityId);
       if (!(await repo.revokeVerified(trx, id, identityId, now)))
         throw new Problem('identity.second_factor_not_found');
+      const cleared = await clearActiveRequiringSecondFactor(trx, identityId);
       await this.deps.audit.append(trx, {
         name: 'identity.second_factor.removed',
         actor: identityId,
         target: id,
         outcome: 'success',
+        ...(cleared > 0 ? { details: { sessionsLeftOrganization: cleared } } : {}),
       });
     });
   }

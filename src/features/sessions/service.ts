@@ -321,8 +321,7 @@ export class SessionService {
     return this.deps.database.db.transaction().execute(async (trx) => {
       let claims: OrganizationClaims | null = null;
       if (organizationId !== null) {
-        // Held FOR KEY SHARE until the commit: a removal at the same time waits for this switch,
-        // then clears what it wrote.
+        // Identity, organization and membership held FOR KEY SHARE until the commit (switchTarget).
         const target = await switchTarget(trx, organizationId, identityId);
         if (!target) throw new Problem('organization.not_found');
         if (target.requireSecondFactor && !target.hasSecondFactor)

@@ -24,6 +24,7 @@ import {
   removePassword,
   verifiedIdentifiers,
 } from '../identities/repository.js';
+import { clearActiveRequiringSecondFactor } from '../organizations/repository.js';
 import { livePasskeys, removePasskey } from '../passkeys/repository.js';
 import { liveLinks, removeLink } from '../providers/repository.js';
 import { type ProviderInput, ProviderService, type ProviderServiceDeps } from '../providers/service.js';
@@ -247,6 +248,9 @@ export class SignInMethodService {
               ? await removeLink(trx, methodId, identityId, now)
               : await removePasskey(trx, methodId, identityId, now);
       if (!removed) throw new Problem('identity.sign_in_method_not_found');
+      // A passkey is also a second factor: without any left, no session acts in an organization
+      // that requires one (the identity row is locked above, as a switch's check holds it).
+      if (kind === 'passkey') await clearActiveRequiringSecondFactor(trx, identityId);
 
       const revoked = await endOtherSessions(trx, principal, 'sign_in_method_removed', now);
       await this.deps.audit.appendOwn(trx, 'identity.sign_in_method.removed', identityId, { kind, methodId });
