@@ -5,7 +5,9 @@ import { auditCount } from '../helpers/audit.js';
 import { type Bend, SoftAuthenticator } from '../helpers/authenticator.js';
 import { elevate, elevatedPerson } from '../helpers/elevation.js';
 import { bearer } from '../helpers/identities.js';
+import { call, createOrganization, ORGS, switchTo } from '../organizations/support.js';
 import { DEFAULT_POLICY, expectIdentical, personWithFactor } from '../second-factors/helpers.js';
+import { context } from '../sessions/support.js';
 
 /**
  * Issue 13 on the server, no browser: passkeys made and used by a software authenticator (a P-256
@@ -317,6 +319,29 @@ describe('passkey sign-in', () => {
 });
 
 describe('passkey removal and the OpenAPI document', () => {
+  it('removing the last passkey, a second factor, stops the session acting in an organization that requires one', async () => {
+    t = await app();
+    const { who, res } = await registered();
+    expect(res.statusCode, res.body).toBe(201);
+    const token = who.grant.accessToken;
+    const org = await createOrganization(t, token);
+    expect(
+      (await call(t.app, 'PATCH', `${ORGS}/${org.id}`, token, { requireSecondFactor: true })).statusCode,
+    ).toBe(200);
+    expect((await switchTo(t.app, token, org.id)).statusCode).toBe(200);
+    const active = async () =>
+      ((await context(t.app, token)).json().data.organizations as { id: string; active: boolean }[]).find(
+        (o) => o.id === org.id,
+      )?.active;
+    expect(await active()).toBe(true);
+    // The password and the address remain a way in, so the passkey may go; with it, the last factor.
+    expect(
+      (await post(`/sign-in-methods/${res.json().data.id}/removals`, undefined, who.headers)).statusCode,
+    ).toBe(204);
+    expect(await active()).toBe(false);
+    expect((await switchTo(t.app, token, org.id)).json().code).toBe('organization.second_factor_required');
+  });
+
   it('a removed passkey is refused like any failure, and its refusal is recorded against its identity', async () => {
     t = await app();
     const { who, auth, res } = await registered();
