@@ -8,7 +8,8 @@
  * (utime + stime from /proc/<pid>/stat), which moves less than throughput when the machine is busy.
  *
  * FLOOR_COMPARE=<path of another checkout> adds that checkout's service at the same settings (a
- * before/after of one change, measured in one run).
+ * before/after of one change, measured in one run). FLOOR_VARIANTS adds this checkout's service
+ * with other environments (a JSON array of objects: NAME names the row, the rest is environment).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -23,6 +24,8 @@ const ROUNDS = Number(process.env.FLOOR_ROUNDS ?? 6);
 const SECONDS = Number(process.env.FLOOR_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const TICKS_PER_SECOND = 100;
+/** FLOOR_RATE=<req/s>: every target at this fixed rate, not saturated; compare the CPU per request. */
+const RATE = Number(process.env.FLOOR_RATE ?? 0);
 
 interface Target {
   name: string;
@@ -64,7 +67,12 @@ function cpuSeconds(pid: number): number {
 
 async function round(t: Target, seconds: number): Promise<{ rate: number; cpuMicros: number }> {
   const before = cpuSeconds(t.proc.pid as number);
-  const r = await autocannon({ url: t.url, connections: CONNECTIONS, duration: seconds });
+  const r = await autocannon({
+    url: t.url,
+    connections: CONNECTIONS,
+    duration: seconds,
+    ...(RATE ? { overallRate: RATE } : {}),
+  });
   const used = cpuSeconds(t.proc.pid as number) - before;
   if (r.non2xx + r.errors + r.timeouts > 0)
     throw new Error(`${t.name}: ${r.non2xx} non-2xx, ${r.errors} errors`);
@@ -99,6 +107,18 @@ async function main() {
         METRICS_PORT: String(await freePort()),
       }),
     );
+    // FLOOR_VARIANTS='[{"NAME":"x","SOME_VAR":"1"}]': more services at the production defaults,
+    // each with its own environment on top (a setting's cost, measured in the same run).
+    for (const variant of JSON.parse(process.env.FLOOR_VARIANTS ?? '[]') as Record<string, string>[]) {
+      const { NAME, ...overrides } = variant;
+      targets.push(
+        await start(`service (info, ${NAME})`, ROOT, 'src/main.ts', {
+          ...env,
+          ...overrides,
+          METRICS_PORT: String(await freePort()),
+        }),
+      );
+    }
     if (process.env.FLOOR_COMPARE) {
       targets.push(
         await start(
