@@ -1,4 +1,4 @@
-import type { ExpressionBuilder } from 'kysely';
+import { type Expression, type ExpressionBuilder, expressionBuilder } from 'kysely';
 import { changedOne } from '../../platform/db/compare-and-set.js';
 import type { Executor } from '../../platform/db/database.js';
 import type { DB } from '../../platform/db/schema.js';
@@ -266,6 +266,37 @@ export function membersPage(
     .execute();
 }
 
+const eb = expressionBuilder<DB, never>();
+
+/**
+ * The identity (an id, or a column naming it in the outer statement) holds a verified, unrevoked
+ * authenticator or a live passkey: the one test of "has a second factor" the switch and the
+ * clearing statements share.
+ */
+function holdsSecondFactor(identity: string | Expression<string>) {
+  return eb.or([
+    eb.exists(
+      eb
+        .selectFrom('second_factors as f')
+        .select('f.id')
+        .where('f.identity_id', '=', identity)
+        .where('f.verified_at', 'is not', null)
+        .where('f.revoked_at', 'is', null),
+    ),
+    eb.exists(
+      eb
+        .selectFrom('passkeys as p')
+        .select('p.id')
+        .where('p.identity_id', '=', identity)
+        .where('p.removed_at', 'is', null),
+    ),
+  ]);
+}
+
+/** The session's identity holds no second factor. */
+const holdsNoSecondFactor = ({ not, ref }: ExpressionBuilder<DB & { s: DB['sessions'] }, 's'>) =>
+  not(holdsSecondFactor(ref('s.identity_id')));
+
 /**
  * What switching to an organization checks. The identity, organization and membership rows are held
  * FOR KEY SHARE until the switch commits, in that order (the house's: identity, then organization,
@@ -273,7 +304,6 @@ export function membersPage(
  * removing the identity's last second factor (identity row), turning the policy on or removing the
  * member (organization row). Such a write either runs first, and this check sees it, or waits for
  * the switch and then clears what it wrote.
- * `hasSecondFactor`: a verified, unrevoked authenticator or a live passkey.
  */
 export async function switchTarget(trx: Executor, organizationId: string, identityId: string) {
   await trx.selectFrom('identities').select('id').where('id', '=', identityId).forKeyShare().execute();
@@ -281,28 +311,10 @@ export async function switchTarget(trx: Executor, organizationId: string, identi
   return trx
     .selectFrom('organization_memberships as m')
     .innerJoin('organizations as o', 'o.id', 'm.organization_id')
-    .select((eb) => [
+    .select([
       'm.role',
       'o.require_second_factor as requireSecondFactor',
-      eb
-        .or([
-          eb.exists(
-            eb
-              .selectFrom('second_factors as f')
-              .select('f.id')
-              .where('f.identity_id', '=', identityId)
-              .where('f.verified_at', 'is not', null)
-              .where('f.revoked_at', 'is', null),
-          ),
-          eb.exists(
-            eb
-              .selectFrom('passkeys as p')
-              .select('p.id')
-              .where('p.identity_id', '=', identityId)
-              .where('p.removed_at', 'is', null),
-          ),
-        ])
-        .as('hasSecondFactor'),
+      holdsSecondFactor(identityId).as('hasSecondFactor'),
     ])
     .where('m.organization_id', '=', organizationId)
     .where('m.identity_id', '=', identityId)
@@ -310,33 +322,6 @@ export async function switchTarget(trx: Executor, organizationId: string, identi
     .forKeyShare('m')
     .executeTakeFirst();
 }
-
-type OverSessions = ExpressionBuilder<DB & { s: DB['sessions'] }, 's'>;
-
-/**
- * The session's identity holds neither a verified, unrevoked authenticator nor a live passkey (the
- * same test as switchTarget's `hasSecondFactor`).
- */
-const holdsNoSecondFactor = ({ and, not, exists, selectFrom }: OverSessions) =>
-  and([
-    not(
-      exists(
-        selectFrom('second_factors as f')
-          .select('f.id')
-          .whereRef('f.identity_id', '=', 's.identity_id')
-          .where('f.verified_at', 'is not', null)
-          .where('f.revoked_at', 'is', null),
-      ),
-    ),
-    not(
-      exists(
-        selectFrom('passkeys as p')
-          .select('p.id')
-          .whereRef('p.identity_id', '=', 's.identity_id')
-          .where('p.removed_at', 'is', null),
-      ),
-    ),
-  ]);
 
 /**
  * The policy just turned on: every session acting in the organization whose identity holds no
