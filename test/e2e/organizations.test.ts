@@ -100,6 +100,21 @@ async function invitationLink(to: string, count: number): Promise<string> {
   }
 }
 
+/**
+ * A browser signed in as this person at the account pages, on the organizations list. The page is
+ * loaded again after signing in, so it finds the session in the cookie.
+ */
+async function atOrganizations(screen: Screen, person: Person) {
+  const page = await open(screen);
+  await page.goto(`${origin}/account/`);
+  await signInPage(page, person);
+  await page.reload();
+  await h1(page, account('title'));
+  await page.goto(`${origin}/account/#/organizations`);
+  await h1(page, t('list.title'));
+  return page;
+}
+
 describe('organizations in the hosted pages', () => {
   for (const screen of Object.keys(SCREENS) as Screen[]) {
     it(`${screen}: create, invite by email, accept after signing up, switch, see the role change`, async () => {
@@ -110,14 +125,7 @@ describe('organizations in the hosted pages', () => {
       const inviteePassword = `lantern-orchard-${screen}-river-41`;
 
       // A signs in and creates the organization; the slug follows the name.
-      const a = await open(screen);
-      await a.goto(`${origin}/account/`);
-      await signInPage(a, owner);
-      // The page loads again and finds the session in the cookie.
-      await a.reload();
-      await h1(a, account('title'));
-      await a.goto(`${origin}/account/#/organizations`);
-      await h1(a, t('list.title'));
+      const a = await atOrganizations(screen, owner);
       expect(await a.locator('#organizations').innerText()).toBe(t('list.none'));
       // Personal, until an organization is chosen.
       expect(await (await switcher(a, screen)).innerText()).toBe(
@@ -278,13 +286,7 @@ describe('organizations in the hosted pages', () => {
   it('an invitation revoked (asked first, gone from the list, its link says so); a rename', async () => {
     const owner = await createPerson(t0.ctx, 'eve-revokes@example.com');
     const invitee = 'carol-revoked@example.com';
-    const a = await open('desktop');
-    await a.goto(`${origin}/account/`);
-    await signInPage(a, owner);
-    await a.reload();
-    await h1(a, account('title'));
-    await a.goto(`${origin}/account/#/organizations`);
-    await h1(a, t('list.title'));
+    const a = await atOrganizations('desktop', owner);
     await a.getByLabel(t('create.name'), { exact: true }).fill('Globex');
     await button(a, t('create.submit')).click();
     await h1(a, 'Globex');

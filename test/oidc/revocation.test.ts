@@ -70,6 +70,17 @@ describe('OpenID Provider: every revocation path ends the grants', () => {
     expect(sent[0].nonce).toBeUndefined();
   }
 
+  /** Sign-out everywhere, from a new API session of the grant's person. */
+  async function signOutEverywhere(g: Awaited<ReturnType<typeof granted>>) {
+    const api = await signIn(f.t.app, g.person);
+    const res = await f.t.app.inject({
+      method: 'POST',
+      url: '/api/v1/sign-outs/everywhere',
+      headers: bearer(api.accessToken),
+    });
+    expect(res.statusCode).toBe(204);
+  }
+
   async function expectLive(g: Awaited<ReturnType<typeof granted>>) {
     expect((await client.tokenIntrospection(g.config, g.tokens.access_token)).active).toBe(true);
     const renewed = await client.refreshTokenGrant(g.config, g.tokens.refresh_token as string);
@@ -94,26 +105,14 @@ describe('OpenID Provider: every revocation path ends the grants', () => {
 
   it('sign-out everywhere', async () => {
     const g = await granted();
-    const api = await signIn(f.t.app, g.person);
-    const res = await f.t.app.inject({
-      method: 'POST',
-      url: '/api/v1/sign-outs/everywhere',
-      headers: bearer(api.accessToken),
-    });
-    expect(res.statusCode).toBe(204);
+    await signOutEverywhere(g);
     await expectEnded(g);
   });
 
   it('a sweep called while another is sending a logout returns only after that logout is answered', async () => {
     const g = await granted();
     const hold = f.holdLogouts();
-    const api = await signIn(f.t.app, g.person);
-    const out = await f.t.app.inject({
-      method: 'POST',
-      url: '/api/v1/sign-outs/everywhere',
-      headers: bearer(api.accessToken),
-    });
-    expect(out.statusCode).toBe(204);
+    await signOutEverywhere(g);
     // This sweep (or the service's own timer's) claims the grant and waits on the held endpoint.
     const first = f.t.ctx.oidc.sweep();
     expect(decodeJwt(await hold.received).sid).toBe(g.sid);
@@ -216,12 +215,7 @@ describe('OpenID Provider: every revocation path ends the grants', () => {
     await fetch(`${f.origin}/api/v1/browser-session/sign-outs`, { method: 'POST', headers: hostedCookie(g) });
     await f.t.ctx.oidc.sweep();
     await expectLive(g);
-    const api = await signIn(f.t.app, g.person);
-    await f.t.app.inject({
-      method: 'POST',
-      url: '/api/v1/sign-outs/everywhere',
-      headers: bearer(api.accessToken),
-    });
+    await signOutEverywhere(g);
     await expectEnded(g);
   });
 });

@@ -5,6 +5,7 @@ import { expect } from 'vitest';
 import { insertMembership } from '../../src/features/organizations/repository.js';
 import type { TestApp } from '../helpers/app.js';
 import { bearer, createPerson, type Grant, type Person, signIn } from '../helpers/identities.js';
+import { CONTEXT } from '../sessions/support.js';
 
 export const ORGS = '/api/v1/organizations';
 export const SWITCH = '/api/v1/session/active-organization';
@@ -80,6 +81,14 @@ export function remove(app: FastifyInstance, token: string, organizationId: stri
 
 export function switchTo(app: FastifyInstance, token: string, organizationId: string | null) {
   return call(app, 'POST', SWITCH, token, { organizationId });
+}
+
+/** Whether the session context marks the organization active (undefined when not a member). */
+export async function activeIn(app: FastifyInstance, token: string, organizationId: string) {
+  const res = await call(app, 'GET', CONTEXT, token);
+  return (res.json().data.organizations as { id: string; active: boolean }[]).find(
+    (o) => o.id === organizationId,
+  )?.active;
 }
 
 /** The organization claims of an access token. */
