@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AccessLog } from '../../src/platform/log/logger.js';
+import { AccessLog, LINE_BATCH, LineBatcher } from '../../src/platform/log/logger.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createPerson, type Person, signIn } from '../helpers/identities.js';
 
@@ -142,5 +142,77 @@ describe('the access line written by hand (AccessLog)', () => {
     expect(new AccessLog(out, 'debug').isLevelEnabled('debug')).toBe(true);
     expect(new AccessLog(out, 'warn').isLevelEnabled('info')).toBe(false);
     expect(new AccessLog(out, 'silent').isLevelEnabled('info')).toBe(false);
+  });
+});
+
+describe('the line batcher in front of stdout (LineBatcher)', () => {
+  /** The batcher's clock and schedulers, driven by the test: nothing waits on real time. */
+  function harness() {
+    const written: string[] = [];
+    const pending: { fn: () => void; ms?: number }[] = [];
+    let now = 1_000;
+    const batcher = new LineBatcher(
+      { write: (chunk: string) => written.push(chunk) },
+      {
+        now: () => now,
+        soon: (fn) => pending.push({ fn }),
+        later: (fn, ms) => pending.push({ fn, ms }),
+      },
+    );
+    const runScheduled = () => {
+      for (const { fn } of pending.splice(0)) fn();
+    };
+    const advance = (ms: number) => {
+      now += ms;
+    };
+    return { batcher, written, pending, runScheduled, advance };
+  }
+
+  it('lets a line of a quiet log out as soon as the current turn ends, not later', () => {
+    const h = harness();
+    h.batcher.write('a\n');
+    expect(h.written).toEqual([]);
+    expect(h.pending).toHaveLength(1);
+    expect(h.pending[0]?.ms).toBeUndefined();
+    h.runScheduled();
+    expect(h.written).toEqual(['a\n']);
+  });
+
+  it('gathers the lines of a busy log into one write, at most holdMs after the last write', () => {
+    const h = harness();
+    h.batcher.write('a\n');
+    h.runScheduled();
+    h.advance(3);
+    h.batcher.write('b\n');
+    h.batcher.write('c\n');
+    h.batcher.write('d\n');
+    // One timer for the three, due holdMs after the last write (3 ms of it already gone).
+    expect(h.pending).toEqual([{ fn: expect.any(Function), ms: LINE_BATCH.holdMs - 3 }]);
+    expect(h.written).toEqual(['a\n']);
+    h.runScheduled();
+    expect(h.written).toEqual(['a\n', 'b\nc\nd\n']);
+  });
+
+  it('writes at once when LINE_BATCH.bytes are gathered, and the scheduled flush then finds nothing', () => {
+    const h = harness();
+    const line = `${'x'.repeat(1023)}\n`;
+    const count = LINE_BATCH.bytes / line.length;
+    for (let i = 0; i < count; i++) h.batcher.write(line);
+    expect(h.written).toEqual([line.repeat(count)]);
+    h.runScheduled();
+    expect(h.written).toHaveLength(1);
+  });
+
+  it('flush() hands over whatever is gathered, in order, and keeps order with the lines after it', () => {
+    const h = harness();
+    h.batcher.write('1\n');
+    h.batcher.write('2\n');
+    h.batcher.flush();
+    expect(h.written).toEqual(['1\n2\n']);
+    h.batcher.flush();
+    expect(h.written).toEqual(['1\n2\n']);
+    h.batcher.write('3\n');
+    h.runScheduled();
+    expect(h.written.join('')).toBe('1\n2\n3\n');
   });
 });
