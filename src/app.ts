@@ -104,14 +104,19 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
   installSignInNotices(app, ctx.notices);
   installSecurityNotices(app, ctx.securityNotices);
 
-  await app.register(cors, {
-    origin: config.corsOrigins.length > 0 ? config.corsOrigins : false,
-    credentials: false,
-    exposedHeaders: ['ETag', 'X-Request-Id'],
-    // PATCH, PUT and DELETE: the organization routes (docs/organizations.md).
-    methods: ['GET', 'HEAD', 'POST', 'PATCH', 'PUT', 'DELETE'],
-    allowedHeaders: ['Authorization', 'Content-Type', 'If-None-Match', 'If-Match', 'x-elevation-token'],
-  });
+  // No allowed origin (the default): no CORS hook on any request. Without it a browser's cross-origin
+  // read gets no allow-origin header, as with the plugin set to refuse every origin, and a preflight
+  // is the same 404 Problem Details (docs/performance.md).
+  if (config.corsOrigins.length > 0) {
+    await app.register(cors, {
+      origin: config.corsOrigins,
+      credentials: false,
+      exposedHeaders: ['ETag', 'X-Request-Id'],
+      // PATCH, PUT and DELETE: the organization routes (docs/organizations.md).
+      methods: ['GET', 'HEAD', 'POST', 'PATCH', 'PUT', 'DELETE'],
+      allowedHeaders: ['Authorization', 'Content-Type', 'If-None-Match', 'If-Match', 'x-elevation-token'],
+    });
+  }
 
   await app.register(swagger, {
     openapi: {
