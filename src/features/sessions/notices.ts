@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, onResponseHookHandler } from 'fastify';
 import type { Config } from '../../config.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Database } from '../../platform/db/database.js';
@@ -123,13 +123,19 @@ function noticeText(when: Date, device: string, ip: string | null): string {
  * whichever route opened it (password, provider, second step, passkey).
  */
 export function installSignInNotices(app: FastifyInstance, notices: SignInNotices): void {
-  // A callback hook (no promise per answer), since every answer passes here.
-  app.addHook('onResponse', (request, reply, done) => {
+  // A callback hook (no promise per answer), and only on routes that can open a session: a GET,
+  // HEAD or OPTIONS never does, so health probes, reads and page assets pay for no hook.
+  const after: onResponseHookHandler = (request, reply, done) => {
     const opened = request.openedSession;
     if (opened && reply.statusCode === 201) {
       const { ip, userAgent } = requestMeta(request);
       notices.afterSignIn(opened.identityId, opened.sessionId, { ip, userAgent });
     }
     done();
+  };
+  app.addHook('onRoute', (route) => {
+    const methods = [route.method].flat();
+    if (methods.every((m) => m === 'GET' || m === 'HEAD' || m === 'OPTIONS')) return;
+    route.onResponse = [...[route.onResponse ?? []].flat(), after];
   });
 }
