@@ -7,13 +7,16 @@
  * the run weighs on all alike. Each round gives req/s and the process's own CPU time per request
  * (utime + stime from /proc/<pid>/stat), which moves less than throughput when the machine is busy.
  *
+ * FLOOR_PIN=1 puts the servers on one CPU and the load generator on the other (below).
+ *
  * FLOOR_COMPARE=<path of another checkout> adds that checkout's service at the same settings (a
  * before/after of one change, measured in one run). FLOOR_VARIANTS adds this checkout's service
  * with other environments (a JSON array of objects: NAME names the row, the rest is environment).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -24,6 +27,18 @@ const ROUNDS = Number(process.env.FLOOR_ROUNDS ?? 6);
 const SECONDS = Number(process.env.FLOOR_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const TICKS_PER_SECOND = 100;
+/**
+ * FLOOR_PIN=1: each server on CPU 0 and the load generator (this process) on CPU 1 (needs `taskset`
+ * and two CPUs). Each server's threads then share one core with nothing else, so its CPU time per
+ * request compares two builds with less spread; the ratios are lower than unpinned, since an
+ * unpinned service's helper threads (the log writes, the garbage collector) borrow the other core
+ * (docs/performance.md).
+ */
+const SERVER_CPU = '0';
+const PIN = process.env.FLOOR_PIN === '1' && availableParallelism() >= 2 && hasTaskset();
+function hasTaskset(): boolean {
+  return spawnSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' }).status === 0;
+}
 /** FLOOR_RATE=<req/s>: every target at this fixed rate, not saturated; compare the CPU per request. */
 const RATE = Number(process.env.FLOOR_RATE ?? 0);
 
@@ -42,7 +57,10 @@ async function start(
   env: Record<string, string>,
 ): Promise<Target> {
   const port = await freePort();
-  const proc = spawn(process.execPath, ['--import', 'tsx', entry], {
+  const [command, args] = PIN
+    ? ['taskset', ['-c', SERVER_CPU, process.execPath, '--import', 'tsx', entry]]
+    : [process.execPath, ['--import', 'tsx', entry]];
+  const proc = spawn(command, args, {
     cwd: root,
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -85,6 +103,10 @@ const median = (xs: number[]) => {
 };
 
 async function main() {
+  if (PIN) spawnSync('taskset', ['-a', '-cp', '1', String(process.pid)], { stdio: 'ignore' });
+  process.stdout.write(
+    PIN ? 'servers on CPU 0, load generator on CPU 1\n' : 'not pinned to CPUs (FLOOR_PIN=1 pins them)\n',
+  );
   const env = {
     NODE_ENV: 'production',
     PUBLIC_ORIGIN: 'https://id.bench.example',
