@@ -1,18 +1,23 @@
 /**
  * What one access line costs (docs/performance.md, "Against bare Fastify"): the same fields written
- * through pino, as the service first wrote them, and by hand in pino's format (AccessLog in
- * src/platform/log/logger.ts), each into the same asynchronous destination on /dev/null, in bursts
- * of 20 lines per event-loop turn as a loaded server writes them. Process CPU time per line, three
- * rounds each, alternating. `npx tsx bench/access-line.ts`.
+ * through pino, as the service first wrote them; by hand in pino's format (AccessLog in
+ * src/platform/log/logger.ts), each line its own write, as the service wrote them until the third
+ * round; by hand through the LineBatcher, as the service writes them now; and by hand into nothing
+ * (the formatting alone). All into the same kind of asynchronous destination on /dev/null, in bursts
+ * of BURST lines per event-loop turn (default 5) as a loaded server writes them. Process CPU time
+ * per line (every thread), three rounds each, alternating. `npx tsx bench/access-line.ts`.
  */
 import pino from 'pino';
-import { AccessLog } from '../src/platform/log/logger.js';
+import { AccessLog, LineBatcher } from '../src/platform/log/logger.js';
 
 const LINES = 200_000;
-const BURST = 20;
+const BURST = Number(process.env.BURST ?? 5);
 const destination = pino.destination({ dest: '/dev/null', sync: false });
 const viaPino = pino({ level: 'info' }, destination);
 const byHand = new AccessLog(destination, 'info');
+const batchedDestination = pino.destination({ dest: '/dev/null', sync: false });
+const batched = new AccessLog(new LineBatcher(batchedDestination), 'info');
+const formatOnly = new AccessLog({ write: () => true }, 'info');
 
 const ways: Record<string, (i: number) => void> = {
   pino: (i) =>
@@ -27,8 +32,12 @@ const ways: Record<string, (i: number) => void> = {
       },
       'request',
     ),
-  'by hand (AccessLog)': (i) =>
+  'by hand (AccessLog), a write per line': (i) =>
     byHand.line(`0b0e6c0e-6e8e-4c3e-9d9e-${i}`, 'GET', '/health/live', 200, 0.52, '127.0.0.1'),
+  'by hand, batched (LineBatcher)': (i) =>
+    batched.line(`0b0e6c0e-6e8e-4c3e-9d9e-${i}`, 'GET', '/health/live', 200, 0.52, '127.0.0.1'),
+  'by hand, not written (the formatting alone)': (i) =>
+    formatOnly.line(`0b0e6c0e-6e8e-4c3e-9d9e-${i}`, 'GET', '/health/live', 200, 0.52, '127.0.0.1'),
 };
 
 async function round(write: (i: number) => void): Promise<number> {
@@ -53,3 +62,4 @@ for (const [name, micros] of Object.entries(results)) {
   process.stdout.write(`${name}: ${micros.map((m) => m.toFixed(2)).join(', ')} µs CPU per line\n`);
 }
 destination.flushSync();
+batchedDestination.flushSync();
