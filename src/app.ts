@@ -106,7 +106,7 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
 
   // No allowed origin (the default): no CORS hook on any request. Without it a browser's cross-origin
   // read gets no allow-origin header, as with the plugin set to refuse every origin, and a preflight
-  // is the same 404 Problem Details (docs/performance.md).
+  // is the same 404 Problem Details (docs/decisions.md, "A cheaper request").
   if (config.corsOrigins.length > 0) {
     await app.register(cors, {
       origin: config.corsOrigins,

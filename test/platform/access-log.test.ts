@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccessLog, LINE_BATCH, LineBatcher } from '../../src/platform/log/logger.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
@@ -214,5 +215,21 @@ describe('the line batcher in front of stdout (LineBatcher)', () => {
     h.batcher.write('3\n');
     h.runScheduled();
     expect(h.written.join('')).toBe('1\n2\n3\n');
+  });
+
+  it("serves as pino's stream: logger.flush(cb) hands the lines over and calls back", async () => {
+    const h = harness();
+    const logger = pino({ level: 'info' }, h.batcher);
+    logger.info({ n: 1 }, 'one');
+    logger.info({ n: 2 }, 'two');
+    expect(h.written).toEqual([]);
+    await new Promise<void>((resolve, reject) => logger.flush((err) => (err ? reject(err) : resolve())));
+    expect(h.written).toHaveLength(1);
+    expect(
+      h.written[0]
+        ?.split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l).msg),
+    ).toEqual(['one', 'two']);
   });
 });
