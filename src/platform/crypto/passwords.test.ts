@@ -54,14 +54,21 @@ describe('password hasher', () => {
     await hasher.burn('warm up the dummy hash');
     const time = async (fn: () => Promise<unknown>): Promise<number> => {
       const start = performance.now();
-      for (let i = 0; i < 5; i++) await fn();
+      await fn();
       return performance.now() - start;
     };
-    const verifyMs = await time(() => hasher.verify(hash, 'a wrong password'));
-    const burnMs = await time(() => hasher.burn('a wrong password'));
+    // Alternating samples and their medians: a stall of a busy machine during one sample (a CI run
+    // once measured five verifies at three times their pace) moves neither median.
+    const verifyMs: number[] = [];
+    const burnMs: number[] = [];
+    for (let i = 0; i < 9; i++) {
+      verifyMs.push(await time(() => hasher.verify(hash, 'a wrong password')));
+      burnMs.push(await time(() => hasher.burn('a wrong password')));
+    }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
     // Same parameters, so the same work; generous bounds keep a busy machine from failing this.
-    expect(burnMs).toBeGreaterThan(verifyMs * 0.3);
-    expect(burnMs).toBeLessThan(verifyMs * 3);
+    expect(median(burnMs)).toBeGreaterThan(median(verifyMs) * 0.3);
+    expect(median(burnMs)).toBeLessThan(median(verifyMs) * 3);
   });
 
   it('works at the OWASP default of 19456 KiB', async () => {
