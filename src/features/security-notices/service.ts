@@ -13,6 +13,7 @@ import type { Clock } from '../../platform/clock.js';
 import type { Sealer } from '../../platform/crypto/seal.js';
 import type { Database, Executor } from '../../platform/db/database.js';
 import { requestMeta } from '../../platform/http/auth.js';
+import { onlySafeMethods } from '../../platform/http/safe-methods.js';
 import type { ChannelType, Notifier } from '../../platform/notify/notifier.js';
 import { verifiedIdentifiers } from '../identities/repository.js';
 import { describeDevice } from '../sessions/devices.js';
@@ -254,8 +255,7 @@ export function installSecurityNotices(app: FastifyInstance, notices: SecurityNo
     done();
   };
   app.addHook('onRoute', (route) => {
-    const methods = [route.method].flat();
-    if (methods.every((m) => m === 'GET' || m === 'HEAD' || m === 'OPTIONS')) return;
+    if (onlySafeMethods(route)) return;
     // preHandler, after the body is read and the route's guards: the handler runs inside the scope.
     route.preHandler = [...[route.preHandler ?? []].flat(), enter];
     route.onResponse = [...[route.onResponse ?? []].flat(), leave];

@@ -3,6 +3,7 @@ import type { Config } from '../../config.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Database } from '../../platform/db/database.js';
 import { requestMeta } from '../../platform/http/auth.js';
+import { onlySafeMethods } from '../../platform/http/safe-methods.js';
 import type { Signals } from '../../platform/metrics/signals.js';
 import type { Notifier } from '../../platform/notify/notifier.js';
 import type { MessageLimits } from '../../platform/rate-limit/guess-budget.js';
@@ -134,8 +135,7 @@ export function installSignInNotices(app: FastifyInstance, notices: SignInNotice
     done();
   };
   app.addHook('onRoute', (route) => {
-    const methods = [route.method].flat();
-    if (methods.every((m) => m === 'GET' || m === 'HEAD' || m === 'OPTIONS')) return;
+    if (onlySafeMethods(route)) return;
     route.onResponse = [...[route.onResponse ?? []].flat(), after];
   });
 }
