@@ -191,7 +191,7 @@ export class LineBatcher {
   flush(done?: () => void): void {
     this.#scheduled = false;
     if (this.#lines.length > 0) {
-      const chunk = this.#lines.length === 1 ? (this.#lines[0] as string) : this.#lines.join('');
+      const chunk = this.#lines.join('');
       this.#lines = [];
       this.#bytes = 0;
       this.#lastWrite = this.timing.now();
