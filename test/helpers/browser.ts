@@ -64,8 +64,14 @@ export type PageSignIn = { email: string; password: string } | { refreshToken: s
  * service's origin (any of its pages): the requests are relative and the cookie is that origin's.
  * Fails unless the hand-over answers 201. The page does not reload: load it again to see the
  * session.
+ *
+ * It first waits for the page's own requests to end: a signed-out account page asks
+ * POST /api/v1/browser-session/renewals as it starts, and that refusal clears the cookie (every
+ * refusal does, byte for byte the same). Answered after the hand-over, it would clear the cookie
+ * the hand-over just set, and the next load would be signed out.
  */
 export async function signInPage(page: Page, who: PageSignIn): Promise<void> {
+  await page.waitForLoadState('networkidle');
   const status = await page.evaluate(async (who) => {
     let refreshToken: string;
     if ('refreshToken' in who) refreshToken = who.refreshToken;
