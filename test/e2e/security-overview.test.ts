@@ -254,6 +254,39 @@ async function freshPage(options: Parameters<Browser['newContext']>[0]): Promise
 }
 
 describe('Security in other settings', () => {
+  it("signs a page in even when the page's own start-up refusal is answered after the hand-over", async () => {
+    // The race signInPage waits out: a signed-out account page asks for a renewal as it starts, and
+    // the refusal clears the cookie. Its answer is held here until the hand-over has been answered
+    // (or a second has passed), as a slow machine can order them; it must not undo the hand-over.
+    const ctx = await browser.newContext();
+    const p = await ctx.newPage();
+    p.setDefaultTimeout(8000);
+    p.on('pageerror', (e) => pageErrors.push(String(e)));
+    const handedOver = p.waitForResponse((r) => new URL(r.url()).pathname === '/api/v1/browser-session');
+    let held = 0;
+    let answered: () => void = () => {};
+    const refusalAnswered = new Promise<void>((resolve) => {
+      answered = resolve;
+    });
+    await p.route('**/api/v1/browser-session/renewals', async (route) => {
+      const response = await route.fetch();
+      if (held++ > 0) return route.fulfill({ response });
+      await Promise.race([handedOver, new Promise((resolve) => setTimeout(resolve, 1000))]);
+      await route.fulfill({ response });
+      answered();
+    });
+    const who = await createPerson(t.ctx);
+    await p.goto(`${origin}/account/`);
+    await signInPage(p, { refreshToken: (await signIn(t.app, who)).refreshToken });
+    // The held refusal has been answered: the cookie the hand-over set is still there.
+    await refusalAnswered;
+    expect(held).toBe(1);
+    expect(await ctx.cookies(origin)).toHaveLength(1);
+    await p.reload();
+    await p.locator('#nav').waitFor({ state: 'visible' });
+    await ctx.close();
+  });
+
   it('under the pseudo-locale en-XA, every text of the Security pages comes from a catalogue', async () => {
     const { p, who } = await freshPage({ locale: 'en-XA' });
     const untranslated: string[] = [];
