@@ -253,7 +253,8 @@ async function freshPage(options: Parameters<Browser['newContext']>[0]): Promise
   return { p, who };
 }
 
-describe('Security in other settings', () => {
+// The helper every signed-in page of this suite starts from (test/helpers/browser.ts).
+describe('Signing a test page in', () => {
   it("signs a page in even when the page's own start-up refusal is answered after the hand-over", async () => {
     // The race signInPage waits out: a signed-out account page asks for a renewal as it starts, and
     // the refusal clears the cookie. Its answer is held here until the hand-over has been answered
@@ -286,7 +287,9 @@ describe('Security in other settings', () => {
     await p.locator('#nav').waitFor({ state: 'visible' });
     await ctx.close();
   });
+});
 
+describe('Security in other settings', () => {
   it('under the pseudo-locale en-XA, every text of the Security pages comes from a catalogue', async () => {
     const { p, who } = await freshPage({ locale: 'en-XA' });
     const untranslated: string[] = [];
