@@ -156,10 +156,17 @@ describe('the line batcher in front of stdout (LineBatcher)', () => {
       { write: (chunk: string) => written.push(chunk) },
       {
         now: () => now,
-        soon: (fn) => pending.push({ fn }),
-        later: (fn, ms) => pending.push({ fn, ms }),
+        soon: (fn) => schedule({ fn }),
+        later: (fn, ms) => schedule({ fn, ms }),
       },
     );
+    function schedule(entry: { fn: () => void; ms?: number }): () => void {
+      pending.push(entry);
+      return () => {
+        const at = pending.indexOf(entry);
+        if (at >= 0) pending.splice(at, 1);
+      };
+    }
     const runScheduled = () => {
       for (const { fn } of pending.splice(0)) fn();
     };
@@ -194,14 +201,33 @@ describe('the line batcher in front of stdout (LineBatcher)', () => {
     expect(h.written).toEqual(['a\n', 'b\nc\nd\n']);
   });
 
-  it('writes at once when LINE_BATCH.bytes are gathered, and the scheduled flush then finds nothing', () => {
+  it('writes at once when LINE_BATCH.bytes are gathered, and cancels the flush scheduled for them', () => {
     const h = harness();
     const line = `${'x'.repeat(1023)}\n`;
     const count = LINE_BATCH.bytes / line.length;
     for (let i = 0; i < count; i++) h.batcher.write(line);
     expect(h.written).toEqual([line.repeat(count)]);
+    expect(h.pending).toEqual([]);
     h.runScheduled();
     expect(h.written).toHaveLength(1);
+  });
+
+  it('the lines after a write by size wait for a batch of their own, holdMs after that write', () => {
+    const h = harness();
+    const line = `${'x'.repeat(1023)}\n`;
+    h.batcher.write('a\n');
+    h.runScheduled();
+    h.advance(2);
+    // A busy log: a flush is due holdMs after the write of 'a', then the size bound is reached.
+    for (let i = 0; i < LINE_BATCH.bytes / line.length; i++) h.batcher.write(line);
+    expect(h.written).toHaveLength(2);
+    h.advance(1);
+    h.batcher.write('b\n');
+    // One flush scheduled, the new one: holdMs after the size write, not the old one's due time.
+    expect(h.pending).toEqual([{ fn: expect.any(Function), ms: LINE_BATCH.holdMs - 1 }]);
+    h.runScheduled();
+    expect(h.written).toHaveLength(3);
+    expect(h.written[2]).toBe('b\n');
   });
 
   it('flush() hands over whatever is gathered, in order, and keeps order with the lines after it', () => {

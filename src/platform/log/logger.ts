@@ -133,18 +133,25 @@ export class AccessLog {
 /** How long a busy log may hold its lines, and how much it gathers before it writes at once. */
 export const LINE_BATCH = { holdMs: 10, bytes: 16 * 1024 };
 
+/** The batcher's clock and schedulers; each scheduler answers the function that cancels it. */
 interface BatchTiming {
   now(): number;
   /** Runs `fn` once the current event-loop turn is over. */
-  soon(fn: () => void): void;
+  soon(fn: () => void): () => void;
   /** Runs `fn` after `ms` milliseconds. */
-  later(fn: () => void, ms: number): void;
+  later(fn: () => void, ms: number): () => void;
 }
 
 const realTiming: BatchTiming = {
   now: () => performance.now(),
-  soon: (fn) => setImmediate(fn),
-  later: (fn, ms) => setTimeout(fn, ms),
+  soon: (fn) => {
+    const immediate = setImmediate(fn);
+    return () => clearImmediate(immediate);
+  },
+  later: (fn, ms) => {
+    const timer = setTimeout(fn, ms);
+    return () => clearTimeout(timer);
+  },
 };
 
 /**
@@ -153,14 +160,16 @@ const realTiming: BatchTiming = {
  * on its own (docs/performance.md); gathered, that cost is shared by up to 16 KiB of lines. A quiet log
  * is not held: a line with no write in the last LINE_BATCH.holdMs goes out as soon as the current
  * event-loop turn ends, as it did unbatched. A busy log writes every LINE_BATCH.bytes, or
- * LINE_BATCH.holdMs after its last write, whichever comes first. Order is kept: every line of the
- * process, access lines and pino's alike, passes here. flush() hands everything over at once
- * (shutdown, a fatal error).
+ * LINE_BATCH.holdMs after its last write, whichever comes first; a write cancels the flush that was
+ * scheduled for the lines it took, so the lines after it wait for a batch of their own. Order is
+ * kept: every line of the process, access lines and pino's alike, passes here. flush() hands
+ * everything over at once (shutdown, a fatal error).
  */
 export class LineBatcher {
   #lines: string[] = [];
   #bytes = 0;
-  #scheduled = false;
+  /** Cancels the scheduled flush; undefined while none is scheduled. */
+  #cancelScheduled: (() => void) | undefined;
   #lastWrite = Number.NEGATIVE_INFINITY;
   readonly #flushNow = () => {
     this.flush();
@@ -175,21 +184,23 @@ export class LineBatcher {
     this.#bytes += line.length;
     if (this.#bytes >= LINE_BATCH.bytes) {
       this.flush();
-    } else if (!this.#scheduled) {
-      this.#scheduled = true;
+    } else if (this.#cancelScheduled === undefined) {
       const since = this.timing.now() - this.#lastWrite;
-      if (since >= LINE_BATCH.holdMs) this.timing.soon(this.#flushNow);
-      else this.timing.later(this.#flushNow, LINE_BATCH.holdMs - since);
+      this.#cancelScheduled =
+        since >= LINE_BATCH.holdMs
+          ? this.timing.soon(this.#flushNow)
+          : this.timing.later(this.#flushNow, LINE_BATCH.holdMs - since);
     }
     return true;
   }
 
   /**
-   * Hands the gathered lines to the destination in one write. A scheduled flush then finds none.
-   * `done` (pino's `logger.flush(cb)` passes one) is called once they are handed over.
+   * Hands the gathered lines to the destination in one write, and cancels the flush scheduled for
+   * them. `done` (pino's `logger.flush(cb)` passes one) is called once they are handed over.
    */
   flush(done?: () => void): void {
-    this.#scheduled = false;
+    this.#cancelScheduled?.();
+    this.#cancelScheduled = undefined;
     if (this.#lines.length > 0) {
       const chunk = this.#lines.join('');
       this.#lines = [];
