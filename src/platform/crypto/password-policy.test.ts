@@ -1,3 +1,4 @@
+import { serialize } from 'node:v8';
 import { describe, expect, it } from 'vitest';
 import { Problem } from '../problem.js';
 import {
@@ -5,6 +6,7 @@ import {
   checkNewPassword,
   MIN_PASSWORD_SCORE,
   passwordUserInputs,
+  preparePasswordPolicy,
 } from './password-policy.js';
 
 /** A strong start, then filler: only the first 64 characters are estimated. */
@@ -156,5 +158,26 @@ describe('assertPasswordPolicy', () => {
       message: 'password is too long',
     });
     expect(await refusal('violet-anchor-meadow-42', ['ada@example.com'])).toBeUndefined();
+  });
+});
+
+/** Whether V8 holds the string as one byte per character: its serialiser tags those '"', two-byte 'c'. */
+const isOneByte = (s: string) => serialize(s)[2] === '"'.charCodeAt(0);
+
+describe('preparePasswordPolicy', () => {
+  it("leaves the process's shared copy of each Latin-1 dictionary word one-byte", async () => {
+    expect(isOneByte('one-byte text')).toBe(true);
+    expect(isOneByte('\u0101p')).toBe(false);
+    await preparePasswordPolicy();
+    const { dictionary } = await import('@zxcvbn-ts/language-en');
+    const words = dictionary['commonWords-en']
+      .filter((w): w is string => typeof w === 'string' && /^[a-z]+$/.test(w))
+      .slice(0, 5000);
+    expect(words).toHaveLength(5000);
+    // V8 keeps one copy of each property name and literal text per process, and the first to
+    // arrive sets its representation; a literal compiled now takes that copy. Built two-byte, the
+    // dictionaries made every answer that says "up", "ok" or "active" two-byte text.
+    const twoByte = words.filter((w) => !isOneByte(new Function(`return '${w}'`)()));
+    expect(twoByte).toEqual([]);
   });
 });

@@ -26,6 +26,36 @@ export type PasswordPolicyResult =
 let estimator: Promise<ZxcvbnFactory> | undefined;
 
 /**
+ * The word lists with every word that fits in Latin-1 as a one-byte string. Each list is decoded
+ * from one text, and a list with a single word beyond Latin-1 (English's common words have some)
+ * decodes all its words as two-byte strings. zxcvbn makes each word a property name, and V8 keeps
+ * one copy of each property name and string literal per process: the first to arrive sets the
+ * representation. The dictionaries are built before the first request, so words such as "up",
+ * "ok" or "active" then reached every answer that says them as two-byte strings, and an answer
+ * holding one two-byte string is built, measured and encoded to UTF-8 as two-byte text
+ * (docs/performance.md, "Fifth round"). The other lists are left as they are.
+ */
+function oneByteWords(dictionary: Record<string, (string | number)[]>): Record<string, (string | number)[]> {
+  const out: Record<string, (string | number)[]> = {};
+  for (const [name, words] of Object.entries(dictionary)) {
+    out[name] = words.some((word) => typeof word === 'string' && BEYOND_LATIN_1.test(word))
+      ? words.map(oneByte)
+      : words;
+  }
+  return out;
+}
+
+const BEYOND_LATIN_1 = /[\u0100-\uffff]/;
+
+/** The same text, rebuilt one character at a time (V8 builds it one-byte) when it fits in Latin-1. */
+function oneByte(word: string | number): string | number {
+  if (typeof word !== 'string' || BEYOND_LATIN_1.test(word)) return word;
+  const codes = new Array<number>(word.length);
+  for (let i = 0; i < word.length; i++) codes[i] = word.charCodeAt(i);
+  return String.fromCharCode(...codes);
+}
+
+/**
  * zxcvbn and its dictionaries, imported and built on first use (about 0.2 s to import and 0.2 s to
  * build), then kept for the process: a test file that sets no password never loads them, and in
  * the page they are a separate file again.
@@ -38,7 +68,7 @@ function zxcvbn(): Promise<ZxcvbnFactory> {
       import('@zxcvbn-ts/language-en'),
     ]);
     return new ZxcvbnFactory({
-      dictionary: { ...common.dictionary, ...english.dictionary },
+      dictionary: oneByteWords({ ...common.dictionary, ...english.dictionary }),
       graphs: common.adjacencyGraphs,
       translations: english.translations,
       maxLength: ESTIMATED_LENGTH,
