@@ -1,17 +1,12 @@
-import { randomUUID } from 'node:crypto';
-import Fastify, {
-  type FastifyBaseLogger,
-  type FastifyInstance,
-  type FastifyRequest,
-  LogController,
-} from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest, LogController } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
-import { type AccessLog, installAccessLog, lazyRequestLogger } from '../log/logger.js';
+import { type AccessLog, installAccessLog, lazyLogger } from '../log/logger.js';
 import type { Problem } from '../problem.js';
 import { installJsonBodies } from './content-type.js';
 import { installErrorHandling, sendProblem, toProblem } from './errors.js';
 import { installRequestLifecycle } from './lifecycle.js';
+import { requestId } from './request-id.js';
 import { installRoutePattern } from './route-pattern.js';
 import { ProblemSchema } from './schemas.js';
 import { addSharedSchema, validatorCompiler } from './validation.js';
@@ -28,12 +23,11 @@ export function createServer(
   opts: { guard?: (request: FastifyRequest) => Problem | undefined } = {},
 ): FastifyInstance {
   return Fastify({
-    loggerInstance: logger as FastifyBaseLogger,
+    // request.log is made on first use: almost no request logs beyond its access line.
+    loggerInstance: lazyLogger(logger),
     // One access line per request instead of Fastify's two (installAccessLog).
     logController: new LogController({ disableRequestLogging: true }),
-    // request.log is made on first use: almost no request logs beyond its access line.
-    childLoggerFactory: lazyRequestLogger,
-    genReqId: () => randomUUID(),
+    genReqId: requestId,
     requestIdHeader: false,
     bodyLimit: BODY_LIMIT,
     // A list of proxy addresses or ranges (proxy-addr); never a hop count, which Fastify 5 reads
