@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AccessLog, LINE_BATCH, LineBatcher } from '../../src/platform/log/logger.js';
+import { AccessLog, jsonText, LINE_BATCH, LineBatcher } from '../../src/platform/log/logger.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createPerson, type Person, signIn } from '../helpers/identities.js';
 
@@ -134,6 +134,44 @@ describe('the access line written by hand (AccessLog)', () => {
     });
     expect(Math.abs(first.time - Date.now())).toBeLessThan(5000);
     expect(second).toMatchObject({ listener: 'admin', method: 'POST', route: null, status: 404 });
+  });
+
+  it('keeps each line its own when the route and method parts are reused across lines', () => {
+    const written: string[] = [];
+    const log = new AccessLog({ write: (chunk: string) => written.push(chunk) }, 'info');
+    const answered: [string, string | null, number][] = [
+      ['GET', '/a', 200],
+      ['POST', '/a', 201],
+      ['GET', '/b/:id', 404],
+      ['GET', '/a', 304],
+      ['POST', null, 404],
+      ['GET', null, 400],
+    ];
+    answered.forEach(([method, route, status], i) => {
+      log.line(`id-"${i}"`, method, route, status, i, '10.0.0.1');
+    });
+    expect(written.map((l) => JSON.parse(l))).toEqual(
+      answered.map(([method, route, status], i) =>
+        expect.objectContaining({ reqId: `id-"${i}"`, method, route, status, ms: i, ip: '10.0.0.1' }),
+      ),
+    );
+  });
+
+  it('quotes strings exactly as JSON.stringify does (jsonText)', () => {
+    const samples = [
+      '',
+      'a971d39d-9d24-4a21-9f7f-0ef0deea0d71',
+      '::ffff:127.0.0.1',
+      '/a/"quoted"\\path',
+      'tab\there',
+      'line\nbreak',
+      '\u0000\u001f\u007f',
+      'caf\u00e9',
+      'emoji \u{1f510}',
+      'lone \ud800 surrogate',
+      '</script>',
+    ];
+    for (const text of samples) expect(jsonText(text)).toBe(JSON.stringify(text));
   });
 
   it('follows the level: info and finer write, warn and silent do not', () => {

@@ -2,7 +2,7 @@
  * The answers counter and duration histogram, counted in plain numbers on the request path and
  * turned into Prometheus samples only when scraped. prom-client's own Counter and Histogram check
  * and hash the label set on every call, which cost more than the rest of a cheap route's
- * bookkeeping; this keeps one entry per (route pattern, method, status), found by one Map lookup.
+ * bookkeeping; this keeps one entry per (route pattern, method, status), found by three Map lookups.
  * The exposition is the same as prom-client's: `identity_http_requests_total{route,method,status}`
  * and `identity_http_request_duration_seconds_{bucket,sum,count}{route,method}`.
  */
@@ -31,13 +31,30 @@ interface RegistryMetric {
 }
 
 export class AnswerMetrics {
-  readonly #series = new Map<string, Series>();
+  /** Every series, in the order first seen: what a scrape reads. */
+  readonly #series: Series[] = [];
+  /**
+   * The same series by route pattern, then method, then status. Not one Map keyed by a string
+   * joined from the three: that string was new on every answer, so each lookup hashed it afresh
+   * and compared it with the stored key character by character. The pattern and the method are
+   * the same string objects on every answer of a route, whose hashes V8 keeps.
+   */
+  readonly #index = new Map<string, Map<string, Map<number, Series>>>();
   constructor(private readonly bounds: readonly number[]) {}
 
   record(route: string, method: string, status: number, seconds: number): void {
-    const key = `${method} ${status} ${route}`;
-    let s = this.#series.get(key);
-    if (!s) {
+    let byMethod = this.#index.get(route);
+    if (byMethod === undefined) {
+      byMethod = new Map();
+      this.#index.set(route, byMethod);
+    }
+    let byStatus = byMethod.get(method);
+    if (byStatus === undefined) {
+      byStatus = new Map();
+      byMethod.set(method, byStatus);
+    }
+    let s = byStatus.get(status);
+    if (s === undefined) {
       s = {
         route,
         method,
@@ -46,7 +63,8 @@ export class AnswerMetrics {
         sum: 0,
         buckets: new Array(this.bounds.length + 1).fill(0),
       };
-      this.#series.set(key, s);
+      byStatus.set(status, s);
+      this.#series.push(s);
     }
     s.count++;
     s.sum += seconds;
@@ -60,8 +78,12 @@ export class AnswerMetrics {
     const [requestsName, requestsHelp] = names.requests;
     const [durationName, durationHelp] = names.duration;
     const series = this.#series;
+    const index = this.#index;
     const bounds = this.bounds;
-    const reset = () => series.clear();
+    const reset = () => {
+      series.length = 0;
+      index.clear();
+    };
     return [
       {
         name: requestsName,
@@ -72,7 +94,7 @@ export class AnswerMetrics {
           help: requestsHelp,
           type: 'counter',
           aggregator: 'sum',
-          values: [...series.values()].map((s) => ({
+          values: series.map((s) => ({
             labels: { route: s.route, method: s.method, status: s.status },
             value: s.count,
           })),
@@ -88,7 +110,7 @@ export class AnswerMetrics {
             string,
             { route: string; method: string; sum: number; count: number; buckets: number[] }
           >();
-          for (const s of series.values()) {
+          for (const s of series) {
             const key = `${s.method} ${s.route}`;
             let h = byRoute.get(key);
             if (!h) {
