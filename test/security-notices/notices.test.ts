@@ -1,4 +1,6 @@
+import { executionAsyncId } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { NOTICE_WINDOW_SECONDS } from '../../src/features/security-notices/service.js';
@@ -296,5 +298,67 @@ describe('security notices and the message limits', () => {
     } finally {
       await off.close();
     }
+  });
+});
+
+describe('the request scope that tells a change its device and address', () => {
+  /**
+   * Whether promise hooks are on in this process: inside a promise's reaction, executionAsyncId()
+   * is that promise's own id while they are on, and 0 while they are off. On Node 20 and 22 an
+   * AsyncLocalStorage turns them on from its first run(); Node 24's never does.
+   */
+  const promiseHooksOn = async () => (await Promise.resolve().then(() => executionAsyncId())) !== 0;
+  /** What the scope reads of a request: its address and its User-Agent. */
+  const from = (ip: string, userAgent: string) =>
+    ({ ip, headers: { 'user-agent': userAgent } }) as unknown as FastifyRequest;
+
+  it('is switched off once no change is in flight, so later answers do not pay for it', async () => {
+    const p = await createPerson(t.ctx);
+    const g = await signIn(t.app, p);
+    expect((await changePassword(t, g.accessToken, p.password, PASSWORDS[0])).statusCode).toBe(204);
+    // The change was told with its device: the scope was on while it ran.
+    expect(textOf(noticesTo(p.email)[0].raw)).toContain('Device: Chrome 140 on Mac OS');
+    expect(await promiseHooksOn()).toBe(false);
+  });
+
+  it('a change keeps its device and address when another leaves the scope while it runs', async () => {
+    const p = await createPerson(t.ctx);
+    const notices = t.ctx.securityNotices;
+    let releaseFirst = () => {};
+    const first = notices.runInScope(
+      from('192.0.2.1', 'first'),
+      () =>
+        new Promise<void>((resolve) => {
+          releaseFirst = resolve;
+        }),
+    );
+    await notices.runInScope(from('198.51.100.77', CHROME_MAC), async () => {
+      releaseFirst();
+      // The first handler has left the scope; this one is still inside it.
+      await first;
+      await t.ctx.database.db
+        .transaction()
+        .execute((trx) => t.ctx.audit.appendOwn(trx, 'identity.password.changed', p.identityId, {}));
+    });
+    const rows = await sql<{ device: string | null; ip_address: string | null }>`
+      SELECT device, ip_address FROM security_notices WHERE identity_id = ${p.identityId}`.execute(
+      t.ctx.database.db,
+    );
+    expect(rows.rows).toEqual([{ device: 'Chrome 140 on Mac OS 10.15.7', ip_address: '198.51.100.77' }]);
+    expect(await promiseHooksOn()).toBe(false);
+  });
+
+  it('a handler that throws leaves the scope too', async () => {
+    expect(() =>
+      t.ctx.securityNotices.runInScope(from('192.0.2.2', 'x'), () => {
+        throw new Error('refused');
+      }),
+    ).toThrow('refused');
+    await expect(
+      t.ctx.securityNotices.runInScope(from('192.0.2.3', 'x'), async () => {
+        throw new Error('refused later');
+      }),
+    ).rejects.toThrow('refused later');
+    expect(await promiseHooksOn()).toBe(false);
   });
 });

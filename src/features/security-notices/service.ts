@@ -1,12 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
-import type {
-  FastifyBaseLogger,
-  FastifyInstance,
-  FastifyRequest,
-  onResponseHookHandler,
-  preHandlerHookHandler,
-} from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest, onResponseHookHandler } from 'fastify';
 import type { Config } from '../../config.js';
 import type { AuditEvent, AuditObserver } from '../../platform/audit/audit.js';
 import type { Clock } from '../../platform/clock.js';
@@ -46,11 +40,23 @@ export interface SecurityNoticesDeps {
   config: Pick<Config, 'securityNotices'>;
 }
 
+/**
+ * Whether this Node's AsyncLocalStorage rides on async hooks: Node 20 and 22 (and 24 started with
+ * --no-async-context-frame). There a storage's first run() turns on a hook that every promise of
+ * the process then pays for, whatever request it belongs to, for as long as any storage is
+ * enabled: about 18% of the cheapest answer's throughput, measured on Node 20 (docs/performance.md).
+ * Node 24's own storage costs nothing when unused, and its disable() only clears the current
+ * context, so it is left alone there.
+ */
+const STORAGE_ON_HOOKS = '_enable' in AsyncLocalStorage.prototype;
+
 /** The request a change was made by: where it came from, and whom to tell once it is answered. */
 interface RequestScope {
   ip: string | null;
   userAgent: string | null;
   identities: Set<string>;
+  /** The handler answered without a promise: the scope is left when the answer has gone. */
+  heldUntilAnswered: boolean;
 }
 
 /**
@@ -65,6 +71,8 @@ interface RequestScope {
 export class SecurityNotices {
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly scope = new AsyncLocalStorage<RequestScope>();
+  /** Handlers running inside the scope now; at 0 the storage is switched off (STORAGE_ON_HOOKS). */
+  private inScope = 0;
 
   constructor(private readonly deps: SecurityNoticesDeps) {}
 
@@ -130,18 +138,58 @@ export class SecurityNotices {
     return sent;
   }
 
-  /** Runs `handler` with the request's scope, so a change it makes knows where it came from. */
-  runInScope(request: FastifyRequest, handler: () => void): void {
+  /**
+   * Runs a route's handler with the request's scope, so a change it makes knows where it came
+   * from. The scope is held until the handler's promise settles: every change the handler makes
+   * is awaited inside it (the notice is queued by the audit log's append, in the change's own
+   * transaction). A handler that answers without a promise holds it until the answer has gone.
+   */
+  runInScope<T>(request: FastifyRequest, handler: () => T): T {
     const { ip, userAgent } = requestMeta(request);
-    const scope: RequestScope = { ip, userAgent, identities: new Set() };
+    const scope: RequestScope = { ip, userAgent, identities: new Set(), heldUntilAnswered: false };
     scopes.set(request, scope);
-    this.scope.run(scope, handler);
+    this.inScope++;
+    let result: T;
+    try {
+      result = this.scope.run(scope, handler);
+    } catch (err) {
+      this.leaveScope();
+      throw err;
+    }
+    if (!isThenable(result)) {
+      scope.heldUntilAnswered = true;
+      return result;
+    }
+    return result.then(
+      (value) => {
+        this.leaveScope();
+        return value;
+      },
+      (err: unknown) => {
+        this.leaveScope();
+        throw err;
+      },
+    ) as T;
+  }
+
+  /**
+   * On Node 20 and 22, switches the storage off when no handler is inside it, so that the answers
+   * and promises that follow stop paying for the async hook it turned on; its next run() turns it
+   * on again. A handler still inside holds it on, so no change loses its device and address.
+   */
+  private leaveScope(): void {
+    this.inScope--;
+    if (this.inScope === 0 && STORAGE_ON_HOOKS) this.scope.disable();
   }
 
   /** After the answer: the first change of a window leaves now; returns at once. */
   afterResponse(request: FastifyRequest): void {
     const scope = scopes.get(request);
     if (!scope) return;
+    if (scope.heldUntilAnswered) {
+      scope.heldUntilAnswered = false;
+      this.leaveScope();
+    }
     for (const identityId of scope.identities) this.track(this.dispatch(identityId));
   }
 
@@ -205,6 +253,10 @@ export class SecurityNotices {
 
 const scopes = new WeakMap<FastifyRequest, RequestScope>();
 
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
+}
+
 function utc(when: Date): string {
   return `${when.toISOString().replace('T', ' ').slice(0, 16)} UTC`;
 }
@@ -249,15 +301,18 @@ export function smsText(batch: QueuedNotice[]): string {
 export function installSecurityNotices(app: FastifyInstance, notices: SecurityNotices): void {
   // Only on routes that can change something: a GET (health probes, session reads, every page
   // asset) never makes a change, so it pays for no scope and no hook (docs/performance.md).
-  const enter: preHandlerHookHandler = (request, _reply, done) => notices.runInScope(request, done);
   const leave: onResponseHookHandler = (request, _reply, done) => {
     notices.afterResponse(request);
     done();
   };
   app.addHook('onRoute', (route) => {
     if (onlySafeMethods(route)) return;
-    // preHandler, after the body is read and the route's guards: the handler runs inside the scope.
-    route.preHandler = [...[route.preHandler ?? []].flat(), enter];
+    // The handler runs inside the scope (after the body is read and the route's guards), and the
+    // scope knows when the handler is done with it.
+    const handler = route.handler;
+    route.handler = function scoped(this: FastifyInstance, request, reply) {
+      return notices.runInScope(request, () => handler.call(this, request, reply));
+    };
     route.onResponse = [...[route.onResponse ?? []].flat(), leave];
   });
   let timer: NodeJS.Timeout | undefined;
