@@ -58,13 +58,15 @@ export interface BuiltApp {
    * caller listens on ADMIN_HOST:ADMIN_PORT.
    */
   admin?: FastifyInstance;
-  /** Writes out buffered log lines synchronously (shutdown, fatal errors). */
+  /** Writes out buffered log lines synchronously (fatal errors, a shutdown out of time). */
   flushLogs(): void;
+  /** Writes out every log line in order and resolves when written (a graceful shutdown's end). */
+  drainLogs(): Promise<void>;
 }
 
 export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
   const { config, database } = opts;
-  const { logger, access, flush } = createLogger(config.logLevel, opts.logStream);
+  const { logger, access, flush, drain } = createLogger(config.logLevel, opts.logStream);
   const app = createServer(config, logger);
   // Metrics only with a listener to serve them on (METRICS_PORT): off, every signal is a no-op.
   const metrics = config.metrics.port > 0 ? new PrometheusMetrics() : undefined;
@@ -182,5 +184,5 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
       await admin.close();
     });
   }
-  return { app, ctx, admin, flushLogs: flush };
+  return { app, ctx, admin, flushLogs: flush, drainLogs: drain };
 }

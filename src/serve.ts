@@ -34,8 +34,9 @@ try {
 let app: Awaited<ReturnType<typeof buildApp>>['app'];
 let admin: Awaited<ReturnType<typeof buildApp>>['admin'];
 let flushLogs: () => void;
+let drainLogs: () => Promise<void>;
 try {
-  ({ app, admin, flushLogs } = await buildApp({ config, database }));
+  ({ app, admin, flushLogs, drainLogs } = await buildApp({ config, database }));
 } catch (err) {
   if (err instanceof ConfigError) fail(err.message);
   throw err;
@@ -68,7 +69,7 @@ async function shutdown(signal: string) {
   // The spans still buffered go to the collector before the process ends (tracing on only).
   await stopTracing();
   app.log.info('stopped');
-  flushLogs();
+  await drainLogs();
   process.exit(0);
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'));

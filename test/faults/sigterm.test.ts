@@ -146,6 +146,18 @@ describe('SIGTERM under load', () => {
     const exit = await within(p.exited, 20_000, 'the process to exit');
     expect({ ...exit, stderr: p.stderr() }).toEqual({ code: 0, signal: null, stderr: '' });
     expect(p.stdout()).toContain('shutting down');
+    // Every line is out, in order: the shutdown's last line is the last one, after its first.
+    const messages = p
+      .stdout()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => (JSON.parse(l) as { msg: string }).msg);
+    const shuttingDown = messages.indexOf(
+      'shutting down: refusing new connections, finishing in-flight requests',
+    );
+    expect(messages.at(-1)).toBe('stopped');
+    expect(shuttingDown).toBeGreaterThan(-1);
+    expect(shuttingDown).toBeLessThan(messages.length - 1);
     expect(await tryConnect(port)).toBe('ECONNREFUSED');
     // The signal really came while sign-ups were being worked on.
     expect(pendingAtSignal).toBeGreaterThan(0);
