@@ -1,5 +1,5 @@
-import { serialize } from 'node:v8';
 import { describe, expect, it } from 'vitest';
+import { isOneByte } from '../../../test/helpers/strings.js';
 import { Problem } from '../problem.js';
 import {
   assertPasswordPolicy,
@@ -160,9 +160,6 @@ describe('assertPasswordPolicy', () => {
     expect(await refusal('violet-anchor-meadow-42', ['ada@example.com'])).toBeUndefined();
   });
 });
-
-/** Whether V8 holds the string as one byte per character: its serialiser tags those '"', two-byte 'c'. */
-const isOneByte = (s: string) => serialize(s)[2] === '"'.charCodeAt(0);
 
 describe('preparePasswordPolicy', () => {
   it("leaves the process's shared copy of each Latin-1 dictionary word one-byte", async () => {
