@@ -6,8 +6,9 @@
  * process, cost 1.5 to 2.8 µs of CPU per answer beside it, in its heap and its collections), the
  * same service with LOG_LEVEL=silent, and bare Fastify (bench/bare-fastify.ts) are all started,
  * then measured in turn for FLOOR_ROUNDS rounds of FLOOR_SECONDS each, the order rotating every
- * round so drift over the run weighs on all alike. Each round gives req/s and the process's own CPU time per request
- * (utime + stime from /proc/<pid>/stat), which moves less than throughput when the machine is busy.
+ * round so drift over the run weighs on all alike. Each round gives req/s and the process's own
+ * CPU time per request (utime + stime from /proc/<pid>/stat), which moves less than throughput
+ * when the machine is busy.
  *
  * FLOOR_PIN=1 puts the servers on one CPU and the load generator on the other (below).
  *
