@@ -174,6 +174,63 @@ describe('the access line written by hand (AccessLog)', () => {
     for (const text of samples) expect(jsonText(text)).toBe(JSON.stringify(text));
   });
 
+  it('writes the line as bytes into a batch, strings as JSON.stringify and numbers as String write them', () => {
+    const viaText: string[] = [];
+    const viaBytes: string[] = [];
+    const text = new AccessLog({ write: (chunk: string) => viaText.push(chunk) }, 'info');
+    const batcher = new LineBatcher({ write: (chunk: Buffer) => viaBytes.push(chunk.toString('utf8')) });
+    const bytes = new AccessLog(batcher, 'info').forListener('admin');
+    const textAdmin = text.forListener('admin');
+    const durations = [
+      0,
+      0.01,
+      0.1,
+      0.5,
+      0.52,
+      1.25,
+      9.99,
+      12.3,
+      100,
+      1234.56,
+      2 ** 31,
+      1.005,
+      1e-7,
+      0.125,
+      -1,
+    ];
+    const cases: [string, string, string | null, number, number, string][] = durations.map((ms, i) => [
+      `id-${i}`,
+      'GET',
+      '/a/:id',
+      200 + i,
+      ms,
+      '127.0.0.1',
+    ]);
+    cases.push(['id "quoted" \u00e9', 'PATCH', '/caf\u00e9/"x"', 1_000_000, 3.5, 'caf\u00e9\u0001']);
+    cases.push(['', 'GET', null, 0, 0.2, '']);
+    cases.push(['back\\slash', 'GET', '/tab\there', 404, 7, 'a\\b']);
+    for (const c of cases) {
+      bytes.line(...c);
+      textAdmin.line(...c);
+    }
+    batcher.flush();
+    const lines = viaBytes.join('').split('\n').filter(Boolean);
+    expect(lines).toHaveLength(cases.length);
+    lines.forEach((line, i) => {
+      const [reqId, method, route, status, ms, ip] = cases[i] as (typeof cases)[number];
+      // The line as JSON.stringify and String would write it, the time aside.
+      const q = (s: string) => JSON.stringify(s);
+      const expected =
+        `{"level":30,"pid":${process.pid},"hostname":${q(hostname())},"listener":"admin","reqId":${q(reqId)},` +
+        `"method":${q(method)},"route":${route === null ? 'null' : q(route)},"status":${status},"ms":${ms},` +
+        `"ip":${q(ip)},"msg":"request"}`;
+      expect(line.replace(/"time":\d+,/, '')).toBe(expected);
+      expect(viaText[i]?.replace(/"time":\d+,/, '')).toBe(`${expected}\n`);
+      expect(line).toContain(`"status":${String(status)},"ms":${String(ms)},"ip":`);
+      expect(JSON.parse(line)).toMatchObject({ reqId, method, route, status, ms, ip, listener: 'admin' });
+    });
+  });
+
   it('follows the level: info and finer write, warn and silent do not', () => {
     const out = { write: () => 0 };
     expect(new AccessLog(out, 'info').isLevelEnabled('info')).toBe(true);
@@ -188,10 +245,17 @@ describe('the line batcher in front of stdout (LineBatcher)', () => {
   /** The batcher's clock and schedulers, driven by the test: nothing waits on real time. */
   function harness() {
     const written: string[] = [];
+    /** The buffers handed over, as they are now (a later line must not have changed one). */
+    const chunks: Buffer[] = [];
     const pending: { fn: () => void; ms?: number }[] = [];
     let now = 1_000;
     const batcher = new LineBatcher(
-      { write: (chunk: string) => written.push(chunk) },
+      {
+        write: (chunk: Buffer) => {
+          chunks.push(chunk);
+          written.push(chunk.toString('utf8'));
+        },
+      },
       {
         now: () => now,
         soon: (fn) => schedule({ fn }),
@@ -211,7 +275,7 @@ describe('the line batcher in front of stdout (LineBatcher)', () => {
     const advance = (ms: number) => {
       now += ms;
     };
-    return { batcher, written, pending, runScheduled, advance };
+    return { batcher, written, chunks, pending, runScheduled, advance };
   }
 
   it('lets a line of a quiet log out as soon as the current turn ends, not later', () => {
@@ -295,5 +359,29 @@ describe('the line batcher in front of stdout (LineBatcher)', () => {
         .filter(Boolean)
         .map((l) => JSON.parse(l).msg),
     ).toEqual(['one', 'two']);
+  });
+  it('encodes text lines as UTF-8 and hands each batch over in a buffer no later line touches', () => {
+    const h = harness();
+    h.batcher.write('caf\u00e9 \u{1f510}\n');
+    h.batcher.flush();
+    const first = Buffer.from(h.chunks[0] as Buffer);
+    h.batcher.write('z'.repeat(200) + '\n');
+    new AccessLog(h.batcher, 'info').line('id', 'GET', '/a', 200, 1, '::1');
+    h.batcher.flush();
+    expect(h.written[0]).toBe('caf\u00e9 \u{1f510}\n');
+    expect(Buffer.compare(h.chunks[0] as Buffer, first)).toBe(0);
+    expect(h.chunks[0]?.length).toBe(Buffer.byteLength('caf\u00e9 \u{1f510}\n'));
+    expect(h.written[1]?.startsWith(`${'z'.repeat(200)}\n{"level":30`)).toBe(true);
+  });
+
+  it('gives a line longer than a batch a write of its own, after the lines before it', () => {
+    const h = harness();
+    const long = `${'\u00e9'.repeat(LINE_BATCH.bytes)}\n`;
+    h.batcher.write('before\n');
+    h.batcher.write(long);
+    h.batcher.write('after\n');
+    h.batcher.flush();
+    expect(h.written.join('')).toBe(`before\n${long}after\n`);
+    expect(h.written[0]).toBe('before\n');
   });
 });

@@ -105,29 +105,71 @@ export interface ServiceLogger {
 }
 
 /**
+ * Where access lines are encoded: a byte buffer, room made before each line. The LineBatcher is
+ * one; a text stream (tests hand their own) is adapted to it by TextLines.
+ */
+export interface ByteLines {
+  /** Makes room for `max` more bytes and answers the buffer to write them into, from `used` on. */
+  room(max: number): Buffer;
+  /** Where the next line starts in the buffer `room` answered. */
+  readonly used: number;
+  /** The line written since `room` ends at `end` (exclusive). */
+  commit(end: number): void;
+}
+
+/** A text stream as ByteLines: each line decoded and written on its own. */
+class TextLines implements ByteLines {
+  #buffer = Buffer.alloc(512);
+  readonly used = 0;
+  constructor(private readonly out: { write(chunk: string): unknown }) {}
+  room(max: number): Buffer {
+    if (this.#buffer.length < max) this.#buffer = Buffer.alloc(max);
+    return this.#buffer;
+  }
+  commit(end: number): void {
+    this.out.write(this.#buffer.toString('utf8', 0, end));
+  }
+}
+
+const bytesOf = (text: string) => Buffer.from(text, 'utf8');
+const LINE_HEAD = bytesOf('{"level":30,"time":');
+const MS_KEY = bytesOf(',"ms":');
+const IP_KEY = bytesOf(',"ip":');
+const LINE_TAIL = bytesOf(',"msg":"request"}\n');
+/** The most bytes an integer or a duration takes as text here. */
+const NUMBER_MAX = 32;
+
+/**
  * The access line's writer. Its fields are fixed and hold no secret by construction, so it needs
  * neither pino's redaction (wildcard paths checked on every line: about 10 µs of the 15 a line
  * first took) nor its general serialiser: the line is written by hand, in pino's own format (the
  * same keys in the same order as `logger.info({...}, 'request')` would write, so one parser reads
- * every line), straight into the logger's destination, which gathers the lines that arrive while a
- * write is in flight into the next one. docs/performance.md has the measurements.
+ * every line), as bytes straight into the buffer the next write to stdout takes. No string is made
+ * for a line: strings held until a write, then joined and encoded, cost more than the line itself
+ * (docs/performance.md, "Seventh round").
  */
 export class AccessLog {
-  readonly #out: { write(chunk: string): unknown };
+  readonly #out: ByteLines;
   readonly #level: string;
   readonly #bindings: string;
-  readonly #prefix: string;
+  /** `,"pid":…,"hostname":…` and the listener's bindings, then `,"reqId":`, encoded once. */
+  readonly #afterTime: Buffer;
   /**
-   * `,"method":…,"route":…,"status":` by route pattern and method, made once: a bounded set (the
+   * `,"method":…,"route":…,"status":` by route pattern and method, encoded once: a bounded set (the
    * routes' patterns, null for an answer no route gave, and the methods Node's parser admits).
    */
-  readonly #middles = new Map<string | null, Map<string, string>>();
-  constructor(out: { write(chunk: string): unknown }, level: string, bindings = '') {
-    this.#out = out;
+  readonly #middles = new Map<string | null, Map<string, Buffer>>();
+  /** The millisecond of the last line and its digits: many lines share one. */
+  #time = -1;
+  #timeText = '';
+  constructor(out: ByteLines | { write(chunk: string): unknown }, level: string, bindings = '') {
+    this.#out = 'room' in out ? out : new TextLines(out);
     this.#level = level;
     this.#bindings = bindings;
     // pino's base bindings, then the listener's own.
-    this.#prefix = `"pid":${process.pid},"hostname":${JSON.stringify(hostname())}${bindings}`;
+    this.#afterTime = bytesOf(
+      `,"pid":${process.pid},"hostname":${JSON.stringify(hostname())}${bindings},"reqId":`,
+    );
   }
   /** The same writer for another listener: its lines also name it (`"listener":"admin"`). */
   forListener(listener: string): AccessLog {
@@ -138,8 +180,46 @@ export class AccessLog {
     const configured = pino.levels.values[this.#level];
     return configured !== undefined && pino.levels.values[level] >= configured;
   }
-  /** One request's line (info). The strings are escaped as JSON; the numbers are numbers. */
+  /**
+   * One request's line (info). The strings are escaped as JSON; the numbers are written as
+   * JavaScript writes them (`ms` as given: the caller rounds it).
+   */
   line(reqId: string, method: string, route: string | null, status: number, ms: number, ip: string): void {
+    const middle = this.#middle(route, method);
+    const now = Date.now();
+    if (now !== this.#time) {
+      this.#time = now;
+      this.#timeText = String(now);
+    }
+    const max =
+      LINE_HEAD.length +
+      NUMBER_MAX +
+      this.#afterTime.length +
+      textMax(reqId) +
+      middle.length +
+      NUMBER_MAX +
+      MS_KEY.length +
+      NUMBER_MAX +
+      IP_KEY.length +
+      textMax(ip) +
+      LINE_TAIL.length;
+    const out = this.#out;
+    const buffer = out.room(max);
+    let at = out.used;
+    at = putBytes(buffer, at, LINE_HEAD);
+    at = putAscii(buffer, at, this.#timeText);
+    at = putBytes(buffer, at, this.#afterTime);
+    at = putText(buffer, at, reqId);
+    at = putBytes(buffer, at, middle);
+    at = putNumber(buffer, at, status);
+    at = putBytes(buffer, at, MS_KEY);
+    at = putNumber(buffer, at, ms);
+    at = putBytes(buffer, at, IP_KEY);
+    at = putText(buffer, at, ip);
+    at = putBytes(buffer, at, LINE_TAIL);
+    out.commit(at);
+  }
+  #middle(route: string | null, method: string): Buffer {
     let byMethod = this.#middles.get(route);
     if (byMethod === undefined) {
       byMethod = new Map();
@@ -147,13 +227,79 @@ export class AccessLog {
     }
     let middle = byMethod.get(method);
     if (middle === undefined) {
-      middle = `,"method":${jsonText(method)},"route":${route === null ? 'null' : jsonText(route)},"status":`;
+      middle = bytesOf(
+        `,"method":${jsonText(method)},"route":${route === null ? 'null' : jsonText(route)},"status":`,
+      );
       byMethod.set(method, middle);
     }
-    this.#out.write(
-      `{"level":30,"time":${Date.now()},${this.#prefix},"reqId":${jsonText(reqId)}${middle}${status},"ms":${ms},"ip":${jsonText(ip)},"msg":"request"}\n`,
-    );
+    return middle;
   }
+}
+
+/** The most bytes `text` takes as a JSON string: `\uXXXX` for each unit at worst, and the quotes. */
+const textMax = (text: string) => text.length * 6 + 2;
+
+function putBytes(buffer: Buffer, at: number, bytes: Buffer): number {
+  buffer.set(bytes, at);
+  return at + bytes.length;
+}
+
+/** `text`, known to be ASCII, byte for byte. */
+function putAscii(buffer: Buffer, at: number, text: string): number {
+  for (let i = 0; i < text.length; i++) buffer[at + i] = text.charCodeAt(i);
+  return at + text.length;
+}
+
+/**
+ * `text` as a JSON string, as `jsonText` quotes it: printable ASCII other than `"` and `\` byte for
+ * byte, which is what a request id and an address are; anything else through JSON.stringify.
+ */
+function putText(buffer: Buffer, at: number, text: string): number {
+  buffer[at] = 0x22;
+  const start = at + 1;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) {
+      return at + buffer.write(JSON.stringify(text), at, 'utf8');
+    }
+    buffer[start + i] = c;
+  }
+  buffer[start + text.length] = 0x22;
+  return start + text.length + 1;
+}
+
+/**
+ * `n` as `String(n)` writes it. Without a string for the common cases: a small whole number (a
+ * status) and a duration in hundredths (what the access hook passes); anything else through String.
+ */
+function putNumber(buffer: Buffer, at: number, n: number): number {
+  if (n >= 0 && n < 0x3fffffff && (n | 0) === n) return putDigits(buffer, at, n);
+  const hundredths = Math.round(n * 100);
+  if (n > 0 && hundredths < 0x3fffffff && hundredths / 100 === n) {
+    // A decimal of at most two places is its own shortest form, which is what String writes.
+    let end = putDigits(buffer, at, (hundredths / 100) | 0);
+    const fraction = hundredths % 100;
+    if (fraction !== 0) {
+      buffer[end++] = 0x2e;
+      buffer[end++] = 0x30 + ((fraction / 10) | 0);
+      if (fraction % 10 !== 0) buffer[end++] = 0x30 + (fraction % 10);
+    }
+    return end;
+  }
+  return putAscii(buffer, at, String(n));
+}
+
+/** A non-negative small integer's decimal digits. */
+function putDigits(buffer: Buffer, at: number, n: number): number {
+  let digits = 1;
+  for (let rest = n; rest >= 10; rest = (rest / 10) | 0) digits++;
+  let i = at + digits;
+  let rest = n;
+  do {
+    buffer[--i] = 0x30 + (rest % 10);
+    rest = (rest / 10) | 0;
+  } while (rest > 0);
+  return at + digits;
 }
 
 /**
@@ -171,7 +317,9 @@ export function jsonText(text: string): string {
 }
 
 /** How long a busy log may hold its lines, and how much it gathers before it writes at once. */
-export const LINE_BATCH = { holdMs: 10, bytes: 16 * 1024 };
+export const LINE_BATCH = { holdMs: 10, bytes: 64 * 1024 };
+/** A batch's buffer: LINE_BATCH.bytes and room for the line that reaches them. */
+const BATCH_CAPACITY = LINE_BATCH.bytes + 4 * 1024;
 
 /** The batcher's clock and schedulers; each scheduler answers the function that cancels it. */
 interface BatchTiming {
@@ -195,19 +343,21 @@ const realTiming: BatchTiming = {
 };
 
 /**
- * Gathers log lines into fewer writes. Each write to the asynchronous destination hands a buffer to
- * another thread and back, which cost 2.3 to 5 µs of CPU per line when every request's line went
- * on its own (docs/performance.md); gathered, that cost is shared by up to 16 KiB of lines. A quiet log
- * is not held: a line with no write in the last LINE_BATCH.holdMs goes out as soon as the current
- * event-loop turn ends, as it did unbatched. A busy log writes every LINE_BATCH.bytes, or
- * LINE_BATCH.holdMs after its last write, whichever comes first; a write cancels the flush that was
- * scheduled for the lines it took, so the lines after it wait for a batch of their own. Order is
- * kept: every line of the process, access lines and pino's alike, passes here. flush() hands
- * everything over at once (shutdown, a fatal error).
+ * Gathers log lines, as bytes, into fewer writes. Each write to the asynchronous destination hands
+ * a buffer to another thread and back, which cost 2.3 to 5 µs of CPU per line when every request's
+ * line went on its own (docs/performance.md); gathered, that cost is shared by up to 64 KiB of
+ * lines. Lines are encoded into the batch's buffer as they come (an access line by AccessLog,
+ * pino's as UTF-8), and each write hands that buffer over and starts a new one: no line is held
+ * as a string, joined or encoded again. A quiet log is not held: a line with no write in the last LINE_BATCH.holdMs goes
+ * out as soon as the current event-loop turn ends, as it did unbatched. A busy log writes every
+ * LINE_BATCH.bytes, or LINE_BATCH.holdMs after its last write, whichever comes first; a write
+ * cancels the flush that was scheduled for the lines it took, so the lines after it wait for a
+ * batch of their own. Order is kept: every line of the process, access lines and pino's alike,
+ * passes here. flush() hands everything over at once (shutdown, a fatal error).
  */
-export class LineBatcher {
-  #lines: string[] = [];
-  #bytes = 0;
+export class LineBatcher implements ByteLines {
+  #buffer = Buffer.allocUnsafeSlow(BATCH_CAPACITY);
+  #used = 0;
   /** Cancels the scheduled flush; undefined while none is scheduled. */
   #cancelScheduled: (() => void) | undefined;
   #lastWrite = Number.NEGATIVE_INFINITY;
@@ -215,14 +365,26 @@ export class LineBatcher {
     this.flush();
   };
   constructor(
-    private readonly out: { write(chunk: string): unknown },
+    private readonly out: { write(chunk: Buffer): unknown },
     private readonly timing: BatchTiming = realTiming,
   ) {}
 
-  write(line: string): boolean {
-    this.#lines.push(line);
-    this.#bytes += line.length;
-    if (this.#bytes >= LINE_BATCH.bytes) {
+  get used(): number {
+    return this.#used;
+  }
+
+  room(max: number): Buffer {
+    if (this.#used + max > this.#buffer.length) {
+      this.flush();
+      // A line longer than a batch (a large error's stack, say) gets a buffer of its own.
+      if (max > this.#buffer.length) this.#buffer = Buffer.allocUnsafeSlow(max);
+    }
+    return this.#buffer;
+  }
+
+  commit(end: number): void {
+    this.#used = end;
+    if (end >= LINE_BATCH.bytes) {
       this.flush();
     } else if (this.#cancelScheduled === undefined) {
       const since = this.timing.now() - this.#lastWrite;
@@ -231,6 +393,12 @@ export class LineBatcher {
           ? this.timing.soon(this.#flushNow)
           : this.timing.later(this.#flushNow, LINE_BATCH.holdMs - since);
     }
+  }
+
+  /** A line as text (pino's stream interface): encoded as UTF-8 into the batch. */
+  write(line: string): boolean {
+    const buffer = this.room(Buffer.byteLength(line));
+    this.commit(this.#used + buffer.write(line, this.#used, 'utf8'));
     return true;
   }
 
@@ -241,10 +409,11 @@ export class LineBatcher {
   flush(done?: () => void): void {
     this.#cancelScheduled?.();
     this.#cancelScheduled = undefined;
-    if (this.#lines.length > 0) {
-      const chunk = this.#lines.join('');
-      this.#lines = [];
-      this.#bytes = 0;
+    if (this.#used > 0) {
+      const chunk = this.#buffer.subarray(0, this.#used);
+      // The destination holds the chunk until its write is done: the next lines go to a new buffer.
+      this.#buffer = Buffer.allocUnsafeSlow(BATCH_CAPACITY);
+      this.#used = 0;
       this.#lastWrite = this.timing.now();
       this.out.write(chunk);
     }
@@ -253,12 +422,12 @@ export class LineBatcher {
 }
 
 /**
- * The service's logger. To stdout through an asynchronous destination (SonicBoom) behind a
- * LineBatcher: a log line never waits for the terminal or the pipe on the request's path; lines
- * are gathered into writes of up to 16 KiB, and while a write is in flight the destination buffers
- * the next ones, so at rest no line waits and under load many lines cost one write. flush() writes
- * what is gathered and buffered synchronously, at shutdown and on a fatal error. Tests hand in their
- * own stream, written line by line.
+ * The service's logger. To stdout through an asynchronous destination (SonicBoom, taking bytes)
+ * behind a LineBatcher: a log line never waits for the terminal or the pipe on the request's path;
+ * lines are gathered into writes of up to 64 KiB, and while a write is in flight the destination
+ * holds the next ones, so at rest no line waits and under load many lines cost one write. flush()
+ * writes what is gathered and held synchronously, at shutdown and on a fatal error. Tests hand in
+ * their own stream, written line by line.
  */
 export function createLogger(level: string, stream?: Writable): ServiceLogger {
   const options = { level, redact: { paths: REDACT, censor: '[redacted]' } };
@@ -270,8 +439,9 @@ export function createLogger(level: string, stream?: Writable): ServiceLogger {
       drain: async () => {},
     };
   }
-  const destination = pino.destination({ dest: 1, sync: false });
-  const lines = new LineBatcher(destination);
+  const destination = pino.destination({ dest: 1, sync: false, contentMode: 'buffer' });
+  // In buffer mode SonicBoom's write takes a Buffer; its types know only the text mode.
+  const lines = new LineBatcher(destination as unknown as { write(chunk: Buffer): unknown });
   return {
     logger: pino(options, lines),
     access: new AccessLog(lines, level),
