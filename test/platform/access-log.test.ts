@@ -1,7 +1,13 @@
 import { hostname } from 'node:os';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AccessLog, jsonText, LINE_BATCH, LineBatcher } from '../../src/platform/log/logger.js';
+import {
+  AccessLog,
+  fastifyLogger,
+  jsonText,
+  LINE_BATCH,
+  LineBatcher,
+} from '../../src/platform/log/logger.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createPerson, type Person, signIn } from '../helpers/identities.js';
 
@@ -238,6 +244,24 @@ describe('the access line written by hand (AccessLog)', () => {
     expect(new AccessLog(out, 'debug').isLevelEnabled('debug')).toBe(true);
     expect(new AccessLog(out, 'warn').isLevelEnabled('info')).toBe(false);
     expect(new AccessLog(out, 'silent').isLevelEnabled('info')).toBe(false);
+  });
+});
+
+describe('the logger handed to Fastify (fastifyLogger)', () => {
+  it("answers a request's child with itself, and a child with a level of its own with a real one", () => {
+    const lines: string[] = [];
+    const root = fastifyLogger(pino({ level: 'info' }, { write: (l: string) => lines.push(l) }));
+    // What Fastify asks for on every request: the request id bound, no options.
+    expect(root.child({ reqId: 'r-1' }, {})).toBe(root);
+    const quiet = root.child({ reqId: 'r-2' }, { level: 'error' });
+    expect(quiet).not.toBe(root);
+    quiet.info('not written');
+    quiet.error('written');
+    root.info({ reqId: 'r-3' }, 'own');
+    expect(lines.map((l) => JSON.parse(l))).toEqual([
+      expect.objectContaining({ reqId: 'r-2', msg: 'written' }),
+      expect.objectContaining({ reqId: 'r-3', msg: 'own' }),
+    ]);
   });
 });
 

@@ -385,7 +385,14 @@ describe('unexpected failures', () => {
     }
     const log = t.logs();
     expect(log).toContain('secret internals SELECT * FROM x');
-    expect(log).toContain(String(res.headers['x-request-id']));
+    // The error's own line names the request, as the access line does.
+    const failure = log
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { msg: string; reqId?: string })
+      .filter((l) => l.msg === 'unexpected failure')
+      .at(-1);
+    expect(failure?.reqId).toBe(res.headers['x-request-id']);
   });
 
   it('503 service.unavailable with Retry-After for a connection refusal', async () => {

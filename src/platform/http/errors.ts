@@ -1,5 +1,6 @@
 import type { ErrorObject } from 'ajv';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { requestFields } from '../log/logger.js';
 import { Problem } from '../problem.js';
 import { problemBody } from './problem.js';
 import { validationEntries } from './validation.js';
@@ -77,7 +78,7 @@ export function toProblem(err: unknown, request: FastifyRequest): Problem {
       });
   }
   if (isUnavailable(err)) {
-    request.log.warn({ errCode: e.code }, 'database unavailable');
+    request.log.warn(requestFields(request, { errCode: e.code }), 'database unavailable');
     return new Problem('service.unavailable', { headers: { 'retry-after': RETRY_AFTER_UNAVAILABLE } });
   }
   const status = typeof e.statusCode === 'number' ? e.statusCode : 500;
@@ -90,7 +91,7 @@ export function toProblem(err: unknown, request: FastifyRequest): Problem {
   if (status === 404) return new Problem('route.not_found');
   if (status === 413) return new Problem('request.body_too_large');
   if (status === 415) return new Problem('request.unsupported_media_type');
-  request.log.error({ err }, 'unexpected failure');
+  request.log.error(requestFields(request, { err }), 'unexpected failure');
   return new Problem('internal.unexpected');
 }
 

@@ -1,7 +1,7 @@
 import Fastify, { type FastifyInstance, type FastifyRequest, LogController } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
-import { type AccessLog, installAccessLog, lazyLogger } from '../log/logger.js';
+import { type AccessLog, fastifyLogger, installAccessLog } from '../log/logger.js';
 import type { Problem } from '../problem.js';
 import { installJsonBodies } from './content-type.js';
 import { installErrorHandling, sendProblem, toProblem } from './errors.js';
@@ -23,8 +23,8 @@ export function createServer(
   opts: { guard?: (request: FastifyRequest) => Problem | undefined } = {},
 ): FastifyInstance {
   return Fastify({
-    // request.log is made on first use: almost no request logs beyond its access line.
-    loggerInstance: lazyLogger(logger),
+    // No child logger per request: almost no request logs beyond its access line (fastifyLogger).
+    loggerInstance: fastifyLogger(logger),
     // One access line per request instead of Fastify's two (installAccessLog).
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: requestId,
