@@ -344,12 +344,12 @@ const realTiming: BatchTiming = {
  * line went on its own (docs/performance.md); gathered, that cost is shared by up to 64 KiB of
  * lines. Lines are encoded into the batch's buffer as they come (an access line by AccessLog,
  * pino's as UTF-8), and each write hands that buffer over and starts a new one: no line is held
- * as a string, joined or encoded again. A quiet log is not held: a line with no write in the last LINE_BATCH.holdMs goes
- * out as soon as the current event-loop turn ends, as it did unbatched. A busy log writes every
- * LINE_BATCH.bytes, or LINE_BATCH.holdMs after its last write, whichever comes first; a write
- * cancels the flush that was scheduled for the lines it took, so the lines after it wait for a
- * batch of their own. Order is kept: every line of the process, access lines and pino's alike,
- * passes here. flush() hands everything over at once (shutdown, a fatal error).
+ * as a string, joined or encoded again. A quiet log is not held: a line with no write in the last
+ * LINE_BATCH.holdMs goes out as soon as the current event-loop turn ends, as it did unbatched. A
+ * busy log writes every LINE_BATCH.bytes, or LINE_BATCH.holdMs after its last write, whichever
+ * comes first; a write cancels the flush that was scheduled for the lines it took, so the lines
+ * after it wait for a batch of their own. Order is kept: every line of the process, access lines
+ * and pino's alike, passes here. flush() hands everything over at once (shutdown, a fatal error).
  */
 export class LineBatcher implements ByteLines {
   #buffer = Buffer.allocUnsafeSlow(BATCH_CAPACITY);
