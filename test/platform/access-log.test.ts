@@ -1,13 +1,7 @@
 import { hostname } from 'node:os';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  AccessLog,
-  fastifyLogger,
-  jsonText,
-  LINE_BATCH,
-  LineBatcher,
-} from '../../src/platform/log/logger.js';
+import { AccessLog, fastifyLogger, LINE_BATCH, LineBatcher } from '../../src/platform/log/logger.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createPerson, type Person, signIn } from '../helpers/identities.js';
 
@@ -163,12 +157,14 @@ describe('the access line written by hand (AccessLog)', () => {
     );
   });
 
-  it('quotes strings exactly as JSON.stringify does (jsonText)', () => {
+  it('quotes strings exactly as JSON.stringify does, in every string field', () => {
     const samples = [
       '',
       'a971d39d-9d24-4a21-9f7f-0ef0deea0d71',
       '::ffff:127.0.0.1',
       '/a/"quoted"\\path',
+      'say "hi"',
+      'back\\slash',
       'tab\there',
       'line\nbreak',
       '\u0000\u001f\u007f',
@@ -177,7 +173,14 @@ describe('the access line written by hand (AccessLog)', () => {
       'lone \ud800 surrogate',
       '</script>',
     ];
-    for (const text of samples) expect(jsonText(text)).toBe(JSON.stringify(text));
+    const written: string[] = [];
+    const log = new AccessLog({ write: (chunk: string) => written.push(chunk) }, 'info');
+    for (const text of samples) {
+      log.line(text, text, text, 200, 1, text);
+      const q = JSON.stringify(text);
+      expect(written.at(-1)).toContain(`,"reqId":${q},"method":${q},"route":${q},"status":200,`);
+      expect(written.at(-1)).toContain(`,"ip":${q},"msg":"request"}`);
+    }
   });
 
   it('writes the line as bytes into a batch, strings as JSON.stringify and numbers as String write them', () => {
