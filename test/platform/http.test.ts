@@ -126,6 +126,19 @@ describe('caching', () => {
     });
     expect(routed.statusCode).toBe(200);
   });
+
+  it('marks an answer the router refuses no-store, and leaves a route outside /api to itself', async () => {
+    // A malformed percent-encoding never reaches a route or a hook (Fastify's frameworkErrors).
+    const malformed = await t.app.inject({ method: 'GET', url: '/api/v1/%E0%A4%A' });
+    expect(malformed.statusCode).toBe(400);
+    expect(malformed.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(malformed.headers['cache-control']).toBe('no-store');
+    expect(malformed.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    const live = await t.app.inject({ method: 'GET', url: '/health/live' });
+    expect(live.statusCode).toBe(200);
+    expect(live.headers['cache-control']).toBeUndefined();
+    expect(live.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
 });
 
 describe('unknown routes and versioning', () => {

@@ -54,9 +54,10 @@ export function createServer(
     },
     // Routing failures (a malformed URL) are answered as Problem Details too.
     frameworkErrors: (err, request, reply) => {
-      reply.header('x-request-id', request.id);
-      // No hook runs for these: a listener's guard (the admin key) speaks first, because which
-      // paths the router refuses depends on which routes exist.
+      // No hook runs for these, the request lifecycle's included (its request id and no-store: a
+      // refused path holds nothing worth caching). A listener's guard (the admin key) speaks
+      // first, because which paths the router refuses depends on which routes exist.
+      reply.header('x-request-id', request.id).header('cache-control', 'no-store');
       sendProblem(reply, opts.guard?.(request) ?? toProblem(err, request));
     },
   });
