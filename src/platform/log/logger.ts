@@ -31,10 +31,10 @@ const REDACT = [
  * request, bound to the request's id, and this one answers with itself: a child per request, even
  * a lazy one made only when it logged, cost the floor 0.35 to 0.7 µs per answer
  * (docs/performance.md, "Seventh round"), and almost no request logs anything but its access line,
- * which names the request. The service's own request-scoped lines name it themselves (`reqId`, where pino puts a
- * binding: `requestFields`); what Fastify itself logs through a request's logger (a reply sent
- * twice, say) goes out without it. A child with options of its own (a route's log level) is a
- * real one. Through Fastify's default child-logger factory, not a `childLoggerFactory` option:
+ * which names the request. The service's own request-scoped lines name it themselves (`reqId`,
+ * where pino puts a binding: `requestFields`); what Fastify itself logs through a request's logger
+ * (a reply sent twice, say) goes out without it. A child with options of its own (a route's log
+ * level) is a real one. Through Fastify's default child-logger factory, not a `childLoggerFactory` option:
  * Fastify checks a custom factory's every result for the seven logger methods, a filter with a
  * closure per request (about 0.9% of a health answer's CPU in a profile).
  */
