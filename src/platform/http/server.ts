@@ -5,7 +5,7 @@ import { type AccessLog, fastifyLogger, installAccessLog } from '../log/logger.j
 import type { Problem } from '../problem.js';
 import { installJsonBodies } from './content-type.js';
 import { installErrorHandling, sendProblem, toProblem } from './errors.js';
-import { installRequestLifecycle } from './lifecycle.js';
+import { RequestLifecycle } from './lifecycle.js';
 import { requestId } from './request-id.js';
 import { installRoutePattern } from './route-pattern.js';
 import { ProblemSchema } from './schemas.js';
@@ -22,7 +22,8 @@ export function createServer(
   logger: Logger,
   opts: { guard?: (request: FastifyRequest) => Problem | undefined } = {},
 ): FastifyInstance {
-  return Fastify({
+  const lifecycle = new RequestLifecycle();
+  const app = Fastify({
     // No child logger per request: almost no request logs beyond its access line (fastifyLogger).
     loggerInstance: fastifyLogger(logger),
     // One access line per request instead of Fastify's two (installAccessLog).
@@ -54,26 +55,29 @@ export function createServer(
     },
     // Routing failures (a malformed URL) are answered as Problem Details too.
     frameworkErrors: (err, request, reply) => {
-      // No hook runs for these, the request lifecycle's included (its request id and no-store: a
-      // refused path holds nothing worth caching). A listener's guard (the admin key) speaks
-      // first, because which paths the router refuses depends on which routes exist.
-      reply.header('x-request-id', request.id).header('cache-control', 'no-store');
+      // No hook runs for these, the request lifecycle's included: it marks them itself. A
+      // listener's guard (the admin key) speaks first, because which paths the router refuses
+      // depends on which routes exist.
+      lifecycle.refusedPath(request, reply);
       sendProblem(reply, opts.guard?.(request) ?? toProblem(err, request));
     },
   });
+  // First of the platform's hooks (installPlatformPolicies adds the rest): the request id and
+  // draining act before anything else a request meets.
+  lifecycle.install(app);
+  return app;
 }
 
 /**
- * The platform policies in the order they act on a request: errors answered as Problem Details,
- * the request id and shutdown draining (onRequest), the access line, JSON-only bodies
- * (preValidation). Installed on every listener before any route registers.
+ * The platform policies in the order they act on a request, after the request id and shutdown
+ * draining (onRequest, installed by createServer): errors answered as Problem Details, the access
+ * line, JSON-only bodies (preValidation). Installed on every listener before any route registers.
  */
 export function installPlatformPolicies(app: FastifyInstance, access: AccessLog): void {
   app.addSchema(ProblemSchema);
   addSharedSchema(ProblemSchema as { $id: string });
   installErrorHandling(app);
   installRoutePattern(app);
-  installRequestLifecycle(app);
   installAccessLog(app, access);
   installJsonBodies(app);
 }
