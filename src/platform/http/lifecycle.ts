@@ -20,23 +20,10 @@ export class RequestLifecycle {
     app.addHook('preClose', async () => {
       this.#draining = true;
     });
-    // Node keeps a keep-alive connection whose request was in flight at server.close() open after
-    // the answer, idle until the keep-alive timeout, which would hold the shutdown past its
-    // deadline (exit 1 instead of 0).
     // Callback hooks, not async ones: they run on every answer, and a promise per hook per request
     // is measurable on the cheapest routes (docs/performance.md).
     app.addHook('onSend', (request, reply, payload, done) => {
-      if (this.#draining) reply.header('connection', 'close');
-      // Grants, elevations, enrolment secrets and recovery codes must never sit in a shared or
-      // browser cache: no /api answer is stored (a client still revalidates its own copy by ETag).
-      // Nor an operator's answer, which holds unmasked identifiers. Decided on the route that
-      // answered, never the raw URL: the router decodes `/%61pi/v1/...` to an /api route while the
-      // raw URL does not start with /api/. An answer no route gave (404, a refused path) holds
-      // nothing worth caching either.
-      const pattern = routePatternOf(request);
-      if (pattern === undefined || pattern.startsWith('/api/') || pattern.startsWith('/admin/')) {
-        reply.header('cache-control', 'no-store');
-      }
+      this.#markAnswer(request, reply);
       done(null, payload);
     });
     app.addHook('onRequest', (request, reply, done) => {
@@ -51,12 +38,30 @@ export class RequestLifecycle {
 
   /**
    * What the hooks give every answer, for the answer to a path the router refuses (a malformed
-   * percent-encoding): its request id, no-store (a refused path holds nothing worth caching), and
-   * while draining the connection's close. Still the client's own error while draining (400, not
-   * the 503 of a routed request): another instance would refuse the same path.
+   * percent-encoding): its request id, and what `onSend` marks (no route answered it, so no-store,
+   * and while draining the connection's close). Still the client's own error while draining (400,
+   * not the 503 of a routed request): another instance would refuse the same path.
    */
   refusedPath(request: FastifyRequest, reply: FastifyReply): void {
-    reply.header('x-request-id', request.id).header('cache-control', 'no-store');
+    reply.header('x-request-id', request.id);
+    this.#markAnswer(request, reply);
+  }
+
+  /** What every answer is marked with as it goes out (onSend, and a refused path's answer). */
+  #markAnswer(request: FastifyRequest, reply: FastifyReply): void {
+    // Node keeps a keep-alive connection whose request was in flight at server.close() open after
+    // the answer, idle until the keep-alive timeout, which would hold the shutdown past its
+    // deadline (exit 1 instead of 0).
     if (this.#draining) reply.header('connection', 'close');
+    // Grants, elevations, enrolment secrets and recovery codes must never sit in a shared or
+    // browser cache: no /api answer is stored (a client still revalidates its own copy by ETag).
+    // Nor an operator's answer, which holds unmasked identifiers. Decided on the route that
+    // answered, never the raw URL: the router decodes `/%61pi/v1/...` to an /api route while the
+    // raw URL does not start with /api/. An answer no route gave (404, a refused path) holds
+    // nothing worth caching either.
+    const pattern = routePatternOf(request);
+    if (pattern === undefined || pattern.startsWith('/api/') || pattern.startsWith('/admin/')) {
+      reply.header('cache-control', 'no-store');
+    }
   }
 }
