@@ -34,9 +34,9 @@ const REDACT = [
  * which names the request. The service's own request-scoped lines name it themselves (`reqId`,
  * where pino puts a binding: `requestFields`); what Fastify itself logs through a request's logger
  * (a reply sent twice, say) goes out without it. A child with options of its own (a route's log
- * level) is a real one. Through Fastify's default child-logger factory, not a `childLoggerFactory` option:
- * Fastify checks a custom factory's every result for the seven logger methods, a filter with a
- * closure per request (about 0.9% of a health answer's CPU in a profile).
+ * level) is a real one. Through Fastify's default child-logger factory, not a
+ * `childLoggerFactory` option: Fastify checks a custom factory's every result for the seven logger
+ * methods, a filter with a closure per request (about 0.9% of a health answer's CPU in a profile).
  */
 class FastifyLogger {
   constructor(private readonly real: Logger) {}
