@@ -21,7 +21,7 @@ import { recoveryCodeRoutes } from './features/recovery-codes/routes.js';
 import { registrationRoutes } from './features/registration/routes.js';
 import { secondFactorRoutes } from './features/second-factors/routes.js';
 import { installSecurityNotices } from './features/security-notices/service.js';
-import { installSignInNotices } from './features/sessions/notices.js';
+import { installSignInNotices } from './features/security-notices/sign-ins.js';
 import { jwksRoute, sessionRoutes } from './features/sessions/routes.js';
 import { signInMethodRoutes } from './features/sign-in-methods/routes.js';
 import { stepUpRoutes } from './features/step-up/routes.js';

@@ -7,9 +7,9 @@ import { type OutboundFetch, UpstreamProviders } from './features/providers/upst
 import { ProviderVerifier } from './features/providers/verifier.js';
 import { secondFactorTicketFor } from './features/second-factors/tickets.js';
 import { SecurityNotices } from './features/security-notices/service.js';
+import { SignInNotices } from './features/security-notices/sign-ins.js';
 import { AccessTokens } from './features/sessions/access-tokens.js';
 import { browserSessionCookieName, refreshTokenFromCookie } from './features/sessions/browser-session.js';
-import { SignInNotices } from './features/sessions/notices.js';
 import { sessionState } from './features/sessions/repository.js';
 import { SessionService } from './features/sessions/service.js';
 import { findElevation } from './features/step-up/repository.js';
@@ -149,10 +149,10 @@ export async function createContext(
     { config, database, clock, passwords, audit, guesses, cursors, tokens, signals },
     (identityId, epoch, method) => secondFactorTicketFor(ticketDeps, identityId, epoch, method),
   );
-  const notices = new SignInNotices({ config, database, clock, log, messages, notifier, signals });
-  // Queued by the audit log's append, in the transaction of the change it records.
+  // Changes are queued by the audit log's append, in the transaction of the change they record.
   const securityNotices = new SecurityNotices({ config, database, clock, log, notifier, sealer });
   audit.observe(securityNotices.observer());
+  const notices = new SignInNotices({ config, database, clock, log, notices: securityNotices });
   const cookieName = browserSessionCookieName(config.publicOrigin);
   const oidc = await OidcService.load({
     config,

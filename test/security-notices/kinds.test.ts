@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { noticeFor } from '../../src/features/security-notices/kinds.js';
-import { emailText, smsText } from '../../src/features/security-notices/service.js';
+import { emailText, signInText, smsText } from '../../src/features/security-notices/service.js';
 import type { AuditEvent } from '../../src/platform/audit/audit.js';
 
 const ME = '0b6f4c2e-6a0e-4d8e-9d6b-0c7f3f1d2a11';
@@ -78,6 +78,7 @@ describe('the texts', () => {
     {
       id: 'a',
       kind: 'password_changed',
+      sessionId: null,
       occurredAt: at,
       device: 'Firefox 140 on Windows 10',
       ipAddress: '192.0.2.1',
@@ -86,6 +87,7 @@ describe('the texts', () => {
     {
       id: 'b',
       kind: 'passkey_removed',
+      sessionId: null,
       occurredAt: at,
       device: null,
       ipAddress: null,
@@ -115,5 +117,26 @@ describe('the texts', () => {
     expect(line.length).toBeLessThanOrEqual(160);
     expect(line).toContain('password changed, passkey removed');
     expect(line).not.toMatch(/https?:/);
+  });
+
+  it('a new-sign-in message says when, which device and from where for each sign-in; no link', () => {
+    const signIns = [
+      { ...batch[0], kind: 'new_sign_in', sessionId: 's1' },
+      { ...batch[1], kind: 'new_sign_in', sessionId: 's2', sealedDestination: null },
+    ];
+    const one = signInText(signIns.slice(0, 1));
+    expect(one.subject).toBe('New sign-in to your account');
+    expect(one.text).toContain('Someone signed in to your account from a device or network not seen');
+    expect(one.text).toContain('When: 2026-03-01 12:34 UTC');
+    expect(one.text).toContain('Device: Firefox 140 on Windows 10');
+    expect(one.text).toContain('From: 192.0.2.1');
+    expect(one.text).toContain('end that session under Devices');
+    const two = signInText(signIns);
+    expect(two.subject).toBe('New sign-ins to your account');
+    expect(two.text).toContain('2 sign-ins to your account came from devices or networks not seen');
+    expect(two.text.match(/^When: /gm)).toHaveLength(2);
+    expect(two.text).toContain('Device: Unknown device');
+    expect(two.text).toContain('From: unknown address');
+    for (const m of [one, two]) expect(m.text).not.toMatch(/https?:|www\./);
   });
 });

@@ -1,23 +1,33 @@
 import { sql } from 'kysely';
 import type { Db, Executor } from '../../platform/db/database.js';
 
-/** A queued change, as the dispatcher reads it. */
+/**
+ * Which bound a notice counts against: security changes and new sign-ins each have a window of
+ * their own per identity, so a burst of one never holds back the first message of the other.
+ */
+export type NoticeStream = 'change' | 'sign_in';
+
+/** A queued notice, as the dispatcher reads it. */
 export interface QueuedNotice {
   id: string;
   kind: string;
+  /** The session a sign-in notice is about; null for a change. */
+  sessionId: string | null;
   occurredAt: Date;
   device: string | null;
   ipAddress: string | null;
   sealedDestination: string | null;
 }
 
-/** Queues one change, in the transaction that makes it. */
+/** Queues one notice: a change in the transaction that makes it, a sign-in after its answer. */
 export async function insertNotice(
   trx: Executor,
   row: {
     id: string;
     identityId: string;
+    stream: NoticeStream;
     kind: string;
+    sessionId: string | null;
     occurredAt: Date;
     device: string | null;
     ipAddress: string | null;
@@ -29,7 +39,9 @@ export async function insertNotice(
     .values({
       id: row.id,
       identity_id: row.identityId,
+      stream: row.stream,
       kind: row.kind,
+      session_id: row.sessionId,
       occurred_at: row.occurredAt,
       device: row.device,
       ip_address: row.ipAddress,
@@ -53,37 +65,47 @@ export async function identifierById(
 }
 
 /**
- * The compare-and-set that makes one message per window: opens a window ending at `endsAt` for
- * an identity with queued changes, unless one is open at `now`. Of two instances racing, the
- * second waits on the first's row and then finds the window open: exactly one claims it.
+ * The compare-and-set that makes one message per window: opens a window of the stream ending at
+ * `endsAt` for an identity with notices of that stream queued, unless one is open at `now`. Of two
+ * instances racing, the second waits on the first's row and then finds the window open: exactly
+ * one claims it.
  */
 export async function claimWindow(
   trx: Executor,
   identityId: string,
+  stream: NoticeStream,
   now: Date,
   endsAt: Date,
 ): Promise<boolean> {
+  // An upsert whose update applies only to an ended window: the builder cannot say INSERT … SELECT
+  // … WHERE EXISTS with a conditional ON CONFLICT update in one statement.
   const { rows } = await sql<{ identity_id: string }>`
-    INSERT INTO security_notice_windows (identity_id, ends_at)
-    SELECT ${identityId}, ${endsAt}
-    WHERE EXISTS (SELECT 1 FROM security_notices WHERE identity_id = ${identityId})
-    ON CONFLICT (identity_id) DO UPDATE SET ends_at = excluded.ends_at
+    INSERT INTO security_notice_windows (identity_id, stream, ends_at)
+    SELECT ${identityId}, ${stream}, ${endsAt}
+    WHERE EXISTS (SELECT 1 FROM security_notices WHERE identity_id = ${identityId} AND stream = ${stream})
+    ON CONFLICT (identity_id, stream) DO UPDATE SET ends_at = excluded.ends_at
       WHERE security_notice_windows.ends_at <= ${now}
     RETURNING identity_id`.execute(trx);
   return rows.length === 1;
 }
 
-/** Takes every queued change of the identity off the queue, oldest first. */
-export async function takeQueued(trx: Executor, identityId: string): Promise<QueuedNotice[]> {
+/** Takes every queued notice of the identity's stream off the queue, oldest first. */
+export async function takeQueued(
+  trx: Executor,
+  identityId: string,
+  stream: NoticeStream,
+): Promise<QueuedNotice[]> {
   const rows = await trx
     .deleteFrom('security_notices')
     .where('identity_id', '=', identityId)
-    .returning(['id', 'kind', 'occurred_at', 'device', 'ip_address', 'sealed_destination'])
+    .where('stream', '=', stream)
+    .returning(['id', 'kind', 'session_id', 'occurred_at', 'device', 'ip_address', 'sealed_destination'])
     .execute();
   return rows
     .map((r) => ({
       id: r.id,
       kind: r.kind,
+      sessionId: r.session_id,
       occurredAt: new Date(r.occurred_at),
       device: r.device,
       ipAddress: r.ip_address,
@@ -92,20 +114,26 @@ export async function takeQueued(trx: Executor, identityId: string): Promise<Que
     .sort((a, b) => a.occurredAt.getTime() - b.occurredAt.getTime() || a.id.localeCompare(b.id));
 }
 
-/** Identities with queued changes and no window open at `now`. */
-export async function dueIdentities(db: Db, now: Date, limit: number): Promise<string[]> {
+/** Identities and streams with notices queued and no window of that stream open at `now`. */
+export async function dueStreams(
+  db: Db,
+  now: Date,
+  limit: number,
+): Promise<{ identityId: string; stream: NoticeStream }[]> {
   const rows = await db
     .selectFrom('security_notices as n')
-    .leftJoin('security_notice_windows as w', 'w.identity_id', 'n.identity_id')
-    .select('n.identity_id')
+    .leftJoin('security_notice_windows as w', (join) =>
+      join.onRef('w.identity_id', '=', 'n.identity_id').onRef('w.stream', '=', 'n.stream'),
+    )
+    .select(['n.identity_id', 'n.stream'])
     .distinct()
     .where((eb) => eb.or([eb('w.ends_at', 'is', null), eb('w.ends_at', '<=', now)]))
     .limit(limit)
     .execute();
-  return rows.map((r) => r.identity_id);
+  return rows.map((r) => ({ identityId: r.identity_id, stream: r.stream as NoticeStream }));
 }
 
-/** Ended windows with nothing queued behind them: an absent window means the same. */
+/** Ended windows with nothing of their stream queued behind them: an absent window means the same. */
 export async function sweepWindows(db: Db, now: Date): Promise<number> {
   const rows = await db
     .deleteFrom('security_notice_windows as w')
@@ -116,7 +144,8 @@ export async function sweepWindows(db: Db, now: Date): Promise<number> {
           eb
             .selectFrom('security_notices as n')
             .select('n.id')
-            .whereRef('n.identity_id', '=', 'w.identity_id'),
+            .whereRef('n.identity_id', '=', 'w.identity_id')
+            .whereRef('n.stream', '=', 'w.stream'),
         ),
       ),
     )

@@ -11,21 +11,26 @@ import { onlySafeMethods } from '../../platform/http/safe-methods.js';
 import type { ChannelType, Notifier } from '../../platform/notify/notifier.js';
 import { verifiedIdentifiers } from '../identities/repository.js';
 import { describeDevice } from '../sessions/devices.js';
+import { markNoticeSent } from '../sessions/repository.js';
 import { noticeFor, shortWordingOf, wordingOf } from './kinds.js';
 import {
   claimWindow,
-  dueIdentities,
+  dueStreams,
   forgetIdentity,
   identifierById,
   insertNotice,
+  type NoticeStream,
   type QueuedNotice,
   sweepWindows,
   takeQueued,
 } from './repository.js';
 
-/** At most one message per identity per window (docs/security.md, "Security notices"). */
+/**
+ * At most one message per identity and stream (changes, new sign-ins) per window (docs/security.md,
+ * "Notices").
+ */
 export const NOTICE_WINDOW_SECONDS = 15 * 60;
-/** How often each instance looks for windows that have ended with changes held behind them. */
+/** How often each instance looks for windows that have ended with notices held behind them. */
 export const DISPATCH_SECONDS = 60;
 /** Identities dispatched per pass: a bounded amount of work even after a flood. */
 const DISPATCH_BATCH = 100;
@@ -38,6 +43,15 @@ export interface SecurityNoticesDeps {
   notifier: Notifier;
   sealer: Sealer;
   config: Pick<Config, 'securityNotices'>;
+}
+
+/** A sign-in from a device and network the identity has not used lately (sign-ins.ts). */
+export interface SignInNotice {
+  identityId: string;
+  sessionId: string;
+  at: Date;
+  userAgent: string | null;
+  ip: string | null;
 }
 
 /**
@@ -60,13 +74,17 @@ interface RequestScope {
 }
 
 /**
- * Security notices: every change an attacker holding a session would make (password, second
- * factor, passkey, recovery codes, an address, a linked provider) is told to the owner, on every
- * verified address and phone, and on the address just removed. The change and its queued notice
- * commit together (an observer of the audit log, whose append is in the change's transaction).
- * At most one message per identity per window: the first change is sent right after the answer;
- * changes during the window are held and sent as one message when it ends. They are never
- * dropped by the per-destination message limit: the window bounds them instead. No link, no code.
+ * Notices, in two streams with a window each per identity:
+ * - changes: every change an attacker holding a session would make (password, second factor,
+ *   passkey, recovery codes, an address, a linked provider) is told to the owner, on every
+ *   verified address and phone, and on the address just removed. The change and its queued notice
+ *   commit together (an observer of the audit log, whose append is in the change's transaction).
+ * - sign-ins: a session opened from a device and network not seen lately (sign-ins.ts decides
+ *   which) is told on the identity's first verified identifier a channel reaches.
+ * The first notice of a window is sent right after the answer; later ones during the window are
+ * held and sent as one message when it ends. Only the identity's own sign-ins and changes spend
+ * a window: a notice never counts against, and is never dropped by, the per-destination message
+ * limit, which strangers' requests (recovery starts, sign-up attempts) can spend. No link, no code.
  */
 export class SecurityNotices {
   private readonly inFlight = new Set<Promise<unknown>>();
@@ -101,7 +119,9 @@ export class SecurityNotices {
     await insertNotice(trx, {
       id,
       identityId: notice.identityId,
+      stream: 'change',
       kind: notice.kind,
+      sessionId: null,
       occurredAt,
       device: scope?.userAgent ? describeDevice(scope.userAgent).description : null,
       ipAddress: scope?.ip ?? null,
@@ -111,28 +131,49 @@ export class SecurityNotices {
   }
 
   /**
-   * Sends the identity's queued changes as one message when no window is open, and opens one.
-   * Returns whether this call claimed the batch (false: nothing queued, or a window is open).
+   * Queues a new-sign-in notice and sends it at once unless the identity's sign-in window is open
+   * (then it leaves with the others when the window ends). Resolves once it is sent or queued.
    */
-  async dispatch(identityId: string): Promise<boolean> {
+  async signedIn(notice: SignInNotice): Promise<void> {
+    await insertNotice(this.deps.database.db, {
+      id: randomUUID(),
+      identityId: notice.identityId,
+      stream: 'sign_in',
+      kind: 'new_sign_in',
+      sessionId: notice.sessionId,
+      occurredAt: notice.at,
+      device: describeDevice(notice.userAgent).description,
+      ipAddress: notice.ip,
+      sealedDestination: null,
+    });
+    await this.dispatch(notice.identityId, 'sign_in');
+  }
+
+  /**
+   * Sends the identity's queued notices of one stream as one message when no window of that
+   * stream is open, and opens one. Returns whether this call claimed the batch (false: nothing
+   * queued, or a window is open).
+   */
+  async dispatch(identityId: string, stream: NoticeStream = 'change'): Promise<boolean> {
     const now = this.deps.clock.now();
     const endsAt = new Date(now.getTime() + NOTICE_WINDOW_SECONDS * 1000);
     const batch = await this.deps.database.db.transaction().execute(async (trx) => {
-      if (!(await claimWindow(trx, identityId, now, endsAt))) return [];
-      return takeQueued(trx, identityId);
+      if (!(await claimWindow(trx, identityId, stream, now, endsAt))) return [];
+      return takeQueued(trx, identityId, stream);
     });
     if (batch.length === 0) return false;
-    await this.send(identityId, batch);
+    if (stream === 'sign_in') await this.sendSignIns(identityId, batch);
+    else await this.sendChanges(identityId, batch);
     return true;
   }
 
-  /** One pass of the dispatcher: every identity whose window has ended with changes behind it. */
+  /** One pass of the dispatcher: every window that has ended with notices behind it. */
   async dispatchDue(): Promise<number> {
     const { db } = this.deps.database;
     const now = this.deps.clock.now();
     let sent = 0;
-    for (const identityId of await dueIdentities(db, now, DISPATCH_BATCH)) {
-      if (await this.dispatch(identityId)) sent++;
+    for (const { identityId, stream } of await dueStreams(db, now, DISPATCH_BATCH)) {
+      if (await this.dispatch(identityId, stream)) sent++;
     }
     await sweepWindows(db, now);
     return sent;
@@ -214,7 +255,25 @@ export class SecurityNotices {
     void guarded.finally(() => this.inFlight.delete(guarded));
   }
 
-  private async send(identityId: string, batch: QueuedNotice[]): Promise<void> {
+  /**
+   * A batch of new sign-ins goes to the identity's first verified identifier a channel reaches, as
+   * a single notice always has; once delivered, each sign-in's history entry records it.
+   */
+  private async sendSignIns(identityId: string, batch: QueuedNotice[]): Promise<void> {
+    const { db } = this.deps.database;
+    const to = (await verifiedIdentifiers(db, identityId)).find((i) => this.deps.notifier.canDeliver(i.type));
+    if (!to) return;
+    const { subject, text } = signInText(batch);
+    const result = await this.deps.notifier.send({ to: to.value, type: to.type, subject, text });
+    if (result.status !== 'DELIVERED') {
+      this.deps.log.warn({ channel: to.type }, 'new sign-in notice not delivered');
+      return;
+    }
+    const sentAt = this.deps.clock.now();
+    for (const n of batch) if (n.sessionId) await markNoticeSent(db, n.sessionId, sentAt);
+  }
+
+  private async sendChanges(identityId: string, batch: QueuedNotice[]): Promise<void> {
     const destinations = new Map<string, { type: ChannelType; value: string }>();
     for (const i of await verifiedIdentifiers(this.deps.database.db, identityId)) {
       destinations.set(`${i.type}:${i.value}`, { type: i.type, value: i.value });
@@ -237,8 +296,6 @@ export class SecurityNotices {
     const sms = smsText(batch);
     for (const to of destinations.values()) {
       if (!this.deps.notifier.canDeliver(to.type)) continue;
-      // Not counted against the destination's message window (MessageLimits): the notice window
-      // bounds these, and a flood of other messages must not silence them.
       const result = await this.deps.notifier.send(
         to.type === 'email'
           ? { to: to.value, type: 'email', subject: email.subject, text: email.text }
@@ -283,6 +340,33 @@ export function emailText(batch: QueuedNotice[]): { subject: string; text: strin
   );
   return {
     subject: one ? 'A security change to your account' : 'Security changes to your account',
+    text: lines.join('\n'),
+  };
+}
+
+/**
+ * The message about new sign-ins: when, which device, from which address, and how to end a
+ * session that was not the owner's. No link in it signs anyone in.
+ */
+export function signInText(batch: QueuedNotice[]): { subject: string; text: string } {
+  const one = batch.length === 1;
+  const lines = [
+    one
+      ? 'Someone signed in to your account from a device or network not seen in the last 90 days.'
+      : `${batch.length} sign-ins to your account came from devices or networks not seen in the last 90 days.`,
+  ];
+  for (const n of batch) {
+    if (!one) lines.push('');
+    lines.push(`When: ${utc(n.occurredAt)}`, `Device: ${n.device ?? 'Unknown device'}`);
+    lines.push(`From: ${n.ipAddress ?? 'unknown address'}`);
+  }
+  if (!one) lines.push('');
+  lines.push(
+    'If this was you, there is nothing to do.',
+    'If it was not, sign in, end that session under Devices (or sign out everywhere), and change your password.',
+  );
+  return {
+    subject: one ? 'New sign-in to your account' : 'New sign-ins to your account',
     text: lines.join('\n'),
   };
 }

@@ -309,11 +309,14 @@ export interface SecurityNotices {
   kind: string;
   occurred_at: Timestamp;
   sealed_destination: string | null;
+  session_id: string | null;
+  stream: Generated<string>;
 }
 
 export interface SecurityNoticeWindows {
   ends_at: Timestamp;
   identity_id: string;
+  stream: Generated<string>;
 }
 
 export interface SendWindows {

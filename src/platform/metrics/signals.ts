@@ -4,7 +4,7 @@
  * so reporting costs a call to an empty function.
  */
 export interface Signals {
-  /** A request refused by a limit, before its secret was looked at: `route:<pattern>`, `guesses:<kind>`, `messages`, `messages:notice`. */
+  /** A request refused by a limit, before its secret was looked at: `route:<pattern>`, `guesses:<kind>`, `messages`. */
   refused(rule: string): void;
   /** The identity-wide lock tripped. */
   lockTripped(): void;

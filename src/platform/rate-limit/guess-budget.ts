@@ -116,11 +116,11 @@ function messageWindow(key: string): MessageSubject {
 
 /**
  * The subject every message to one destination counts against, whatever its kind (sign-up,
- * recovery, sign-in-method and step-up codes, new-sign-in notices): one window per mailbox or
- * number, so mixing kinds or client addresses does not multiply what one inbox receives. An email
- * address counts as the mailbox it lands in as far as the address shows, or an attacker could mint
- * unlimited fresh destinations for one inbox: a `+tag` is dropped, and Gmail's dots and its
- * googlemail.com spelling are folded. Two addresses folded together only share a window, never an
+ * recovery, sign-in-method and step-up codes): one window per mailbox or number, so mixing kinds
+ * or client addresses does not multiply what one inbox receives. An email address counts as the
+ * mailbox it lands in as far as the address shows, or an attacker could mint unlimited fresh
+ * destinations for one inbox: a `+tag` is dropped, and Gmail's dots and its googlemail.com
+ * spelling are folded. Two addresses folded together only share a window, never an
  * account. A number is its E.164 form.
  */
 export function destinationSubject(to: { type: string; value: string }): MessageSubject {
@@ -164,8 +164,9 @@ function mailbox(address: string): string {
  * Messages sent per subject, counted in the database so every instance shares the count: every
  * message per destination (destinationSubject), a step-up's code per identity and per address too
  * (docs/security.md, "Messages per destination"). A message past the limit of any of its subjects is
- * not sent: a request that would send it is 429 rate_limit.exceeded with Retry-After, a notice nobody
- * waits for is dropped.
+ * not sent: a request that would send it is 429 rate_limit.exceeded with Retry-After. Notices (new
+ * sign-ins, security changes) are never counted here: strangers' requests can spend these windows,
+ * and a notice has a bound of its own per identity (docs/security.md, "Notices").
  */
 export class MessageLimits {
   constructor(
@@ -191,14 +192,6 @@ export class MessageLimits {
       for (const subject of tripped.subjects) this.signals.refused(subject.refusal);
       throw tooEarly(now, tripped.latest);
     }
-  }
-
-  /**
-   * Counts one message that no request waits for (a new-sign-in notice): true when it may be sent,
-   * false when a subject is past its limit and the message is to be dropped.
-   */
-  async admits(subjects: MessageSubject[]): Promise<boolean> {
-    return (await this.#countAll(this.db, subjects, this.clock.now())).latest === undefined;
   }
 
   /**

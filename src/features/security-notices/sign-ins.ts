@@ -4,13 +4,9 @@ import type { Clock } from '../../platform/clock.js';
 import type { Database } from '../../platform/db/database.js';
 import { requestMeta } from '../../platform/http/auth.js';
 import { onlySafeMethods } from '../../platform/http/safe-methods.js';
-import type { Signals } from '../../platform/metrics/signals.js';
-import type { Notifier } from '../../platform/notify/notifier.js';
-import type { MessageLimits } from '../../platform/rate-limit/guess-budget.js';
-import { destinationSubject } from '../../platform/rate-limit/guess-budget.js';
-import { verifiedIdentifiers } from '../identities/repository.js';
-import { addressPrefix, describeDevice, deviceFamily } from './devices.js';
-import { markNoticeSent, signInOrigins } from './repository.js';
+import { addressPrefix, deviceFamily } from '../sessions/devices.js';
+import { signInOrigins } from '../sessions/repository.js';
+import type { SecurityNotices } from './service.js';
 
 /**
  * A place counts as known for 90 days after the last sign-in from it (docs/api.md, "4. New sign-in
@@ -25,9 +21,8 @@ export interface SignInNoticesDeps {
   database: Database;
   clock: Clock;
   log: FastifyBaseLogger;
-  messages: MessageLimits;
-  notifier: Notifier;
-  signals: Signals;
+  /** Queues the notice and sends it, within the identity's own bound (service.ts). */
+  notices: Pick<SecurityNotices, 'signedIn'>;
   config: Pick<Config, 'signInNotices'>;
 }
 
@@ -38,7 +33,9 @@ export interface SignInNoticesDeps {
  * where from, and how to end it. No link in it signs anyone in. The very first sign-in of an
  * identity has nothing to compare with and sends none. It runs after the answer has gone out, so
  * it never delays or fails the sign-in; a sent notice is recorded on the sign-in's history entry.
- * It counts against its destination's message window, and past it is dropped (never sent late).
+ * It never counts against the destination's message window, which a stranger's recovery starts
+ * can spend: the first new sign-in of the identity's notice window is sent at once, later ones in
+ * the window are sent together when it ends (SecurityNotices.signedIn). Never dropped.
  */
 export class SignInNotices {
   private readonly inFlight = new Set<Promise<void>>();
@@ -80,43 +77,8 @@ export class SignInNotices {
         addressPrefix(o.ipAddress) === prefix,
     );
     if (known) return;
-    const to = (await verifiedIdentifiers(db, identityId)).find((i) => this.deps.notifier.canDeliver(i.type));
-    if (!to) return;
-    // Notices share the destination's window with every other message (RATE_LIMIT_SENDS_A_MESSAGE),
-    // so sign-ins from new places cannot flood an inbox. Past it the notice is dropped, not delayed:
-    // the sign-in was answered long ago. The history entry keeps noticeSentAt null, which is what
-    // the owner sees; the log line and the metric tell the operator, never the address.
-    if (!(await this.deps.messages.admits([destinationSubject(to)]))) {
-      this.deps.signals.refused('messages:notice');
-      this.deps.log.warn(
-        { channel: to.type },
-        'new sign-in notice dropped: its destination is past its message limit',
-      );
-      return;
-    }
-    const result = await this.deps.notifier.send({
-      to: to.value,
-      type: to.type,
-      subject: 'New sign-in to your account',
-      text: noticeText(now, describeDevice(from.userAgent).description, from.ip),
-    });
-    if (result.status !== 'DELIVERED') {
-      this.deps.log.warn({ channel: to.type }, 'new sign-in notice not delivered');
-      return;
-    }
-    await markNoticeSent(db, sessionId, this.deps.clock.now());
+    await this.deps.notices.signedIn({ identityId, sessionId, at: now, ...from });
   }
-}
-
-function noticeText(when: Date, device: string, ip: string | null): string {
-  return [
-    'Someone signed in to your account from a device or network not seen in the last 90 days.',
-    `When: ${when.toISOString().replace('T', ' ').slice(0, 16)} UTC`,
-    `Device: ${device}`,
-    `From: ${ip ?? 'unknown address'}`,
-    'If this was you, there is nothing to do.',
-    'If it was not, sign in, end that session under Devices (or sign out everywhere), and change your password.',
-  ].join('\n');
 }
 
 /**
