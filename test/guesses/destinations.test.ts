@@ -7,10 +7,11 @@ import { elevatedPerson } from '../helpers/elevation.js';
 import { bearer, createPerson, signIn } from '../helpers/identities.js';
 import { messagesTo, waitForCode } from '../helpers/outbox.js';
 
-// Messages per destination (contract 7, RATE_LIMIT_SENDS_A_MESSAGE): every message the service
-// sends to an address or number counts against one window of that destination, whatever its kind
-// and whichever client address asked, so spreading requests over many /64s (each within its own
-// per-address limit) no longer multiplies what one inbox receives.
+// Messages per destination (contract 7, RATE_LIMIT_SENDS_A_MESSAGE): every code the service sends
+// to an address or number counts against a window of that destination, whichever client address
+// asked, so spreading requests over many /64s (each within its own per-address limit) no longer
+// multiplies what one inbox receives. Recovery starts have a window of their own (counted alike
+// for an address nobody holds); every other code shares the other one.
 const N = 3;
 const WINDOW = 900;
 
@@ -137,8 +138,8 @@ describe('POST /password-recoveries per destination', () => {
   });
 });
 
-describe('one window per destination, every kind of message', () => {
-  it('a step-up code, a recovery code and a sign-in-method code to one mailbox share it; past it each is 429 and sends nothing', async () => {
+describe('two windows per destination: recovery starts, and every other code', () => {
+  it('a step-up code, a sign-in-method code and a sign-up code to one mailbox share one; recovery starts have their own, alike for a known and an unknown address', async () => {
     const owner = await createPerson(t.ctx);
     const [local, domain] = owner.email.split('@');
     // Lands in the owner's mailbox: a +tag is not a new destination.
@@ -150,20 +151,28 @@ describe('one window per destination, every kind of message', () => {
       post('/sign-in-methods', { identifierType: 'email', identifier: tagged }, other.headers);
 
     expect((await stepUp()).statusCode).toBe(201);
-    expect((await recover(owner.email)).statusCode).toBe(201);
     expect((await addMethod()).statusCode).toBe(201);
+    expect((await stepUp()).statusCode).toBe(201);
     expect(await deliveredTo(owner.email)).toBe(2);
     expect(messagesTo(t.config.dataDir, tagged)).toHaveLength(1);
 
-    for (const refused of [
-      await stepUp(),
-      await recover(owner.email),
-      await addMethod(),
-      await signUp(tagged),
-    ])
+    for (const refused of [await stepUp(), await addMethod(), await signUp(tagged)])
       expectExceeded(refused, WINDOW);
     expect(await deliveredTo(owner.email)).toBe(2);
     expect(messagesTo(t.config.dataDir, tagged)).toHaveLength(1);
+
+    // The owner's codes spent nothing of the recovery window: its N starts and then its 429 come at
+    // the same count as for an address nobody holds, so they cannot tell that this one is in use.
+    const nobody = unique('nobody');
+    for (let i = 0; i <= N; i++) {
+      const known = await recover(owner.email);
+      const unknown = await recover(nobody);
+      expect(known.statusCode).toBe(i < N ? 201 : 429);
+      expect(shape(unknown)).toEqual(shape(known));
+    }
+    expect(await deliveredTo(owner.email)).toBe(2 + N);
+    // And the recovery starts spent nothing of the other window, already full: still 429, not more.
+    expectExceeded(await stepUp(), WINDOW);
   });
 
   it('counts a Gmail mailbox once, whatever its dots, +tags or googlemail.com spelling', async () => {

@@ -7,6 +7,7 @@ import type { Problem } from '../../src/platform/problem.js';
 import {
   destinationSubject,
   MessageLimits,
+  recoveryDestinationSubject,
   senderSubject,
   stepUpSubjects,
 } from '../../src/platform/rate-limit/guess-budget.js';
@@ -40,6 +41,14 @@ describe('message subjects', () => {
     });
     expect(destinationSubject({ type: 'phone', value: '+447700900123' })).toEqual({
       key: 'to:phone:+447700900123',
+      refusal: 'messages',
+    });
+    expect(recoveryDestinationSubject({ type: 'email', value: 'a.da+news@googlemail.com' })).toEqual({
+      key: 'recovery-to:email:ada@gmail.com',
+      refusal: 'messages',
+    });
+    expect(recoveryDestinationSubject({ type: 'phone', value: '+447700900123' })).toEqual({
+      key: 'recovery-to:phone:+447700900123',
       refusal: 'messages',
     });
     expect(stepUpSubjects('identity-1', '2001:db8:9:8:7::1')).toEqual([

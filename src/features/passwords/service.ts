@@ -8,7 +8,7 @@ import type { SessionPrincipal } from '../../platform/http/auth.js';
 import type { Signals } from '../../platform/metrics/signals.js';
 import { Problem } from '../../platform/problem.js';
 import type { GuessBudgets, MessageLimits, MessageSubject } from '../../platform/rate-limit/guess-budget.js';
-import { destinationSubject, guessSubject } from '../../platform/rate-limit/guess-budget.js';
+import { guessSubject, recoveryDestinationSubject } from '../../platform/rate-limit/guess-budget.js';
 import { revokeChallenges } from '../challenges/repository.js';
 import type { ChallengeFlow } from '../challenges/service.js';
 import { identifierOwner } from '../challenges/service.js';
@@ -118,12 +118,12 @@ export class PasswordService {
     const { db } = this.deps.database;
     const issued = await db.transaction().execute(async (trx) => {
       // Counted per client address and per destination before anything about an account is read,
-      // by the same statements for a known and an unknown address: the limits trip at the same
-      // count for both and cost the same time, so neither the 429 nor the answer's time tells them
-      // apart. Counted in this transaction, so only a start that answers 201 counts (a refused one
+      // by the same statements for a known and an unknown address, in a destination window that
+      // only recovery starts spend: the limits trip at the same count for both and cost the same
+      // time, so neither the 429 nor the answer's time tells them apart. Counted in this transaction, so only a start that answers 201 counts (a refused one
       // sends nothing and spends nothing), and the client's window's row lock orders concurrent
       // starts. Past a limit the 429 rolls everything back and nothing is sent.
-      await this.deps.messages.count([sender, destinationSubject(ident)], trx);
+      await this.deps.messages.count([sender, recoveryDestinationSubject(ident)], trx);
       const identifier = await findIdentifier(trx, ident);
       const known = identifier?.verifiedAt ? identifier : undefined;
       // An unknown address gets no challenge; the answer promises the same expiry either way.

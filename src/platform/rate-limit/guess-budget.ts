@@ -115,16 +115,32 @@ function messageWindow(key: string): MessageSubject {
 }
 
 /**
- * The subject every message to one destination counts against, whatever its kind (sign-up,
- * recovery, sign-in-method and step-up codes): one window per mailbox or number, so mixing kinds
- * or client addresses does not multiply what one inbox receives. An email address counts as the
- * mailbox it lands in as far as the address shows, or an attacker could mint unlimited fresh
- * destinations for one inbox: a `+tag` is dropped, and Gmail's dots and its googlemail.com
- * spelling are folded. Two addresses folded together only share a window, never an
+ * The subject every code to one destination counts against, except recovery codes (below): sign-up,
+ * sign-in-method and step-up codes and organization invitations share one window per mailbox or
+ * number, so mixing kinds or client addresses does not multiply what one inbox receives. An email
+ * address counts as the mailbox it lands in as far as the address shows, or an attacker could mint
+ * unlimited fresh destinations for one inbox: a `+tag` is dropped, and Gmail's dots and its
+ * googlemail.com spelling are folded. Two addresses folded together only share a window, never an
  * account. A number is its E.164 form.
  */
 export function destinationSubject(to: { type: string; value: string }): MessageSubject {
-  return messageWindow(`to:${to.type}:${to.type === 'email' ? mailbox(to.value) : to.value}`);
+  return messageWindow(`to:${folded(to)}`);
+}
+
+/**
+ * The subject a password-recovery start counts against: a window of its own per destination, that
+ * only recovery starts spend, counted alike whether or not an account holds the address. Every
+ * other message (a sign-up's code, a step-up's, a new-sign-in notice) goes to an address only when
+ * it is in use, so a window shared with them would reach its 429 earlier for an address in use and
+ * tell a stranger that it is one.
+ */
+export function recoveryDestinationSubject(to: { type: string; value: string }): MessageSubject {
+  return messageWindow(`recovery-to:${folded(to)}`);
+}
+
+/** A destination as its windows name it: the mailbox of an email address, a number as it is. */
+function folded(to: { type: string; value: string }): string {
+  return `${to.type}:${to.type === 'email' ? mailbox(to.value) : to.value}`;
 }
 
 /**
