@@ -185,8 +185,11 @@ export type RenewalOutcome =
  *   token, only if the token is the session's current generation, unspent, and the session is
  *   live (not revoked, not expired, its epoch still the identity's), and answers whose session it
  *   is (to sign the next access token); or
- * - on a spent or older generation, revokes the session (replay), keeping a first reason;
- * and otherwise (an unknown token, a dead session) writes nothing.
+ * - on a spent or older generation, revokes the session (replay), keeping a first reason, and
+ *   marks it stolen even when it had already ended otherwise: the OpenID Provider's grants given
+ *   in it, offline ones too, end with that mark (docs/decisions.md, "A stolen session ends its
+ *   offline grants"); only a replay that revoked the session answers `replayed`;
+ * and otherwise (an unknown token, the current token of a dead session) writes nothing.
  */
 export async function renewSession(
   trx: Executor,
@@ -229,15 +232,18 @@ export async function renewSession(
       SELECT ${newHash}, id, generation, ${now} FROM moved
       RETURNING session_id
     ), replay AS (
-      UPDATE sessions s SET revoked_at = ${now}, revoked_reason = 'refresh_token_replayed'
+      UPDATE sessions s
+      SET revoked_at = COALESCE(s.revoked_at, ${now}),
+          revoked_reason = CASE WHEN s.revoked_at IS NULL THEN 'refresh_token_replayed' ELSE s.revoked_reason END,
+          theft_detected_at = ${now}
       FROM cur
-      WHERE s.id = cur.id AND s.revoked_at IS NULL
+      WHERE s.id = cur.id AND s.theft_detected_at IS NULL
         AND (cur.spent_at IS NOT NULL OR cur.token_generation <> cur.generation)
-      RETURNING s.id
+      RETURNING s.id, cur.revoked_at IS NULL AS ended
     )
     SELECT stored.session_id, spent.identity_id, spent.expires_at,
            o.id AS organization_id, CASE WHEN o.id IS NOT NULL THEN m.role END AS organization_role,
-           (SELECT count(*) FROM replay)::int AS replayed
+           (SELECT count(*) FROM replay WHERE ended)::int AS replayed
     FROM (SELECT 1) one
     LEFT JOIN stored ON true
     LEFT JOIN spent ON spent.id = stored.session_id

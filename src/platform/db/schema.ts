@@ -338,6 +338,7 @@ export interface Sessions {
   renewed_at: Timestamp | null;
   revoked_at: Timestamp | null;
   revoked_reason: string | null;
+  theft_detected_at: Timestamp | null;
   user_agent: string | null;
 }
 
