@@ -50,8 +50,14 @@ const notExpired = (now: Date) => (eb: ExpressionBuilder<DB, 'oidc_payloads'>) =
 
 /**
  * A grant is live while its link is not ended, the identity is enabled and still in the epoch the
- * grant was given in, and (unless offline) the service session it belongs to is live. A payload
- * with no grant (client credentials, interactions, the provider's sessions) has no link to check.
+ * grant was given in, the session it was given in was never found stolen, and (unless offline)
+ * that session is live. A payload with no grant (client credentials, interactions, the provider's
+ * sessions) has no link to check.
+ *
+ * The theft mark is read through the link on every use, not copied onto grants when it is set: a
+ * grant linked while the replay commits (its consent read the session just before) is refused all
+ * the same, and no grant of the session can be missed (docs/decisions.md, "A stolen session ends
+ * its offline grants").
  */
 const grantLive = (now: Date) => (eb: ExpressionBuilder<DB, 'oidc_payloads'>) =>
   eb.or([
@@ -66,6 +72,7 @@ const grantLive = (now: Date) => (eb: ExpressionBuilder<DB, 'oidc_payloads'>) =>
         .where('g.ended_at', 'is', null)
         .where('i.disabled_at', 'is', null)
         .whereRef('i.session_epoch', '=', 'g.epoch')
+        .where('s.theft_detected_at', 'is', null)
         .where((w) =>
           w.or([
             w('g.offline', '=', true),
@@ -250,8 +257,9 @@ export interface EndedGrant {
 }
 
 /**
- * Ends grants, once each (compare-and-set on ended_at): by id, or every live grant whose session
- * or epoch has ended. Whoever ends a grant here is the one that sends its back-channel logout.
+ * Ends grants, once each (compare-and-set on ended_at): by id, or every live grant that
+ * `grantLive` refuses (its epoch ended, its session found stolen, or a session-bound grant's
+ * session ended). Whoever ends a grant here is the one that sends its back-channel logout.
  */
 export async function endGrants(
   db: Executor,
@@ -259,34 +267,55 @@ export async function endGrants(
   reason: string,
   now: Date,
 ): Promise<EndedGrant[]> {
-  let q = db
+  if ('grantIds' in which && which.grantIds.length === 0) return [];
+  const claim = db
     .updateTable('oidc_grants')
-    .set({ ended_at: now, ended_reason: reason })
+    .set((eb) => ({
+      ended_at: now,
+      // The sweep records `session_stolen` for the grants it ends because their session was found
+      // stolen (its `reason` for the rest), so the audit trail tells a theft from a sign-out.
+      ended_reason:
+        'grantIds' in which
+          ? eb.val(reason)
+          : eb
+              .case()
+              .when(
+                eb.exists(
+                  eb
+                    .selectFrom('sessions as s')
+                    .select('s.id')
+                    .whereRef('s.id', '=', 'oidc_grants.session_id')
+                    .where('s.theft_detected_at', 'is not', null),
+                ),
+              )
+              .then('session_stolen')
+              .else(reason)
+              .end(),
+    }))
     .where('ended_at', 'is', null);
-  if ('grantIds' in which) {
-    if (which.grantIds.length === 0) return [];
-    q = q.where('grant_id', 'in', which.grantIds);
-  } else {
-    q = q.where('grant_id', 'in', (eb) =>
-      eb
-        .selectFrom('oidc_grants as g')
-        .innerJoin('identities as i', 'i.id', 'g.identity_id')
-        .innerJoin('sessions as s', 's.id', 'g.session_id')
-        .select('g.grant_id')
-        .where('g.ended_at', 'is', null)
-        .where((w) =>
-          w.or([
-            w('i.disabled_at', 'is not', null),
-            w('i.session_epoch', '<>', w.ref('g.epoch')),
-            w.and([
-              w('g.offline', '=', false),
-              w.or([w('s.revoked_at', 'is not', null), w('s.expires_at', '<=', now)]),
-            ]),
-          ]),
-        )
-        .limit(which.batch),
-    );
-  }
+  const q =
+    'grantIds' in which
+      ? claim.where('grant_id', 'in', which.grantIds)
+      : claim.where('grant_id', 'in', (eb) =>
+          eb
+            .selectFrom('oidc_grants as g')
+            .innerJoin('identities as i', 'i.id', 'g.identity_id')
+            .innerJoin('sessions as s', 's.id', 'g.session_id')
+            .select('g.grant_id')
+            .where('g.ended_at', 'is', null)
+            .where((w) =>
+              w.or([
+                w('i.disabled_at', 'is not', null),
+                w('i.session_epoch', '<>', w.ref('g.epoch')),
+                w('s.theft_detected_at', 'is not', null),
+                w.and([
+                  w('g.offline', '=', false),
+                  w.or([w('s.revoked_at', 'is not', null), w('s.expires_at', '<=', now)]),
+                ]),
+              ]),
+            )
+            .limit(which.batch),
+        );
   return q
     .returning([
       'grant_id as grantId',

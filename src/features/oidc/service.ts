@@ -409,7 +409,8 @@ export class OidcService {
   /**
    * Ends every live grant whose service session or epoch has ended (any path that ends sessions:
    * sign-out, sign-out everywhere, a device's session, password change or recovery, an operator's
-   * disable, sign-out or erasure), deletes their tokens and sends their back-channel logouts.
+   * disable, sign-out or erasure), and every grant, offline ones too, of a session found stolen (a
+   * replayed refresh token), deletes their tokens and sends their back-channel logouts.
    * Refresh, introspection and userinfo already refuse them: the grant's link is read on each use.
    *
    * Sweeps of one instance run one after another: a call made while the timer's sweep is sending
