@@ -488,7 +488,14 @@ export class OpenIdProvider {
       features: {
         devInteractions: { enabled: false },
         registration: { enabled: false },
-        introspection: { enabled: true },
+        introspection: {
+          enabled: true,
+          // A token is introspected only by the client it was issued to (the service has no
+          // resource-server clients): to any other the answer is {"active":false}, the same bytes
+          // as an unknown token, so no sub, sid or scope of another client's grant is learned
+          // (docs/decisions.md, "Introspection by the token's own client").
+          allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId,
+        },
         revocation: { enabled: true },
         clientCredentials: { enabled: true },
         backchannelLogout: { enabled: true },
