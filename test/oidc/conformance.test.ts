@@ -287,6 +287,47 @@ describe('OpenID Provider: Config OP and Basic OP checks', () => {
     expect((await client.tokenIntrospection(config, machine.access_token)).active).toBe(false);
   });
 
+  it('refuses the scopes of a person on client_credentials, and grants a machine token without them', async () => {
+    const grant = (scope?: string) =>
+      fetch(`${f.origin}/oidc/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({
+          grant_type: 'client_credentials',
+          client_id: THIRD_PARTY.id,
+          client_secret: THIRD_PARTY.secret,
+          ...(scope === undefined ? {} : { scope }),
+        }),
+      });
+    const person = ['openid', 'offline_access', 'email', 'phone', 'profile', 'organization'];
+    for (const scope of [...person, 'reports.read email']) {
+      const refused = await grant(scope);
+      expect(refused.status, scope).toBe(400);
+      // The library's own refusal, naming the scope refused.
+      expect(await refused.json(), scope).toEqual({
+        error: 'invalid_scope',
+        error_description: 'requested scope is not allowed',
+        scope: scope.split(' ').find((s) => person.includes(s)),
+      });
+    }
+    const bare = await grant();
+    expect(bare.status).toBe(200);
+    const bareBody = await bare.json();
+    expect(bareBody.access_token).toBeTruthy();
+    expect(bareBody.scope).toBeUndefined();
+    // A value that is not one of the provider's scopes is dropped by the library (resource
+    // indicators are off): the token is issued with no scope.
+    const other = await grant('reports.read');
+    expect(other.status).toBe(200);
+    const otherBody = await other.json();
+    expect(otherBody.access_token).toBeTruthy();
+    expect(otherBody.scope).toBeUndefined();
+    const introspected = await partnerIntrospects(otherBody.access_token);
+    expect(JSON.parse(introspected.body)).toMatchObject({ active: true, client_id: THIRD_PARTY.id });
+    expect(JSON.parse(introspected.body).scope).toBeUndefined();
+    expect(JSON.parse(introspected.body).sub).toBeUndefined();
+  });
+
   it('issues client-credentials tokens to a machine client, and counts wrong secrets', async () => {
     const config = await rpConfig(f, THIRD_PARTY, true);
     const tokens = await client.clientCredentialsGrant(config, { scope: '' });
