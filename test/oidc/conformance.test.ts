@@ -253,6 +253,81 @@ describe('OpenID Provider: Config OP and Basic OP checks', () => {
     expect(pub.landed.callback?.searchParams.get('code')).toBeTruthy();
   });
 
+  /** Introspection as the partner app (client_secret_post), the answer as its bytes. */
+  async function partnerIntrospects(token: string) {
+    const res = await fetch(`${f.origin}/oidc/token/introspection`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ client_id: THIRD_PARTY.id, client_secret: THIRD_PARTY.secret, token }),
+    });
+    return { status: res.status, body: await res.text() };
+  }
+
+  it("introspects a token only for the client it was issued to: another client's is an unknown token", async () => {
+    const { person, config, auth, landed } = await codeFlow();
+    const tokens = await client.authorizationCodeGrant(config, landed.callback as URL, {
+      pkceCodeVerifier: auth.verifier,
+      expectedState: auth.state,
+      expectedNonce: auth.nonce,
+    });
+    const unknown = await partnerIntrospects('no-such-token-anywhere');
+    expect(unknown).toEqual({ status: 200, body: '{"active":false}' });
+    // The dashboard's refresh and access tokens tell the partner app nothing (no sub, sid, scope).
+    expect(await partnerIntrospects(tokens.refresh_token as string)).toEqual(unknown);
+    expect(await partnerIntrospects(tokens.access_token)).toEqual(unknown);
+    // Its own client still learns what they are.
+    const refresh = await client.tokenIntrospection(config, tokens.refresh_token as string);
+    expect(refresh).toMatchObject({ active: true, sub: person.identityId, client_id: FIRST_PARTY.id });
+    const access = await client.tokenIntrospection(config, tokens.access_token);
+    expect(access).toMatchObject({ active: true, sub: person.identityId, scope: 'openid email' });
+    // A machine token likewise: the partner app's own, unknown to the dashboard.
+    const machine = await client.clientCredentialsGrant(await rpConfig(f, THIRD_PARTY, true));
+    const own = await partnerIntrospects(machine.access_token);
+    expect(JSON.parse(own.body)).toMatchObject({ active: true, client_id: THIRD_PARTY.id });
+    expect((await client.tokenIntrospection(config, machine.access_token)).active).toBe(false);
+  });
+
+  it('refuses the scopes of a person on client_credentials, and grants a machine token without them', async () => {
+    const grant = (scope?: string) =>
+      fetch(`${f.origin}/oidc/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({
+          grant_type: 'client_credentials',
+          client_id: THIRD_PARTY.id,
+          client_secret: THIRD_PARTY.secret,
+          ...(scope === undefined ? {} : { scope }),
+        }),
+      });
+    const person = ['openid', 'offline_access', 'email', 'phone', 'profile', 'organization'];
+    for (const scope of [...person, 'reports.read email']) {
+      const refused = await grant(scope);
+      expect(refused.status, scope).toBe(400);
+      // The library's own refusal, naming the scope refused.
+      expect(await refused.json(), scope).toEqual({
+        error: 'invalid_scope',
+        error_description: 'requested scope is not allowed',
+        scope: scope.split(' ').find((s) => person.includes(s)),
+      });
+    }
+    const bare = await grant();
+    expect(bare.status).toBe(200);
+    const bareBody = await bare.json();
+    expect(bareBody.access_token).toBeTruthy();
+    expect(bareBody.scope).toBeUndefined();
+    // A value that is not one of the provider's scopes is dropped by the library (resource
+    // indicators are off): the token is issued with no scope.
+    const other = await grant('reports.read');
+    expect(other.status).toBe(200);
+    const otherBody = await other.json();
+    expect(otherBody.access_token).toBeTruthy();
+    expect(otherBody.scope).toBeUndefined();
+    const introspected = await partnerIntrospects(otherBody.access_token);
+    expect(JSON.parse(introspected.body)).toMatchObject({ active: true, client_id: THIRD_PARTY.id });
+    expect(JSON.parse(introspected.body).scope).toBeUndefined();
+    expect(JSON.parse(introspected.body).sub).toBeUndefined();
+  });
+
   it('issues client-credentials tokens to a machine client, and counts wrong secrets', async () => {
     const config = await rpConfig(f, THIRD_PARTY, true);
     const tokens = await client.clientCredentialsGrant(config, { scope: '' });

@@ -149,6 +149,14 @@ export const SILENT_PARAM = 'x_silent';
 const ORGANIZATION_SCOPE = 'organization';
 const ORGANIZATION_CLAIMS = ['org_id', 'org_name', 'org_slug', 'org_role', 'org_permissions'] as const;
 
+/**
+ * Every scope the provider knows speaks for a person (their identity, identifiers, organization or
+ * a refresh beyond their session), so none of them is granted to client_credentials, where no
+ * person is behind the token (docs/oidc.md, "Grants"). Any other value the library drops on that
+ * grant (resource indicators are off).
+ */
+const PERSON_SCOPES = ['openid', 'offline_access', 'email', 'phone', 'profile', ORGANIZATION_SCOPE];
+
 const SCOPE_CLAIMS = {
   openid: ['sub', 'acr', 'amr', 'auth_time', 'sid'],
   email: ['email', 'email_verified'],
@@ -434,6 +442,7 @@ export class OpenIdProvider {
   #configuration(): Configuration {
     const { config } = this.deps;
     const deps = this.deps;
+    const errors = this.#errors;
     return {
       adapter: this.#adapter(),
       clients: [],
@@ -460,7 +469,20 @@ export class OpenIdProvider {
         };
       },
       claims: CLAIMS as never,
-      scopes: ['openid', 'offline_access', 'email', 'phone', 'profile', ORGANIZATION_SCOPE],
+      scopes: PERSON_SCOPES,
+      // On client_credentials the library grants whichever of the scopes above is asked: it has
+      // no per-grant scope policy (a client's `scope` list would bound every grant of the client
+      // alike). This hook runs for every client_credentials token after client authentication
+      // and before the token is stored, so a refusal here is the library's own invalid_scope and
+      // nothing is issued (docs/decisions.md, "No person scopes on client_credentials").
+      async extraTokenClaims(_ctx, token) {
+        if (token.kind !== 'ClientCredentials') return undefined;
+        const person = String(token.scope ?? '')
+          .split(' ')
+          .find((scope) => PERSON_SCOPES.includes(scope));
+        if (person) throw new errors.InvalidScope('requested scope is not allowed', person);
+        return undefined;
+      },
       acrValues: [ACR.singleFactor, ACR.multiFactor],
       responseTypes: ['code'],
       clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
@@ -488,7 +510,14 @@ export class OpenIdProvider {
       features: {
         devInteractions: { enabled: false },
         registration: { enabled: false },
-        introspection: { enabled: true },
+        introspection: {
+          enabled: true,
+          // A token is introspected only by the client it was issued to (the service has no
+          // resource-server clients): to any other the answer is {"active":false}, the same bytes
+          // as an unknown token, so no sub, sid or scope of another client's grant is learned
+          // (docs/decisions.md, "Introspection by the token's own client").
+          allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId,
+        },
         revocation: { enabled: true },
         clientCredentials: { enabled: true },
         backchannelLogout: { enabled: true },

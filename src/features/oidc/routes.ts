@@ -7,8 +7,15 @@ import { OIDC_PATHS, SILENT_PARAM } from './provider.js';
 const BODY_LIMIT = 64 * 1024;
 const hide = { schema: { hide: true } } as const;
 
+interface PresentedCredentials {
+  clientId: string;
+  secret: string;
+  /** How they came: the registered method must match (OidcService.verifyClientSecret). */
+  method: 'client_secret_basic' | 'client_secret_post';
+}
+
 /** Client credentials from `Authorization: Basic` (form-encoded inside, RFC 6749 2.3.1) or the body. */
-function presentedCredentials(request: FastifyRequest): { clientId: string; secret: string } | undefined {
+function presentedCredentials(request: FastifyRequest): PresentedCredentials | undefined {
   const header = request.headers.authorization;
   if (header?.toLowerCase().startsWith('basic ')) {
     const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
@@ -18,6 +25,7 @@ function presentedCredentials(request: FastifyRequest): { clientId: string; secr
       return {
         clientId: decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, ' ')),
         secret: decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, ' ')),
+        method: 'client_secret_basic',
       };
     } catch {
       return undefined;
@@ -30,7 +38,7 @@ function presentedCredentials(request: FastifyRequest): { clientId: string; secr
     const form = new URLSearchParams(request.body);
     const clientId = form.get('client_id');
     const secret = form.get('client_secret');
-    if (clientId && secret) return { clientId, secret };
+    if (clientId && secret) return { clientId, secret, method: 'client_secret_post' };
   }
   return undefined;
 }
@@ -58,7 +66,11 @@ export async function oidcRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
       const presented = presentedCredentials(request);
       if (presented) {
         try {
-          const secret = await oidc.verifyClientSecret(presented.clientId, presented.secret);
+          const secret = await oidc.verifyClientSecret(
+            presented.clientId,
+            presented.secret,
+            presented.method,
+          );
           if (secret) verified = { clientId: presented.clientId, secret };
         } catch (error) {
           if (error instanceof Problem && error.status === 429) {

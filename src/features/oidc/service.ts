@@ -240,13 +240,23 @@ export class OidcService {
    * the client's guess budget: refused unchecked while the client must wait, a wrong secret
    * counts, a right one forgives (writing nothing when nothing was counted). Answers the secret
    * when it is right, for the provider to compare again; undefined when it is not.
+   *
+   * A secret presented by another method than the client's registered one (Basic for a
+   * client_secret_post client, or the reverse) fails as a wrong secret does: the library accepts
+   * either, so this is where the registered method holds. It counts, is never compared (the answer
+   * says nothing about the secret) and never forgives, so a leaked secret replayed the other way
+   * gains nothing over a guess (docs/decisions.md, "The registered client authentication method").
    */
-  async verifyClientSecret(clientId: string, secret: string): Promise<string | undefined> {
+  async verifyClientSecret(
+    clientId: string,
+    secret: string,
+    method: 'client_secret_basic' | 'client_secret_post',
+  ): Promise<string | undefined> {
     const client = await this.findClient(clientId);
     if (!client?.secretHash) return undefined;
     const subject = guessSubject.client(clientId);
     const { counted } = await this.deps.guesses.notWaiting(subject);
-    if (!safeEqual(sha256Hex(secret), client.secretHash)) {
+    if (client.tokenEndpointAuthMethod !== method || !safeEqual(sha256Hex(secret), client.secretHash)) {
       await this.deps.guesses.admit(subject);
       return undefined;
     }
