@@ -166,6 +166,7 @@ async function main() {
     RATE_LIMIT_ANSWERS_A_CHALLENGE: '100000000/1',
     RATE_LIMIT_PROVES_A_PASSWORD: '100000000/1',
     RATE_LIMIT_OIDC_CLIENTS: '100000000/1',
+    RATE_LIMIT_OIDC_AUTHORIZATIONS: '100000000/1',
     // The OpenID Provider's client for its scenarios (bench/oidc.ts).
     OIDC_CLIENTS: benchOidcClients(),
   };

@@ -282,6 +282,13 @@ export const Environment = Type.Object(
       description:
         "per client address on the OpenID Provider's client-authenticated endpoints (token, introspection, revocation, pushed authorization requests), each counted on its own; a relying party's server refreshes and introspects from one address. Wrong client secrets are also held by the client's guess budget (`RATE_LIMIT_GUESSES`)",
     }),
+    // One sign-in into an app is one authorization request (two when the app tries prompt=none
+    // first); 60 a minute leaves room for a household or an office behind one address while a
+    // flood stores at most 60 interactions a minute from it (docs/decisions.md).
+    RATE_LIMIT_OIDC_AUTHORIZATIONS: rate('60/60', {
+      description:
+        "per client address on the OpenID Provider's browser endpoints, `GET`/`POST /oidc/auth` (authorization) and `GET`/`POST /oidc/session/end` (RP-initiated logout), each counted on its own; a `POST` counts, and so does the `GET` it is redirected to. Past it `429` with `Retry-After` and an HTML page, never a redirect to the app. See [OpenID Provider](oidc.md#limits)",
+    }),
     // Default: ten free failures, then 1, 2, 4 ... seconds up to twelve hours between attempts (the
     // bound this keeps on guessing a 6-digit code, ten sent codes live at once included, is in
     // docs/security.md "The guessing bound").
@@ -585,6 +592,8 @@ function configFrom(e: Environment, dataDir: string, secretsKey: Buffer) {
       accountExports: rateOf(e.RATE_LIMIT_ACCOUNT_EXPORTS),
       /** The OpenID Provider's client-authenticated endpoints, per client address. */
       oidcClients: rateOf(e.RATE_LIMIT_OIDC_CLIENTS),
+      /** The OpenID Provider's browser endpoints (authorization, end session), per client address. */
+      oidcAuthorizations: rateOf(e.RATE_LIMIT_OIDC_AUTHORIZATIONS),
       /** Per-subject guess budgets (RATE_LIMIT_GUESSES). */
       guesses: { free: guesses.max, maxDelaySeconds: guesses.windowSeconds },
     },

@@ -130,6 +130,9 @@ export const OIDC_PATHS = {
   authorizationServer: '/.well-known/oauth-authorization-server',
   jwks: '/.well-known/jwks.json',
   interaction: '/oidc/interaction',
+  /** The browser endpoints: limited per address and taking POST as GET (routes.ts). */
+  authorization: '/oidc/auth',
+  endSession: '/oidc/session/end',
   /** Client authentication happens at these (and the budget covers it). */
   clientAuthenticated: [
     '/oidc/token',
@@ -145,6 +148,41 @@ export const OIDC_PATHS = {
  * instead of ever showing a page (service.ts, nextStep).
  */
 export const SILENT_PARAM = 'x_silent';
+
+/**
+ * What one request may make the provider keep, in UTF-8 bytes: an authorization request's
+ * parameters are stored with its interaction (an hour) or its pushed request, an end-session
+ * request's `state` and `ui_locales` in the provider's session. A few KB is far above anything an
+ * RP sends (a `state` carrying a return URL, a hint that is an address); `id_token_hint` is one
+ * of our own ID tokens, whose `nonce` alone may be 2 KB. The total keeps every parameter at its cap
+ * from adding up (docs/oidc.md, "Limits").
+ */
+const PARAMETER_CAPS = { each: 2048, idTokenHint: 8192, total: 12288 } as const;
+
+/** The parameters the library's end-session endpoint reads; unknown ones are dropped unread. */
+export const END_SESSION_PARAMS = [
+  'id_token_hint',
+  'post_logout_redirect_uri',
+  'state',
+  'ui_locales',
+  'client_id',
+  'logout_hint',
+] as const;
+
+/** Why these parameters are over PARAMETER_CAPS (an error_description), or undefined. */
+export function overCap(params: Iterable<[string, unknown]>): string | undefined {
+  let total = 0;
+  for (const [name, value] of params) {
+    if (typeof value !== 'string') continue;
+    const bytes = Buffer.byteLength(value, 'utf8');
+    const cap = name === 'id_token_hint' ? PARAMETER_CAPS.idTokenHint : PARAMETER_CAPS.each;
+    if (bytes > cap) return `${name} is longer than ${cap} bytes`;
+    total += bytes;
+  }
+  return total > PARAMETER_CAPS.total
+    ? `the parameters are longer than ${PARAMETER_CAPS.total} bytes together`
+    : undefined;
+}
 
 const ORGANIZATION_SCOPE = 'organization';
 const ORGANIZATION_CLAIMS = ['org_id', 'org_name', 'org_slug', 'org_role', 'org_permissions'] as const;
@@ -191,6 +229,18 @@ const escapeHtml = (s: string) =>
 
 function page(title: string, body: string): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${escapeHtml(title)}</title><style>body{font:16px/1.5 system-ui,sans-serif;max-width:28rem;margin:4rem auto;padding:0 1rem;color:#1b1f24}h1{font-size:1.4rem}button{font:inherit;padding:.5rem 1rem;border-radius:.4rem;border:1px solid #0b5cad;background:#0b5cad;color:#fff;cursor:pointer}button.secondary{background:#fff;color:#0b5cad}form{display:flex;gap:.5rem;margin-top:1.5rem}</style></head><body><main>${body}</main></body></html>`;
+}
+
+/**
+ * The provider's error page (renderError), which the bridge also answers with for what it refuses
+ * before the library sees the request: a person in a browser reads it, an RP never does.
+ */
+export function errorPage(heading: string, error: string, description?: string): string {
+  const detail = description ? `<p>${escapeHtml(description)}</p>` : '';
+  return page(
+    'Sign-in error',
+    `<h1>${escapeHtml(heading)}</h1><p><code>${escapeHtml(error)}</code></p>${detail}`,
+  );
 }
 
 type Library = typeof import('oidc-provider');
@@ -487,8 +537,16 @@ export class OpenIdProvider {
       responseTypes: ['code'],
       clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
       extraClientMetadata: { properties: ['first_party', 'require_pkce'] },
-      // Set by the bridge for a `prompt=none` request it let through to an interaction (routes.ts).
-      extraParams: [SILENT_PARAM],
+      extraParams: {
+        // Set by the bridge for a `prompt=none` request it let through to an interaction
+        // (routes.ts). Its check runs for every request, with or without it (the library calls
+        // extraParams validators whatever is present), after the client and redirect_uri were
+        // checked and before anything is stored: over the caps is invalid_request by redirect.
+        [SILENT_PARAM]: async (ctx) => {
+          const over = overCap(Object.entries(ctx.oidc.params ?? {}));
+          if (over) throw new this.#errors.InvalidRequest(over);
+        },
+      },
       pkce: {
         // S256 only (the library has no other); a confidential client may opt out (docs/oidc.md).
         required: (_ctx, client) => client.clientAuthMethod === 'none' || client.require_pkce !== false,
@@ -562,13 +620,13 @@ export class OpenIdProvider {
         url: (_ctx, interaction) => `${OIDC_PATHS.interaction}/${interaction.uid}`,
       },
       routes: {
-        authorization: '/oidc/auth',
+        authorization: OIDC_PATHS.authorization,
         token: '/oidc/token',
         userinfo: '/oidc/userinfo',
         jwks: OIDC_PATHS.jwks,
         revocation: '/oidc/token/revocation',
         introspection: '/oidc/token/introspection',
-        end_session: '/oidc/session/end',
+        end_session: OIDC_PATHS.endSession,
         pushed_authorization_request: '/oidc/request',
         backchannel_authentication: '/oidc/backchannel',
         code_verification: '/oidc/device',
@@ -585,13 +643,10 @@ export class OpenIdProvider {
       fetch: (url, options) => globalThis.fetch(url, { ...options, dispatcher: undefined } as RequestInit),
       async renderError(ctx, out) {
         ctx.type = 'html';
-        const error = escapeHtml(String(out.error));
-        const description = out.error_description
-          ? `<p>${escapeHtml(String(out.error_description))}</p>`
-          : '';
-        ctx.body = page(
-          'Sign-in error',
-          `<h1>This sign-in cannot continue</h1><p><code>${error}</code></p>${description}`,
+        ctx.body = errorPage(
+          'This sign-in cannot continue',
+          String(out.error),
+          out.error_description ? String(out.error_description) : undefined,
         );
       },
     };

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { Problem } from '../../platform/problem.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
-import { OIDC_PATHS, SILENT_PARAM } from './provider.js';
+import { END_SESSION_PARAMS, errorPage, OIDC_PATHS, overCap, SILENT_PARAM } from './provider.js';
 
 const BODY_LIMIT = 64 * 1024;
 const hide = { schema: { hide: true } } as const;
@@ -41,6 +41,25 @@ function presentedCredentials(request: FastifyRequest): PresentedCredentials | u
     if (clientId && secret) return { clientId, secret, method: 'client_secret_post' };
   }
   return undefined;
+}
+
+/** The browser endpoints: limited per address, a page for their refusals, POST taken as GET. */
+const BROWSER_ENDPOINTS = new Set<string>([OIDC_PATHS.authorization, OIDC_PATHS.endSession]);
+
+const isForm = (request: FastifyRequest) =>
+  request.headers['content-type']?.startsWith('application/x-www-form-urlencoded') ?? false;
+
+/** An HTML answer a person reads (the provider's error page): never cached, never framed. */
+function pageReply(reply: FastifyReply, status: number, html: string) {
+  return reply
+    .code(status)
+    .type('text/html; charset=utf-8')
+    .headers({
+      'cache-control': 'no-store',
+      'x-frame-options': 'DENY',
+      'content-security-policy': "frame-ancestors 'none'",
+    })
+    .send(html);
 }
 
 /**
@@ -91,15 +110,40 @@ export async function oidcRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
   }
 
   /**
+   * A POST to a browser endpoint (OIDC Core 3.1.2.1, RP-Initiated Logout 1.0 section 2) is sent
+   * back as the same request by GET: a 303 to the same path with the form as the query. The
+   * browser then arrives with its SameSite=Lax cookies, which a cross-site POST does not carry, so
+   * the library sees exactly what a GET gives it (docs/decisions.md, "POST to the authorization and
+   * end-session endpoints"). The form is parsed and encoded again, never copied into the header.
+   */
+  function asGet(request: FastifyRequest, reply: FastifyReply) {
+    // The route's own path, not the request's spelling of it (which may be percent-encoded).
+    const path = request.routeOptions.url ?? OIDC_PATHS.authorization;
+    if (typeof request.body !== 'string' || !isForm(request)) {
+      return pageReply(
+        reply,
+        400,
+        errorPage(
+          path === OIDC_PATHS.endSession ? 'This sign-out cannot continue' : 'This sign-in cannot continue',
+          'invalid_request',
+          'The request must be a form (application/x-www-form-urlencoded).',
+        ),
+      );
+    }
+    const query = new URLSearchParams(request.body).toString();
+    return reply.header('cache-control', 'no-store').redirect(query ? `${path}?${query}` : path, 303);
+  }
+
+  /**
    * `prompt=none` from a browser signed in at the hosted pages: the provider's own session may not
    * exist yet, so the request goes on as a silent interaction, which logs in from the hosted
    * session or answers login_required / consent_required, never a page. Without a hosted session
    * it stays as it is and the provider answers login_required.
    */
   async function authorize(request: FastifyRequest, reply: FastifyReply) {
+    if (request.method === 'POST') return asGet(request, reply);
     const [path, query = ''] = request.url.split('?');
-    const form =
-      typeof request.body === 'string' ? new URLSearchParams(request.body) : new URLSearchParams(query);
+    const form = new URLSearchParams(query);
     if (
       form.get('prompt') === 'none' &&
       !form.has(SILENT_PARAM) &&
@@ -107,11 +151,51 @@ export async function oidcRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
     ) {
       form.delete('prompt');
       form.set(SILENT_PARAM, '1');
-      if (typeof request.body === 'string') request.body = form.toString();
-      else return forward(request, reply, `${path}?${form.toString()}`);
+      return forward(request, reply, `${path}?${form.toString()}`);
     }
     return forward(request, reply);
   }
+
+  /**
+   * The library keeps an end-session request's `state` and `ui_locales` in its session, even for a
+   * browser it does not know, and has no hook to check them first: the caps are checked here
+   * (docs/oidc.md, "Limits"). The answer is a page, as the library's own refusals there are: the
+   * post_logout_redirect_uri is not yet checked, so nothing may be redirected to it.
+   */
+  function endSession(request: FastifyRequest, reply: FastifyReply) {
+    if (request.method === 'POST') return asGet(request, reply);
+    const query = new URLSearchParams(request.url.split('?')[1] ?? '');
+    const named = new Set<string>(END_SESSION_PARAMS);
+    const over = overCap([...query].filter(([name]) => named.has(name)));
+    if (over) {
+      return pageReply(reply, 400, errorPage('This sign-out cannot continue', 'invalid_request', over));
+    }
+    return forward(request, reply);
+  }
+
+  // The browser endpoints' refusals by the per-address limit are a page for the person in the
+  // browser, in the provider's style, not Problem Details: nothing else there answers JSON, and the
+  // app cannot be redirected to before its redirect_uri is checked. Everything else goes on to the
+  // service's own handler.
+  app.setErrorHandler((error, request, reply) => {
+    if (
+      error instanceof Problem &&
+      error.code === 'rate_limit.exceeded' &&
+      BROWSER_ENDPOINTS.has(request.routeOptions.url ?? '')
+    ) {
+      if (error.extra.headers) reply.headers(error.extra.headers);
+      return pageReply(
+        reply,
+        429,
+        errorPage(
+          'Too many sign-in requests',
+          'rate_limit.exceeded',
+          `Too many requests came from your network in a short time. Wait ${reply.getHeader('retry-after') ?? 'a minute'} seconds, then go back to the app and try again.`,
+        ),
+      );
+    }
+    throw error;
+  });
 
   const endpoint = { ...hide, bodyLimit: BODY_LIMIT };
   const limited = {
@@ -121,7 +205,24 @@ export async function oidcRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
   for (const path of OIDC_PATHS.clientAuthenticated) {
     app.route({ method: ['POST', 'OPTIONS'], url: path, ...limited, handler: (q, r) => forward(q, r) });
   }
-  app.route({ method: ['GET', 'POST'], url: '/oidc/auth', ...endpoint, handler: authorize });
+  // Every request here stores something for an hour or more (an interaction; a session), so each
+  // endpoint is limited per address, a POST counted like a GET (docs/oidc.md, "Limits"). HEAD is
+  // declared on the same route: the library answers it as a GET, and Fastify's own HEAD route
+  // would be counted apart.
+  const { oidcAuthorizations } = ctx.config.rateLimits;
+  const browser = { ...endpoint, method: ['GET', 'HEAD', 'POST'], exposeHeadRoute: false };
+  app.route({
+    ...browser,
+    url: OIDC_PATHS.authorization,
+    config: limitFor(oidcAuthorizations, 'oidc/authorization'),
+    handler: authorize,
+  });
+  app.route({
+    ...browser,
+    url: OIDC_PATHS.endSession,
+    config: limitFor(oidcAuthorizations, 'oidc/end-session'),
+    handler: endSession,
+  });
   app.route({
     method: ['GET', 'POST', 'OPTIONS'],
     url: '/oidc/*',
