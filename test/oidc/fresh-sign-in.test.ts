@@ -136,4 +136,19 @@ describe('OpenID Provider: a fresh sign-in asked for by the app', () => {
     expect(nextSid).toBeTypeOf('string');
     expect(nextSid).not.toBe(firstSid);
   });
+
+  it('forgets the sign-in pages once their interactions can no longer finish', async () => {
+    const db = f.t.ctx.database.db;
+    const pages = async () =>
+      (
+        await db
+          .selectFrom('oidc_sign_in_pages')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n;
+    expect(Number(await pages())).toBeGreaterThan(0);
+    f.t.clock.advance(3601);
+    await f.t.ctx.oidc.sweep();
+    expect(Number(await pages())).toBe(0);
+  });
 });
