@@ -54,6 +54,7 @@ async function startRp(port: number, issuer: string): Promise<Rp> {
           code_challenge_method: 'S256',
           state: state.state,
           nonce: state.nonce,
+          ...(url.searchParams.has('prompt') ? { prompt: url.searchParams.get('prompt') as string } : {}),
         });
         res.writeHead(302, { location: to.href }).end();
       } else if (url.pathname === '/callback') {
@@ -162,6 +163,21 @@ describe('an app signs a person in through the hosted pages', () => {
     await page.goto(`${rp.origin}/login`);
     await page.waitForURL(`${rp.origin}/callback?**`);
     expect(await page.locator('#sub').textContent()).toBe(person.identityId);
+  });
+
+  it('prompt=login shows the sign-in form to a signed-in person, and a sign-in made at once completes', async () => {
+    const before = rp.tokens?.claims()?.auth_time as number;
+    // A minute later; then no time passes on the service's clock between the form and the sign-in
+    // (a password manager's autofill).
+    t.clock.advance(60);
+    await page.goto(`${rp.origin}/login?prompt=login`);
+    await page.waitForURL(/\/account\/#\/authorize\//);
+    await expect.poll(() => page.locator('h1').textContent()).toBe('Sign in to continue to Partner Reports');
+    await signInOnHostedPage(page);
+    // The consent is remembered: straight back to the app, signed in by the new sign-in.
+    await page.waitForURL(`${rp.origin}/callback?**`);
+    expect(await page.locator('#sub').textContent()).toBe(person.identityId);
+    expect(rp.tokens?.claims()?.auth_time).toBe(before + 60);
   });
 
   it('RP-initiated logout ends the hosted session', async () => {

@@ -140,16 +140,24 @@ export async function hostedSignIn(
   person?: Person,
 ): Promise<{ person: Person; jar: CookieJar }> {
   const p = person ?? (await createPerson(f.t.ctx));
-  const grant = await signIn(f.t.app, p);
   const jar = new CookieJar();
+  await signInOnPage(f, jar, p);
+  return { person: p, jar };
+}
+
+/**
+ * What the hosted sign-in form does in the browser of `jar`: a password sign-in, its refresh token
+ * handed to the cookie (which ends the session the cookie named before).
+ */
+export async function signInOnPage(f: OidcFixture, jar: CookieJar, person: Person): Promise<void> {
+  const grant = await signIn(f.t.app, person);
   const res = await fetch(`${f.origin}/api/v1/browser-session`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', origin: f.origin },
+    headers: { 'content-type': 'application/json', origin: f.origin, cookie: jar.header() },
     body: JSON.stringify({ refreshToken: grant.refreshToken }),
   });
   if (res.status !== 201) throw new Error(`handover failed: ${res.status} ${await res.text()}`);
   jar.take(res);
-  return { person: p, jar };
 }
 
 export async function rpConfig(f: OidcFixture, c: { id: string; secret?: string }, post = false) {

@@ -98,6 +98,8 @@ interface RequestScope {
   cookie: string | undefined;
   hosted?: Promise<HostedSession | undefined>;
   verified?: { clientId: string; secret: string };
+  /** Provider sessions found in this request (by uid): the hosted session each stands for. */
+  standing: Map<string, string>;
 }
 
 export const ACR = {
@@ -183,6 +185,16 @@ export function overCap(params: Iterable<[string, unknown]>): string | undefined
     ? `the parameters are longer than ${PARAMETER_CAPS.total} bytes together`
     : undefined;
 }
+
+/** How long an interaction lives, in seconds (its sign-in page's record lives as long). */
+export const INTERACTION_TTL = 3600;
+
+/**
+ * The hosted session a provider session stands for, by id: a field of ours in the stored session
+ * (the library keeps only its own fields, so the adapter adds it at every save) and in the login
+ * result that opens it.
+ */
+const HOSTED_SESSION = 'x_hosted_session';
 
 const ORGANIZATION_SCOPE = 'organization';
 const ORGANIZATION_CLAIMS = ['org_id', 'org_name', 'org_slug', 'org_role', 'org_permissions'] as const;
@@ -273,6 +285,8 @@ export class OpenIdProvider {
   readonly #errors: Library['errors'];
   readonly #scope = new AsyncLocalStorage<RequestScope>();
   readonly #callback: (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+  /** The library's context of the request being handled (its static `Provider.ctx`). */
+  readonly #requestContext: () => KoaContextWithOIDC | undefined;
   /** What the provider is told a confidential client's secret is, unless this request proved it. */
   readonly #unguessable = randomBytes(48).toString('base64url');
 
@@ -285,6 +299,7 @@ export class OpenIdProvider {
     lib: Library,
   ) {
     this.#errors = lib.errors;
+    this.#requestContext = () => (lib.default as unknown as { ctx?: KoaContextWithOIDC }).ctx;
     this.provider = new lib.default(deps.config.publicOrigin, this.#configuration());
     // Behind the trusted proxies the service is told about, the scheme comes from X-Forwarded-Proto.
     this.provider.proxy = deps.config.trustProxy !== false;
@@ -302,7 +317,7 @@ export class OpenIdProvider {
 
   /** Hands one request to the provider, with the per-request scope its adapter reads. */
   handle(req: IncomingMessage, res: ServerResponse, verified?: RequestScope['verified']): Promise<void> {
-    const scope: RequestScope = { cookie: req.headers.cookie, verified };
+    const scope: RequestScope = { cookie: req.headers.cookie, verified, standing: new Map() };
     return this.#scope.run(scope, () => this.#callback(req, res));
   }
 
@@ -310,27 +325,56 @@ export class OpenIdProvider {
     return this.provider.interactionDetails(req, res);
   }
 
-  /** The URL the browser goes to next: the provider resumes the authorization with `result`. */
+  /**
+   * The URL the browser goes to next: the provider resumes the authorization with `result`. A
+   * consent carries along the login that came before it in the same authorization request (the
+   * library's last submission): without it the resume after the consent finds a requested
+   * prompt=login unresolved and sends the person to sign in again, and again.
+   */
   async interactionResult(
     req: IncomingMessage,
     res: ServerResponse,
     result: InteractionResults,
   ): Promise<string> {
-    return this.provider.interactionResult(req, res, result, { mergeWithLastSubmission: false });
+    return this.provider.interactionResult(req, res, result, {
+      mergeWithLastSubmission: result.consent !== undefined,
+    });
   }
 
-  /** Logs the hosted session in: the provider's own session follows the service's. */
-  loginResult(hosted: HostedSession): InteractionResults {
+  /**
+   * Logs the hosted session in and answers the URL the browser goes to next: the provider's own
+   * session follows the service's. When the interaction began in a provider session that stands
+   * for another hosted session (prompt=login, max_age: the person signed in again, which ended the
+   * old one), the interaction lets go of that session, as the library does itself when the account
+   * changes: the old session is no longer found, and the authorization resumes in a new one
+   * standing for this hosted session.
+   */
+  async logIn(
+    req: IncomingMessage,
+    res: ServerResponse,
+    interaction: Interaction,
+    hosted: HostedSession,
+  ): Promise<string> {
+    const origin = interaction.session?.uid;
+    if (origin) {
+      const stored = await this.deps.store.findByUid('Session', origin);
+      if (stored?.[HOSTED_SESSION] !== hosted.sessionId) {
+        delete (interaction.session as { uid?: string }).uid;
+        // The library's own expiry, on its own (real) clock, kept as it was.
+        await interaction.save((interaction.exp ?? 0) - Math.floor(Date.now() / 1000));
+      }
+    }
     const { amr, acr } = authenticationOf(hosted.method);
-    return {
+    return this.interactionResult(req, res, {
       login: {
         accountId: hosted.identityId,
         ts: Math.floor(hosted.signedInAt.getTime() / 1000),
         amr,
         acr,
         remember: true,
+        [HOSTED_SESSION]: hosted.sessionId,
       },
-    };
+    });
   }
 
   /**
@@ -407,7 +451,9 @@ export class OpenIdProvider {
       constructor(readonly name: string) {}
 
       async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
-        await store.upsert(this.name, id, payload as Record<string, unknown>, expiresIn);
+        const stored = payload as Record<string, unknown>;
+        if (this.name === 'Session' && stored.accountId) stored[HOSTED_SESSION] = self.#standsFor(stored);
+        await store.upsert(this.name, id, stored, expiresIn);
       }
 
       async find(id: string): Promise<AdapterPayload | undefined> {
@@ -450,16 +496,33 @@ export class OpenIdProvider {
 
   /**
    * The provider's session stands for one hosted session: it is found only while the browser's
-   * hosted cookie names a live session of the same identity opened at the same second.
+   * hosted cookie names that very session, live. By id, not by the second it was opened: another
+   * sign-in of the same identity within that second is another session (its amr and acr may
+   * differ), and is never taken for this one.
    */
   async #sessionStillHosted(payload: Record<string, unknown>): Promise<boolean> {
     if (!payload.accountId) return true;
     const hosted = await this.#hosted();
-    return (
+    const found =
       hosted !== undefined &&
       hosted.identityId === payload.accountId &&
-      Math.floor(hosted.signedInAt.getTime() / 1000) === payload.loginTs
-    );
+      hosted.sessionId === payload[HOSTED_SESSION];
+    if (found && typeof payload.uid === 'string')
+      this.#scopeOf()?.standing.set(payload.uid, hosted.sessionId);
+    return found;
+  }
+
+  /**
+   * The hosted session a provider session being saved stands for: the one the login result this
+   * request resumes with was made from, or else the one it was found standing for in this request.
+   * None otherwise: such a session is never found again.
+   */
+  #standsFor(payload: Record<string, unknown>): string | undefined {
+    const login = this.#requestContext()?.oidc?.result?.login;
+    if (login && login.accountId === payload.accountId && typeof login[HOSTED_SESSION] === 'string') {
+      return login[HOSTED_SESSION];
+    }
+    return typeof payload.uid === 'string' ? this.#scopeOf()?.standing.get(payload.uid) : undefined;
   }
 
   async #clientMetadata(clientId: string): Promise<AdapterPayload | undefined> {
@@ -603,7 +666,7 @@ export class OpenIdProvider {
         AuthorizationCode: 60,
         ClientCredentials: config.lifetimes.accessToken,
         IdToken: config.oidc.idTokenTtl,
-        Interaction: 3600,
+        Interaction: INTERACTION_TTL,
         Session: config.lifetimes.session,
         Grant: Math.max(config.lifetimes.session, config.oidc.offlineTtl),
         // A session-bound refresh token lives no longer than its session (the grant's link ends it

@@ -5,7 +5,8 @@ import type { DB } from '../../platform/db/schema.js';
 /*
  * The OpenID Provider's tables (migrations/0014_openid_provider.sql): what oidc-provider stores,
  * the link from each grant to one of the service's sessions, remembered consent, clients registered
- * through the admin API, and the provider's sealed signing keys.
+ * through the admin API, the provider's sealed signing keys, and the hosted sign-in page each
+ * interaction was sent to (migrations/0021_oidc_sign_in_pages.sql).
  */
 
 export interface StoredPayload {
@@ -168,7 +169,39 @@ export async function deleteGrantPayloads(db: Executor, grantId: string): Promis
 
 export async function sweepExpiredPayloads(db: Executor, now: Date): Promise<number> {
   const r = await db.deleteFrom('oidc_payloads').where('expires_at', '<=', now).executeTakeFirst();
+  await db.deleteFrom('oidc_sign_in_pages').where('expires_at', '<=', now).execute();
   return Number(r.numDeletedRows);
+}
+
+/** The hosted sign-in page an interaction first sent the browser to (migrations/0021). */
+export interface SignInPage {
+  /** The hosted session the browser held then; null when it held none. */
+  heldSessionId: string | null;
+  shownAt: Date;
+}
+
+/** Records the first time only: a page shown again keeps what the browser held the first time. */
+export async function recordSignInPage(
+  db: Executor,
+  uid: string,
+  page: SignInPage,
+  expiresAt: Date,
+): Promise<void> {
+  await db
+    .insertInto('oidc_sign_in_pages')
+    .values({ uid, held_session_id: page.heldSessionId, shown_at: page.shownAt, expires_at: expiresAt })
+    .onConflict((oc) => oc.column('uid').doNothing())
+    .execute();
+}
+
+export async function signInPageOf(db: Executor, uid: string, now: Date): Promise<SignInPage | undefined> {
+  const row = await db
+    .selectFrom('oidc_sign_in_pages')
+    .select(['held_session_id as heldSessionId', 'shown_at as shownAt'])
+    .where('uid', '=', uid)
+    .where('expires_at', '>', now)
+    .executeTakeFirst();
+  return row ? { heldSessionId: row.heldSessionId, shownAt: new Date(row.shownAt) } : undefined;
 }
 
 export interface GrantLink {

@@ -16,6 +16,7 @@ import { lockKeyCreation } from '../sessions/repository.js';
 import { storedClient } from './clients.js';
 import {
   type HostedSession,
+  INTERACTION_TTL,
   type OidcProviderDeps,
   OpenIdProvider,
   type RegisteredClient,
@@ -85,9 +86,16 @@ export class OidcService {
       log: deps.log,
       store: {
         upsert: async (kind, id, payload, expiresIn) => {
-          // A grant is stored under its own id as its grant: it lives exactly as its tokens do.
+          // A grant is stored under its own id as its grant: it lives exactly as its tokens do. An
+          // interaction is not one of its grant's tokens: a new sign-in for it (prompt=login) ends
+          // the hosted session that grant hangs off, and the interaction must survive that to
+          // finish (a new grant is made for it, provider.ts's grant).
           const grantId =
-            kind === 'Grant' ? id : typeof payload.grantId === 'string' ? payload.grantId : null;
+            kind === 'Grant'
+              ? id
+              : kind !== 'Interaction' && typeof payload.grantId === 'string'
+                ? payload.grantId
+                : null;
           await repo.upsertPayload(db, {
             kind,
             id,
@@ -266,20 +274,28 @@ export class OidcService {
 
   /**
    * The next step of an interaction. Login: the hosted session, when there is one fresh enough for
-   * the request, logs the provider in at once; otherwise the hosted sign-in page. Consent: granted
-   * at once for a first-party client or a remembered consent that covers the request; otherwise
-   * the consent page.
+   * the request, logs the provider in at once; otherwise the hosted sign-in page (recorded the
+   * first time, with the hosted session the browser then held). Consent: granted at once for a
+   * first-party client or a remembered consent that covers the request; otherwise the consent page.
    */
   async nextStep(req: IncomingMessage, res: ServerResponse, uiPath: string): Promise<InteractionStep> {
     const interaction = await this.provider.interactionDetails(req, res);
     const hosted = await this.hostedSession(req.headers.cookie);
     const uid = interaction.uid;
     const silent = interaction.params[SILENT_PARAM] !== undefined;
+    const db = this.deps.database.db;
     if (interaction.prompt.name === 'login') {
-      if (hosted && this.freshEnough(interaction, hosted)) {
-        return this.#finish(req, res, this.provider.loginResult(hosted));
+      const now = this.deps.clock.now();
+      if (hosted && this.freshEnough(interaction, hosted, await repo.signInPageOf(db, uid, now))) {
+        return { kind: 'redirect', to: await this.provider.logIn(req, res, interaction, hosted) };
       }
       if (silent) return this.#finish(req, res, { error: 'login_required', error_description: 'no session' });
+      await repo.recordSignInPage(
+        db,
+        uid,
+        { heldSessionId: hosted?.sessionId ?? null, shownAt: now },
+        new Date(now.getTime() + INTERACTION_TTL * 1000),
+      );
       return { kind: 'page', to: `${uiPath}#/authorize/${uid}` };
     }
     if (interaction.prompt.name === 'consent') {
@@ -303,21 +319,28 @@ export class OidcService {
     return this.#finish(req, res, { error: 'access_denied', error_description: 'unsupported prompt' });
   }
 
-  /** Whether the hosted session satisfies `prompt=login` and `max_age` of this request. */
-  freshEnough(interaction: Interaction, hosted: HostedSession): boolean {
-    const started = (interaction.iat ?? 0) * 1000;
+  /**
+   * Whether the hosted session satisfies `prompt=login` and `max_age` of this request (docs/oidc.md,
+   * "Sign-in and consent"). A sign-in made for this interaction satisfies both: one opened at or
+   * after its sign-in page was first shown, into a session other than the one the browser held
+   * then. Both times are the database's, to the millisecond; the session is compared by id, so a
+   * sign-in made at the very instant the page was shown still counts and the session the browser
+   * already held never does, whatever the clock says. The provider's whole-second times (the
+   * interaction's iat, auth_time) cannot tell these apart.
+   */
+  freshEnough(interaction: Interaction, hosted: HostedSession, page: repo.SignInPage | undefined): boolean {
+    const madeHere =
+      page !== undefined &&
+      hosted.sessionId !== page.heldSessionId &&
+      hosted.signedInAt.getTime() >= page.shownAt.getTime();
+    if (madeHere) return true;
+    // prompt=login: only a sign-in made for this request, never one the browser came with.
     const prompts = String(interaction.params.prompt ?? '').split(' ');
-    // prompt=login needs a sign-in made after the request. The interaction's start is known to the
-    // second only (iat), so a sign-in within that same second may have come just before it: it
-    // does not count, and the person is shown the sign-in page (nobody signs in within a second
-    // of being sent there).
-    if (prompts.includes('login') && hosted.signedInAt.getTime() < started + 1000) return false;
+    if (prompts.includes('login')) return false;
     const maxAge = interaction.params.max_age;
-    if (maxAge !== undefined) {
-      const age = (Date.now() - hosted.signedInAt.getTime()) / 1000;
-      if (age > Number(maxAge)) return false;
-    }
-    return true;
+    if (maxAge === undefined) return true;
+    // Strictly younger, so max_age=0 asks for a sign-in made here even on a clock that stood still.
+    return this.deps.clock.now().getTime() - hosted.signedInAt.getTime() < Number(maxAge) * 1000;
   }
 
   /** For the hosted pages: what the interaction asks, to draw the sign-in or consent page. */

@@ -152,6 +152,13 @@ export interface OidcSigningKeys {
   sealed_private_jwk: string;
 }
 
+export interface OidcSignInPages {
+  expires_at: Timestamp;
+  held_session_id: string | null;
+  shown_at: Timestamp;
+  uid: string;
+}
+
 export interface OrganizationInvitations {
   accepted_at: Timestamp | null;
   accepted_by: string | null;
@@ -385,6 +392,7 @@ export interface DB {
   oidc_consents: OidcConsents;
   oidc_grants: OidcGrants;
   oidc_payloads: OidcPayloads;
+  oidc_sign_in_pages: OidcSignInPages;
   oidc_signing_keys: OidcSigningKeys;
   organization_invitations: OrganizationInvitations;
   organization_memberships: OrganizationMemberships;
