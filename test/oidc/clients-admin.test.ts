@@ -95,6 +95,25 @@ describe('creating a client', () => {
     expect(r.json().access_token).toBeTypeOf('string');
   });
 
+  it('a made secret survives form encoding: curl -u (sent as it is), encoded Basic and the body all work', async () => {
+    const { body } = await create();
+    const secret: string = body.client_secret;
+    // 256 bits, base64url: nothing that RFC 6749's form encoding would change (no "+", "/", "=", "%").
+    expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(encodeURIComponent(secret)).toBe(secret);
+    const raw = Buffer.from(`${body.client_id}:${secret}`).toString('base64'); // what curl -u sends
+    const asCurl = await t.app.inject({
+      method: 'POST',
+      url: '/oidc/token',
+      headers: { authorization: `Basic ${raw}`, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: 'grant_type=client_credentials',
+    });
+    expect(asCurl.statusCode, asCurl.body).toBe(200);
+    expect((await clientCredentials(t.app, body.client_id, secret)).statusCode).toBe(200);
+    const read = await call('GET', `/oidc-clients/${body.client_id}`);
+    expect(read.body).not.toContain(secret);
+  });
+
   it('a public client gets no secret', async () => {
     const { body } = await create({
       token_endpoint_auth_method: 'none',
