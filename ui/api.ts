@@ -331,7 +331,16 @@ export const organizations = {
 export interface InteractionDetails {
   uid: string;
   prompt: 'login' | 'consent';
-  client: { clientId: string; name: string; firstParty: boolean };
+  client: {
+    clientId: string;
+    name: string;
+    firstParty: boolean;
+    /** Only when the page's CSP lets it load (docs/oidc.md, "Sign-in and consent"). */
+    logoUri: string | null;
+    clientUri: string | null;
+    policyUri: string | null;
+    tosUri: string | null;
+  };
   scopes: string[];
   freshSignIn: boolean;
 }

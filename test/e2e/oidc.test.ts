@@ -73,6 +73,12 @@ async function startRp(port: number, issuer: string): Promise<Rp> {
           post_logout_redirect_uri: `${self.origin}/signed-out`,
         });
         res.writeHead(302, { location: to.href }).end();
+      } else if (url.pathname === '/logo.svg') {
+        res
+          .writeHead(200, { 'content-type': 'image/svg+xml' })
+          .end(
+            '<svg xmlns="http://www.w3.org/2000/svg" width="40" height="40"><rect width="40" height="40"/></svg>',
+          );
       } else if (url.pathname === '/signed-out') {
         res.writeHead(200, { 'content-type': 'text/html' }).end('<h1>Signed out of the RP</h1>');
       } else if (url.pathname === '/backchannel' && req.method === 'POST') {
@@ -114,6 +120,12 @@ beforeAll(async () => {
           post_logout_redirect_uris: [`${rpOrigin}/signed-out`],
           grant_types: ['authorization_code', 'refresh_token'],
           backchannel_logout_uri: `${rpOrigin}/backchannel`,
+          // Display metadata (RFC 7591): the logo from the RP's own origin, which the pages' CSP
+          // then allows, and the links the consent page shows.
+          logo_uri: `${rpOrigin}/logo.svg`,
+          client_uri: `${rpOrigin}/`,
+          policy_uri: `${rpOrigin}/privacy`,
+          tos_uri: `${rpOrigin}/terms`,
         },
       ]),
     },
@@ -145,6 +157,25 @@ describe('an app signs a person in through the hosted pages', () => {
     await signInOnHostedPage(page);
     await page.waitForURL(/\/account\/#\/consent\//);
     await expect.poll(() => page.locator('#scopes').textContent()).toContain('Your email address');
+    // The client's logo is loaded (the CSP let it through) and its links open apart, safely.
+    const logo = page.locator('#client-logo');
+    expect(await logo.getAttribute('src')).toBe(`${rp.origin}/logo.svg`);
+    await expect
+      .poll(() =>
+        logo.evaluate((img) => (img as HTMLImageElement).complete && (img as HTMLImageElement).naturalWidth),
+      )
+      .toBe(40);
+    for (const [id, path, text] of [
+      ['client-uri', '/', 'Website'],
+      ['policy-uri', '/privacy', 'Privacy policy'],
+      ['tos-uri', '/terms', 'Terms of service'],
+    ]) {
+      const link = page.locator(`#${id}`);
+      expect(await link.getAttribute('href')).toBe(`${rp.origin}${path}`);
+      expect(await link.getAttribute('rel')).toBe('noopener noreferrer');
+      expect(await link.getAttribute('target')).toBe('_blank');
+      expect(await link.textContent()).toContain(text);
+    }
     await page.getByRole('button', { name: 'Allow' }).click();
     await page.waitForURL(`${rp.origin}/callback?**`);
     expect(await page.locator('#sub').textContent()).toBe(person.identityId);

@@ -1,3 +1,4 @@
+import { exportJWK, generateKeyPair } from 'jose';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyChain } from '../../src/platform/audit/audit.js';
@@ -95,6 +96,25 @@ describe('creating a client', () => {
     expect(r.json().access_token).toBeTypeOf('string');
   });
 
+  it('a made secret survives form encoding: curl -u (sent as it is), encoded Basic and the body all work', async () => {
+    const { body } = await create();
+    const secret: string = body.client_secret;
+    // 256 bits, base64url: nothing that RFC 6749's form encoding would change (no "+", "/", "=", "%").
+    expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(encodeURIComponent(secret)).toBe(secret);
+    const raw = Buffer.from(`${body.client_id}:${secret}`).toString('base64'); // what curl -u sends
+    const asCurl = await t.app.inject({
+      method: 'POST',
+      url: '/oidc/token',
+      headers: { authorization: `Basic ${raw}`, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: 'grant_type=client_credentials',
+    });
+    expect(asCurl.statusCode, asCurl.body).toBe(200);
+    expect((await clientCredentials(t.app, body.client_id, secret)).statusCode).toBe(200);
+    const read = await call('GET', `/oidc-clients/${body.client_id}`);
+    expect(read.body).not.toContain(secret);
+  });
+
   it('a public client gets no secret', async () => {
     const { body } = await create({
       token_endpoint_auth_method: 'none',
@@ -132,7 +152,7 @@ describe('creating a client', () => {
       payload: newClient({ token_endpoint_auth_method: 'none' }),
     });
     expect(publicCc.statusCode).toBe(422);
-    for (const extra of [{ client_secret: 'x'.repeat(40) }, { logo_uri: 'https://x.example/logo.png' }]) {
+    for (const extra of [{ client_secret: 'x'.repeat(40) }, { software_statement: 'eyJ.x.y' }]) {
       const r = await call('POST', '/oidc-clients', { payload: newClient(extra) });
       expect(r.statusCode).toBe(400);
       expect(r.json().code).toBe('validation.failed');
@@ -299,6 +319,75 @@ describe('changing a client', () => {
       headers: { 'if-match': '*' },
     });
     expect(missing.statusCode).toBe(404);
+  });
+});
+
+describe('RFC 7591 metadata through the admin API', () => {
+  const RICH = {
+    response_types: ['code'],
+    logo_uri: 'https://cdn.reports.example/logo.png',
+    client_uri: 'https://reports.example/',
+    policy_uri: 'https://reports.example/privacy',
+    tos_uri: 'https://reports.example/terms',
+    contacts: ['ops@reports.example'],
+    scope: 'openid email',
+    default_max_age: 900,
+    require_auth_time: true,
+    userinfo_signed_response_alg: 'EdDSA',
+  };
+
+  it('stores what checkOidcClient accepts, reads it back alike, and null removes an optional field', async () => {
+    const { body, etag } = await create(RICH);
+    expect(body).toMatchObject({ ...RICH, jwks: null, jwks_uri: null });
+    const read = await call('GET', `/oidc-clients/${body.client_id}`);
+    const { client_secret: _secret, ...withoutSecret } = body;
+    expect(read.json().data).toEqual(withoutSecret);
+    const changed = await call('PATCH', `/oidc-clients/${body.client_id}`, {
+      payload: { logo_uri: null, scope: null, default_max_age: 1200 },
+      headers: { 'if-match': etag },
+    });
+    expect(changed.statusCode, changed.body).toBe(200);
+    expect(changed.json().data).toMatchObject({ logo_uri: null, scope: null, default_max_age: 1200 });
+    expect(changed.json().data.policy_uri).toBe(RICH.policy_uri);
+  });
+
+  it('refuses inconsistent metadata with 422 naming the field', async () => {
+    for (const [over, field] of [
+      [{ grant_types: ['client_credentials'], response_types: ['code'] }, 'response_types'],
+      [{ scope: 'openid admin' }, 'scope'],
+      [{ logo_uri: 'javascript:alert(1)' }, 'logo_uri'],
+      [{ jwks_uri: 'https://reports.example/jwks.json' }, 'jwks_uri'],
+      [{ token_endpoint_auth_method: 'private_key_jwt' }, 'token_endpoint_auth_method'],
+    ] as const) {
+      const r = await call('POST', '/oidc-clients', { payload: newClient(over) });
+      expect(r.statusCode, JSON.stringify(over)).toBe(422);
+      expect(r.json().errors[0].field, JSON.stringify(over)).toBe(field);
+    }
+  });
+
+  it('a private_key_jwt client gets no secret, keeps its keys, and cannot turn into a secret client', async () => {
+    const { publicKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519' });
+    const jwks = { keys: [await exportJWK(publicKey)] };
+    const { body, etag } = await create({
+      token_endpoint_auth_method: 'private_key_jwt',
+      jwks,
+      grant_types: ['client_credentials'],
+      redirect_uris: [],
+    });
+    expect(body.client_secret).toBeNull();
+    expect(body.jwks).toEqual(jwks);
+    expect(body.response_types).toEqual([]);
+    const row = await sql<{ secret_hash: string | null }>`
+      SELECT secret_hash FROM oidc_clients WHERE client_id = ${body.client_id}`.execute(t.ctx.database.db);
+    expect(row.rows[0].secret_hash).toBeNull();
+    const turned = await call('PATCH', `/oidc-clients/${body.client_id}`, {
+      payload: { token_endpoint_auth_method: 'client_secret_basic', jwks: null },
+      headers: { 'if-match': etag },
+    });
+    expect(turned.statusCode).toBe(422);
+    expect(turned.json().errors[0].field).toBe('token_endpoint_auth_method');
+    const rotated = await call('POST', `/oidc-clients/${body.client_id}/secret-rotations`);
+    expect(rotated.statusCode).toBe(422);
   });
 });
 

@@ -113,6 +113,12 @@ const INVALID: Array<[string, Record<string, string>, string]> = [
   ],
 ];
 
+const SECRET_CLIENT = {
+  client_id: 'app',
+  client_secret: 'x'.repeat(32),
+  redirect_uris: ['https://a.example/cb'],
+};
+
 describe('OIDC_CLIENTS', () => {
   const env = (clients: unknown[]) => ({
     SECRETS_KEY: key(),
@@ -155,6 +161,79 @@ describe('OIDC_CLIENTS', () => {
       'entry "app" has an unknown field "extra"',
     ],
     [{ client_secret: 'x'.repeat(32) }, 'entry #1 needs a client_id'],
+    // RFC 7591 metadata: accepted, and checked against the rest of the entry.
+    [
+      { ...SECRET_CLIENT, grant_types: ['client_credentials'], response_types: ['code'] },
+      'entry "app" response_types ["code"] needs authorization_code in grant_types',
+    ],
+    [
+      { ...SECRET_CLIENT, response_types: [] },
+      'entry "app" grant_types authorization_code needs response_types ["code"]',
+    ],
+    [
+      { ...SECRET_CLIENT, response_types: ['code id_token'] },
+      'entry "app" response_types may hold only "code"',
+    ],
+    [
+      {
+        client_id: 'app',
+        token_endpoint_auth_method: 'private_key_jwt',
+        grant_types: ['client_credentials'],
+      },
+      'entry "app" token_endpoint_auth_method private_key_jwt needs jwks or jwks_uri',
+    ],
+    [
+      { ...SECRET_CLIENT, jwks_uri: 'https://a.example/jwks.json' },
+      'entry "app" jwks_uri is used only with token_endpoint_auth_method private_key_jwt',
+    ],
+    [
+      {
+        client_id: 'app',
+        token_endpoint_auth_method: 'private_key_jwt',
+        grant_types: ['client_credentials'],
+        jwks: { keys: [{ kty: 'OKP', crv: 'Ed25519', x: 'A'.repeat(43), d: 'B'.repeat(43) }] },
+      },
+      'entry "app" jwks key #1 holds a private member "d"',
+    ],
+    [
+      {
+        client_id: 'app',
+        token_endpoint_auth_method: 'private_key_jwt',
+        client_secret: 'x'.repeat(32),
+        jwks_uri: 'https://a.example/jwks.json',
+        grant_types: ['client_credentials'],
+      },
+      'entry "app" authenticates with private_key_jwt and cannot have a client_secret',
+    ],
+    [
+      { ...SECRET_CLIENT, id_token_signed_response_alg: 'HS256' },
+      'entry "app" id_token_signed_response_alg "HS256" is not enabled here (RS256 or EdDSA)',
+    ],
+    [
+      { ...SECRET_CLIENT, userinfo_signed_response_alg: 'ES256' },
+      'entry "app" userinfo_signed_response_alg "ES256" is not enabled here',
+    ],
+    [
+      { ...SECRET_CLIENT, scope: 'openid admin' },
+      'entry "app" scope "admin" is not a scope of this provider',
+    ],
+    [
+      { ...SECRET_CLIENT, default_max_age: 0 },
+      'entry "app" default_max_age must be a whole number of seconds',
+    ],
+    [
+      { ...SECRET_CLIENT, logo_uri: 'javascript:alert(1)' },
+      'entry "app" logo_uri must be an absolute https URL',
+    ],
+    [
+      { ...SECRET_CLIENT, tos_uri: 'http://a.example/terms' },
+      'entry "app" tos_uri must be an absolute https URL',
+    ],
+    [{ ...SECRET_CLIENT, contacts: 'ops@a.example' }, 'entry "app" contacts must be an array'],
+    [
+      { ...SECRET_CLIENT, software_statement: 'eyJ.x.y' },
+      'entry "app" has an unknown field "software_statement"',
+    ],
   ])('refuses %j with one line naming the entry', (entry, words) => {
     let error: unknown;
     try {
@@ -166,6 +245,56 @@ describe('OIDC_CLIENTS', () => {
     expect((error as ConfigError).variable).toBe('OIDC_CLIENTS');
     expect((error as Error).message).toContain(words);
     expect((error as Error).message).not.toContain('\n');
+  });
+
+  it('accepts the RFC 7591 and OpenID Connect Registration names that mean something here', () => {
+    const config = loadConfig(
+      env([
+        {
+          ...SECRET_CLIENT,
+          client_name: 'App',
+          response_types: ['code'],
+          grant_types: ['authorization_code', 'refresh_token'],
+          logo_uri: 'https://cdn.a.example/logo.png',
+          client_uri: 'https://a.example/',
+          policy_uri: 'https://a.example/privacy',
+          tos_uri: 'https://a.example/terms',
+          contacts: ['ops@a.example'],
+          scope: 'openid email email',
+          default_max_age: 3600,
+          require_auth_time: true,
+          id_token_signed_response_alg: 'EdDSA',
+          userinfo_signed_response_alg: 'RS256',
+        },
+        {
+          client_id: 'job',
+          token_endpoint_auth_method: 'private_key_jwt',
+          jwks_uri: 'https://job.example/jwks.json',
+          grant_types: ['client_credentials'],
+          response_types: [],
+        },
+      ]),
+    );
+    const [app, job] = config.oidc.clients;
+    expect(app).toMatchObject({
+      responseTypes: ['code'],
+      logoUri: 'https://cdn.a.example/logo.png',
+      clientUri: 'https://a.example/',
+      policyUri: 'https://a.example/privacy',
+      tosUri: 'https://a.example/terms',
+      contacts: ['ops@a.example'],
+      scope: 'openid email',
+      defaultMaxAge: 3600,
+      requireAuthTime: true,
+      idTokenSignedResponseAlg: 'EdDSA',
+      userinfoSignedResponseAlg: 'RS256',
+    });
+    expect(job).toMatchObject({
+      tokenEndpointAuthMethod: 'private_key_jwt',
+      jwksUri: 'https://job.example/jwks.json',
+      responseTypes: [],
+    });
+    expect(job.clientSecret).toBeUndefined();
   });
 
   it('refuses a repeated client_id and accepts a valid list', () => {

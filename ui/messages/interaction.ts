@@ -23,6 +23,11 @@ export const t = messages(
     'consent.trust': 'Allow only if you trust {name}.',
     'consent.allow': 'Allow',
     'consent.cancel': 'Cancel',
+    'consent.about': 'About {name}:',
+    'consent.website': 'Website',
+    'consent.policy': 'Privacy policy',
+    'consent.terms': 'Terms of service',
+    'consent.opens': '(opens in a new tab)',
   },
   {
     'scope.openid': 'Confirmer qui vous êtes',
@@ -45,6 +50,11 @@ export const t = messages(
     'consent.trust': 'N’autorisez que si vous faites confiance à {name}.',
     'consent.allow': 'Autoriser',
     'consent.cancel': 'Annuler',
+    'consent.about': 'À propos de {name} :',
+    'consent.website': 'Site web',
+    'consent.policy': 'Politique de confidentialité',
+    'consent.terms': 'Conditions d’utilisation',
+    'consent.opens': '(s’ouvre dans un nouvel onglet)',
   },
 );
 

@@ -54,6 +54,59 @@ async function load(uid: string): Promise<Details | PageContent> {
 const isDetails = (v: Details | PageContent): v is Details => 'uid' in v;
 
 /**
+ * A URL of the client's metadata, when safe to put in the page: https, or http on a loopback host
+ * (the service refuses any other at registration; checked again here, so a javascript: or data:
+ * URL can never become a link or an image source).
+ */
+function safeUrl(value: string | null | undefined): string | null {
+  if (!value) return null;
+  try {
+    const url = new URL(value);
+    if (url.protocol === 'https:') return url.href;
+    if (url.protocol === 'http:' && ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname))
+      return url.href;
+  } catch {
+    // not a URL: nothing shown
+  }
+  return null;
+}
+
+/** The client's home page, privacy policy and terms, as links that open apart from the consent. */
+function clientLinks(details: Details, name: string): HTMLElement | null {
+  const links = (
+    [
+      ['client-uri', details.client.clientUri, t('consent.website')],
+      ['policy-uri', details.client.policyUri, t('consent.policy')],
+      ['tos-uri', details.client.tosUri, t('consent.terms')],
+    ] as const
+  ).flatMap(([id, uri, text]) => {
+    const href = safeUrl(uri);
+    return href
+      ? [
+          h(
+            'li',
+            null,
+            // noopener: the client's page gets no handle on this one; no referrer names the interaction.
+            h(
+              'a',
+              { id, href, target: '_blank', rel: 'noopener noreferrer' },
+              text,
+              h('span', { class: 'visually-hidden' }, ` ${t('consent.opens')}`),
+            ),
+          ),
+        ]
+      : [];
+  });
+  if (links.length === 0) return null;
+  return h(
+    'div',
+    { class: 'client-links' },
+    h('p', { class: 'hint' }, t('consent.about', { name })),
+    h('ul', { class: 'links' }, links),
+  );
+}
+
+/**
  * #/authorize/<uid>: the sign-in an application asked for. Already signed in (and no fresh sign-in
  * asked for), the window goes straight back to the provider; otherwise the normal sign-in forms,
  * whose completion (second step included) goes back to the provider too. A fresh sign-in replaces
@@ -93,18 +146,24 @@ export async function consentPage(uid: string): Promise<PageContent> {
   const allow = actionButton(t('consent.allow'), alert, answer('allow'), 'primary');
   const cancel = actionButton(t('consent.cancel'), alert, answer('deny'), 'secondary');
   const scopes = [...new Set(details.scopes)];
+  const logo = safeUrl(details.client.logoUri);
   return {
     title: t('consent.title', { name }),
     body: [
       h(
         'section',
         { class: 'card', 'aria-labelledby': 'consent-title' },
+        logo
+          ? // Decorative: the name beside it says what it would.
+            h('img', { class: 'client-logo', id: 'client-logo', src: logo, alt: '' })
+          : null,
         h('h2', { id: 'consent-title' }, t('consent.asks', { name })),
         h(
           'ul',
           { class: 'items', id: 'scopes' },
           scopes.map((scope) => h('li', null, scopeWords(scope))),
         ),
+        clientLinks(details, name),
         details.client.firstParty ? null : h('p', { class: 'hint' }, t('consent.trust', { name })),
         alert,
         h('div', { class: 'actions' }, allow, cancel),

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { BrandConfig, CodeFormat } from '../../config.js';
+import { type BrandConfig, type CodeFormat, pageImageOrigins } from '../../config.js';
 import type { AppContext } from '../../context.js';
 import type { Theme, ThemeColours } from '../../platform/colour.js';
 import { type Asset, asset, bundleUi } from './bundle.js';
@@ -7,7 +7,8 @@ import { type Asset, asset, bundleUi } from './bundle.js';
 /**
  * The page runs only its own script and style sheets and talks only to its own origin: no inline
  * code, no third party, never framed. img-src 'self' is for the icon (the QR code is an SVG built
- * with DOM calls, not an image), plus exactly the origin of the brand's logo when it is elsewhere.
+ * with DOM calls, not an image), plus exactly the origins of the brand's logo and of the OIDC_CLIENTS
+ * logos shown on the consent page, when they are elsewhere (pageImageOrigins).
  */
 export function contentSecurityPolicy(imageOrigins: readonly string[] = []): string {
   return [
@@ -112,12 +113,7 @@ export const accountUiRoutes: FastifyPluginAsync<{ ctx: AppContext; api: string 
   if (!ui) return;
   const { brand } = opts.ctx.config;
   const bundle = await bundleUi();
-  const logoOrigin = brand.logoUrl ? new URL(brand.logoUrl).origin : null;
-  const headers = securityHeaders(
-    contentSecurityPolicy(
-      logoOrigin && logoOrigin !== new URL(opts.ctx.config.publicOrigin).origin ? [logoOrigin] : [],
-    ),
-  );
+  const headers = securityHeaders(contentSecurityPolicy(pageImageOrigins(opts.ctx.config)));
   const settings: UiSettings = {
     api: opts.api,
     passkeyRpId: opts.ctx.config.webauthn?.rpId ?? null,

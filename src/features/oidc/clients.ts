@@ -1,4 +1,4 @@
-import { checkOidcClient, type OidcClientConfig } from '../../config.js';
+import { checkOidcClient, type OidcClientConfig, SECRET_AUTH_METHODS } from '../../config.js';
 import type { AuditEvent, AuditLog } from '../../platform/audit/audit.js';
 import type { Clock } from '../../platform/clock.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
@@ -22,11 +22,44 @@ const METADATA_KEYS = [
   'redirect_uris',
   'post_logout_redirect_uris',
   'grant_types',
+  'response_types',
   'token_endpoint_auth_method',
   'backchannel_logout_uri',
   'require_pkce',
   'id_token_signed_response_alg',
+  'userinfo_signed_response_alg',
+  'logo_uri',
+  'client_uri',
+  'policy_uri',
+  'tos_uri',
+  'contacts',
+  'scope',
+  'default_max_age',
+  'require_auth_time',
+  'jwks_uri',
+  'jwks',
 ] as const;
+
+/** The fields a change may remove with null (each optional, with no default of its own). */
+const REMOVABLE = [
+  'backchannel_logout_uri',
+  'userinfo_signed_response_alg',
+  'logo_uri',
+  'client_uri',
+  'policy_uri',
+  'tos_uri',
+  'scope',
+  'default_max_age',
+  'jwks',
+  'jwks_uri',
+] as const;
+
+/** How a client authenticates: a secret, its keys, or not at all; fixed once registered. */
+function kindOf(method: unknown): 'secret' | 'keys' | 'none' {
+  if (method === 'none') return 'none';
+  if (method === 'private_key_jwt') return 'keys';
+  return 'secret';
+}
 
 // Stands in for a stored client's secret when its metadata is checked again: only its hash is kept.
 const SECRET_PLACEHOLDER = 'x'.repeat(43);
@@ -58,8 +91,11 @@ export interface IssuedClient {
 }
 
 function invalid(reason: string): Problem {
-  const field =
-    METADATA_KEYS.find((k) => reason.includes(k)) ?? (reason.includes('client_id') ? 'client_id' : '');
+  // The field the reason names first (the longer name when two start there: jwks_uri, not jwks).
+  const named = METADATA_KEYS.filter((k) => reason.includes(k)).sort(
+    (a, b) => reason.indexOf(a) - reason.indexOf(b) || b.length - a.length,
+  );
+  const field = named[0] ?? (reason.includes('client_id') ? 'client_id' : '');
   const entry: ValidationEntry = {
     location: 'body',
     field,
@@ -84,11 +120,23 @@ function viewOfConfigured(c: Omit<OidcClientConfig, 'clientSecret'>): ClientView
     redirect_uris: c.redirectUris,
     post_logout_redirect_uris: c.postLogoutRedirectUris,
     grant_types: c.grantTypes,
+    response_types: c.responseTypes,
     token_endpoint_auth_method: c.tokenEndpointAuthMethod,
     backchannel_logout_uri: c.backchannelLogoutUri ?? null,
     first_party: c.firstParty,
     require_pkce: c.requirePkce,
     id_token_signed_response_alg: c.idTokenSignedResponseAlg,
+    userinfo_signed_response_alg: c.userinfoSignedResponseAlg ?? null,
+    logo_uri: c.logoUri ?? null,
+    client_uri: c.clientUri ?? null,
+    policy_uri: c.policyUri ?? null,
+    tos_uri: c.tosUri ?? null,
+    contacts: c.contacts,
+    scope: c.scope ?? null,
+    default_max_age: c.defaultMaxAge ?? null,
+    require_auth_time: c.requireAuthTime,
+    jwks: c.jwks ?? null,
+    jwks_uri: c.jwksUri ?? null,
     source: 'configuration',
     created_at: null,
     updated_at: null,
@@ -97,28 +145,18 @@ function viewOfConfigured(c: Omit<OidcClientConfig, 'clientSecret'>): ClientView
 
 /**
  * A stored client as the provider and the admin API read it. Its metadata was checked on the way
- * in (checkOidcClient); the secret is only a hash, kept apart.
+ * in (checkOidcClient), so it is read back through the same check (a secret stood in for: only its
+ * hash is kept); a row written before a field existed reads as that field's default.
  */
 export function storedClient(s: repo.StoredClient): Omit<OidcClientConfig, 'clientSecret'> {
-  const m = s.metadata;
-  return {
-    clientId: s.clientId,
-    clientName: typeof m.client_name === 'string' ? m.client_name : s.clientId,
-    redirectUris: (m.redirect_uris as string[] | undefined) ?? [],
-    postLogoutRedirectUris: (m.post_logout_redirect_uris as string[] | undefined) ?? [],
-    grantTypes: (m.grant_types as OidcClientConfig['grantTypes'] | undefined) ?? ['authorization_code'],
-    tokenEndpointAuthMethod:
-      (m.token_endpoint_auth_method as OidcClientConfig['tokenEndpointAuthMethod'] | undefined) ??
-      'client_secret_basic',
-    ...(typeof m.backchannel_logout_uri === 'string'
-      ? { backchannelLogoutUri: m.backchannel_logout_uri }
-      : {}),
-    firstParty: s.firstParty,
-    requirePkce: m.require_pkce !== false,
-    idTokenSignedResponseAlg: m.id_token_signed_response_alg === 'EdDSA' ? 'EdDSA' : 'RS256',
-  };
+  const checked = checkOidcClient(entryOf(s), false);
+  if (typeof checked === 'string') {
+    // Only checked metadata is ever written; a row that no longer passes is not served.
+    throw new Error(`oidc client ${s.clientId}: stored metadata ${checked}`);
+  }
+  const { clientSecret: _secret, ...client } = checked;
+  return client;
 }
-
 function viewOfStored(s: repo.StoredClient): ClientView {
   return {
     ...viewOfConfigured(storedClient(s)),
@@ -130,27 +168,27 @@ function viewOfStored(s: repo.StoredClient): ClientView {
 
 /** The RFC 7591 entry of a stored client, as checkOidcClient reads it (secret stood in for). */
 function entryOf(s: repo.StoredClient): Record<string, unknown> {
-  const confidential = (s.metadata.token_endpoint_auth_method ?? 'client_secret_basic') !== 'none';
+  const holdsSecret = kindOf(s.metadata.token_endpoint_auth_method) === 'secret';
   return {
     ...s.metadata,
     client_id: s.clientId,
     first_party: s.firstParty,
-    ...(confidential ? { client_secret: SECRET_PLACEHOLDER } : {}),
+    ...(holdsSecret ? { client_secret: SECRET_PLACEHOLDER } : {}),
   };
 }
 
 /** The metadata column of a checked client: RFC 7591 names, never the secret. */
 function metadataOf(c: OidcClientConfig): Record<string, unknown> {
-  return {
-    client_name: c.clientName,
-    redirect_uris: c.redirectUris,
-    post_logout_redirect_uris: c.postLogoutRedirectUris,
-    grant_types: c.grantTypes,
-    token_endpoint_auth_method: c.tokenEndpointAuthMethod,
-    ...(c.backchannelLogoutUri ? { backchannel_logout_uri: c.backchannelLogoutUri } : {}),
-    require_pkce: c.requirePkce,
-    id_token_signed_response_alg: c.idTokenSignedResponseAlg,
-  };
+  const {
+    client_id: _id,
+    first_party: _fp,
+    source: _s,
+    created_at: _c,
+    updated_at: _u,
+    ...view
+  } = viewOfConfigured(c);
+  // Absent rather than null in the column: null is how a change removes a field.
+  return Object.fromEntries(Object.entries(view).filter(([, v]) => v !== null));
 }
 
 /**
@@ -210,8 +248,11 @@ export class OidcClients {
    */
   async create(body: CreateClientBody, actor: string): Promise<IssuedClient> {
     if (this.#configured.has(body.client_id)) throw new Problem('admin.oidc_client_exists');
-    const confidential = (body.token_endpoint_auth_method ?? 'client_secret_basic') !== 'none';
-    const secret = confidential ? opaqueToken() : null;
+    const method = body.token_endpoint_auth_method ?? 'client_secret_basic';
+    const confidential = method !== 'none';
+    // Made here, never chosen by the operator: 256 bits, base64url, which form encoding leaves as
+    // it is (docs/decisions.md, "Client secrets are recommended in an alphabet form encoding leaves alone").
+    const secret = SECRET_AUTH_METHODS.includes(method) ? opaqueToken() : null;
     const checked = checkOidcClient(
       { ...body, ...(secret ? { client_secret: secret } : {}) },
       this.deps.production,
@@ -251,19 +292,20 @@ export class OidcClients {
     actor: string,
   ): Promise<VersionedClient> {
     const current = await this.#writable(clientId, pre);
-    const wasPublic = current.metadata.token_endpoint_auth_method === 'none';
-    const { backchannel_logout_uri, first_party, ...rest } = change;
-    const merged: Record<string, unknown> = { ...entryOf(current), ...rest };
-    if (first_party !== undefined) merged.first_party = first_party;
-    if (backchannel_logout_uri === null) delete merged.backchannel_logout_uri;
-    else if (backchannel_logout_uri !== undefined) merged.backchannel_logout_uri = backchannel_logout_uri;
-    const isPublic = merged.token_endpoint_auth_method === 'none';
-    if (wasPublic !== isPublic) {
+    const was = kindOf(current.metadata.token_endpoint_auth_method);
+    const merged: Record<string, unknown> = { ...entryOf(current) };
+    for (const [name, value] of Object.entries(change)) {
+      if (value === null && (REMOVABLE as readonly string[]).includes(name)) delete merged[name];
+      else if (value !== undefined) merged[name] = value;
+    }
+    // A client moving to private_key_jwt gives its keys in the same change; moving away, they go.
+    const is = kindOf(merged.token_endpoint_auth_method);
+    if (was !== is) {
       throw invalid(
-        'token_endpoint_auth_method cannot change between none and a secret method; register a new client',
+        'token_endpoint_auth_method cannot change between none, a secret method and private_key_jwt; register a new client',
       );
     }
-    if (isPublic) delete merged.client_secret;
+    if (is !== 'secret') delete merged.client_secret;
     const checked = checkOidcClient(merged, this.deps.production);
     if (typeof checked === 'string') throw invalid(checked);
     const stored = await this.#casWrite(
@@ -282,8 +324,10 @@ export class OidcClients {
   /** A new secret, shown once; the old one is refused from the commit on (only its hash was kept). */
   async rotateSecret(clientId: string, pre: Precondition, actor: string): Promise<IssuedClient> {
     const current = await this.#writable(clientId, pre);
-    if (current.metadata.token_endpoint_auth_method === 'none') {
-      throw invalid('token_endpoint_auth_method is none: a public client has no secret to rotate');
+    if (kindOf(current.metadata.token_endpoint_auth_method) !== 'secret') {
+      throw invalid(
+        `token_endpoint_auth_method is ${String(current.metadata.token_endpoint_auth_method)}: this client has no secret to rotate`,
+      );
     }
     const secret = opaqueToken();
     const stored = await this.#casWrite(current, ROTATED, actor, {}, { secretHash: sha256Hex(secret) });

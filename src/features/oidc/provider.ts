@@ -528,22 +528,32 @@ export class OpenIdProvider {
   async #clientMetadata(clientId: string): Promise<AdapterPayload | undefined> {
     const c = await this.deps.findClient(clientId);
     if (!c) return undefined;
-    const confidential = c.tokenEndpointAuthMethod !== 'none';
+    // Only client_secret_basic and client_secret_post hold a secret; private_key_jwt holds keys.
+    const holdsSecret =
+      c.tokenEndpointAuthMethod === 'client_secret_basic' ||
+      c.tokenEndpointAuthMethod === 'client_secret_post';
     const verified = this.#scopeOf()?.verified;
     return {
       client_id: c.clientId,
       client_name: c.clientName,
-      ...(confidential
+      ...(holdsSecret
         ? { client_secret: verified?.clientId === c.clientId ? verified.secret : this.#unguessable }
         : {}),
       redirect_uris: c.redirectUris,
       post_logout_redirect_uris: c.postLogoutRedirectUris,
       grant_types: c.grantTypes,
-      response_types: c.grantTypes.includes('authorization_code') ? ['code'] : [],
+      response_types: c.responseTypes,
       token_endpoint_auth_method: c.tokenEndpointAuthMethod,
       id_token_signed_response_alg: c.idTokenSignedResponseAlg,
-      // Every ID token carries auth_time (docs/oidc.md, "Claims").
+      ...(c.userinfoSignedResponseAlg ? { userinfo_signed_response_alg: c.userinfoSignedResponseAlg } : {}),
+      // Every ID token carries auth_time (docs/oidc.md, "Claims"), whatever the client registered.
       require_auth_time: true,
+      // The library fills a request's missing max_age from it, and the interaction reads max_age.
+      ...(c.defaultMaxAge !== undefined ? { default_max_age: c.defaultMaxAge } : {}),
+      // The library refuses a request for a scope outside it.
+      ...(c.scope !== undefined ? { scope: c.scope } : {}),
+      ...(c.jwks ? { jwks: c.jwks } : {}),
+      ...(c.jwksUri ? { jwks_uri: c.jwksUri } : {}),
       ...(c.backchannelLogoutUri
         ? { backchannel_logout_uri: c.backchannelLogoutUri, backchannel_logout_session_required: true }
         : {}),
@@ -598,7 +608,9 @@ export class OpenIdProvider {
       },
       acrValues: [ACR.singleFactor, ACR.multiFactor],
       responseTypes: ['code'],
-      clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
+      // private_key_jwt: the library checks the signed client assertion against the client's jwks
+      // or jwks_uri (RS256 or EdDSA, clientAuthSigningAlgValues), its aud, exp and single use.
+      clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
       extraClientMetadata: { properties: ['first_party', 'require_pkce'] },
       extraParams: {
         // Set by the bridge for a `prompt=none` request it let through to an interaction
@@ -644,6 +656,8 @@ export class OpenIdProvider {
         backchannelLogout: { enabled: true },
         resourceIndicators: { enabled: false },
         userinfo: { enabled: true },
+        // Only for a client registered with userinfo_signed_response_alg; the others get JSON.
+        jwtUserinfo: { enabled: true },
         rpInitiatedLogout: {
           enabled: true,
           async logoutSource(ctx, form) {

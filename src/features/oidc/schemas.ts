@@ -1,4 +1,4 @@
-import { type Static, Type } from '@sinclair/typebox';
+import { type Static, type TNull, type TOptional, type TSchema, type TUnion, Type } from '@sinclair/typebox';
 import { OIDC_CLIENT_ID } from '../../config.js';
 import { Instant, StoredText } from '../../platform/http/schemas.js';
 import { Page, PageQuerySchema } from '../../platform/pagination/page.js';
@@ -20,8 +20,24 @@ const GrantType = Type.Union([
 const AuthMethod = Type.Union([
   Type.Literal('client_secret_basic'),
   Type.Literal('client_secret_post'),
+  Type.Literal('private_key_jwt'),
   Type.Literal('none'),
 ]);
+const SigningAlg = Type.Union([Type.Literal('RS256'), Type.Literal('EdDSA')]);
+const DisplayUri = (what: string) =>
+  Type.String({
+    minLength: 1,
+    maxLength: 2000,
+    description: `${what}, shown on the consent page: https (http only on loopback outside production)`,
+  });
+/** A JWK Set of public keys; checkOidcClient checks each key. */
+const Jwks = Type.Object(
+  { keys: Type.Array(Type.Object({}, { additionalProperties: true }), { minItems: 1, maxItems: 10 }) },
+  {
+    additionalProperties: false,
+    description: 'public RSA or Ed25519 keys of a private_key_jwt client (no private member)',
+  },
+);
 
 const metadata = {
   client_name: StoredText({ maxLength: 100, visible: true }),
@@ -35,42 +51,91 @@ const metadata = {
   id_token_signed_response_alg: Type.Union([Type.Literal('RS256'), Type.Literal('EdDSA')], {
     description: 'how its ID tokens are signed: RS256 (default) or EdDSA',
   }),
+  response_types: Type.Array(Type.Literal('code'), {
+    maxItems: 1,
+    description: '["code"] with the authorization_code grant (the default), [] without it',
+  }),
+  userinfo_signed_response_alg: { ...SigningAlg, description: 'set: userinfo answers a signed JWT' },
+  logo_uri: DisplayUri('its logo'),
+  client_uri: DisplayUri('its home page'),
+  policy_uri: DisplayUri('its privacy policy'),
+  tos_uri: DisplayUri('its terms of service'),
+  contacts: Type.Array(Type.String({ minLength: 3, maxLength: 254 }), {
+    maxItems: 10,
+    description: 'email addresses of the people responsible for it (never shown to people)',
+  }),
+  scope: Type.String({
+    minLength: 1,
+    maxLength: 200,
+    description: 'space-separated scopes it may ask for; absent: every scope',
+  }),
+  default_max_age: Type.Integer({
+    minimum: 60,
+    maximum: 31536000,
+    description: 'seconds: the max_age of its authorization requests that send none',
+  }),
+  require_auth_time: Type.Boolean({ description: 'accepted; every ID token carries auth_time' }),
+  jwks: Jwks,
+  jwks_uri: Type.String({
+    minLength: 1,
+    maxLength: 2000,
+    description: 'where its public keys are (private_key_jwt), instead of jwks',
+  }),
 };
 
-/** POST /admin/v1/oidc-clients: the service makes the secret of a confidential client. */
+/** The optional fields of a creation, and of a change (where null removes a removable one). */
+const optional = {
+  client_name: Type.Optional(metadata.client_name),
+  redirect_uris: Type.Optional(metadata.redirect_uris),
+  post_logout_redirect_uris: Type.Optional(metadata.post_logout_redirect_uris),
+  grant_types: Type.Optional(metadata.grant_types),
+  response_types: Type.Optional(metadata.response_types),
+  token_endpoint_auth_method: Type.Optional(metadata.token_endpoint_auth_method),
+  first_party: Type.Optional(metadata.first_party),
+  require_pkce: Type.Optional(metadata.require_pkce),
+  id_token_signed_response_alg: Type.Optional(metadata.id_token_signed_response_alg),
+  contacts: Type.Optional(metadata.contacts),
+  require_auth_time: Type.Optional(metadata.require_auth_time),
+};
+const removable = {
+  backchannel_logout_uri: metadata.backchannel_logout_uri,
+  userinfo_signed_response_alg: metadata.userinfo_signed_response_alg,
+  logo_uri: metadata.logo_uri,
+  client_uri: metadata.client_uri,
+  policy_uri: metadata.policy_uri,
+  tos_uri: metadata.tos_uri,
+  scope: metadata.scope,
+  default_max_age: metadata.default_max_age,
+  jwks: metadata.jwks,
+  jwks_uri: metadata.jwks_uri,
+};
+const orNull = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+/** POST /admin/v1/oidc-clients: the service makes the secret of a client_secret_* client. */
 export const CreateClientBody = Type.Object(
   {
     client_id: ClientId,
-    client_name: Type.Optional(metadata.client_name),
-    redirect_uris: Type.Optional(metadata.redirect_uris),
-    post_logout_redirect_uris: Type.Optional(metadata.post_logout_redirect_uris),
-    grant_types: Type.Optional(metadata.grant_types),
-    token_endpoint_auth_method: Type.Optional(metadata.token_endpoint_auth_method),
-    backchannel_logout_uri: Type.Optional(metadata.backchannel_logout_uri),
-    first_party: Type.Optional(metadata.first_party),
-    require_pkce: Type.Optional(metadata.require_pkce),
-    id_token_signed_response_alg: Type.Optional(metadata.id_token_signed_response_alg),
-  },
+    ...optional,
+    ...Object.fromEntries(Object.entries(removable).map(([k, v]) => [k, Type.Optional(v)])),
+  } as { client_id: typeof ClientId } & typeof optional & {
+      [K in keyof typeof removable]: TOptional<(typeof removable)[K]>;
+    },
   { additionalProperties: false },
 );
 export type CreateClientBody = Static<typeof CreateClientBody>;
 
 /**
  * PATCH /admin/v1/oidc-clients/{clientId}: each field given replaces the stored one; null removes
- * the back-channel logout URI. The client id and the kind of authentication (public or
- * confidential) are fixed at creation.
+ * an optional one (backchannel_logout_uri, the display URIs, scope, default_max_age,
+ * userinfo_signed_response_alg, jwks, jwks_uri). The client id and the way it authenticates (none,
+ * a secret, its keys) are fixed at creation.
  */
 export const UpdateClientBody = Type.Object(
   {
-    client_name: Type.Optional(metadata.client_name),
-    redirect_uris: Type.Optional(metadata.redirect_uris),
-    post_logout_redirect_uris: Type.Optional(metadata.post_logout_redirect_uris),
-    grant_types: Type.Optional(metadata.grant_types),
-    token_endpoint_auth_method: Type.Optional(metadata.token_endpoint_auth_method),
-    backchannel_logout_uri: Type.Optional(Type.Union([metadata.backchannel_logout_uri, Type.Null()])),
-    first_party: Type.Optional(metadata.first_party),
-    require_pkce: Type.Optional(metadata.require_pkce),
-    id_token_signed_response_alg: Type.Optional(metadata.id_token_signed_response_alg),
+    ...optional,
+    ...Object.fromEntries(Object.entries(removable).map(([k, v]) => [k, Type.Optional(orNull(v))])),
+  } as typeof optional & {
+    [K in keyof typeof removable]: TOptional<TUnion<[(typeof removable)[K], TNull]>>;
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -91,6 +156,18 @@ const clientFields = {
   first_party: Type.Boolean(),
   require_pkce: Type.Boolean(),
   id_token_signed_response_alg: metadata.id_token_signed_response_alg,
+  response_types: Type.Array(Type.Literal('code')),
+  userinfo_signed_response_alg: orNull(SigningAlg),
+  logo_uri: orNull(Type.String()),
+  client_uri: orNull(Type.String()),
+  policy_uri: orNull(Type.String()),
+  tos_uri: orNull(Type.String()),
+  contacts: Type.Array(Type.String()),
+  scope: orNull(Type.String()),
+  default_max_age: orNull(Type.Integer()),
+  require_auth_time: Type.Boolean(),
+  jwks: orNull(Jwks),
+  jwks_uri: orNull(Type.String()),
   source: Type.Union([Type.Literal('configuration'), Type.Literal('admin')], {
     description: '`configuration`: from OIDC_CLIENTS, read-only here; `admin`: registered through this API',
   }),

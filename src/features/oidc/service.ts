@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { exportJWK, generateKeyPair, type JWK } from 'jose';
 import type { Interaction } from 'oidc-provider';
-import { type Config, ConfigError } from '../../config.js';
+import { type Config, ConfigError, pageImageOrigins } from '../../config.js';
 import type { AuditLog } from '../../platform/audit/audit.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Sealer } from '../../platform/crypto/seal.js';
@@ -62,6 +62,7 @@ export class OidcService {
   readonly #providerDeps: OidcProviderDeps;
   readonly #configured: Map<string, RegisteredClient>;
   readonly #publicKeys: JWK[];
+  readonly #imageOrigins: Set<string>;
 
   private constructor(
     private readonly deps: OidcServiceDeps,
@@ -74,6 +75,7 @@ export class OidcService {
       }),
     );
     this.#publicKeys = keys.publicJwks;
+    this.#imageOrigins = new Set(pageImageOrigins(deps.config));
     const db = deps.database.db;
     const now = () => deps.clock.now();
     const roles = new OrganizationRoles(deps.config);
@@ -350,7 +352,15 @@ export class OidcService {
   ): Promise<{
     uid: string;
     prompt: string;
-    client: { clientId: string; name: string; firstParty: boolean };
+    client: {
+      clientId: string;
+      name: string;
+      firstParty: boolean;
+      logoUri: string | null;
+      clientUri: string | null;
+      policyUri: string | null;
+      tosUri: string | null;
+    };
     scopes: string[];
     freshSignIn: boolean;
     uiLocales: string[];
@@ -365,6 +375,10 @@ export class OidcService {
         clientId: String(interaction.params.client_id),
         name: client?.clientName ?? String(interaction.params.client_id),
         firstParty: client?.firstParty ?? false,
+        logoUri: client?.logoUri && this.#logoShown(client.logoUri) ? client.logoUri : null,
+        clientUri: client?.clientUri ?? null,
+        policyUri: client?.policyUri ?? null,
+        tosUri: client?.tosUri ?? null,
       },
       scopes: this.provider.requestedScopes(interaction),
       freshSignIn: prompts.includes('login') || interaction.params.max_age !== undefined,
@@ -373,6 +387,15 @@ export class OidcService {
         .split(' ')
         .filter((tag) => tag !== ''),
     };
+  }
+
+  /**
+   * Whether the hosted pages' CSP lets them load this logo: on the public origin, or on one of the
+   * origins added to img-src at start-up. Any other is not offered (the browser would refuse it).
+   */
+  #logoShown(logoUri: string): boolean {
+    const origin = new URL(logoUri).origin;
+    return origin === new URL(this.deps.config.publicOrigin).origin || this.#imageOrigins.has(origin);
   }
 
   /** The consent page's answer: the URL the browser goes to next. */
