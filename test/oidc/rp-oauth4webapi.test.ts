@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { decodeProtectedHeader } from 'jose';
 import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -127,7 +128,15 @@ describe(`relying party: oauth4webapi ${VERSION} with its strict checks`, () => 
     return confirmLogout(f, url.href, jar);
   }
 
-  it('discovers the issuer and the endpoints, with RFC 9207 iss and S256 advertised', () => {
+  it('discovers the issuer and the endpoints, with RFC 9207 iss and S256 advertised', async () => {
+    // Why the option above: without it the library refuses the http issuer, in its words.
+    await expect(oauth.discoveryRequest(issuer)).rejects.toThrow('only requests to HTTPS are allowed');
+    // RFC 8414's well-known path gives the same issuer and the same document.
+    const rfc8414 = await oauth.processDiscoveryResponse(
+      issuer,
+      await oauth.discoveryRequest(issuer, { ...insecure, algorithm: 'oauth2' }),
+    );
+    expect(rfc8414).toEqual(as);
     expect(as.issuer).toBe(f.origin);
     expect(as.authorization_response_iss_parameter_supported).toBe(true);
     expect(as.code_challenge_methods_supported).toEqual(['S256']);
@@ -240,6 +249,62 @@ describe(`relying party: oauth4webapi ${VERSION} with its strict checks`, () => 
     await expect(refresh(c, auth, renewed.refresh_token as string)).rejects.toMatchObject({
       error: 'invalid_grant',
     });
+  });
+
+  it('pushed authorization request (RFC 9126) with client_secret_basic, then the same checks', async () => {
+    const c = metadata(FIRST_PARTY.id);
+    const auth = oauth.ClientSecretBasic(FIRST_PARTY.secret);
+    const { person, jar } = await hostedSignIn(f);
+    const verifier = oauth.generateRandomCodeVerifier();
+    const state = oauth.generateRandomState();
+    const nonce = oauth.generateRandomNonce();
+    const pushed = await oauth.processPushedAuthorizationResponse(
+      as,
+      c,
+      await oauth.pushedAuthorizationRequest(
+        as,
+        c,
+        auth,
+        {
+          redirect_uri: f.redirectUri,
+          response_type: 'code',
+          scope: 'openid email',
+          code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
+          code_challenge_method: 'S256',
+          state,
+          nonce,
+        },
+        insecure,
+      ),
+    );
+    expect(pushed.request_uri).toMatch(/^urn:ietf:params:oauth:request_uri:/);
+    const url = new URL(as.authorization_endpoint as string);
+    url.search = new URLSearchParams({ client_id: c.client_id, request_uri: pushed.request_uri }).toString();
+    const landed = await browse(f, url.href, jar);
+    expect(landed.page, JSON.stringify(landed.page)).toBeUndefined();
+    const { claims } = await exchange(c, auth, { callback: landed.callback as URL, verifier, state, nonce });
+    expect(claims).toMatchObject({ sub: person.identityId, nonce });
+  });
+
+  it('an EdDSA client: the Ed25519-signed ID token passes the same checks, selected by kid from the one JWKS', async () => {
+    const id = `eddsa-${Date.now().toString(36)}`;
+    const created = await adminCall(f.t.admin!, 'POST', '/oidc-clients', {
+      payload: {
+        client_id: id,
+        token_endpoint_auth_method: 'none',
+        redirect_uris: [f.redirectUri],
+        id_token_signed_response_alg: 'EdDSA',
+        first_party: true,
+      },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    // The library accepts only the registered algorithm for this client's ID tokens.
+    const c: oauth.Client = { ...metadata(id), id_token_signed_response_alg: 'EdDSA' };
+    const { person, jar } = await hostedSignIn(f);
+    const { tokens, claims } = await exchange(c, oauth.None(), await authorize(c, jar));
+    expect(decodeProtectedHeader(tokens.id_token as string).alg).toBe('EdDSA');
+    expect(claims.sub).toBe(person.identityId);
+    expect((await userinfo(c, tokens.access_token, claims.sub)).sub).toBe(person.identityId);
   });
 
   it("the fixture's public client (None, no refresh grant): no refresh token; logout ends on the provider's page", async () => {
