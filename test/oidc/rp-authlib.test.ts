@@ -63,22 +63,28 @@ describe('relying party: authlib (Debian python3-authlib)', () => {
     });
     const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
     const lines: Line[] = [];
-    for await (const text of createInterface({ input: child.stdout })) {
-      const line = JSON.parse(text) as Line;
-      lines.push(line);
-      if (line.step === 'logout') {
-        const done = await confirmLogout(f, String(line.url), jar);
-        expect(done.status).toBe(303);
-        child.stdin.write(`${new URL(done.headers.get('location') as string, f.origin).href}\n`);
-        continue;
+    try {
+      for await (const text of createInterface({ input: child.stdout })) {
+        const line = JSON.parse(text) as Line;
+        lines.push(line);
+        if (line.step === 'logout') {
+          const done = await confirmLogout(f, String(line.url), jar);
+          expect(done.status).toBe(303);
+          child.stdin.write(`${new URL(done.headers.get('location') as string, f.origin).href}\n`);
+          continue;
+        }
+        if (line.step !== 'authorize') continue;
+        let landed = await browse(f, String(line.url), jar);
+        if (landed.page?.location?.includes('#/consent/')) {
+          landed = await browse(f, await hostedConsent(f, jar, landed.page.location), jar);
+        }
+        expect(landed.page, JSON.stringify(landed.page)).toBeUndefined();
+        child.stdin.write(`${(landed.callback as URL).href}\n`);
       }
-      if (line.step !== 'authorize') continue;
-      let landed = await browse(f, String(line.url), jar);
-      if (landed.page?.location?.includes('#/consent/')) {
-        landed = await browse(f, await hostedConsent(f, jar, landed.page.location), jar);
-      }
-      expect(landed.page, JSON.stringify(landed.page)).toBeUndefined();
-      child.stdin.write(`${(landed.callback as URL).href}\n`);
+    } catch (error) {
+      // A failed step leaves the script waiting on stdin: end it rather than leave it behind.
+      child.kill();
+      throw error;
     }
     const code = await exited;
     expect(code, `${JSON.stringify(lines)}\n${stderr}`).toBe(exitCode);
