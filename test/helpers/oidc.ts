@@ -220,3 +220,47 @@ export async function startAuthorization(
 }
 
 export const randomSuffix = () => randomBytes(4).toString('hex');
+
+/**
+ * The person answers the hosted consent page (`location`: `/account/#/consent/<uid>`) as the
+ * account UI does (same origin, the browser's cookies): the URL the provider continues at.
+ */
+export async function hostedConsent(f: OidcFixture, jar: CookieJar, location: string, allow = true) {
+  const uid = /#\/consent\/([\w-]+)$/.exec(location)?.[1];
+  if (!uid) throw new Error(`not a consent page: ${location}`);
+  const res = await fetch(`${f.origin}/oidc/interaction/${uid}/consent`, {
+    method: 'POST',
+    headers: {
+      cookie: jar.header(),
+      origin: f.origin,
+      'content-type': 'application/json',
+      accept: 'application/json',
+    },
+    body: JSON.stringify({ decision: allow ? 'allow' : 'deny' }),
+  });
+  if (res.status !== 200) throw new Error(`consent failed: ${res.status} ${await res.text()}`);
+  jar.take(res);
+  return ((await res.json()) as { redirectTo: string }).redirectTo;
+}
+
+/**
+ * RP-initiated logout in the browser: opens the end-session `url`, answers the provider's
+ * confirmation form "Sign out", and returns the form's answer (a 303 to the post-logout redirect
+ * URI, or to the provider's "signed out" page).
+ */
+export async function confirmLogout(f: OidcFixture, url: string, jar: CookieJar): Promise<Response> {
+  const page = await fetch(url, { headers: { cookie: jar.header() } });
+  jar.take(page);
+  const html = await page.text();
+  const action = /<form[^>]*action="([^"]+)"/.exec(html)?.[1];
+  const xsrf = /name="xsrf" value="([^"]+)"/.exec(html)?.[1];
+  if (page.status !== 200 || !action || !xsrf) throw new Error(`no logout form: ${page.status} ${html}`);
+  const res = await fetch(new URL(action, f.origin), {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { cookie: jar.header(), 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ xsrf, logout: 'yes' }),
+  });
+  jar.take(res);
+  return res;
+}
