@@ -62,6 +62,8 @@ function registration(r: Rp, extra: Record<string, unknown>) {
 }
 
 interface Apache {
+  /** One line a request: `address "request line" status location`. */
+  access(): string;
   /** mod_auth_openidc's own words (LogLevel auth_openidc:debug). */
   log(): string;
   stop(): Promise<void>;
@@ -105,8 +107,10 @@ async function startApache(r: Rp, issuer: string): Promise<Apache> {
     }
   };
   const apache: Apache = {
+    access: () => read('access.log'),
     log: () => `${output}${read('error.log')}\n--- access.log ---\n${read('access.log')}`,
     async stop() {
+      if (process.env.RP_APACHE_DUMP) writeFileSync(`${process.env.RP_APACHE_DUMP}.${r.setup}`, apache.log());
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM');
         const killed = setTimeout(() => child.kill('SIGKILL'), 5000);
@@ -498,11 +502,179 @@ describe.skipIf(!available)('Apache httpd with mod_auth_openidc as a relying par
         const before = await navigate(`${r.origin}/protected/`, browser);
         expect(before.status).toBe(200);
 
+        const heard = apache
+          .access()
+          .split('\n')
+          .filter((l) => l.includes('"POST /protected/redirect_uri?logout=backchannel ')).length;
         await f.t.ctx.oidc.sweep();
         expect(f.t.logs()).not.toContain('back-channel logout not delivered');
+        const lines = apache
+          .access()
+          .split('\n')
+          .filter((l) => l.includes('"POST /protected/redirect_uri?logout=backchannel '));
+        expect(lines.length).toBe(heard + 1);
+        expect(lines.at(-1)).toMatch(/" 200 -$/);
         const after = await navigate(`${r.origin}/protected/`, browser);
         expect(after.status).toBe(302);
         expect(after.headers.get('location')).toMatch(new RegExp(`^${f.origin}/oidc/auth\\?`));
+      }));
+  });
+
+  /** Signs a person in at the hosted pages, then at Apache: the protected page's answer. */
+  async function signInAt(r: Rp, jar: CookieJar) {
+    const person = await signInHere(jar);
+    const landed = await visit(jar, `${r.origin}/protected/`);
+    expect(landed.status, `${landed.trail.join('\n')}\n${landed.body.slice(0, 500)}`).toBe(200);
+    expect(landed.url.href).toBe(`${r.origin}/protected/`);
+    expect(landed.headers.get('x-oidc-sub')).toBe(person.identityId);
+    expect(landed.headers.get('x-oidc-email')).toBe(person.email);
+    return { person, landed };
+  }
+
+  describe('set-up 2: sessions in the cookie, response_mode=form_post, client_secret_post, a third-party client', () => {
+    let apache: Apache;
+    let r: Rp;
+    beforeAll(async () => {
+      r = rps.CLIENT_COOKIE;
+      apache = await startApache(r, f.origin);
+    });
+    afterAll(async () => {
+      await apache?.stop();
+    });
+    const jar = new CookieJar();
+    let person: Awaited<ReturnType<typeof signInHere>>;
+    const protectedPage = () => navigate(`${r.origin}/protected/`, jar);
+    const refusedRefreshes = () =>
+      apache.log().split('oidc_refresh_access_token_before_expiry: access_token could not be refreshed')
+        .length - 1;
+
+    it('signs in after the consent page, the code posted back to Apache, the secret in the body', () =>
+      withLog(apache, async () => {
+        const signedIn = await signInAt(r, jar);
+        person = signedIn.person;
+        const trail = signedIn.landed.trail;
+        expect(
+          trail.some(
+            (s) => s.startsWith(`GET ${f.origin}/oidc/auth?`) && s.includes('response_mode=form_post'),
+          ),
+        ).toBe(true);
+        expect(trail.some((s) => s.startsWith(`consent ${f.origin}/account/#/consent/`))).toBe(true);
+        expect(trail).toContain(`POST ${r.redirectUri}`);
+        // The exchange authenticated with client_secret_post, the only method registered for it.
+        expect(apache.log()).toContain('token_endpoint_auth=client_secret_post');
+        const token = signedIn.landed.headers.get('x-oidc-access-token') as string;
+        expect(await introspect(r, token)).toMatchObject({ active: true, sub: person.identityId });
+      }));
+
+    it('refreshes before expiry (OIDCRefreshAccessTokenBeforeExpiry), on each request here', () =>
+      withLog(apache, async () => {
+        const one = await protectedPage();
+        const two = await protectedPage();
+        expect(one.status).toBe(200);
+        expect(two.status).toBe(200);
+        const first = one.headers.get('x-oidc-access-token') as string;
+        const second = two.headers.get('x-oidc-access-token') as string;
+        expect(first).toBeTruthy();
+        expect(second).toBeTruthy();
+        expect(second).not.toBe(first);
+        expect(two.headers.get('x-oidc-sub')).toBe(person.identityId);
+        expect(two.headers.get('x-oidc-email')).toBe(person.email);
+        expect(await introspect(r, second)).toMatchObject({ active: true, sub: person.identityId });
+        expect(refusedRefreshes()).toBe(0);
+      }));
+
+    it('logs out at the provider (RP-initiated): back at Apache signed out', () =>
+      withLog(apache, async () => {
+        const token = (await protectedPage()).headers.get('x-oidc-access-token') as string;
+        const { start, end } = await rpLogout(r, jar);
+        // mod_auth_openidc 2.4.12 keeps no ID token in a cookie session, so it sends no
+        // id_token_hint; the client_id comes from OIDCProviderEndSessionEndpoint (apache2.conf).
+        const request = new URL(start.trail[1].slice('GET '.length));
+        expect(request.searchParams.get('id_token_hint')).toBeNull();
+        expect(request.searchParams.get('client_id')).toBe(r.clientId);
+        expect(request.searchParams.get('post_logout_redirect_uri')).toBe(r.signedOut);
+        expect(end.status, end.trail.join('\n')).toBe(200);
+        expect(end.url.origin + end.url.pathname).toBe(r.signedOut);
+        expect((await introspect(r, token)).active).toBe(false);
+        const again = await visit(jar, `${r.origin}/protected/`);
+        expect(again.url.hash, again.trail.join('\n')).toMatch(/^#\/authorize\//);
+      }));
+
+    // mod_auth_openidc finds back-channel logouts' sessions in its server-side cache: a cookie
+    // session is not there (docs/oidc.md, Relying parties tested). The grant has ended all the
+    // same, so the next refresh is refused and logout_on_error ends the Apache session.
+    it('cannot end a cookie session by back-channel logout; the refused refresh that follows does', () =>
+      withLog(apache, async () => {
+        const browser = new CookieJar();
+        const { person: p } = await signInAt(r, browser);
+        const api = await signIn(f.t.app, p);
+        const out = await f.t.app.inject({
+          method: 'POST',
+          url: '/api/v1/sign-outs/everywhere',
+          headers: bearer(api.accessToken),
+        });
+        expect(out.statusCode).toBe(204);
+        const notFound = () =>
+          apache
+            .log()
+            .split('could not (or no longer) find a session based on sid/sub provided in logout token')
+            .length - 1;
+        const before = notFound();
+        await f.t.ctx.oidc.sweep();
+        expect(f.t.logs()).not.toContain('back-channel logout not delivered');
+        expect(notFound()).toBe(before + 1);
+
+        const refused = refusedRefreshes();
+        const after = await navigate(`${r.origin}/protected/`, browser);
+        expect(refusedRefreshes()).toBe(refused + 1);
+        expect(after.status).toBe(302);
+        expect(after.headers.get('x-oidc-sub')).toBeNull();
+        const again = await visit(browser, `${r.origin}/protected/`);
+        expect(again.url.hash, again.trail.join('\n')).toMatch(/^#\/authorize\//);
+      }));
+
+    // A refresh made while serving the info hook never reaches the cookie: the next request
+    // presents the spent refresh token, which the provider takes for a replay and ends the grant
+    // (docs/oidc.md, Grants). Recorded here so that a change on either side shows.
+    it('loses a refresh made by its info hook: the next refresh is a replay, the grant ends', () =>
+      withLog(apache, async () => {
+        const browser = new CookieJar();
+        const { person: p } = await signInAt(r, browser);
+        const res = await navigate(`${r.redirectUri}?info=json`, browser);
+        expect(res.status).toBe(200);
+        const fromHook = (JSON.parse(res.body) as { access_token: string }).access_token;
+        expect(await introspect(r, fromHook)).toMatchObject({ active: true, sub: p.identityId });
+        const refused = refusedRefreshes();
+        const after = await navigate(`${r.origin}/protected/`, browser);
+        expect(refusedRefreshes()).toBe(refused + 1);
+        expect(apache.log()).toContain('response contained an "error" entry with value: ""invalid_grant""');
+        expect(after.status).toBe(302);
+        expect((await introspect(r, fromHook)).active).toBe(false);
+      }));
+  });
+
+  describe('set-up 3: the authorization request sent by POST (OIDCProviderAuthRequestMethod POST)', () => {
+    let apache: Apache;
+    let r: Rp;
+    beforeAll(async () => {
+      r = rps.AUTH_POST;
+      apache = await startApache(r, f.origin);
+    });
+    afterAll(async () => {
+      await apache?.stop();
+    });
+
+    // Skipped: POST /oidc/auth answers 404 ("Not Found") here, since oidc-provider registers the
+    // authorization endpoint for POST only with enableHttpPostMethods; the provider's POST support
+    // lands in a parallel change. Unskip when it has.
+    it.skip('signs in: Apache answers a form that posts the request to /oidc/auth', () =>
+      withLog(apache, async () => {
+        const jar = new CookieJar();
+        const { person, landed } = await signInAt(r, jar);
+        expect(landed.trail[1]).toBe(`POST ${f.origin}/oidc/auth`);
+        const session = await info(r, jar);
+        expect(session.id_token.sub).toBe(person.identityId);
+        expect(session.userinfo).toMatchObject({ email: person.email });
       }));
   });
 });
