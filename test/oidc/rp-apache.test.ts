@@ -12,8 +12,10 @@ import { CookieJar, hostedSignIn, type OidcFixture, oidcFixture } from '../helpe
 /**
  * The provider against a relying party nobody on the project wrote: Apache httpd with
  * mod_auth_openidc, Debian's `apache2` and `libapache2-mod-auth-openidc` (2.4.12.x on bookworm),
- * configured by test/oidc/rp/apache2.conf and driven like a browser with fetch and one cookie jar
- * (the two servers share the host 127.0.0.1, and a browser's cookies do not tell ports apart).
+ * configured by test/oidc/rp/apache2.conf (one Apache per set-up) and driven like a browser:
+ * navigations with one cookie jar (the two servers share the host 127.0.0.1, and a browser's
+ * cookies do not tell ports apart). Failures print mod_auth_openidc's log (docs/oidc.md, Relying
+ * parties tested, quotes it).
  */
 const APACHE = '/usr/sbin/apache2';
 const AUTH_OPENIDC = '/usr/lib/apache2/modules/mod_auth_openidc.so';
@@ -98,6 +100,14 @@ async function startApache(r: Rp, issuer: string): Promise<Apache> {
   child.stderr?.on('data', (c: Buffer) => {
     output += c.toString('utf8');
   });
+  const running = () => child.exitCode === null && child.signalCode === null;
+  // The whole group is Apache's (detached above): its parent and the children it forked.
+  const signal = (name: NodeJS.Signals) => {
+    if (child.pid && running()) process.kill(-child.pid, name);
+  };
+  // Should vitest stop before afterAll, Apache does not outlive it.
+  const onExit = () => signal('SIGKILL');
+  process.once('exit', onExit);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const read = (name: string) => {
     try {
@@ -110,18 +120,21 @@ async function startApache(r: Rp, issuer: string): Promise<Apache> {
     access: () => read('access.log'),
     log: () => `${output}${read('error.log')}\n--- access.log ---\n${read('access.log')}`,
     async stop() {
+      // RP_APACHE_DUMP=<path>: keeps each set-up's logs in <path>.<SETUP> for reading afterwards.
       if (process.env.RP_APACHE_DUMP) writeFileSync(`${process.env.RP_APACHE_DUMP}.${r.setup}`, apache.log());
-      if (child.exitCode === null && child.signalCode === null) {
+      if (running()) {
+        // SIGTERM to the parent: it stops its children and exits.
         child.kill('SIGTERM');
-        const killed = setTimeout(() => child.kill('SIGKILL'), 5000);
+        const killed = setTimeout(() => signal('SIGKILL'), 5000);
         await exited;
         clearTimeout(killed);
       }
+      process.off('exit', onExit);
       rmSync(dir, { recursive: true, force: true });
     },
   };
   for (let i = 0; i < 200; i++) {
-    if (child.exitCode !== null) break;
+    if (!running()) break;
     try {
       if ((await fetch(r.signedOut)).status === 200) return apache;
     } catch {
