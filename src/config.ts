@@ -272,7 +272,7 @@ export const Environment = Type.Object(
     }),
     RATE_LIMIT_ANSWERS_A_CHALLENGE: rate('10/60', {
       description:
-        'per client address on POST /sign-ups/confirmations and POST /sign-ins/second-factors (and other code-answering routes)',
+        'per client address on POST /sign-ups/confirmations and POST /sign-ins/second-factors (and other code-answering routes), and on `POST /oidc/device`, where a person types a device user code (see [OpenID Provider](oidc.md#device-authorization-grant))',
     }),
     RATE_LIMIT_PROVES_A_PASSWORD: rate('10/60', {
       description: 'per client address on POST /sign-ins and POST /sign-ins/renewals',

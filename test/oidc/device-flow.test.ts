@@ -282,6 +282,13 @@ describe('OpenID Provider: the device authorization grant', () => {
     expect(((await refused.json()) as { error: string }).error).toBe('invalid_grant');
   });
 
+  it('lets exactly one of two polls at once through; the other is slow_down', async () => {
+    const started = await start(f);
+    f.t.clock.advance(5);
+    const both = await Promise.all([poll(f, started.device_code), poll(f, started.device_code)]);
+    expect(both.map((r) => r.body.error).sort()).toEqual(['authorization_pending', 'slow_down']);
+  });
+
   it('authenticates a confidential client at the device authorization endpoint', async () => {
     const basic = Buffer.from(`${CLI.id}:${CLI.secret}`).toString('base64');
     const ok = await fetch(`${f.origin}/oidc/device/auth`, {

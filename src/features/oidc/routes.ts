@@ -113,13 +113,10 @@ export async function oidcRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
         deviceCode &&
         !(await oidc.devicePollAllowed(deviceCode))
       ) {
-        return reply
-          .code(400)
-          .headers({ 'cache-control': 'no-store', pragma: 'no-cache' })
-          .send({
-            error: 'slow_down',
-            error_description: 'polling too quickly: wait 5 more seconds between polls',
-          });
+        return reply.code(400).headers({ 'cache-control': 'no-store', pragma: 'no-cache' }).send({
+          error: 'slow_down',
+          error_description: 'polling too quickly: wait 5 more seconds between polls',
+        });
       }
     }
     if (typeof request.body === 'string') (request.raw as { body?: string }).body = request.body;
