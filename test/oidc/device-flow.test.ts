@@ -204,6 +204,12 @@ describe('OpenID Provider: the device authorization grant', () => {
       .execute();
     expect(linked).toEqual([expect.objectContaining({ client_id: TV.id })]);
 
+    // Neither code reaches the logs (the access line names the route, never the query string).
+    const logs = f.t.logs();
+    expect(logs).not.toContain(started.user_code);
+    expect(logs).not.toContain(started.user_code.replace('-', ''));
+    expect(logs).not.toContain(started.device_code);
+
     // The device code is single use: presented again, it ends the grant it gave (as a code does).
     expect((await pollLater(f, started.device_code)).body.error).toBe('invalid_grant');
     const after = await fetch(`${f.origin}/oidc/userinfo`, {
@@ -215,7 +221,10 @@ describe('OpenID Provider: the device authorization grant', () => {
   it('answers access_denied to the device when the person declines the consent', async () => {
     const person = await createPerson(f.t.ctx);
     const started = await start(f);
-    await approve(f, person, started.user_code, false);
+    const { page } = await approve(f, person, started.user_code, false);
+    // The person is told on the verification page; the device hears it at its next poll.
+    expect(page?.status).toBe(400);
+    expect(page?.body).toContain('was cancelled');
     expect(await pollLater(f, started.device_code)).toMatchObject({
       status: 400,
       body: { error: 'access_denied' },
