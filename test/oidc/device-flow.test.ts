@@ -37,6 +37,12 @@ const clients = [
     grant_types: [GRANT],
     first_party: true,
   },
+  // The code flow only: the device authorization endpoint refuses it.
+  {
+    client_id: 'web-only',
+    client_secret: `w-${'z'.repeat(40)}`,
+    redirect_uris: ['http://127.0.0.1:9/callback'],
+  },
 ];
 
 async function fixture(env: Record<string, string> = {}) {
@@ -54,11 +60,11 @@ interface DeviceStart {
   expires_in: number;
 }
 
-async function start(f: OidcFixture, scope = 'openid email'): Promise<DeviceStart> {
+async function start(f: OidcFixture, extra: Record<string, string> = {}): Promise<DeviceStart> {
   const res = await fetch(`${f.origin}/oidc/device/auth`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ client_id: TV.id, scope }),
+    body: new URLSearchParams({ client_id: TV.id, scope: 'openid email', ...extra }),
   });
   expect(res.status).toBe(200);
   return (await res.json()) as DeviceStart;
@@ -314,6 +320,18 @@ describe('OpenID Provider: the device authorization grant', () => {
     });
     expect(refused.status).toBe(401);
     expect(((await refused.json()) as { error: string }).error).toBe('invalid_client');
+
+    const web = Buffer.from(`web-only:w-${'z'.repeat(40)}`).toString('base64');
+    const notDeclared = await fetch(`${f.origin}/oidc/device/auth`, {
+      method: 'POST',
+      headers: { authorization: `Basic ${web}`, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ scope: 'openid' }),
+    });
+    expect(notDeclared.status).toBe(400);
+    expect(await notDeclared.json()).toEqual({
+      error: 'invalid_request',
+      error_description: 'urn:ietf:params:oauth:grant-type:device_code is not allowed for this client',
+    });
   });
 
   it('serves the verification and success pages in French from Accept-Language', async () => {
@@ -324,6 +342,13 @@ describe('OpenID Provider: the device authorization grant', () => {
     const wrong = await post(f, jar, input, { xsrf: input.xsrf, user_code: 'BCDF-GHJK' }, 'fr');
     expect(wrong.status).toBe(400);
     expect(wrong.html).toContain('Vérifiez le code affiché sur votre appareil');
+
+    // The device's ui_locales wins over the browser's languages once its code is known.
+    const started = await start(f, { ui_locales: 'fr-CA en' });
+    const english = await openVerification(f, jar, 'en');
+    const confirm = await post(f, jar, english, { xsrf: english.xsrf, user_code: started.user_code });
+    expect(confirm.html).toContain('<html lang="fr"');
+    expect(confirm.html).toContain('Vérifiez que votre appareil affiche ce code');
   });
 });
 
