@@ -5,7 +5,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { launchChromium } from '../helpers/browser.js';
+import { axeCheck, launchChromium } from '../helpers/browser.js';
 import { createPerson, type Person } from '../helpers/identities.js';
 import { freePort } from '../helpers/net.js';
 
@@ -306,11 +306,13 @@ describe('an app signs a person in through the hosted pages', () => {
     await page.getByLabel('Code').fill('BCDF-GHJK');
     await page.getByRole('button', { name: 'Continue' }).click();
     await expect.poll(() => page.getByRole('alert').textContent()).toContain('That code is not valid');
+    await axeCheck(page, 'device verification, a wrong code');
     // Typed as a person might: lower case, no dash.
     await page.getByLabel('Code').fill(started.user_code.replace('-', '').toLowerCase());
     await page.getByRole('button', { name: 'Continue' }).click();
     await expect.poll(() => page.locator('code.user-code').textContent()).toBe(started.user_code);
     expect(await page.locator('main').textContent()).toContain('Living Room TV');
+    await axeCheck(page, 'device confirmation');
     await page.getByRole('button', { name: 'Continue' }).click();
 
     // Signed out everywhere above: the hosted sign-in, then the consent of this third-party client.
@@ -319,6 +321,7 @@ describe('an app signs a person in through the hosted pages', () => {
     await page.waitForURL(/\/account\/#\/consent\//);
     await page.getByRole('button', { name: 'Allow' }).click();
     await expect.poll(() => page.locator('h1').textContent()).toBe('You can go back to your device');
+    await axeCheck(page, 'device connected');
 
     const tokens = await devicePoll();
     expect(tokens.access_token).toBeTruthy();
