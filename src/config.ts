@@ -272,7 +272,7 @@ export const Environment = Type.Object(
     }),
     RATE_LIMIT_ANSWERS_A_CHALLENGE: rate('10/60', {
       description:
-        'per client address on POST /sign-ups/confirmations and POST /sign-ins/second-factors (and other code-answering routes)',
+        'per client address on POST /sign-ups/confirmations and POST /sign-ins/second-factors (and other code-answering routes), and on `POST /oidc/device`, where a person types a device user code (see [OpenID Provider](oidc.md#device-authorization-grant))',
     }),
     RATE_LIMIT_PROVES_A_PASSWORD: rate('10/60', {
       description: 'per client address on POST /sign-ins and POST /sign-ins/renewals',
@@ -784,11 +784,22 @@ export interface OidcClientConfig {
   jwks?: { keys: Record<string, unknown>[] };
   jwksUri?: string;
 }
-export type OidcGrantType = 'authorization_code' | 'refresh_token' | 'client_credentials';
+export type OidcGrantType =
+  | 'authorization_code'
+  | 'refresh_token'
+  | 'client_credentials'
+  | 'urn:ietf:params:oauth:grant-type:device_code';
 export type OidcAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt' | 'none';
 export type OidcResponseType = 'code';
 export type OidcSigningAlg = 'RS256' | 'EdDSA';
-const GRANT_TYPES: readonly OidcGrantType[] = ['authorization_code', 'refresh_token', 'client_credentials'];
+/** RFC 8628's grant: a device without a browser (a CLI, a TV) signs a person in on another one. */
+export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+const GRANT_TYPES: readonly OidcGrantType[] = [
+  'authorization_code',
+  'refresh_token',
+  'client_credentials',
+  DEVICE_CODE_GRANT,
+];
 const AUTH_METHODS: readonly OidcAuthMethod[] = [
   'client_secret_basic',
   'client_secret_post',

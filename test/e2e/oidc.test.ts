@@ -5,7 +5,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { launchChromium } from '../helpers/browser.js';
+import { axeCheck, launchChromium } from '../helpers/browser.js';
 import { createPerson, type Person } from '../helpers/identities.js';
 import { freePort } from '../helpers/net.js';
 
@@ -126,6 +126,12 @@ beforeAll(async () => {
           client_uri: `${rpOrigin}/`,
           policy_uri: `${rpOrigin}/privacy`,
           tos_uri: `${rpOrigin}/terms`,
+        },
+        {
+          client_id: 'tv',
+          client_name: 'Living Room TV',
+          token_endpoint_auth_method: 'none',
+          grant_types: ['urn:ietf:params:oauth:grant-type:device_code', 'refresh_token'],
         },
       ]),
     },
@@ -270,5 +276,58 @@ describe('an app signs a person in through the hosted pages', () => {
     expect(payload).toMatchObject({ sub: person.identityId, sid });
     expect(payload.events).toEqual({ 'http://schemas.openid.net/event/backchannel-logout': {} });
     expect(decodeJwt(logout).nonce).toBeUndefined();
+  });
+
+  it('a device: the person types its code on the verification page, signs in, consents; the device gets tokens', async () => {
+    const form = (fields: Record<string, string>) => ({
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(fields),
+    });
+    const started = (await (
+      await fetch(`${origin}/oidc/device/auth`, form({ client_id: 'tv', scope: 'openid email' }))
+    ).json()) as { device_code: string; user_code: string; verification_uri: string };
+    const devicePoll = async () => {
+      t.clock.advance(5);
+      const res = await fetch(
+        `${origin}/oidc/token`,
+        form({
+          client_id: 'tv',
+          grant_type: 'urn:ietf:params:oauth:grant-type:device_code',
+          device_code: started.device_code,
+        }),
+      );
+      return (await res.json()) as Record<string, string>;
+    };
+    expect((await devicePoll()).error).toBe('authorization_pending');
+
+    await page.goto(started.verification_uri);
+    expect(await page.locator('h1').textContent()).toBe('Connect a device');
+    await page.getByLabel('Code').fill('BCDF-GHJK');
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('That code is not valid');
+    await axeCheck(page, 'device verification, a wrong code');
+    // Typed as a person might: lower case, no dash.
+    await page.getByLabel('Code').fill(started.user_code.replace('-', '').toLowerCase());
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await expect.poll(() => page.locator('code.user-code').textContent()).toBe(started.user_code);
+    expect(await page.locator('main').textContent()).toContain('Living Room TV');
+    await axeCheck(page, 'device confirmation');
+    await page.getByRole('button', { name: 'Continue' }).click();
+
+    // Signed out everywhere above: the hosted sign-in, then the consent of this third-party client.
+    await page.waitForURL(/\/account\/#\/authorize\//);
+    await signInOnHostedPage(page);
+    await page.waitForURL(/\/account\/#\/consent\//);
+    await page.getByRole('button', { name: 'Allow' }).click();
+    await expect.poll(() => page.locator('h1').textContent()).toBe('You can go back to your device');
+    await axeCheck(page, 'device connected');
+
+    const tokens = await devicePoll();
+    expect(tokens.access_token).toBeTruthy();
+    const info = await fetch(`${origin}/oidc/userinfo`, {
+      headers: { authorization: `Bearer ${tokens.access_token}` },
+    });
+    expect(await info.json()).toMatchObject({ sub: person.identityId, email: person.email });
   });
 });

@@ -115,6 +115,23 @@ describe('creating a client', () => {
     expect(read.body).not.toContain(secret);
   });
 
+  it('a device client needs no redirect_uris, and reads back with its grant type', async () => {
+    const grant = 'urn:ietf:params:oauth:grant-type:device_code';
+    const { body } = await create({
+      token_endpoint_auth_method: 'none',
+      redirect_uris: undefined,
+      grant_types: [grant, 'refresh_token'],
+    });
+    expect(body).toMatchObject({
+      grant_types: [grant, 'refresh_token'],
+      redirect_uris: [],
+      response_types: [],
+    });
+    const read = await call('GET', `/oidc-clients/${body.client_id}`);
+    expect(read.statusCode).toBe(200);
+    expect(read.json().data.grant_types).toEqual([grant, 'refresh_token']);
+  });
+
   it('a public client gets no secret', async () => {
     const { body } = await create({
       token_endpoint_auth_method: 'none',

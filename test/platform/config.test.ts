@@ -297,6 +297,27 @@ describe('OIDC_CLIENTS', () => {
     expect(job.clientSecret).toBeUndefined();
   });
 
+  it('accepts the device authorization grant without redirect_uris, public or confidential', () => {
+    const grant = 'urn:ietf:params:oauth:grant-type:device_code';
+    const config = loadConfig(
+      env([
+        { client_id: 'tv', token_endpoint_auth_method: 'none', grant_types: [grant, 'refresh_token'] },
+        { client_id: 'cli', client_secret: 'x'.repeat(32), grant_types: [grant] },
+      ]),
+    );
+    const [tv, cli] = config.oidc.clients;
+    expect(tv).toMatchObject({ grantTypes: [grant, 'refresh_token'], responseTypes: [], redirectUris: [] });
+    expect(cli).toMatchObject({ grantTypes: [grant], responseTypes: [], redirectUris: [] });
+    // With the code flow beside it, the code flow's rule still holds.
+    expect(() =>
+      loadConfig(
+        env([
+          { client_id: 'both', client_secret: 'x'.repeat(32), grant_types: [grant, 'authorization_code'] },
+        ]),
+      ),
+    ).toThrow('entry "both" needs redirect_uris for the authorization_code grant');
+  });
+
   it('refuses a repeated client_id and accepts a valid list', () => {
     const valid = {
       client_id: 'app',

@@ -12,6 +12,16 @@ import type {
 } from 'oidc-provider';
 import type { Config, OidcClientConfig } from '../../config.js';
 import type { Clock } from '../../platform/clock.js';
+import {
+  type DeviceInputError,
+  deviceConfirmPage,
+  deviceInputPage,
+  deviceSuccessPage,
+  errorPage,
+  escapeHtml,
+  page,
+  pageLocale,
+} from './pages.js';
 
 /*
  * The one module that touches oidc-provider (docs/oidc.md): its configuration, the storage adapter
@@ -39,6 +49,8 @@ export interface PayloadStore {
   ): Promise<void>;
   /** Only while unexpired and while the grant it belongs to is live. */
   find(kind: string, id: string): Promise<Record<string, unknown> | undefined>;
+  /** The device code a person typed (normalized), while its row is kept. */
+  findDeviceCode(userCode: string): Promise<Record<string, unknown> | undefined>;
   findByUid(kind: string, uid: string): Promise<Record<string, unknown> | undefined>;
   /** Compare-and-set: false when it was already consumed. */
   consume(kind: string, id: string): Promise<boolean>;
@@ -135,9 +147,12 @@ export const OIDC_PATHS = {
   /** The browser endpoints: limited per address and taking POST as GET (routes.ts). */
   authorization: '/oidc/auth',
   endSession: '/oidc/session/end',
+  /** The device flow's verification page, where a person types the user code (RFC 8628 3.3). */
+  codeVerification: '/oidc/device',
   /** Client authentication happens at these (and the budget covers it). */
   clientAuthenticated: [
     '/oidc/token',
+    '/oidc/device/auth',
     '/oidc/token/introspection',
     '/oidc/token/revocation',
     '/oidc/request',
@@ -186,6 +201,37 @@ export function overCap(params: Iterable<[string, unknown]>): string | undefined
     : undefined;
 }
 
+/**
+ * The device flow's user code (docs/oidc.md, "Device authorization grant"): 8 characters of the
+ * library's 20 consonants (no vowels, so no word is spelled; no digits to mistake for letters),
+ * 20^8 ≈ 2.56e10 codes. A code lives DEVICE_CODE_TTL seconds; the verification endpoint's
+ * per-address limit bounds the guesses (the bound is worked out in the docs).
+ */
+export const DEVICE_CODE_TTL = 600;
+const USER_CODE = { charset: 'base-20', mask: '****-****' } as const;
+
+/**
+ * Seconds a device waits between polls: the library's device authorization answer names no
+ * interval, so RFC 8628 3.2's default of 5 holds, and a sooner poll is answered slow_down
+ * (routes.ts, before the library sees it).
+ */
+export const DEVICE_POLL_INTERVAL = 5;
+
+/** Where the library's own device form posts and its anti-CSRF value: our pages post the same. */
+function deviceForm(html: string) {
+  const action = /action="([^"]+)"/.exec(html)?.[1];
+  const xsrf = /name="xsrf" value="([^"]+)"/.exec(html)?.[1];
+  if (!action || !xsrf) throw new Error('the device form changed shape');
+  return { action, xsrf };
+}
+
+/** The language of a device page: the device's ui_locales, else the browser's Accept-Language. */
+function deviceLocale(ctx: KoaContextWithOIDC) {
+  const params = (ctx.oidc?.entities as { DeviceCode?: { params?: Record<string, unknown> } } | undefined)
+    ?.DeviceCode?.params;
+  return pageLocale(params?.ui_locales, (langs) => ctx.acceptsLanguages(langs));
+}
+
 /** How long an interaction lives, in seconds (its sign-in page's record lives as long). */
 export const INTERACTION_TTL = 3600;
 
@@ -231,28 +277,6 @@ const CLAIMS = {
 function grantIdOf(token: unknown): string | undefined {
   const grantId = (token as { grantId?: unknown } | undefined)?.grantId;
   return typeof grantId === 'string' ? grantId : undefined;
-}
-
-const escapeHtml = (s: string) =>
-  s.replace(
-    /[&<>"']/g,
-    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c,
-  );
-
-function page(title: string, body: string): string {
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${escapeHtml(title)}</title><style>body{font:16px/1.5 system-ui,sans-serif;max-width:28rem;margin:4rem auto;padding:0 1rem;color:#1b1f24}h1{font-size:1.4rem}button{font:inherit;padding:.5rem 1rem;border-radius:.4rem;border:1px solid #0b5cad;background:#0b5cad;color:#fff;cursor:pointer}button.secondary{background:#fff;color:#0b5cad}form{display:flex;gap:.5rem;margin-top:1.5rem}</style></head><body><main>${body}</main></body></html>`;
-}
-
-/**
- * The provider's error page (renderError), which the bridge also answers with for what it refuses
- * before the library sees the request: a person in a browser reads it, an RP never does.
- */
-export function errorPage(heading: string, error: string, description?: string): string {
-  const detail = description ? `<p>${escapeHtml(description)}</p>` : '';
-  return page(
-    'Sign-in error',
-    `<h1>${escapeHtml(heading)}</h1><p><code>${escapeHtml(error)}</code></p>${detail}`,
-  );
 }
 
 type Library = typeof import('oidc-provider');
@@ -468,8 +492,8 @@ export class OpenIdProvider {
         return (await store.findByUid(this.name, uid)) as AdapterPayload | undefined;
       }
 
-      async findByUserCode(): Promise<AdapterPayload | undefined> {
-        return undefined; // the device flow is off
+      async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
+        return (await store.findDeviceCode(userCode)) as AdapterPayload | undefined;
       }
 
       async consume(id: string): Promise<void> {
@@ -653,6 +677,45 @@ export class OpenIdProvider {
         },
         revocation: { enabled: true },
         clientCredentials: { enabled: true },
+        // RFC 8628, for the clients whose grant_types hold its grant (the library refuses the
+        // others at /oidc/device/auth). Our pages in place of the library's: the hosted style, two
+        // languages, no script, and one answer for every code refused (unknown, expired, used), so
+        // the page tells a guesser nothing about which codes exist.
+        deviceFlow: {
+          enabled: true,
+          ...USER_CODE,
+          async userCodeInputSource(ctx, form, _out, err) {
+            const error: DeviceInputError | undefined =
+              err === undefined
+                ? undefined
+                : (err as { userCode?: string }).userCode !== undefined || err.name === 'NoCodeError'
+                  ? 'wrong_code'
+                  : err.name === 'AbortedError'
+                    ? 'aborted'
+                    : 'failed';
+            // A refusal is not a page served as asked: 400, so a script tells it apart too.
+            if (error) ctx.status = 400;
+            ctx.type = 'html';
+            ctx.body = deviceInputPage(deviceLocale(ctx), deviceForm(form), error);
+          },
+          async userCodeConfirmSource(ctx, form, client, _deviceInfo, userCode) {
+            ctx.type = 'html';
+            ctx.body = deviceConfirmPage(
+              deviceLocale(ctx),
+              deviceForm(form),
+              String(client.clientName ?? client.clientId),
+              userCode,
+            );
+          },
+          async successSource(ctx) {
+            const client = ctx.oidc.client;
+            ctx.type = 'html';
+            ctx.body = deviceSuccessPage(
+              deviceLocale(ctx),
+              String(client?.clientName ?? client?.clientId ?? ''),
+            );
+          },
+        },
         backchannelLogout: { enabled: true },
         resourceIndicators: { enabled: false },
         userinfo: { enabled: true },
@@ -681,6 +744,7 @@ export class OpenIdProvider {
         ClientCredentials: config.lifetimes.accessToken,
         IdToken: config.oidc.idTokenTtl,
         Interaction: INTERACTION_TTL,
+        DeviceCode: DEVICE_CODE_TTL,
         Session: config.lifetimes.session,
         Grant: Math.max(config.lifetimes.session, config.oidc.offlineTtl),
         // A session-bound refresh token lives no longer than its session (the grant's link ends it

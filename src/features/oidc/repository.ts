@@ -125,6 +125,27 @@ function asStored(row: { payload: unknown; consumedAt: Date | string | null }): 
   return { payload, consumedAt: row.consumedAt === null ? null : new Date(row.consumedAt) };
 }
 
+/**
+ * A device's poll at the token endpoint (RFC 8628 3.5), keyed by its device code's hash: true when
+ * it comes at or after `now` reached the time the last allowed poll set, which it then moves to
+ * `next`. A compare-and-set, so of two polls at once exactly one is allowed. A refused poll moves
+ * nothing. The row is swept once `next` has passed.
+ */
+export async function allowDevicePoll(db: Executor, key: string, now: Date, next: Date): Promise<boolean> {
+  const row = await db
+    .insertInto('oidc_payloads')
+    .values({ kind: 'DevicePoll', id: key, payload: '{}', grant_id: null, uid: null, expires_at: next })
+    .onConflict((oc) =>
+      oc
+        .columns(['kind', 'id'])
+        .doUpdateSet({ expires_at: next })
+        .where('oidc_payloads.expires_at', '<=', now),
+    )
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** The compare-and-set behind single use: true for exactly one of two concurrent consumers. */
 export async function consumePayload(db: Executor, kind: string, id: string, now: Date): Promise<boolean> {
   const rows = await db

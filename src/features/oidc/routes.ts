@@ -1,8 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { DEVICE_CODE_GRANT } from '../../config.js';
 import type { AppContext } from '../../context.js';
 import { Problem } from '../../platform/problem.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
-import { END_SESSION_PARAMS, errorPage, OIDC_PATHS, overCap, SILENT_PARAM } from './provider.js';
+import { acceptedLanguages, deviceLimitPage, errorPage, pageLocale } from './pages.js';
+import { END_SESSION_PARAMS, OIDC_PATHS, overCap, SILENT_PARAM } from './provider.js';
 
 const BODY_LIMIT = 64 * 1024;
 const hide = { schema: { hide: true } } as const;
@@ -103,6 +105,20 @@ export async function oidcRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
         }
       }
     }
+    if (request.url.split('?')[0] === '/oidc/token' && typeof request.body === 'string' && isForm(request)) {
+      const form = new URLSearchParams(request.body);
+      const deviceCode = form.get('device_code');
+      if (
+        form.get('grant_type') === DEVICE_CODE_GRANT &&
+        deviceCode &&
+        !(await oidc.devicePollAllowed(deviceCode))
+      ) {
+        return reply.code(400).headers({ 'cache-control': 'no-store', pragma: 'no-cache' }).send({
+          error: 'slow_down',
+          error_description: 'polling too quickly: wait 5 more seconds between polls',
+        });
+      }
+    }
     if (typeof request.body === 'string') (request.raw as { body?: string }).body = request.body;
     if (url) request.raw.url = url;
     reply.hijack();
@@ -181,6 +197,15 @@ export async function oidcRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
     if (
       error instanceof Problem &&
       error.code === 'rate_limit.exceeded' &&
+      request.routeOptions.url === OIDC_PATHS.codeVerification
+    ) {
+      if (error.extra.headers) reply.headers(error.extra.headers);
+      const lang = pageLocale(undefined, acceptedLanguages(request.headers['accept-language']));
+      return pageReply(reply, 429, deviceLimitPage(lang, String(reply.getHeader('retry-after') ?? '60')));
+    }
+    if (
+      error instanceof Problem &&
+      error.code === 'rate_limit.exceeded' &&
       BROWSER_ENDPOINTS.has(request.routeOptions.url ?? '')
     ) {
       if (error.extra.headers) reply.headers(error.extra.headers);
@@ -222,6 +247,16 @@ export async function oidcRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
     url: OIDC_PATHS.endSession,
     config: limitFor(oidcAuthorizations, 'oidc/end-session'),
     handler: endSession,
+  });
+  // The verification page's POSTs are where user codes are guessed: each one (a typed code, a
+  // confirmation, a cancel) counts against the per-address limit of code-answering routes, which
+  // is the bound docs/oidc.md ("Device authorization grant") works out. Its GETs go on below.
+  app.route({
+    ...endpoint,
+    method: 'POST',
+    url: OIDC_PATHS.codeVerification,
+    config: limitFor(ctx.config.rateLimits.answersAChallenge, 'oidc/device-verification'),
+    handler: (q, r) => forward(q, r),
   });
   app.route({
     method: ['GET', 'POST', 'OPTIONS'],

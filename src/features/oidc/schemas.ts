@@ -16,6 +16,7 @@ const GrantType = Type.Union([
   Type.Literal('authorization_code'),
   Type.Literal('refresh_token'),
   Type.Literal('client_credentials'),
+  Type.Literal('urn:ietf:params:oauth:grant-type:device_code'),
 ]);
 const AuthMethod = Type.Union([
   Type.Literal('client_secret_basic'),
@@ -43,7 +44,7 @@ const metadata = {
   client_name: StoredText({ maxLength: 100, visible: true }),
   redirect_uris: Uris,
   post_logout_redirect_uris: Uris,
-  grant_types: Type.Array(GrantType, { minItems: 1, maxItems: 3 }),
+  grant_types: Type.Array(GrantType, { minItems: 1, maxItems: 4 }),
   token_endpoint_auth_method: AuthMethod,
   backchannel_logout_uri: Uri,
   first_party: Type.Boolean(),

@@ -15,6 +15,8 @@ import { OrganizationRoles } from '../organizations/roles.js';
 import { lockKeyCreation } from '../sessions/repository.js';
 import { storedClient } from './clients.js';
 import {
+  DEVICE_CODE_TTL,
+  DEVICE_POLL_INTERVAL,
   type HostedSession,
   INTERACTION_TTL,
   type OidcProviderDeps,
@@ -98,16 +100,28 @@ export class OidcService {
               : kind !== 'Interaction' && typeof payload.grantId === 'string'
                 ? payload.grantId
                 : null;
+          // A device code is found by the user code a person types (the uid column, indexed). Its
+          // row outlives the code by another lifetime: the library then answers the device's poll
+          // expired_token and the verification page refuses it, where a row gone would answer
+          // invalid_grant (RFC 8628 3.5 asks for expired_token).
+          const device = kind === 'DeviceCode';
+          const keptFor = expiresIn ? expiresIn + (device ? DEVICE_CODE_TTL : 0) : 0;
           await repo.upsertPayload(db, {
             kind,
             id,
             payload,
             grantId,
-            uid: typeof payload.uid === 'string' ? payload.uid : null,
-            expiresAt: expiresIn ? new Date(now().getTime() + expiresIn * 1000) : null,
+            uid: device
+              ? typeof payload.userCode === 'string'
+                ? payload.userCode
+                : null
+              : typeof payload.uid === 'string'
+                ? payload.uid
+                : null,
+            expiresAt: keptFor ? new Date(now().getTime() + keptFor * 1000) : null,
           });
           // The sid the ID tokens of this grant carry: its back-channel logout repeats it.
-          if (kind === 'AuthorizationCode' && grantId && typeof payload.sid === 'string') {
+          if ((kind === 'AuthorizationCode' || device) && grantId && typeof payload.sid === 'string') {
             await repo.setGrantSid(db, grantId, payload.sid);
           }
           if (kind === 'RefreshToken' && grantId && expiresIn && typeof payload.exp === 'number') {
@@ -122,6 +136,8 @@ export class OidcService {
             : found.payload;
         },
         findByUid: async (kind, uid) => (await repo.findPayloadByUid(db, kind, uid, now()))?.payload,
+        findDeviceCode: async (userCode) =>
+          (await repo.findPayloadByUid(db, 'DeviceCode', userCode, now()))?.payload,
         consume: (kind, id) => repo.consumePayload(db, kind, id, now()),
         destroy: (kind, id) => repo.deletePayload(db, kind, id),
         revokeGrant: async (grantId, reason) => {
@@ -243,6 +259,17 @@ export class OidcService {
       method: live.method,
       epoch: live.epoch,
     };
+  }
+
+  /**
+   * Whether a device may poll the token endpoint with this device code now: not sooner than
+   * DEVICE_POLL_INTERVAL seconds after its last allowed poll (RFC 8628 3.5's slow_down; the library
+   * does not keep this). Keyed by the code's hash, so no device code is written in clear twice.
+   */
+  async devicePollAllowed(deviceCode: string): Promise<boolean> {
+    const now = this.deps.clock.now();
+    const next = new Date(now.getTime() + DEVICE_POLL_INTERVAL * 1000);
+    return repo.allowDevicePoll(this.deps.database.db, sha256Hex(deviceCode), now, next);
   }
 
   /**
