@@ -62,7 +62,10 @@ export function acceptedLanguages(header: string | undefined): (langs: string[])
   return (langs) => ranked.find((l) => langs.includes(l.tag))?.tag ?? false;
 }
 
-/** Every text of the device pages, English and French with the same keys (a missing one is a type error). */
+/**
+ * Every text of the device pages and the browser endpoints' limit page, English and French with the
+ * same keys (a missing one is a type error).
+ */
 const en = {
   inputTitle: 'Connect a device',
   inputIntro: 'Enter the code shown on your device.',
@@ -81,6 +84,9 @@ const en = {
   successBody: '{client} is signed in on your device. You can close this page.',
   limitTitle: 'Too many attempts',
   limitBody: 'Too many codes were tried from your network. Wait {seconds} seconds, then try again.',
+  signInLimitTitle: 'Too many sign-in requests',
+  signInLimitBody:
+    'Too many requests came from your network in a short time. Wait {seconds} seconds, then go back to the app and try again.',
 } as const;
 const fr: Record<keyof typeof en, string> = {
   inputTitle: 'Connecter un appareil',
@@ -103,6 +109,9 @@ const fr: Record<keyof typeof en, string> = {
   limitTitle: 'Trop de tentatives',
   limitBody:
     'Trop de codes ont été essayés depuis votre réseau. Attendez {seconds} secondes, puis réessayez.',
+  signInLimitTitle: 'Trop de demandes de connexion',
+  signInLimitBody:
+    "Trop de demandes sont venues de votre réseau en peu de temps. Attendez {seconds} secondes, puis retournez dans l'application et réessayez.",
 };
 const CATALOGUE: Record<PageLocale, Record<keyof typeof en, string>> = { en, fr };
 
@@ -168,6 +177,18 @@ export function deviceLimitPage(lang: PageLocale, seconds: string): string {
   return page(
     CATALOGUE[lang].limitTitle,
     `<h1>${text(lang, 'limitTitle')}</h1><p>${text(lang, 'limitBody', { seconds })}</p>`,
+    lang,
+  );
+}
+
+/**
+ * The per-address limit of the authorization and end-session endpoints, as a page: a person's
+ * browser is their only caller, and the app's redirect_uri is not checked yet when it refuses.
+ */
+export function signInLimitPage(lang: PageLocale, seconds: string): string {
+  return page(
+    CATALOGUE[lang].signInLimitTitle,
+    `<h1>${text(lang, 'signInLimitTitle')}</h1><p><code>rate_limit.exceeded</code></p><p>${text(lang, 'signInLimitBody', { seconds })}</p>`,
     lang,
   );
 }

@@ -3,7 +3,7 @@ import { DEVICE_CODE_GRANT } from '../../config.js';
 import type { AppContext } from '../../context.js';
 import { Problem } from '../../platform/problem.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
-import { acceptedLanguages, deviceLimitPage, errorPage, pageLocale } from './pages.js';
+import { acceptedLanguages, deviceLimitPage, errorPage, pageLocale, signInLimitPage } from './pages.js';
 import { END_SESSION_PARAMS, OIDC_PATHS, overCap, SILENT_PARAM } from './provider.js';
 
 const BODY_LIMIT = 64 * 1024;
@@ -209,15 +209,11 @@ export async function oidcRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
       BROWSER_ENDPOINTS.has(request.routeOptions.url ?? '')
     ) {
       if (error.extra.headers) reply.headers(error.extra.headers);
-      return pageReply(
-        reply,
-        429,
-        errorPage(
-          'Too many sign-in requests',
-          'rate_limit.exceeded',
-          `Too many requests came from your network in a short time. Wait ${reply.getHeader('retry-after') ?? 'a minute'} seconds, then go back to the app and try again.`,
-        ),
+      const lang = pageLocale(
+        request.query && (request.query as Record<string, unknown>).ui_locales,
+        acceptedLanguages(request.headers['accept-language']),
       );
+      return pageReply(reply, 429, signInLimitPage(lang, String(reply.getHeader('retry-after') ?? '60')));
     }
     throw error;
   });
