@@ -560,13 +560,14 @@ describe('loadConfig', () => {
       guessBudgets: 'guess-budgets',
       keyCheck: 'key-check',
       oidcCookies: 'oidc-cookies',
+      oidcDpopNonces: 'oidc-dpop-nonces',
       organizationInvitations: 'organization-invitations',
     } as const;
     expect(Object.keys(c.keys).sort()).toEqual(Object.keys(purposes).sort());
     for (const [name, purpose] of Object.entries(purposes)) {
       expect(c.keys[name as keyof typeof purposes].equals(deriveKey(c.secretsKey, purpose)), name).toBe(true);
     }
-    expect(new Set(Object.values(c.keys).map((k) => k.toString('hex'))).size).toBe(8);
+    expect(new Set(Object.values(c.keys).map((k) => k.toString('hex'))).size).toBe(9);
   });
 
   it('reads valid values', () => {

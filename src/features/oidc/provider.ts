@@ -43,6 +43,11 @@ export interface PayloadStore {
   /** Compare-and-set: false when it was already consumed. */
   consume(kind: string, id: string): Promise<boolean>;
   destroy(kind: string, id: string): Promise<void>;
+  /**
+   * Stores a payload under an id that is not there yet (or only expired) in one statement: true
+   * when this call stored it, false when a live one was already there.
+   */
+  claim(kind: string, id: string, payload: Record<string, unknown>, expiresIn: number): Promise<boolean>;
   /** Ends the grant (no back-channel logout: its client or a reuse asked for it) and deletes its tokens. */
   revokeGrant(grantId: string, reason: string): Promise<void>;
 }
@@ -85,6 +90,8 @@ export interface OidcProviderDeps {
   signingKeys: Record<string, unknown>[];
   /** 32 bytes that sign the provider's own cookies. */
   cookieKey: Buffer;
+  /** 32 bytes the DPoP nonces are made from: every instance makes and checks the same ones. */
+  dpopNonceKey: Buffer;
   /** RP-initiated logout confirmed: the hosted session named by the cookie ends too. */
   endHostedSession(cookieHeader: string | undefined): Promise<void>;
   /** Set-Cookie that clears the hosted pages' cookie. */
@@ -185,6 +192,12 @@ export function overCap(params: Iterable<[string, unknown]>): string | undefined
     ? `the parameters are longer than ${PARAMETER_CAPS.total} bytes together`
     : undefined;
 }
+
+/**
+ * How long a replay claim lives before the library's save gives it its own lifetime: its replay
+ * window (300 seconds), so a claim left by a request that failed after it still refuses the proof.
+ */
+const REPLAY_CLAIM_TTL = 300;
 
 /** How long an interaction lives, in seconds (its sign-in page's record lives as long). */
 export const INTERACTION_TTL = 3600;
@@ -458,6 +471,7 @@ export class OpenIdProvider {
 
       async find(id: string): Promise<AdapterPayload | undefined> {
         if (this.name === 'Client') return self.#clientMetadata(id);
+        if (this.name === 'ReplayDetection') return self.#seenBefore(id);
         const payload = await store.find(this.name, id);
         if (!payload) return undefined;
         if (this.name === 'Session' && !(await self.#sessionStillHosted(payload))) return undefined;
@@ -523,6 +537,21 @@ export class OpenIdProvider {
       return login[HOSTED_SESSION];
     }
     return typeof payload.uid === 'string' ? this.#scopeOf()?.standing.get(payload.uid) : undefined;
+  }
+
+  /**
+   * The library's replay check (a DPoP proof's or a client assertion's jti) is a find, then a save
+   * when nothing was found: two requests carrying the same proof at once, on one instance or two,
+   * would both find nothing. Here the find claims the id in the database in one statement, so
+   * exactly one of them finds nothing; the other finds the claim and is refused as a replay. The
+   * library's save that follows overwrites the claim with its own payload and lifetime.
+   */
+  async #seenBefore(id: string): Promise<AdapterPayload | undefined> {
+    // The library's own (real) clock, as its payloads use; its replay window is 300 seconds.
+    const iat = Math.floor(Date.now() / 1000);
+    const claim = { jti: id, iat, exp: iat + REPLAY_CLAIM_TTL };
+    if (await this.deps.store.claim('ReplayDetection', id, claim, REPLAY_CLAIM_TTL)) return undefined;
+    return ((await this.deps.store.find('ReplayDetection', id)) ?? claim) as AdapterPayload;
   }
 
   async #clientMetadata(clientId: string): Promise<AdapterPayload | undefined> {
@@ -652,6 +681,11 @@ export class OpenIdProvider {
           allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId,
         },
         revocation: { enabled: true },
+        // RFC 9449 (docs/oidc.md, "DPoP"): a proof binds the tokens to the client's key. Every proof
+        // carries a nonce of the server's, so its freshness never rests on the client's clock, and
+        // any instance checks a nonce another made (one key for all); a jti is refused the second
+        // time through the database (the adapter's ReplayDetection).
+        dPoP: { enabled: true, nonceSecret: deps.dpopNonceKey, requireNonce: () => true, allowReplay: false },
         clientCredentials: { enabled: true },
         backchannelLogout: { enabled: true },
         resourceIndicators: { enabled: false },
