@@ -245,7 +245,7 @@ export const Environment = Type.Object(
     }),
     OIDC_CLIENTS: formatted('json-array', 'must be a JSON array of client metadata objects', {
       description:
-        "JSON array of the OpenID Provider's clients, in RFC 7591 and OpenID Connect Registration names: `client_id`, `client_secret`, `redirect_uris`, `post_logout_redirect_uris`, `grant_types`, `response_types`, `token_endpoint_auth_method` (`private_key_jwt` with `jwks` or `jwks_uri`), `backchannel_logout_uri`, `client_name`, `logo_uri`, `client_uri`, `policy_uri`, `tos_uri`, `contacts`, `scope`, `default_max_age`, `require_auth_time`, `id_token_signed_response_alg`, `userinfo_signed_response_alg`, plus `first_party` and `require_pkce` (see [OpenID Provider](oidc.md#clients)). An invalid entry or an unknown field stops start-up with a line naming it",
+        "JSON array of the OpenID Provider's clients, in RFC 7591 and OpenID Connect Registration names: `client_id`, `client_secret`, `redirect_uris`, `post_logout_redirect_uris`, `grant_types`, `response_types`, `token_endpoint_auth_method` (`private_key_jwt` with `jwks` or `jwks_uri`), `backchannel_logout_uri`, `client_name`, `logo_uri`, `client_uri`, `policy_uri`, `tos_uri`, `contacts`, `scope`, `default_max_age`, `require_auth_time`, `id_token_signed_response_alg`, `userinfo_signed_response_alg`, `dpop_bound_access_tokens`, plus `first_party` and `require_pkce` (see [OpenID Provider](oidc.md#clients)). An invalid entry or an unknown field stops start-up with a line naming it",
       shown: 'none (clients can also be registered through the admin API)',
     }),
     OIDC_OFFLINE_TTL: integer(2592000, 3600, 31536000, {
@@ -783,6 +783,8 @@ export interface OidcClientConfig {
   /** The public keys of a private_key_jwt client: inline, or where to fetch them (one of the two). */
   jwks?: { keys: Record<string, unknown>[] };
   jwksUri?: string;
+  /** RFC 9449 §5.2: every token request of it carries a DPoP proof, and its tokens are bound to the key. */
+  dpopBoundAccessTokens: boolean;
 }
 export type OidcGrantType = 'authorization_code' | 'refresh_token' | 'client_credentials';
 export type OidcAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt' | 'none';
@@ -828,6 +830,7 @@ export const OIDC_CLIENT_FIELDS = [
   'require_auth_time',
   'jwks',
   'jwks_uri',
+  'dpop_bound_access_tokens',
   'first_party',
   'require_pkce',
 ] as const;
@@ -1024,7 +1027,12 @@ export function checkOidcClient(entry: unknown, production: boolean): OidcClient
   if (userinfoAlg !== undefined && !OIDC_SIGNING_ALGS.includes(userinfoAlg as OidcSigningAlg)) {
     return `userinfo_signed_response_alg "${String(userinfoAlg)}" is not enabled here (${OIDC_SIGNING_ALGS.join(' or ')})`;
   }
-  for (const flag of ['first_party', 'require_pkce', 'require_auth_time'] as const) {
+  for (const flag of [
+    'first_party',
+    'require_pkce',
+    'require_auth_time',
+    'dpop_bound_access_tokens',
+  ] as const) {
     if (m[flag] !== undefined && typeof m[flag] !== 'boolean') return `${flag} must be true or false`;
   }
   return {
@@ -1051,6 +1059,7 @@ export function checkOidcClient(entry: unknown, production: boolean): OidcClient
     requireAuthTime: m.require_auth_time !== false,
     ...(m.jwks !== undefined ? { jwks: m.jwks as { keys: Record<string, unknown>[] } } : {}),
     ...(m.jwks_uri !== undefined ? { jwksUri: m.jwks_uri as string } : {}),
+    dpopBoundAccessTokens: m.dpop_bound_access_tokens === true,
   };
 }
 

@@ -588,6 +588,8 @@ export class OpenIdProvider {
         : {}),
       first_party: c.firstParty,
       require_pkce: c.requirePkce,
+      // The library then refuses its token requests without a DPoP proof (RFC 9449 §5.2).
+      dpop_bound_access_tokens: c.dpopBoundAccessTokens,
     };
   }
 
