@@ -229,6 +229,16 @@ describe('OpenID Provider: DPoP (RFC 9449)', () => {
     expect(replayed.status).toBe(400);
     expect((await replayed.json()).error).toBe('invalid_grant');
 
+    // At userinfo too, a proof without the server's nonce is challenged with one.
+    const noNonce = await userinfo(
+      'DPoP',
+      tokens.access_token,
+      await proof(key, 'GET', userinfoUrl, { accessToken: tokens.access_token }),
+    );
+    expect(noNonce.status).toBe(401);
+    expect(noNonce.headers.get('www-authenticate')).toMatch(/^DPoP .*error="use_dpop_nonce"/);
+    expect(noNonce.headers.get('dpop-nonce')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+
     const userinfoProof = await proof(key, 'GET', userinfoUrl, { nonce, accessToken: tokens.access_token });
     expect((await userinfo('DPoP', tokens.access_token, userinfoProof)).status).toBe(200);
     const again = await userinfo('DPoP', tokens.access_token, userinfoProof);
