@@ -194,8 +194,8 @@ export function overCap(params: Iterable<[string, unknown]>): string | undefined
 }
 
 /**
- * How long a replay claim lives before the library's save gives it its own lifetime: its replay
- * window (300 seconds), so a claim left by a request that failed after it still refuses the proof.
+ * How long a claimed jti is kept at least: the library's DPoP replay window (300 seconds, what it
+ * saves a proof's jti for), past which its nonce check refuses the proof anyway.
  */
 const REPLAY_CLAIM_TTL = 300;
 
@@ -464,6 +464,10 @@ export class OpenIdProvider {
       constructor(readonly name: string) {}
 
       async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
+        // The find that claimed it stored it already (#seenBefore): a DPoP proof's jti for the
+        // same 300 seconds, written once. A client assertion's is kept until the assertion's own
+        // exp, which may be later: that one is written again with its lifetime.
+        if (this.name === 'ReplayDetection' && expiresIn <= REPLAY_CLAIM_TTL) return;
         const stored = payload as Record<string, unknown>;
         if (this.name === 'Session' && stored.accountId) stored[HOSTED_SESSION] = self.#standsFor(stored);
         await store.upsert(this.name, id, stored, expiresIn);
@@ -544,7 +548,7 @@ export class OpenIdProvider {
    * when nothing was found: two requests carrying the same proof at once, on one instance or two,
    * would both find nothing. Here the find claims the id in the database in one statement, so
    * exactly one of them finds nothing; the other finds the claim and is refused as a replay. The
-   * library's save that follows overwrites the claim with its own payload and lifetime.
+   * claim is the record; the library's save that follows writes only to keep it longer.
    */
   async #seenBefore(id: string): Promise<AdapterPayload | undefined> {
     // The library's own (real) clock, as its payloads use; its replay window is 300 seconds.
