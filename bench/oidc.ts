@@ -4,7 +4,7 @@
  * relying party would (docs/oidc.md): the hosted session's cookie from POST /browser-session, the
  * provider's redirects followed with the cookies they set, the code exchanged with its PKCE verifier.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, generateKeyPairSync, type KeyObject, randomBytes, sign } from 'node:crypto';
 
 export const BENCH_CLIENT = {
   id: 'bench-rp',
@@ -50,6 +50,45 @@ class Jar {
   }
 }
 
+/**
+ * A DPoP key (RFC 9449) made and used with node:crypto alone: autocannon's setupRequest is
+ * synchronous, so each request's proof is signed there, with its own jti, the access token's hash
+ * and the last server nonce seen.
+ */
+export class DpopKey {
+  readonly #privateKey: KeyObject;
+  readonly #header: string;
+  nonce: string | undefined;
+
+  constructor() {
+    const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    this.#privateKey = privateKey;
+    const { kty, crv, x, y } = publicKey.export({ format: 'jwk' });
+    this.#header = b64(JSON.stringify({ alg: 'ES256', typ: 'dpop+jwt', jwk: { kty, crv, x, y } }));
+  }
+
+  proof(htm: string, htu: string, accessToken?: string): string {
+    const payload = b64(
+      JSON.stringify({
+        htm,
+        htu,
+        iat: Math.floor(Date.now() / 1000),
+        jti: randomBytes(16).toString('base64url'),
+        ...(this.nonce ? { nonce: this.nonce } : {}),
+        ...(accessToken ? { ath: createHash('sha256').update(accessToken).digest('base64url') } : {}),
+      }),
+    );
+    const input = `${this.#header}.${payload}`;
+    const signature = sign('sha256', Buffer.from(input), {
+      key: this.#privateKey,
+      dsaEncoding: 'ieee-p1363',
+    });
+    return `${input}.${signature.toString('base64url')}`;
+  }
+}
+
+const b64 = (text: string) => Buffer.from(text).toString('base64url');
+
 export interface OidcTokens {
   accessToken: string;
   refreshToken: string;
@@ -64,6 +103,7 @@ export async function codeFlowGrant(
   base: string,
   publicOrigin: string,
   serviceRefreshToken: string,
+  dpop?: DpopKey,
 ): Promise<OidcTokens> {
   const jar = new Jar();
   const handover = await fetch(`${base}/api/v1/browser-session`, {
@@ -107,16 +147,28 @@ export async function codeFlowGrant(
     }
   }
   if (code === null) throw new Error('too many redirects');
-  const token = await fetch(`${base}/oidc/token`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: clientBasic() },
-    body: new URLSearchParams({
-      grant_type: 'authorization_code',
-      code,
-      redirect_uri: BENCH_CLIENT.redirectUri,
-      code_verifier: verifier,
-    }).toString(),
-  });
+  const exchange = (proof?: string) =>
+    fetch(`${base}/oidc/token`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: clientBasic(),
+        ...(proof ? { dpop: proof } : {}),
+      },
+      body: new URLSearchParams({
+        grant_type: 'authorization_code',
+        code: code as string,
+        redirect_uri: BENCH_CLIENT.redirectUri,
+        code_verifier: verifier,
+      }).toString(),
+    });
+  let token = await exchange(dpop?.proof('POST', `${base}/oidc/token`));
+  // The provider requires its nonce in every proof: the first answer gives it (use_dpop_nonce).
+  if (dpop && token.status === 400 && token.headers.get('dpop-nonce')) {
+    dpop.nonce = token.headers.get('dpop-nonce') as string;
+    token = await exchange(dpop.proof('POST', `${base}/oidc/token`));
+  }
+  if (dpop) dpop.nonce = token.headers.get('dpop-nonce') ?? dpop.nonce;
   const body = (await token.json()) as { access_token?: string; refresh_token?: string };
   if (token.status !== 200 || !body.access_token || !body.refresh_token) {
     throw new Error(`token ${token.status} ${JSON.stringify(body)}`);

@@ -18,7 +18,7 @@ import { openDatabase } from '../src/platform/db/database.js';
 import { adminQuery } from '../test/helpers/database.js';
 import { freePort } from '../test/helpers/net.js';
 import { startSmtpSink } from '../test/helpers/smtp.js';
-import { benchOidcClients, clientBasic, codeFlowGrant, type OidcTokens } from './oidc.js';
+import { benchOidcClients, clientBasic, codeFlowGrant, DpopKey, type OidcTokens } from './oidc.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const SERVER = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -404,15 +404,27 @@ async function main() {
     // session (a fresh sign-in, so the renewal chains above are not touched), before any load.
     const oidcScenarios = ['oidc-userinfo', 'oidc-introspection', 'oidc-refresh'].filter(want);
     const grants: OidcTokens[] = [];
+    // DPoP-bound grants (RFC 9449) for their own userinfo scenario: one key per grant.
+    const dpopGrants: { tokens: OidcTokens; key: DpopKey }[] = [];
+    const signInAgain = async (u: (typeof users)[number]) => {
+      const si = await post(base, '/api/v1/sign-ins', {
+        identifierType: 'email',
+        identifier: u.email,
+        password,
+      });
+      if (si.status !== 201) throw new Error(`sign-in ${si.status}`);
+      return si.json.data.refreshToken as string;
+    };
     if (oidcScenarios.length > 0) {
       for (const u of users) {
-        const si = await post(base, '/api/v1/sign-ins', {
-          identifierType: 'email',
-          identifier: u.email,
-          password,
-        });
-        if (si.status !== 201) throw new Error(`sign-in ${si.status}`);
-        grants.push(await codeFlowGrant(base, serviceEnv.PUBLIC_ORIGIN, si.json.data.refreshToken));
+        grants.push(await codeFlowGrant(base, serviceEnv.PUBLIC_ORIGIN, await signInAgain(u)));
+      }
+    }
+    if (want('oidc-userinfo-dpop')) {
+      for (const u of users) {
+        const key = new DpopKey();
+        const tokens = await codeFlowGrant(base, serviceEnv.PUBLIC_ORIGIN, await signInAgain(u), key);
+        dpopGrants.push({ tokens, key });
       }
     }
     const basic = clientBasic();
@@ -444,6 +456,39 @@ async function main() {
           userinfoRes,
           floorRps,
           `${grants.length} distinct tokens`,
+        ),
+      );
+
+    // Userinfo with DPoP-bound access tokens: every request carries a new proof (its own jti, the
+    // token's hash, the server's nonce), which the provider checks and records against replay.
+    let di = 0;
+    const dpopUserinfoRes = !want('oidc-userinfo-dpop')
+      ? null
+      : await run({
+          url: base,
+          requests: [
+            {
+              method: 'GET',
+              path: '/oidc/userinfo',
+              setupRequest: (req) => {
+                const { tokens, key } = dpopGrants[di++ % dpopGrants.length];
+                req.headers = {
+                  ...req.headers,
+                  authorization: `DPoP ${tokens.accessToken}`,
+                  dpop: key.proof('GET', `${base}/oidc/userinfo`, tokens.accessToken),
+                };
+                return req;
+              },
+            },
+          ],
+        });
+    if (dpopUserinfoRes)
+      rows.push(
+        row(
+          'GET /oidc/userinfo (DPoP-bound access token, a new proof each request)',
+          dpopUserinfoRes,
+          floorRps,
+          `${dpopGrants.length} distinct tokens and keys; each proof's jti stored once`,
         ),
       );
 

@@ -214,7 +214,7 @@ export const Environment = Type.Object(
     ),
     SECRETS_KEY: formatted('base64-32-bytes', 'must be 32 bytes in base64', {
       description:
-        '32 bytes in base64. Every use goes through its own key derived by HMAC-SHA256 with a named purpose (`purposeKeys` in `src/platform/crypto/keys.ts`): sealing TOTP secrets and generated signing keys (AES-256-GCM), the audit seals, the code hashes, the guess-budget subjects, the organization invitation tokens, the cursor key and the key check. The first start stores a key check; a start under another key stops. Cannot be rotated yet (see [operations](operations.md#key-rotation))',
+        '32 bytes in base64. Every use goes through its own key derived by HMAC-SHA256 with a named purpose (`purposeKeys` in `src/platform/crypto/keys.ts`): sealing TOTP secrets and generated signing keys (AES-256-GCM), the audit seals, the code hashes, the guess-budget subjects, the organization invitation tokens, the OpenID Provider cookies and DPoP nonces, the cursor key and the key check. The first start stores a key check; a start under another key stops. Cannot be rotated yet (see [operations](operations.md#key-rotation))',
       shown:
         'required in production; outside production generated once into `DATA_DIR/secrets.key` at start-up',
     }),
@@ -245,7 +245,7 @@ export const Environment = Type.Object(
     }),
     OIDC_CLIENTS: formatted('json-array', 'must be a JSON array of client metadata objects', {
       description:
-        "JSON array of the OpenID Provider's clients, in RFC 7591 and OpenID Connect Registration names: `client_id`, `client_secret`, `redirect_uris`, `post_logout_redirect_uris`, `grant_types`, `response_types`, `token_endpoint_auth_method` (`private_key_jwt` with `jwks` or `jwks_uri`), `backchannel_logout_uri`, `client_name`, `logo_uri`, `client_uri`, `policy_uri`, `tos_uri`, `contacts`, `scope`, `default_max_age`, `require_auth_time`, `id_token_signed_response_alg`, `userinfo_signed_response_alg`, plus `first_party` and `require_pkce` (see [OpenID Provider](oidc.md#clients)). An invalid entry or an unknown field stops start-up with a line naming it",
+        "JSON array of the OpenID Provider's clients, in RFC 7591 and OpenID Connect Registration names: `client_id`, `client_secret`, `redirect_uris`, `post_logout_redirect_uris`, `grant_types`, `response_types`, `token_endpoint_auth_method` (`private_key_jwt` with `jwks` or `jwks_uri`), `backchannel_logout_uri`, `client_name`, `logo_uri`, `client_uri`, `policy_uri`, `tos_uri`, `contacts`, `scope`, `default_max_age`, `require_auth_time`, `id_token_signed_response_alg`, `userinfo_signed_response_alg`, `dpop_bound_access_tokens`, plus `first_party` and `require_pkce` (see [OpenID Provider](oidc.md#clients)). An invalid entry or an unknown field stops start-up with a line naming it",
       shown: 'none (clients can also be registered through the admin API)',
     }),
     OIDC_OFFLINE_TTL: integer(2592000, 3600, 31536000, {
@@ -783,6 +783,8 @@ export interface OidcClientConfig {
   /** The public keys of a private_key_jwt client: inline, or where to fetch them (one of the two). */
   jwks?: { keys: Record<string, unknown>[] };
   jwksUri?: string;
+  /** RFC 9449 §5.2: every token request of it carries a DPoP proof, and its tokens are bound to the key. */
+  dpopBoundAccessTokens: boolean;
 }
 export type OidcGrantType =
   | 'authorization_code'
@@ -839,6 +841,7 @@ export const OIDC_CLIENT_FIELDS = [
   'require_auth_time',
   'jwks',
   'jwks_uri',
+  'dpop_bound_access_tokens',
   'first_party',
   'require_pkce',
 ] as const;
@@ -1035,7 +1038,12 @@ export function checkOidcClient(entry: unknown, production: boolean): OidcClient
   if (userinfoAlg !== undefined && !OIDC_SIGNING_ALGS.includes(userinfoAlg as OidcSigningAlg)) {
     return `userinfo_signed_response_alg "${String(userinfoAlg)}" is not enabled here (${OIDC_SIGNING_ALGS.join(' or ')})`;
   }
-  for (const flag of ['first_party', 'require_pkce', 'require_auth_time'] as const) {
+  for (const flag of [
+    'first_party',
+    'require_pkce',
+    'require_auth_time',
+    'dpop_bound_access_tokens',
+  ] as const) {
     if (m[flag] !== undefined && typeof m[flag] !== 'boolean') return `${flag} must be true or false`;
   }
   return {
@@ -1062,6 +1070,7 @@ export function checkOidcClient(entry: unknown, production: boolean): OidcClient
     requireAuthTime: m.require_auth_time !== false,
     ...(m.jwks !== undefined ? { jwks: m.jwks as { keys: Record<string, unknown>[] } } : {}),
     ...(m.jwks_uri !== undefined ? { jwksUri: m.jwks_uri as string } : {}),
+    dpopBoundAccessTokens: m.dpop_bound_access_tokens === true,
   };
 }
 

@@ -231,6 +231,10 @@ describe('OIDC_CLIENTS', () => {
     ],
     [{ ...SECRET_CLIENT, contacts: 'ops@a.example' }, 'entry "app" contacts must be an array'],
     [
+      { ...SECRET_CLIENT, dpop_bound_access_tokens: 'yes' },
+      'entry "app" dpop_bound_access_tokens must be true or false',
+    ],
+    [
       { ...SECRET_CLIENT, software_statement: 'eyJ.x.y' },
       'entry "app" has an unknown field "software_statement"',
     ],
@@ -265,6 +269,7 @@ describe('OIDC_CLIENTS', () => {
           require_auth_time: true,
           id_token_signed_response_alg: 'EdDSA',
           userinfo_signed_response_alg: 'RS256',
+          dpop_bound_access_tokens: true,
         },
         {
           client_id: 'job',
@@ -288,11 +293,13 @@ describe('OIDC_CLIENTS', () => {
       requireAuthTime: true,
       idTokenSignedResponseAlg: 'EdDSA',
       userinfoSignedResponseAlg: 'RS256',
+      dpopBoundAccessTokens: true,
     });
     expect(job).toMatchObject({
       tokenEndpointAuthMethod: 'private_key_jwt',
       jwksUri: 'https://job.example/jwks.json',
       responseTypes: [],
+      dpopBoundAccessTokens: false,
     });
     expect(job.clientSecret).toBeUndefined();
   });
@@ -581,13 +588,14 @@ describe('loadConfig', () => {
       guessBudgets: 'guess-budgets',
       keyCheck: 'key-check',
       oidcCookies: 'oidc-cookies',
+      oidcDpopNonces: 'oidc-dpop-nonces',
       organizationInvitations: 'organization-invitations',
     } as const;
     expect(Object.keys(c.keys).sort()).toEqual(Object.keys(purposes).sort());
     for (const [name, purpose] of Object.entries(purposes)) {
       expect(c.keys[name as keyof typeof purposes].equals(deriveKey(c.secretsKey, purpose)), name).toBe(true);
     }
-    expect(new Set(Object.values(c.keys).map((k) => k.toString('hex'))).size).toBe(8);
+    expect(new Set(Object.values(c.keys).map((k) => k.toString('hex'))).size).toBe(9);
   });
 
   it('reads valid values', () => {

@@ -38,6 +38,7 @@ const METADATA_KEYS = [
   'require_auth_time',
   'jwks_uri',
   'jwks',
+  'dpop_bound_access_tokens',
 ] as const;
 
 /** The fields a change may remove with null (each optional, with no default of its own). */
@@ -137,6 +138,7 @@ function viewOfConfigured(c: Omit<OidcClientConfig, 'clientSecret'>): ClientView
     require_auth_time: c.requireAuthTime,
     jwks: c.jwks ?? null,
     jwks_uri: c.jwksUri ?? null,
+    dpop_bound_access_tokens: c.dpopBoundAccessTokens,
     source: 'configuration',
     created_at: null,
     updated_at: null,

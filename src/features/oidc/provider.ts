@@ -55,6 +55,11 @@ export interface PayloadStore {
   /** Compare-and-set: false when it was already consumed. */
   consume(kind: string, id: string): Promise<boolean>;
   destroy(kind: string, id: string): Promise<void>;
+  /**
+   * Stores a payload under an id that is not there yet (or only expired) in one statement: true
+   * when this call stored it, false when a live one was already there.
+   */
+  claim(kind: string, id: string, payload: Record<string, unknown>, expiresIn: number): Promise<boolean>;
   /** Ends the grant (no back-channel logout: its client or a reuse asked for it) and deletes its tokens. */
   revokeGrant(grantId: string, reason: string): Promise<void>;
 }
@@ -97,6 +102,8 @@ export interface OidcProviderDeps {
   signingKeys: Record<string, unknown>[];
   /** 32 bytes that sign the provider's own cookies. */
   cookieKey: Buffer;
+  /** 32 bytes the DPoP nonces are made from: every instance makes and checks the same ones. */
+  dpopNonceKey: Buffer;
   /** RP-initiated logout confirmed: the hosted session named by the cookie ends too. */
   endHostedSession(cookieHeader: string | undefined): Promise<void>;
   /** Set-Cookie that clears the hosted pages' cookie. */
@@ -231,6 +238,12 @@ function deviceLocale(ctx: KoaContextWithOIDC) {
     ?.DeviceCode?.params;
   return pageLocale(params?.ui_locales, (langs) => ctx.acceptsLanguages(langs));
 }
+
+/**
+ * How long a claimed jti is kept at least: the library's DPoP replay window (300 seconds, what it
+ * saves a proof's jti for), past which its nonce check refuses the proof anyway.
+ */
+const REPLAY_CLAIM_TTL = 300;
 
 /** How long an interaction lives, in seconds (its sign-in page's record lives as long). */
 export const INTERACTION_TTL = 3600;
@@ -475,6 +488,10 @@ export class OpenIdProvider {
       constructor(readonly name: string) {}
 
       async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
+        // The find that claimed it stored it already (#seenBefore): a DPoP proof's jti for the
+        // same 300 seconds, written once. A client assertion's is kept until the assertion's own
+        // exp, which may be later: that one is written again with its lifetime.
+        if (this.name === 'ReplayDetection' && expiresIn <= REPLAY_CLAIM_TTL) return;
         const stored = payload as Record<string, unknown>;
         if (this.name === 'Session' && stored.accountId) stored[HOSTED_SESSION] = self.#standsFor(stored);
         await store.upsert(this.name, id, stored, expiresIn);
@@ -482,6 +499,7 @@ export class OpenIdProvider {
 
       async find(id: string): Promise<AdapterPayload | undefined> {
         if (this.name === 'Client') return self.#clientMetadata(id);
+        if (this.name === 'ReplayDetection') return self.#seenBefore(id);
         const payload = await store.find(this.name, id);
         if (!payload) return undefined;
         if (this.name === 'Session' && !(await self.#sessionStillHosted(payload))) return undefined;
@@ -549,6 +567,21 @@ export class OpenIdProvider {
     return typeof payload.uid === 'string' ? this.#scopeOf()?.standing.get(payload.uid) : undefined;
   }
 
+  /**
+   * The library's replay check (a DPoP proof's or a client assertion's jti) is a find, then a save
+   * when nothing was found: two requests carrying the same proof at once, on one instance or two,
+   * would both find nothing. Here the find claims the id in the database in one statement, so
+   * exactly one of them finds nothing; the other finds the claim and is refused as a replay. The
+   * claim is the record; the library's save that follows writes only to keep it longer.
+   */
+  async #seenBefore(id: string): Promise<AdapterPayload | undefined> {
+    // The library's own (real) clock, as its payloads use; its replay window is 300 seconds.
+    const iat = Math.floor(Date.now() / 1000);
+    const claim = { jti: id, iat, exp: iat + REPLAY_CLAIM_TTL };
+    if (await this.deps.store.claim('ReplayDetection', id, claim, REPLAY_CLAIM_TTL)) return undefined;
+    return ((await this.deps.store.find('ReplayDetection', id)) ?? claim) as AdapterPayload;
+  }
+
   async #clientMetadata(clientId: string): Promise<AdapterPayload | undefined> {
     const c = await this.deps.findClient(clientId);
     if (!c) return undefined;
@@ -583,6 +616,8 @@ export class OpenIdProvider {
         : {}),
       first_party: c.firstParty,
       require_pkce: c.requirePkce,
+      // The library then refuses its token requests without a DPoP proof (RFC 9449 §5.2).
+      dpop_bound_access_tokens: c.dpopBoundAccessTokens,
     };
   }
 
@@ -676,6 +711,11 @@ export class OpenIdProvider {
           allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId,
         },
         revocation: { enabled: true },
+        // RFC 9449 (docs/oidc.md, "DPoP"): a proof binds the tokens to the client's key. Every proof
+        // carries a nonce of the server's, so its freshness never rests on the client's clock, and
+        // any instance checks a nonce another made (one key for all); a jti is refused the second
+        // time through the database (the adapter's ReplayDetection).
+        dPoP: { enabled: true, nonceSecret: deps.dpopNonceKey, requireNonce: () => true, allowReplay: false },
         clientCredentials: { enabled: true },
         // RFC 8628, for the clients whose grant_types hold its grant (the library refuses the
         // others at /oidc/device/auth). Our pages in place of the library's: the hosted style, two

@@ -46,6 +46,33 @@ export async function upsertPayload(
     .execute();
 }
 
+/**
+ * Inserts a payload unless a live one is under its id, in one statement (an expired one is taken
+ * over): true when this call stored it. Two claims of one id at once store it once.
+ */
+export async function claimPayload(
+  db: Executor,
+  p: { kind: string; id: string; payload: Record<string, unknown>; expiresAt: Date },
+  now: Date,
+): Promise<boolean> {
+  const row = {
+    payload: JSON.stringify(p.payload),
+    grant_id: null,
+    uid: null,
+    expires_at: p.expiresAt,
+    consumed_at: null,
+  };
+  const rows = await db
+    .insertInto('oidc_payloads')
+    .values({ kind: p.kind, id: p.id, ...row })
+    .onConflict((oc) =>
+      oc.columns(['kind', 'id']).doUpdateSet(row).where('oidc_payloads.expires_at', '<=', now),
+    )
+    .returning('id')
+    .execute();
+  return rows.length === 1;
+}
+
 const notExpired = (now: Date) => (eb: ExpressionBuilder<DB, 'oidc_payloads'>) =>
   eb.or([eb('oidc_payloads.expires_at', 'is', null), eb('oidc_payloads.expires_at', '>', now)]);
 

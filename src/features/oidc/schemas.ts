@@ -76,6 +76,10 @@ const metadata = {
     description: 'seconds: the max_age of its authorization requests that send none',
   }),
   require_auth_time: Type.Boolean({ description: 'accepted; every ID token carries auth_time' }),
+  dpop_bound_access_tokens: Type.Boolean({
+    description:
+      'true: every token request carries a DPoP proof (RFC 9449) and its tokens are bound to that key; default false',
+  }),
   jwks: Jwks,
   jwks_uri: Type.String({
     minLength: 1,
@@ -97,6 +101,7 @@ const optional = {
   id_token_signed_response_alg: Type.Optional(metadata.id_token_signed_response_alg),
   contacts: Type.Optional(metadata.contacts),
   require_auth_time: Type.Optional(metadata.require_auth_time),
+  dpop_bound_access_tokens: Type.Optional(metadata.dpop_bound_access_tokens),
 };
 const removable = {
   backchannel_logout_uri: metadata.backchannel_logout_uri,
@@ -169,6 +174,7 @@ const clientFields = {
   require_auth_time: Type.Boolean(),
   jwks: orNull(Jwks),
   jwks_uri: orNull(Type.String()),
+  dpop_bound_access_tokens: Type.Boolean(),
   source: Type.Union([Type.Literal('configuration'), Type.Literal('admin')], {
     description: '`configuration`: from OIDC_CLIENTS, read-only here; `admin`: registered through this API',
   }),

@@ -86,6 +86,7 @@ export class OidcService {
       clock: deps.clock,
       signingKeys: keys.privateJwks,
       cookieKey: deps.config.keys.oidcCookies,
+      dpopNonceKey: deps.config.keys.oidcDpopNonces,
       clearHostedCookie: deps.hostedCookie.clearing,
       log: deps.log,
       store: {
@@ -140,6 +141,12 @@ export class OidcService {
           (await repo.findPayloadByUid(db, 'DeviceCode', userCode, now()))?.payload,
         consume: (kind, id) => repo.consumePayload(db, kind, id, now()),
         destroy: (kind, id) => repo.deletePayload(db, kind, id),
+        claim: (kind, id, payload, expiresIn) =>
+          repo.claimPayload(
+            db,
+            { kind, id, payload, expiresAt: new Date(now().getTime() + expiresIn * 1000) },
+            now(),
+          ),
         revokeGrant: async (grantId, reason) => {
           await this.#endGrants(await repo.endGrants(db, { grantIds: [grantId] }, reason, now()), false);
           await repo.deleteGrantPayloads(db, grantId);

@@ -16,6 +16,7 @@ describe('deriveKey', () => {
     'guess-budgets': '690b41457b74d861a8dc77e98682d025020d8c4ce570e2ac14426c3fea23f9e7',
     'key-check': 'd0437e7c359771f758695aced6105f844e95febeb2536ee62543df7ecdb1e2c8',
     'oidc-cookies': '3a050e05c654d1e9dc34b808ab6f3508a1a2f8d92cc67eb272c6f0cc3d881270',
+    'oidc-dpop-nonces': 'ae4cbaa835220125c9a8f93634c71172eeafec57ce335971753d959823d42a4a',
     'organization-invitations': 'b7dbdd5d04dc59306b7326e81dbf996ad6e7294b7933f944405882835e0a71e2',
   };
 

@@ -22,6 +22,8 @@ export type KeyPurpose =
   | 'key-check'
   /** The OpenID Provider's own cookies (its session and interaction cookies are signed). */
   | 'oidc-cookies'
+  /** The OpenID Provider's DPoP nonces (RFC 9449 §8): any instance checks another's. */
+  | 'oidc-dpop-nonces'
   /** Keyed hashes of organization invitation tokens. */
   | 'organization-invitations';
 
@@ -38,6 +40,7 @@ export interface PurposeKeys {
   guessBudgets: Buffer;
   keyCheck: Buffer;
   oidcCookies: Buffer;
+  oidcDpopNonces: Buffer;
   organizationInvitations: Buffer;
 }
 
@@ -51,6 +54,7 @@ export function purposeKeys(root: Buffer): PurposeKeys {
     guessBudgets: deriveKey(root, 'guess-budgets'),
     keyCheck: deriveKey(root, 'key-check'),
     oidcCookies: deriveKey(root, 'oidc-cookies'),
+    oidcDpopNonces: deriveKey(root, 'oidc-dpop-nonces'),
     organizationInvitations: deriveKey(root, 'organization-invitations'),
   };
 }
