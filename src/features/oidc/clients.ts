@@ -1,4 +1,9 @@
-import { checkOidcClient, type OidcClientConfig, SECRET_AUTH_METHODS } from '../../config.js';
+import {
+  checkOidcClient,
+  OIDC_CLIENT_FIELDS,
+  type OidcClientConfig,
+  SECRET_AUTH_METHODS,
+} from '../../config.js';
 import type { AuditEvent, AuditLog } from '../../platform/audit/audit.js';
 import type { Clock } from '../../platform/clock.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
@@ -17,29 +22,9 @@ const ROTATED = 'admin.oidc_client.secret_rotated';
 const DELETED = 'admin.oidc_client.deleted';
 
 /** The fields a registered client keeps in `metadata` (the secret and first_party live apart). */
-const METADATA_KEYS = [
-  'client_name',
-  'redirect_uris',
-  'post_logout_redirect_uris',
-  'grant_types',
-  'response_types',
-  'token_endpoint_auth_method',
-  'backchannel_logout_uri',
-  'require_pkce',
-  'id_token_signed_response_alg',
-  'userinfo_signed_response_alg',
-  'logo_uri',
-  'client_uri',
-  'policy_uri',
-  'tos_uri',
-  'contacts',
-  'scope',
-  'default_max_age',
-  'require_auth_time',
-  'jwks_uri',
-  'jwks',
-  'dpop_bound_access_tokens',
-] as const;
+const METADATA_KEYS = OIDC_CLIENT_FIELDS.filter(
+  (k) => k !== 'client_id' && k !== 'client_secret' && k !== 'first_party',
+);
 
 /** The fields a change may remove with null (each optional, with no default of its own). */
 const REMOVABLE = [
