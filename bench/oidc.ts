@@ -13,7 +13,10 @@ export const BENCH_CLIENT = {
   redirectUri: 'http://127.0.0.1:9/callback',
 };
 
-/** OIDC_CLIENTS for the bench's service: a first-party client (no consent page). */
+/** A public device client (RFC 8628): a TV or a CLI polls the token endpoint with its device code. */
+export const BENCH_DEVICE_CLIENT = 'bench-tv';
+
+/** OIDC_CLIENTS for the bench's service: a first-party client (no consent page) and a device client. */
 export function benchOidcClients(): string {
   return JSON.stringify([
     {
@@ -23,6 +26,12 @@ export function benchOidcClients(): string {
       redirect_uris: [BENCH_CLIENT.redirectUri],
       grant_types: ['authorization_code', 'refresh_token'],
       first_party: true,
+    },
+    {
+      client_id: BENCH_DEVICE_CLIENT,
+      client_name: 'Bench TV',
+      token_endpoint_auth_method: 'none',
+      grant_types: ['urn:ietf:params:oauth:grant-type:device_code', 'refresh_token'],
     },
   ]);
 }

@@ -18,13 +18,22 @@ import { openDatabase } from '../src/platform/db/database.js';
 import { adminQuery } from '../test/helpers/database.js';
 import { freePort } from '../test/helpers/net.js';
 import { startSmtpSink } from '../test/helpers/smtp.js';
-import { benchOidcClients, clientBasic, codeFlowGrant, DpopKey, type OidcTokens } from './oidc.js';
+import {
+  BENCH_DEVICE_CLIENT,
+  benchOidcClients,
+  clientBasic,
+  codeFlowGrant,
+  DpopKey,
+  type OidcTokens,
+} from './oidc.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const SERVER = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const USERS = CONNECTIONS;
+// The device-grant poll scenario polls each of this many device codes once.
+const DEVICE_CODES = Number(process.env.BENCH_DEVICE_CODES ?? 10000);
 // BENCH_ONLY=context,renewals runs just those scenarios (the floor always runs): for profiling.
 const ONLY = process.env.BENCH_ONLY?.split(',');
 const want = (name: string) => !ONLY || ONLY.includes(name);
@@ -585,6 +594,71 @@ async function main() {
         ),
       );
 
+    // The device grant's poll (RFC 8628 3.4): a device that waits its interval gets
+    // authorization_pending until a person approves. Each measured poll is a distinct device code's
+    // first, so none is answered slow_down (a code polled again within 5 s is); the codes are made
+    // by the device authorization endpoint before the load, as many as the polls.
+    const deviceCodes: string[] = [];
+    let pollsNotPending = 0;
+    const devicePollRes = !want('oidc-device-poll')
+      ? null
+      : await (async () => {
+          const made = await run({
+            url: base,
+            amount: DEVICE_CODES,
+            requests: [
+              {
+                method: 'POST',
+                path: '/oidc/device/auth',
+                headers: { 'content-type': 'application/x-www-form-urlencoded' },
+                body: new URLSearchParams({ client_id: BENCH_DEVICE_CLIENT, scope: 'openid' }).toString(),
+                onResponse: (status, body) => {
+                  if (status === 200) deviceCodes.push(JSON.parse(body).device_code);
+                },
+              },
+            ],
+          });
+          if (deviceCodes.length < DEVICE_CODES) {
+            throw new Error(
+              `device authorizations: ${deviceCodes.length} of ${DEVICE_CODES} (${made.non2xx} refused)`,
+            );
+          }
+          let pi = 0;
+          return run({
+            url: base,
+            amount: deviceCodes.length,
+            requests: [
+              {
+                method: 'POST',
+                path: '/oidc/token',
+                setupRequest: (req) => {
+                  req.headers = { ...req.headers, 'content-type': 'application/x-www-form-urlencoded' };
+                  req.body = new URLSearchParams({
+                    grant_type: 'urn:ietf:params:oauth:grant-type:device_code',
+                    device_code: deviceCodes[pi++ % deviceCodes.length],
+                    client_id: BENCH_DEVICE_CLIENT,
+                  }).toString();
+                  return req;
+                },
+                onResponse: (status, body) => {
+                  if (status !== 400 || JSON.parse(body).error !== 'authorization_pending') pollsNotPending++;
+                },
+              },
+            ],
+          });
+        })();
+    if (devicePollRes)
+      rows.push({
+        ...row(
+          'POST /oidc/token (device_code grant: a poll answered authorization_pending)',
+          devicePollRes,
+          floorRps,
+        ),
+        // Every expected answer is a 400; anything else is the error.
+        non2xx: pollsNotPending + devicePollRes.errors + devicePollRes.timeouts,
+        note: `${deviceCodes.length} distinct device codes, each polled once (the poll's interval check is a write)`,
+      });
+
     const pgVersion = await (async () => {
       const c = new pg.Client({ connectionString: dbUrl });
       await c.connect();
@@ -641,7 +715,8 @@ sign-in). Argon2id: m=${serviceConfig.argon2MemoryKiB} KiB, t=2, p=1 (the servic
 The OpenID Provider's scenarios use one first-party client (\`OIDC_CLIENTS\`, \`client_secret_basic\`) and one
 grant per connection, each obtained before the load by the authorization code flow with PKCE through
 its own hosted session (bench/oidc.ts); the refresh scenario rotates one chain per grant, so every
-request presents the newest refresh token of its chain.
+request presents the newest refresh token of its chain. The device-grant poll uses a public device
+client (RFC 8628) and polls each of its device codes once, so every answer is \`authorization_pending\`.
 
 ${table}
 

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dpopProof, newDpopKey } from '../helpers/dpop.js';
 import { createPerson, type Person } from '../helpers/identities.js';
 import {
   browse,
@@ -295,6 +296,81 @@ describe('OpenID Provider: the device authorization grant', () => {
     const refused = await refresh(next);
     expect(refused.status).toBe(400);
     expect(((await refused.json()) as { error: string }).error).toBe('invalid_grant');
+  });
+
+  it('signs a TV in with DPoP-bound tokens (RFC 9449): a thief holding its refresh token without its key gets nothing', async () => {
+    const person = await createPerson(f.t.ctx);
+    const key = await newDpopKey();
+    const tokenUrl = `${f.origin}/oidc/token`;
+    const userinfoUrl = `${f.origin}/oidc/userinfo`;
+    const started = await start(f);
+    const tokenRequest = (body: Record<string, string>, dpop?: string) =>
+      fetch(tokenUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...(dpop ? { dpop } : {}) },
+        body: new URLSearchParams({ client_id: TV.id, ...body }),
+      });
+    const devicePoll = (dpop: string) =>
+      tokenRequest({ grant_type: GRANT, device_code: started.device_code }, dpop);
+
+    // The first proof has no server nonce: use_dpop_nonce (RFC 9449 §8). That answer comes before
+    // the device code is read, so it is not a poll: the retry at once with the nonce is not slow_down.
+    const challenged = await devicePoll(await dpopProof(key, 'POST', tokenUrl));
+    expect(challenged.status).toBe(400);
+    expect(((await challenged.json()) as { error: string }).error).toBe('use_dpop_nonce');
+    let nonce = challenged.headers.get('dpop-nonce') as string;
+    expect(nonce).toBeTruthy();
+    const pending = await devicePoll(await dpopProof(key, 'POST', tokenUrl, { nonce }));
+    expect(pending.status).toBe(400);
+    expect(((await pending.json()) as { error: string }).error).toBe('authorization_pending');
+    nonce = pending.headers.get('dpop-nonce') ?? nonce;
+
+    await approve(f, person, started.user_code);
+    f.t.clock.advance(5);
+    const granted = await devicePoll(await dpopProof(key, 'POST', tokenUrl, { nonce }));
+    const tokens = (await granted.json()) as Record<string, string>;
+    expect(granted.status, JSON.stringify(tokens)).toBe(200);
+    expect(tokens.token_type).toBe('DPoP');
+    nonce = granted.headers.get('dpop-nonce') ?? nonce;
+
+    // The access token works only with a proof of the key: as a Bearer token it is refused.
+    const info = await fetch(userinfoUrl, {
+      headers: {
+        authorization: `DPoP ${tokens.access_token}`,
+        dpop: await dpopProof(key, 'GET', userinfoUrl, { nonce, accessToken: tokens.access_token }),
+      },
+    });
+    expect(info.status).toBe(200);
+    expect(await info.json()).toMatchObject({ sub: person.identityId });
+    const asBearer = await fetch(userinfoUrl, {
+      headers: { authorization: `Bearer ${tokens.access_token}` },
+    });
+    expect(asBearer.status).toBe(401);
+
+    // The stolen refresh token: without a proof, and with a proof of the thief's own key, refused;
+    // neither spends it, and the device's own next refresh, with its key, goes through.
+    const withoutProof = await tokenRequest({
+      grant_type: 'refresh_token',
+      refresh_token: tokens.refresh_token,
+    });
+    expect(withoutProof.status).toBe(400);
+    expect(((await withoutProof.json()) as { error: string }).error).toBe('invalid_grant');
+    const thief = await newDpopKey();
+    const thiefProof = await dpopProof(thief, 'POST', tokenUrl, { nonce });
+    const withThiefKey = await tokenRequest(
+      { grant_type: 'refresh_token', refresh_token: tokens.refresh_token },
+      thiefProof,
+    );
+    expect(withThiefKey.status).toBe(400);
+    expect(((await withThiefKey.json()) as { error: string }).error).toBe('invalid_grant');
+    const renewed = await tokenRequest(
+      { grant_type: 'refresh_token', refresh_token: tokens.refresh_token },
+      await dpopProof(key, 'POST', tokenUrl, { nonce }),
+    );
+    const next = (await renewed.json()) as Record<string, string>;
+    expect(renewed.status, JSON.stringify(next)).toBe(200);
+    expect(next.token_type).toBe('DPoP');
+    expect(next.refresh_token).not.toBe(tokens.refresh_token);
   });
 
   it('lets exactly one of two polls at once through; the other is slow_down', async () => {

@@ -1,7 +1,7 @@
-import { createHash, randomUUID } from 'node:crypto';
-import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
+import { calculateJwkThumbprint, exportJWK } from 'jose';
 import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type DpopTestKey, dpopProof, newDpopKey } from '../helpers/dpop.js';
 import {
   browse,
   type CookieJar,
@@ -17,33 +17,6 @@ import { adminCall } from './support.js';
  * DPoP (RFC 9449, docs/oidc.md "DPoP"): openid-client's own DPoP support for the flows, and proofs
  * made here with jose for what a well-behaved client never sends (a replay, another URL, no nonce).
  */
-
-type Key = { privateKey: CryptoKey; jwk: JWK; jkt: string };
-
-async function newKey(): Promise<Key> {
-  const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
-  const jwk = await exportJWK(publicKey);
-  return { privateKey, jwk, jkt: await calculateJwkThumbprint(jwk) };
-}
-
-/** A DPoP proof JWT (RFC 9449 §4.2) for one request. */
-function proof(
-  key: Key,
-  htm: string,
-  htu: string,
-  opts: { nonce?: string; accessToken?: string; jti?: string } = {},
-): Promise<string> {
-  return new SignJWT({
-    htm,
-    htu,
-    jti: opts.jti ?? randomUUID(),
-    ...(opts.nonce ? { nonce: opts.nonce } : {}),
-    ...(opts.accessToken ? { ath: createHash('sha256').update(opts.accessToken).digest('base64url') } : {}),
-  })
-    .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk: key.jwk })
-    .setIssuedAt()
-    .sign(key.privateKey);
-}
 
 const CONFIDENTIAL = { id: 'dpop-app' };
 /** A public client with refresh tokens, registering nothing about DPoP: a proof is its choice. */
@@ -108,10 +81,10 @@ describe('OpenID Provider: DPoP (RFC 9449)', () => {
   }
 
   /** A server nonce: the answer to a proof without one (use_dpop_nonce, RFC 9449 §8). */
-  async function serverNonce(key: Key): Promise<string> {
+  async function serverNonce(key: DpopTestKey): Promise<string> {
     const res = await tokenRequest(
       { grant_type: 'refresh_token', refresh_token: 'none' },
-      await proof(key, 'POST', tokenUrl),
+      await dpopProof(key, 'POST', tokenUrl),
     );
     expect(res.status).toBe(400);
     expect((await res.json()).error).toBe('use_dpop_nonce');
@@ -173,7 +146,7 @@ describe('OpenID Provider: DPoP (RFC 9449)', () => {
   it('challenges a proof without a server nonce (use_dpop_nonce), then accepts it with one', async () => {
     const { jar } = await hostedSignIn(f);
     const config = await rpConfig(f, PUBLIC_CLIENT);
-    const key = await newKey();
+    const key = await newDpopKey();
     const c = await code(config, jar);
     const body = {
       grant_type: 'authorization_code',
@@ -182,13 +155,13 @@ describe('OpenID Provider: DPoP (RFC 9449)', () => {
       code_verifier: c.verifier,
     };
 
-    const challenged = await tokenRequest(body, await proof(key, 'POST', tokenUrl));
+    const challenged = await tokenRequest(body, await dpopProof(key, 'POST', tokenUrl));
     expect(challenged.status).toBe(400);
     expect(await challenged.json()).toMatchObject({ error: 'use_dpop_nonce' });
     const nonce = challenged.headers.get('dpop-nonce');
     expect(nonce).toMatch(/^[A-Za-z0-9_-]{43}$/);
 
-    const ok = await tokenRequest(body, await proof(key, 'POST', tokenUrl, { nonce: nonce as string }));
+    const ok = await tokenRequest(body, await dpopProof(key, 'POST', tokenUrl, { nonce: nonce as string }));
     expect(ok.status).toBe(200);
     const tokens = await ok.json();
     expect(tokens.token_type).toBe('DPoP');
@@ -196,7 +169,7 @@ describe('OpenID Provider: DPoP (RFC 9449)', () => {
     // A nonce the server never made is challenged again, not accepted.
     const forged = await tokenRequest(
       { grant_type: 'refresh_token', refresh_token: tokens.refresh_token },
-      await proof(key, 'POST', tokenUrl, { nonce: 'A'.repeat(43) }),
+      await dpopProof(key, 'POST', tokenUrl, { nonce: 'A'.repeat(43) }),
     );
     expect(forged.status).toBe(400);
     expect((await forged.json()).error).toBe('use_dpop_nonce');
@@ -205,10 +178,10 @@ describe('OpenID Provider: DPoP (RFC 9449)', () => {
   it('refuses a replayed proof at the token endpoint and at userinfo, and a proof for another request', async () => {
     const { jar } = await hostedSignIn(f);
     const config = await rpConfig(f, PUBLIC_CLIENT);
-    const key = await newKey();
+    const key = await newDpopKey();
     const nonce = await serverNonce(key);
     const c = await code(config, jar);
-    const tokenProof = await proof(key, 'POST', tokenUrl, { nonce });
+    const tokenProof = await dpopProof(key, 'POST', tokenUrl, { nonce });
     const exchanged = await tokenRequest(
       {
         grant_type: 'authorization_code',
@@ -233,13 +206,16 @@ describe('OpenID Provider: DPoP (RFC 9449)', () => {
     const noNonce = await userinfo(
       'DPoP',
       tokens.access_token,
-      await proof(key, 'GET', userinfoUrl, { accessToken: tokens.access_token }),
+      await dpopProof(key, 'GET', userinfoUrl, { accessToken: tokens.access_token }),
     );
     expect(noNonce.status).toBe(401);
     expect(noNonce.headers.get('www-authenticate')).toMatch(/^DPoP .*error="use_dpop_nonce"/);
     expect(noNonce.headers.get('dpop-nonce')).toMatch(/^[A-Za-z0-9_-]{43}$/);
 
-    const userinfoProof = await proof(key, 'GET', userinfoUrl, { nonce, accessToken: tokens.access_token });
+    const userinfoProof = await dpopProof(key, 'GET', userinfoUrl, {
+      nonce,
+      accessToken: tokens.access_token,
+    });
     expect((await userinfo('DPoP', tokens.access_token, userinfoProof)).status).toBe(200);
     const again = await userinfo('DPoP', tokens.access_token, userinfoProof);
     expect(again.status).toBe(401);
@@ -249,7 +225,7 @@ describe('OpenID Provider: DPoP (RFC 9449)', () => {
     const otherUrl = await userinfo(
       'DPoP',
       tokens.access_token,
-      await proof(key, 'GET', tokenUrl, { nonce, accessToken: tokens.access_token }),
+      await dpopProof(key, 'GET', tokenUrl, { nonce, accessToken: tokens.access_token }),
     );
     expect(otherUrl.status).toBe(401);
     expect(otherUrl.headers.get('www-authenticate')).toMatch(/error="invalid_dpop_proof"/);
@@ -257,7 +233,7 @@ describe('OpenID Provider: DPoP (RFC 9449)', () => {
     const otherMethod = await userinfo(
       'DPoP',
       tokens.access_token,
-      await proof(key, 'POST', userinfoUrl, { nonce, accessToken: tokens.access_token }),
+      await dpopProof(key, 'POST', userinfoUrl, { nonce, accessToken: tokens.access_token }),
     );
     expect(otherMethod.status).toBe(401);
     expect(otherMethod.headers.get('www-authenticate')).toMatch(/htm mismatch/);
@@ -265,13 +241,13 @@ describe('OpenID Provider: DPoP (RFC 9449)', () => {
     const otherKey = await userinfo(
       'DPoP',
       tokens.access_token,
-      await proof(await newKey(), 'GET', userinfoUrl, { nonce, accessToken: tokens.access_token }),
+      await dpopProof(await newDpopKey(), 'GET', userinfoUrl, { nonce, accessToken: tokens.access_token }),
     );
     expect(otherKey.status).toBe(401);
 
     const refreshed = await tokenRequest(
       { grant_type: 'refresh_token', refresh_token: tokens.refresh_token },
-      await proof(key, 'POST', tokenUrl, { nonce }),
+      await dpopProof(key, 'POST', tokenUrl, { nonce }),
     );
     expect(refreshed.status).toBe(200);
   });
@@ -279,7 +255,7 @@ describe('OpenID Provider: DPoP (RFC 9449)', () => {
   it('lets one of two requests carrying the same proof at once through, never both', async () => {
     const { jar } = await hostedSignIn(f);
     const config = await rpConfig(f, PUBLIC_CLIENT);
-    const key = await newKey();
+    const key = await newDpopKey();
     const nonce = await serverNonce(key);
     const c = await code(config, jar);
     const exchanged = await tokenRequest(
@@ -289,11 +265,11 @@ describe('OpenID Provider: DPoP (RFC 9449)', () => {
         redirect_uri: f.redirectUri,
         code_verifier: c.verifier,
       },
-      await proof(key, 'POST', tokenUrl, { nonce }),
+      await dpopProof(key, 'POST', tokenUrl, { nonce }),
     );
     const { access_token } = await exchanged.json();
     for (let round = 0; round < 5; round++) {
-      const same = await proof(key, 'GET', userinfoUrl, { nonce, accessToken: access_token });
+      const same = await dpopProof(key, 'GET', userinfoUrl, { nonce, accessToken: access_token });
       const answers = await Promise.all([
         userinfo('DPoP', access_token, same),
         userinfo('DPoP', access_token, same),

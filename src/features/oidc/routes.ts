@@ -111,6 +111,7 @@ export async function oidcRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
       if (
         form.get('grant_type') === DEVICE_CODE_GRANT &&
         deviceCode &&
+        !dpopProofAwaitsNonce(request.headers.dpop) &&
         !(await oidc.devicePollAllowed(deviceCode))
       ) {
         return reply.code(400).headers({ 'cache-control': 'no-store', pragma: 'no-cache' }).send({
@@ -340,4 +341,22 @@ export async function oidcRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
   app.addHook('onClose', async () => {
     if (timer) clearInterval(timer);
   });
+}
+
+/**
+ * Whether a token request carries a DPoP proof without a server nonce. The provider requires one in
+ * every proof and answers such a request use_dpop_nonce (RFC 9449 §8) before it reads the device
+ * code, so it is not a poll: the device's retry at once with the nonce must not be slow_down. A
+ * proof with a nonce, or anything unreadable, counts as a poll as before.
+ */
+function dpopProofAwaitsNonce(header: string | string[] | undefined): boolean {
+  if (typeof header !== 'string') return false;
+  const payload = header.split('.')[1];
+  if (!payload) return false;
+  try {
+    const claims: unknown = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+    return typeof claims === 'object' && claims !== null && !('nonce' in claims);
+  } catch {
+    return false;
+  }
 }
