@@ -3,7 +3,7 @@ import type { Clock } from '../../platform/clock.js';
 import type { Database } from '../../platform/db/database.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
 import { Problem } from '../../platform/problem.js';
-import { invitationsSentBy } from '../organizations/invitation-repository.js';
+import { invitationsSentBy } from '../organizations/invitations/repository.js';
 import { liveStatus } from '../recovery-codes/repository.js';
 import { describeDevice } from '../sessions/devices.js';
 import * as repo from './repository.js';

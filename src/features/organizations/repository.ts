@@ -161,6 +161,26 @@ export async function updateOrganization(
     .executeTakeFirstOrThrow();
 }
 
+/**
+ * Sets or clears disabled_at (an operator's act, operators/service.ts); moves updated_at forward
+ * (the ETag's version). True when it changed.
+ */
+export async function setDisabled(
+  trx: Executor,
+  organizationId: string,
+  disabledAt: Date | null,
+  updatedAt: Date,
+): Promise<boolean> {
+  const r = await trx
+    .updateTable('organizations')
+    .set({ disabled_at: disabledAt, updated_at: updatedAt })
+    .where('id', '=', organizationId)
+    .where('disabled_at', disabledAt === null ? 'is not' : 'is', null)
+    .returning('id')
+    .execute();
+  return r.length === 1;
+}
+
 export async function setRole(
   trx: Executor,
   organizationId: string,
@@ -386,6 +406,14 @@ export async function ownedOrganizations(trx: Executor, identityId: string) {
     .groupBy('m.organization_id')
     .execute()
     .then((rows) => rows.map((r) => ({ id: r.id, members: Number(r.members), owners: Number(r.owners) })));
+}
+
+/**
+ * An operator's deletion: its memberships cascade, and every session whose active organization it
+ * was loses it in the same statement (sessions_active_membership, ON DELETE SET NULL).
+ */
+export async function deleteOrganization(trx: Executor, organizationId: string): Promise<void> {
+  await trx.deleteFrom('organizations').where('id', '=', organizationId).execute();
 }
 
 /** Erasure: organizations deleted with their last member (memberships cascade). */

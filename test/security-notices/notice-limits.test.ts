@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NOTICE_WINDOW_SECONDS } from '../../src/features/security-notices/service.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { SoftAuthenticator } from '../helpers/authenticator.js';
+import { CHROME_LINUX, SAFARI_IPHONE, signInFrom } from '../helpers/devices.js';
 import { bearer, createPerson, type Grant, type Person } from '../helpers/identities.js';
 import { bodyOf, mailCode, type SmtpSink, startSmtpSink } from '../helpers/smtp.js';
 import { hostMappingFetch, startUpstream, type Upstream } from '../helpers/upstream.js';
@@ -27,7 +28,6 @@ import {
   uniqueEmail,
 } from '../registration/helpers.js';
 import { DEFAULT_POLICY, totp } from '../second-factors/helpers.js';
-import { CHROME_LINUX, SAFARI_IPHONE, signInFrom } from './support.js';
 
 /*
  * A new-sign-in notice must reach the owner however full their address's message windows are.

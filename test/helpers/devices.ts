@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
-import type { TestApp } from '../helpers/app.js';
-import type { Grant, Person } from '../helpers/identities.js';
+import type { TestApp } from './app.js';
+import type { Grant, Person } from './identities.js';
 
 /** User agents of real browsers, as the session list and the notices parse them. */
 export const CHROME_LINUX =

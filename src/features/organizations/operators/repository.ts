@@ -1,6 +1,9 @@
-import type { Executor } from '../../platform/db/database.js';
-import type { KeysetWindow } from '../../platform/pagination/page.js';
-import { afterPosition, rowsToFetch } from '../../platform/pagination/repository.js';
+import type { Executor } from '../../../platform/db/database.js';
+import type { KeysetWindow } from '../../../platform/pagination/page.js';
+import { afterPosition, rowsToFetch } from '../../../platform/pagination/repository.js';
+
+// The operators' reads (and row locks) of organizations; every write goes through the table's one
+// writer, ../repository.ts.
 
 /** An organization as operators see it: live or disabled. */
 export interface AdminOrganizationRow {
@@ -63,7 +66,7 @@ export async function organizationDetail(trx: Executor, organizationId: string) 
 
 /**
  * Locks the organization row (FOR UPDATE) whether or not it is disabled: the operators' writes
- * take the same lock as every membership change (organizations/repository.ts, lockOrganization),
+ * take the same lock as every membership change (../repository.ts, lockOrganization),
  * so the last-owner rule holds between them too.
  */
 export function lockAnyOrganization(
@@ -95,29 +98,4 @@ export function shareIdentity(
     .where('id', '=', identityId)
     .forKeyShare()
     .executeTakeFirst();
-}
-
-/** Sets or clears disabled_at; moves updated_at forward (the ETag's version). True when it changed. */
-export async function setDisabled(
-  trx: Executor,
-  organizationId: string,
-  disabledAt: Date | null,
-  updatedAt: Date,
-): Promise<boolean> {
-  const r = await trx
-    .updateTable('organizations')
-    .set({ disabled_at: disabledAt, updated_at: updatedAt })
-    .where('id', '=', organizationId)
-    .where('disabled_at', disabledAt === null ? 'is not' : 'is', null)
-    .returning('id')
-    .execute();
-  return r.length === 1;
-}
-
-/**
- * Deletes the organization; its memberships cascade, and every session whose active organization
- * it was loses it in the same statement (sessions_active_membership, ON DELETE SET NULL).
- */
-export async function deleteOrganization(trx: Executor, organizationId: string): Promise<void> {
-  await trx.deleteFrom('organizations').where('id', '=', organizationId).execute();
 }

@@ -1,8 +1,8 @@
-import { changedOne } from '../../platform/db/compare-and-set.js';
-import type { Executor } from '../../platform/db/database.js';
-import type { KeysetWindow } from '../../platform/pagination/page.js';
-import { afterPosition, rowsToFetch } from '../../platform/pagination/repository.js';
-import type { IdentifierType } from '../identities/identifier.js';
+import { changedOne } from '../../../platform/db/compare-and-set.js';
+import type { Executor } from '../../../platform/db/database.js';
+import type { KeysetWindow } from '../../../platform/pagination/page.js';
+import { afterPosition, rowsToFetch } from '../../../platform/pagination/repository.js';
+import type { IdentifierType } from '../../identities/identifier.js';
 
 /** An invitation as its organization's members list it (pending ones only). */
 export interface PendingInvitationRow {

@@ -2,13 +2,13 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminRequest } from '../helpers/admin.js';
-import { createTestApp, type TestApp } from '../helpers/app.js';
-import { auditCount } from '../helpers/audit.js';
-import { signIn } from '../helpers/identities.js';
-import { messagesTo } from '../helpers/outbox.js';
-import { confirm, lastCode, PASSWORD, signUp } from '../registration/helpers.js';
-import { call, createOrganization, expectProblem, join, type Member, member, ORGS } from './support.js';
+import { adminRequest } from '../../helpers/admin.js';
+import { createTestApp, type TestApp } from '../../helpers/app.js';
+import { auditCount } from '../../helpers/audit.js';
+import { signIn } from '../../helpers/identities.js';
+import { messagesTo } from '../../helpers/outbox.js';
+import { confirm, lastCode, PASSWORD, signUp } from '../../registration/helpers.js';
+import { call, createOrganization, expectProblem, join, type Member, member, ORGS } from '../support.js';
 
 // Organization invitations (docs/organizations.md, "Invitations"): sending, the message, the
 // per-destination limit, lookups, acceptance and each of its refusals, listing, revoking, export.

@@ -2,21 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_KEY, ADMIN_KEY_NAME, OTHER_ADMIN_KEY } from '../helpers/admin.js';
-import { createTestApp, type TestApp } from '../helpers/app.js';
-import { auditCount } from '../helpers/audit.js';
-import { createPerson } from '../helpers/identities.js';
-import {
-  call,
-  expectProblem,
-  join,
-  member,
-  ORGS,
-  orgClaims,
-  switchTo,
-  uniqueSlug,
-} from '../organizations/support.js';
-import { context, renew } from '../sessions/support.js';
+import { ADMIN_KEY, ADMIN_KEY_NAME, OTHER_ADMIN_KEY } from '../../helpers/admin.js';
+import { createTestApp, type TestApp } from '../../helpers/app.js';
+import { auditCount } from '../../helpers/audit.js';
+import { createPerson } from '../../helpers/identities.js';
+import { context, renew } from '../../sessions/support.js';
+import { call, expectProblem, join, member, ORGS, orgClaims, switchTo, uniqueSlug } from '../support.js';
 
 // The operators' organization routes (docs/organizations.md, "Operators"): create whatever
 // ORGANIZATION_CREATION says, read, list, disable and enable, delete, and manage members with the

@@ -1,15 +1,15 @@
 import type { FastifyRequest } from 'fastify';
-import type { AppContext } from '../../context.js';
-import { operatorOf } from '../../platform/http/admin-auth.js';
-import { ifNoneMatchHits } from '../../platform/http/conditional.js';
-import { envelope, page } from '../../platform/http/envelope.js';
-import { routePatternOf } from '../../platform/http/route-pattern.js';
-import { featureRoutes } from '../../platform/http/routes.js';
-import { Data, NoContent, responses } from '../../platform/http/schemas.js';
-import { PageQuerySchema } from '../../platform/pagination/page.js';
-import type { ProblemCode } from '../../platform/problem.js';
-import { AdminOrganizations } from './organizations.js';
-import * as schema from './organizations-schemas.js';
+import type { AppContext } from '../../../context.js';
+import { operatorOf } from '../../../platform/http/admin-auth.js';
+import { ifNoneMatchHits } from '../../../platform/http/conditional.js';
+import { envelope, page } from '../../../platform/http/envelope.js';
+import { routePatternOf } from '../../../platform/http/route-pattern.js';
+import { featureRoutes } from '../../../platform/http/routes.js';
+import { Data, NoContent, responses } from '../../../platform/http/schemas.js';
+import { PageQuerySchema } from '../../../platform/pagination/page.js';
+import type { ProblemCode } from '../../../platform/problem.js';
+import * as schema from './schemas.js';
+import { AdminOrganizations } from './service.js';
 
 const TAGS = ['admin'];
 const SECURITY = [{ adminKey: [] }];

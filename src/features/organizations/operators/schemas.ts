@@ -1,7 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { IdInput, Instant, Uuid } from '../../platform/http/schemas.js';
-import { Page } from '../../platform/pagination/page.js';
-import { Name, RoleBody, Slug } from '../organizations/schemas.js';
+import { IdInput, Instant, Uuid } from '../../../platform/http/schemas.js';
+import { Page } from '../../../platform/pagination/page.js';
+import { Name, RoleBody, Slug } from '../schemas.js';
 
 /** POST /admin/v1/organizations. Strict. */
 export const CreateOrganizationBody = Type.Object(

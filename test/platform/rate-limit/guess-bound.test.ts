@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Problem } from '../../src/platform/problem.js';
-import { guessSubject } from '../../src/platform/rate-limit/guess-budget.js';
-import { ageOutSeconds } from '../../src/platform/rate-limit/repository.js';
-import { createTestApp, type TestApp } from '../helpers/app.js';
+import type { Problem } from '../../../src/platform/problem.js';
+import { guessSubject } from '../../../src/platform/rate-limit/guess-budget.js';
+import { ageOutSeconds } from '../../../src/platform/rate-limit/repository.js';
+import { createTestApp, type TestApp } from '../../helpers/app.js';
 
 // docs/security.md states the bound the default RATE_LIMIT_GUESSES keeps; this walks a year of
 // the real budget (the database's own arithmetic) for an attacker who tries the moment each wait

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/platform/clock.js';
-import type { Problem } from '../../src/platform/problem.js';
-import { ageOutSeconds } from '../../src/platform/rate-limit/repository.js';
-import { sweepRateLimits } from '../../src/platform/rate-limit/sweep.js';
-import { createTestApp, type TestApp } from '../helpers/app.js';
+import { ManualClock } from '../../../src/platform/clock.js';
+import type { Problem } from '../../../src/platform/problem.js';
+import { ageOutSeconds } from '../../../src/platform/rate-limit/repository.js';
+import { sweepRateLimits } from '../../../src/platform/rate-limit/sweep.js';
+import { createTestApp, type TestApp } from '../../helpers/app.js';
 
 // guess_budgets and send_windows gain a row for every subject ever guessed at or sent to; the
 // sweep deletes those that can no longer change an answer, so both tables stay bounded.

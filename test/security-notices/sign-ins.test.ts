@@ -2,10 +2,10 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NOTICE_WINDOW_SECONDS } from '../../src/features/security-notices/service.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { CHROME_LINUX, SAFARI_IPHONE, signInFrom } from '../helpers/devices.js';
 import { bearer, createPerson } from '../helpers/identities.js';
 import { freePort } from '../helpers/net.js';
 import { bodyOf, type SmtpSink, startSmtpSink } from '../helpers/smtp.js';
-import { CHROME_LINUX, SAFARI_IPHONE, signInFrom } from './support.js';
 
 const CHROME_LINUX_NEXT =
   'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/157.0.0.0 Safari/537.36';

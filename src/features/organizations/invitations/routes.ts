@@ -1,16 +1,16 @@
 import { type Static, Type } from '@sinclair/typebox';
-import type { AppContext } from '../../context.js';
-import { guards, principalOf, SESSION_REFUSALS } from '../../platform/http/auth.js';
-import { envelope } from '../../platform/http/envelope.js';
-import { listRoute } from '../../platform/http/list-route.js';
-import type { RouteApp } from '../../platform/http/routes.js';
-import { Data, IdInput, Instant, NoContent, responses, Uuid } from '../../platform/http/schemas.js';
-import { Page } from '../../platform/pagination/page.js';
-import type { ProblemCode } from '../../platform/problem.js';
-import { limitFor, senderOf, sendingRouteLimit } from '../../platform/rate-limit/rate-limit.js';
-import { IdentifierForm } from '../identities/schemas.js';
-import { InvitationService } from './invitations.js';
-import { OrganizationParams, RoleName } from './schemas.js';
+import type { AppContext } from '../../../context.js';
+import { guards, principalOf, SESSION_REFUSALS } from '../../../platform/http/auth.js';
+import { envelope } from '../../../platform/http/envelope.js';
+import { listRoute } from '../../../platform/http/list-route.js';
+import type { RouteApp } from '../../../platform/http/routes.js';
+import { Data, IdInput, Instant, NoContent, responses, Uuid } from '../../../platform/http/schemas.js';
+import { Page } from '../../../platform/pagination/page.js';
+import type { ProblemCode } from '../../../platform/problem.js';
+import { limitFor, senderOf, sendingRouteLimit } from '../../../platform/rate-limit/rate-limit.js';
+import { IdentifierForm } from '../../identities/schemas.js';
+import { OrganizationParams, RoleName } from '../schemas.js';
+import { InvitationService } from './service.js';
 
 const TAGS = ['organizations'];
 

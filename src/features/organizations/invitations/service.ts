@@ -1,21 +1,21 @@
 import { randomUUID } from 'node:crypto';
-import type { Config } from '../../config.js';
-import type { AuditLog } from '../../platform/audit/audit.js';
-import type { Clock } from '../../platform/clock.js';
-import { hmacHex, opaqueToken } from '../../platform/crypto/tokens.js';
-import type { Database, Executor } from '../../platform/db/database.js';
-import { maskIdentifier } from '../../platform/notify/mask.js';
-import type { DeliveryResult, Notifier } from '../../platform/notify/notifier.js';
-import type { CursorCodec, CursorScope } from '../../platform/pagination/cursor.js';
-import { type KeysetWindow, keysetPage, type PageQuery } from '../../platform/pagination/page.js';
-import { Problem } from '../../platform/problem.js';
-import type { MessageLimits, MessageSubject } from '../../platform/rate-limit/guess-budget.js';
-import { destinationSubject } from '../../platform/rate-limit/guess-budget.js';
-import type { ChallengeFlow } from '../challenges/service.js';
-import type { IdentifierInput, IdentifierType } from '../identities/identifier.js';
-import * as invitations from './invitation-repository.js';
-import * as repo from './repository.js';
-import { OrganizationRoles } from './roles.js';
+import type { Config } from '../../../config.js';
+import type { AuditLog } from '../../../platform/audit/audit.js';
+import type { Clock } from '../../../platform/clock.js';
+import { hmacHex, opaqueToken } from '../../../platform/crypto/tokens.js';
+import type { Database, Executor } from '../../../platform/db/database.js';
+import { maskIdentifier } from '../../../platform/notify/mask.js';
+import type { DeliveryResult, Notifier } from '../../../platform/notify/notifier.js';
+import type { CursorCodec, CursorScope } from '../../../platform/pagination/cursor.js';
+import { type KeysetWindow, keysetPage, type PageQuery } from '../../../platform/pagination/page.js';
+import { Problem } from '../../../platform/problem.js';
+import type { MessageLimits, MessageSubject } from '../../../platform/rate-limit/guess-budget.js';
+import { destinationSubject } from '../../../platform/rate-limit/guess-budget.js';
+import type { ChallengeFlow } from '../../challenges/service.js';
+import type { IdentifierInput, IdentifierType } from '../../identities/identifier.js';
+import * as repo from '../repository.js';
+import { OrganizationRoles } from '../roles.js';
+import * as invitations from './repository.js';
 
 /** What invitations use. */
 export interface InvitationServiceDeps {

@@ -1,8 +1,8 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, type TestApp } from '../helpers/app.js';
-import { bearer, createPerson, signIn } from '../helpers/identities.js';
-import { lastCode, messagesTo, waitForCode } from '../helpers/outbox.js';
+import { createTestApp, type TestApp } from '../../helpers/app.js';
+import { bearer, createPerson, signIn } from '../../helpers/identities.js';
+import { lastCode, messagesTo, waitForCode } from '../../helpers/outbox.js';
 import {
   confirm as confirmSignUp,
   emailForm,
@@ -10,7 +10,7 @@ import {
   PASSWORD,
   signUp,
   uniqueEmail,
-} from '../registration/helpers.js';
+} from '../../registration/helpers.js';
 import {
   completeSignIn,
   DEFAULT_POLICY,
@@ -20,8 +20,8 @@ import {
   ticketFor,
   totp,
   wrongCode,
-} from '../second-factors/helpers.js';
-import { signInRaw } from '../sessions/support.js';
+} from '../../second-factors/helpers.js';
+import { signInRaw } from '../../sessions/support.js';
 
 // The defaults of contract 7 for guesses (10 free failures, up to 8 hours between attempts); the
 // per-address limits stay out of the way so only the budgets are measured.

@@ -4,9 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyChain } from '../../src/platform/audit/audit.js';
 import { deriveKey } from '../../src/platform/crypto/keys.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { CHROME_LINUX, SAFARI_IPHONE, signInFrom } from '../helpers/devices.js';
 import { bearer, createPerson } from '../helpers/identities.js';
-import { context, RENEWALS, refusalShape, signInRaw } from '../sessions/support.js';
-import { CHROME_LINUX, SAFARI_IPHONE, signInFrom } from './support.js';
+import { context, RENEWALS, refusalShape, signInRaw } from './support.js';
 
 const SESSIONS = '/api/v1/sessions';
 

@@ -1,17 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/platform/clock.js';
-import { hmacHex } from '../../src/platform/crypto/tokens.js';
-import { type Signals, silentSignals } from '../../src/platform/metrics/signals.js';
-import type { Problem } from '../../src/platform/problem.js';
+import { ManualClock } from '../../../src/platform/clock.js';
+import { hmacHex } from '../../../src/platform/crypto/tokens.js';
+import { type Signals, silentSignals } from '../../../src/platform/metrics/signals.js';
+import type { Problem } from '../../../src/platform/problem.js';
 import {
   destinationSubject,
   MessageLimits,
   recoveryDestinationSubject,
   senderSubject,
   stepUpSubjects,
-} from '../../src/platform/rate-limit/guess-budget.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+} from '../../../src/platform/rate-limit/guess-budget.js';
+import { createTestDatabase, type TestDatabase } from '../../helpers/database.js';
 
 // MessageLimits counts against subjects built by their own functions, each carrying the rule a
 // refusal reports (`route:<pattern>` or `messages`) beside the key its window is stored under: the

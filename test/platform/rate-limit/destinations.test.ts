@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, type TestApp } from '../helpers/app.js';
-import { elevatedPerson } from '../helpers/elevation.js';
-import { bearer, createPerson, signIn } from '../helpers/identities.js';
-import { messagesTo, waitForCode } from '../helpers/outbox.js';
+import { createTestApp, type TestApp } from '../../helpers/app.js';
+import { elevatedPerson } from '../../helpers/elevation.js';
+import { bearer, createPerson, signIn } from '../../helpers/identities.js';
+import { messagesTo, waitForCode } from '../../helpers/outbox.js';
 
 // Messages per destination (contract 7, RATE_LIMIT_SENDS_A_MESSAGE): every code the service sends
 // to an address or number counts against a window of that destination, whichever client address

@@ -1,21 +1,21 @@
 import { randomUUID } from 'node:crypto';
-import type { Config } from '../../config.js';
-import type { AuditEvent, AuditLog } from '../../platform/audit/audit.js';
-import type { Clock } from '../../platform/clock.js';
-import type { Database, Executor } from '../../platform/db/database.js';
-import { strongEtag } from '../../platform/http/conditional.js';
-import type { CursorCodec, CursorScope } from '../../platform/pagination/cursor.js';
+import type { Config } from '../../../config.js';
+import type { AuditEvent, AuditLog } from '../../../platform/audit/audit.js';
+import type { Clock } from '../../../platform/clock.js';
+import type { Database, Executor } from '../../../platform/db/database.js';
+import { strongEtag } from '../../../platform/http/conditional.js';
+import type { CursorCodec, CursorScope } from '../../../platform/pagination/cursor.js';
 import {
   type KeysetWindow,
   keysetPage,
   type PageInfo,
   type PageQuery,
-} from '../../platform/pagination/page.js';
-import { Problem } from '../../platform/problem.js';
-import * as orgs from '../organizations/repository.js';
-import { OrganizationRoles, OWNER_ROLE } from '../organizations/roles.js';
-import * as repo from './organizations-repository.js';
-import type { CreateOrganizationBody } from './organizations-schemas.js';
+} from '../../../platform/pagination/page.js';
+import { Problem } from '../../../platform/problem.js';
+import * as orgs from '../repository.js';
+import { OrganizationRoles, OWNER_ROLE } from '../roles.js';
+import * as repo from './repository.js';
+import type { CreateOrganizationBody } from './schemas.js';
 
 /** What the operators' organization acts use. */
 export interface AdminOrganizationDeps {
@@ -130,14 +130,14 @@ export class AdminOrganizations {
    */
   async disable(organizationId: string, actor: string): Promise<void> {
     await this.#write(organizationId, async (trx, org, now) => {
-      const changed = await repo.setDisabled(trx, organizationId, now, nextVersion(now, org.updatedAt));
+      const changed = await orgs.setDisabled(trx, organizationId, now, nextVersion(now, org.updatedAt));
       await this.#audit(trx, 'organization.disabled', actor, organizationId, { organizationId, changed });
     });
   }
 
   async enable(organizationId: string, actor: string): Promise<void> {
     await this.#write(organizationId, async (trx, org, now) => {
-      const changed = await repo.setDisabled(trx, organizationId, null, nextVersion(now, org.updatedAt));
+      const changed = await orgs.setDisabled(trx, organizationId, null, nextVersion(now, org.updatedAt));
       await this.#audit(trx, 'organization.enabled', actor, organizationId, { organizationId, changed });
     });
   }
@@ -146,7 +146,7 @@ export class AdminOrganizations {
   async delete(organizationId: string, actor: string): Promise<void> {
     await this.#write(organizationId, async (trx, org) => {
       const members = (await repo.organizationDetail(trx, organizationId))?.members ?? 0;
-      await repo.deleteOrganization(trx, organizationId);
+      await orgs.deleteOrganization(trx, organizationId);
       await this.#audit(trx, 'organization.deleted', actor, organizationId, {
         organizationId,
         slug: org.slug,
