@@ -9,11 +9,12 @@
 // UPDATE, DELETE FROM, MERGE INTO or TRUNCATE of it. Tests are not writers. The rules:
 //   - SQL (any of the above, selectFrom, or a `sql` template) lives only in repository files
 //     (repository.ts, or <role>-repository.ts);
-//   - a table is written from one folder, unless SHARED below names it with its reason;
+//   - a table is written from one capability folder (features/<name>/ or platform/<name>/, its
+//     sub-folders included), unless SHARED below names it with its reason;
 //   - a builder call names its table with a string literal (or a local constant or `for ... of`
 //     list of them), so this script can read it.
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
+import { join, relative } from 'node:path';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const SRC = join(ROOT, 'src');
@@ -31,7 +32,7 @@ const SHARED: Record<string, { folders: string[]; why: string }> = {
   // features/organizations/repository.ts (the organizations operators sub-room).
   organizations: {
     folders: ['features/admin', 'features/organizations'],
-    why: 'the operators create and delete organizations in admin/organizations-repository.ts',
+    why: "the operators' routes write them in `features/admin/organizations-repository.ts`",
   },
   // sessions/ sits above organizations/ (a switch of the active organization is checked by
   // organizations/repository.ts), so organizations/ cannot call the sessions repository without a
@@ -40,7 +41,9 @@ const SHARED: Record<string, { folders: string[]; why: string }> = {
   // clearActiveRequiringSecondFactor).
   sessions: {
     folders: ['features/organizations', 'features/sessions'],
-    why: 'organizations/ clears the active organization of sessions its second-factor policy refuses',
+    why:
+      '`features/organizations/repository.ts` clears the active organization of the sessions its ' +
+      'second-factor policy refuses; `sessions/` sits above `organizations/`, whose repository cannot call it',
   },
 };
 
@@ -170,6 +173,12 @@ const ANY_SQL =
   /\.(selectFrom|insertInto|updateTable|deleteFrom|mergeInto|replaceInto)\(|\bsql(?:<[^`]*?>)?`|\bsql\.raw\(/;
 const REPOSITORY = /(^|\/|-)repository\.ts$/;
 
+/** The capability folder of a file: `features/<name>` or `platform/<name>`, else its own folder. */
+function folderOf(file: string): string {
+  const parts = file.split('/');
+  return parts.length > 2 ? parts.slice(0, 2).join('/') : parts.slice(0, -1).join('/') || '.';
+}
+
 const lineOf = (text: string, index: number) => text.slice(0, index).split('\n').length;
 
 /** The string literals an identifier stands for in its file: `const t = 'x'`, `for (const t of ['x', 'y'])`. */
@@ -218,7 +227,7 @@ function scan(known: readonly string[]): Scan {
     for (const table of written) writers.get(table)?.add(file);
   }
   for (const [table, files] of writers) {
-    const folders = [...new Set([...files].map((f) => dirname(f)))].sort();
+    const folders = [...new Set([...files].map(folderOf))].sort();
     if (folders.length < 2) continue;
     const allowed = SHARED[table];
     if (allowed && folders.every((f) => allowed.folders.includes(f))) continue;
@@ -227,7 +236,7 @@ function scan(known: readonly string[]): Scan {
     );
   }
   for (const table of Object.keys(SHARED)) {
-    const folders = new Set([...(writers.get(table) ?? [])].map((f) => dirname(f)));
+    const folders = new Set([...(writers.get(table) ?? [])].map(folderOf));
     if (folders.size < 2)
       breaches.push(`scripts/owners.ts: SHARED names ${table}, now written from one folder: remove it`);
   }
@@ -247,7 +256,15 @@ function table(writers: Map<string, Set<string>>): string {
   const body = [...rows]
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([who, ts]) => `| ${cell(ts)} | ${who} |`);
-  return ['| Table | Written by (under `src/`) |', '|---|---|', ...body].join('\n');
+  const exceptions = Object.entries(SHARED).map(([t, { why }]) => `- \`${t}\`: ${why}.`);
+  return [
+    '| Table | Written by (under `src/`) |',
+    '|---|---|',
+    ...body,
+    ...(exceptions.length > 0
+      ? ['', 'Written from two folders on purpose (`SHARED` in `scripts/owners.ts`):', '', ...exceptions]
+      : []),
+  ].join('\n');
 }
 
 /** The writers the document states, table by table, read back from its rows. */
