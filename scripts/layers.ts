@@ -1,20 +1,29 @@
 // The import rules dpdm cannot see (it checks files; these are about folders), run by npm run lint:
 //   - src/platform imports no feature, nor the wiring (src/app.ts, src/context.ts); only
-//     src/config.ts, which imports nothing of the service, sits beside it;
+//     src/config.ts, which imports nothing of the service, and src/shared/ sit beside it;
 //   - the feature folders import each other without a cycle (sessions -> second-factors ->
-//     sessions would be one, even when no single file closes the loop).
+//     sessions would be one, even when no single file closes the loop);
+//   - src/shared/ is what the service and the hosted page (ui/) both run: it imports nothing
+//     outside itself and nothing from Node, since the page bundles it for the browser;
+//   - ui/ imports nothing of the service but src/shared/, and a package only by its source
+//     (packages/<name>/src/);
+//   - a package's source (packages/<name>/src/) imports nothing outside itself: it is published as
+//     it is.
+// Static, side-effect and dynamic imports (`import('...')`, in type positions too) all count.
 // Exits 1 with one line per breach.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
-const SRC = new URL('../src/', import.meta.url).pathname;
-const IMPORT = /(?:import|export)\s+(?:[^'"]*?\sfrom\s+)?'([^']+)'/g;
+const ROOT = new URL('../', import.meta.url).pathname;
+const SRC = join(ROOT, 'src');
+const IMPORT = /(?:import|export)\s+(?:[^'"]*?\sfrom\s+)?'([^']+)'|\bimport\(\s*'([^']+)'\s*\)/g;
 
 function files(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);
+    if (name === 'node_modules') return [];
     if (statSync(path).isDirectory()) return files(path);
-    return name.endsWith('.ts') && !name.endsWith('.test.ts') ? [path] : [];
+    return name.endsWith('.ts') && !name.endsWith('.test.ts') && !name.endsWith('.d.ts') ? [path] : [];
   });
 }
 
@@ -22,10 +31,24 @@ const breaches: string[] = [];
 const edges = new Map<string, Set<string>>();
 for (const file of files(SRC)) {
   const from = relative(SRC, file);
-  for (const [, spec] of readFileSync(file, 'utf8').matchAll(IMPORT)) {
+  for (const [, st, dyn] of readFileSync(file, 'utf8').matchAll(IMPORT)) {
+    const spec = st ?? dyn;
+    if (from.startsWith('shared/') && spec.startsWith('node:')) {
+      breaches.push(
+        `${from} imports ${spec}: src/shared/ runs in the browser too, so it imports nothing from Node`,
+      );
+    }
     if (!spec.startsWith('.')) continue;
     const to = relative(SRC, join(file, '..', spec));
-    if (from.startsWith('platform/') && !to.startsWith('platform/') && to !== 'config.js') {
+    if (from.startsWith('shared/') && !to.startsWith('shared/')) {
+      breaches.push(`${from} imports ${to}: src/shared/ imports nothing outside itself`);
+    }
+    if (
+      from.startsWith('platform/') &&
+      !to.startsWith('platform/') &&
+      !to.startsWith('shared/') &&
+      to !== 'config.js'
+    ) {
       breaches.push(`${from} imports ${to}: the platform imports no feature and no wiring`);
     }
     const a = from.match(/^features\/([^/]+)\//)?.[1];
@@ -34,6 +57,32 @@ for (const file of files(SRC)) {
       if (!edges.has(a)) edges.set(a, new Set());
       edges.get(a)?.add(b);
     }
+  }
+}
+
+/** Each relative import of every file under `dir`, both ends from the root. */
+function relativeImports(dir: string): { from: string; to: string }[] {
+  return files(join(ROOT, dir)).flatMap((file) =>
+    [...readFileSync(file, 'utf8').matchAll(IMPORT)]
+      .map(([, a, b]) => a ?? b)
+      .filter((spec) => spec.startsWith('.'))
+      .map((spec) => ({ from: relative(ROOT, file), to: relative(ROOT, join(file, '..', spec)) })),
+  );
+}
+
+for (const { from, to } of relativeImports('ui')) {
+  if (to.startsWith('ui/') || to.startsWith('src/shared/') || /^packages\/[^/]+\/src\//.test(to)) continue;
+  breaches.push(
+    `${from} imports ${to}: ui/ imports nothing outside it but src/shared/ and packages/<name>/src/`,
+  );
+}
+
+for (const name of readdirSync(join(ROOT, 'packages'))) {
+  const own = `packages/${name}/src/`;
+  if (!statSync(join(ROOT, own), { throwIfNoEntry: false })?.isDirectory()) continue;
+  for (const { from, to } of relativeImports(own)) {
+    if (!to.startsWith(own))
+      breaches.push(`${from} imports ${to}: a package's source imports nothing outside ${own}`);
   }
 }
 
@@ -55,4 +104,6 @@ if (breaches.length > 0) {
   for (const b of breaches) console.error(b);
   process.exit(1);
 }
-console.log(`layers: platform below features, ${edges.size} feature folders without a cycle`);
+console.log(
+  `layers: platform below features, ${edges.size} feature folders without a cycle, ui/ and packages/ within bounds`,
+);

@@ -4,16 +4,16 @@ import { t } from './messages/strength.js';
 
 /*
  * The strength meter under a new password. It judges by the service's own rule
- * (src/platform/crypto/password-policy.ts: length 12..200 and a zxcvbn score of 3 or more), loaded
+ * (src/shared/password-policy.ts: length 12..200 and a zxcvbn score of 3 or more), loaded
  * on the first keystroke as a separate script: zxcvbn's dictionaries are most of its weight and
  * the pages do not need them until someone types a new password.
  */
 
-type Policy = typeof import('../src/platform/crypto/password-policy.js');
+type Policy = typeof import('../src/shared/password-policy.js');
 
 let policy: Promise<Policy> | undefined;
 const loadPolicy = (): Promise<Policy> => {
-  policy ??= import('../src/platform/crypto/password-policy.js');
+  policy ??= import('../src/shared/password-policy.js');
   // A failed load (offline) may be tried again on the next keystroke.
   policy.catch(() => {
     policy = undefined;

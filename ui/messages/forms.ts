@@ -2,8 +2,8 @@ import { messages } from '../i18n.js';
 
 /**
  * What every form shares: refusals in the person's words (ui/problems.ts), the form's own checks
- * before sending (ui/forms.ts), waits (ui/wait.ts), fields (ui/dom.ts) and the identifier field
- * (ui/identifier.ts).
+ * before sending (ui/forms.ts), waits (ui/wait.ts), fields (ui/dom.ts, ui/new-password.ts) and the
+ * identifier field (ui/identifier.ts).
  */
 export const t = messages(
   {
@@ -57,7 +57,7 @@ export const t = messages(
     aboutMinutes: { one: 'about {count} minute', other: 'about {count} minutes' },
     aboutHours: { one: 'about {count} hour', other: 'about {count} hours' },
     tryAgainIn: 'Try again in ',
-    // Fields (ui/dom.ts).
+    // Fields (ui/dom.ts, ui/new-password.ts).
     passwordBounds: '12 to 200 characters.',
     showPassword: 'Show password',
     hidePassword: 'Hide password',

@@ -6,7 +6,7 @@ import type { Locale } from '../i18n.js';
  * zxcvbn's advice in the page's language, loaded with the rule on the first keystroke and only on
  * a page that is not in English (ui/strength.ts).
  *
- * The rule is the service's (src/platform/crypto/password-policy.ts), shared with the page, and
+ * The rule is the service's (src/shared/password-policy.ts), shared with the page, and
  * words its advice in English for the service's own refusal: zxcvbn's warning and first
  * suggestion, each one of @zxcvbn-ts/language-en's fixed sentences, or a closing sentence of its
  * own when zxcvbn has neither. Each sentence is found in the English table and replaced by the

@@ -1,8 +1,9 @@
 import { api } from '../api.js';
-import { h, newPasswordField } from '../dom.js';
+import { h } from '../dom.js';
 import { makeForm } from '../forms.js';
 import { type IdentifierForm, identifierField, pendingStep } from '../identifier.js';
 import { t } from '../messages/recover.js';
+import { newPasswordField } from '../new-password.js';
 import { codeField, codeSent, differentAddress, refill } from '../otp.js';
 import type { PageContent } from '../router.js';
 import { isHeld } from '../wait.js';

@@ -1,33 +1,13 @@
-import { api, asProblem, interactions, passkeyStatus, type SignInOutcome } from '../api.js';
+import { api, asProblem, passkeyStatus } from '../api.js';
 import { field, h, passwordToggle } from '../dom.js';
 import { actionButton, alertBox, makeForm } from '../forms.js';
 import { type IdentifierForm, identifierField, pendingStep } from '../identifier.js';
 import { t } from '../messages/sign-in.js';
 import { codeField } from '../otp.js';
 import { continueWith } from '../providers.js';
-import { go, type PageContent } from '../router.js';
+import type { PageContent } from '../router.js';
+import { afterFirstStep, finish, PENDING, type Pending } from './second-step.js';
 import { startConfirmation } from './sign-up.js';
-
-/**
- * The ticket of a password (or a provider's sign-in) accepted but waiting for its second step:
- * this tab's sessionStorage, so a reload keeps the step (never the URL, never localStorage), and
- * dropped on success, on "Start again" and once expired. `uid` is the OpenID Provider interaction
- * the sign-in was for (#/authorize/<uid>), kept across the step so the person goes back to the
- * application afterwards; `via` names the provider when the first step was "Continue with …".
- */
-interface Pending {
-  ticket: string;
-  expiresAt: string;
-  uid: string | null;
-  via: string | null;
-}
-const PENDING = 'sign-in';
-
-/** Where a completed sign-in goes: the account, or back to the provider's interaction. */
-function finish(uid: string | null): void {
-  if (uid) interactions.continue(uid);
-  else go('/');
-}
 
 /**
  * Focus on `el` once the page is drawn (the router focuses the heading when it appends the page;
@@ -41,24 +21,6 @@ function focusWhenShown(el: HTMLElement, tries = 20): void {
       el.focus();
     } else if (tries > 0) focusWhenShown(el, tries - 1);
   }, 0);
-}
-
-/**
- * A first step accepted (password or provider): done, or on to the second step. `via` is the
- * provider's name when the first step was "Continue with …".
- */
-export function afterFirstStep(result: SignInOutcome, uid: string | null, via: string | null = null): void {
-  if (result.kind === 'second_factor_required') {
-    pendingStep.write(PENDING, {
-      ticket: result.ticket,
-      expiresAt: result.expiresAt,
-      uid,
-      via,
-    } satisfies Pending);
-    go('/sign-in/second-factor');
-  } else {
-    finish(uid);
-  }
 }
 
 export function signInPage(): PageContent {

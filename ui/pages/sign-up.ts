@@ -1,13 +1,14 @@
 import { api, asProblem, InteractionError } from '../api.js';
-import { field, h, newPasswordField } from '../dom.js';
+import { field, h } from '../dom.js';
 import { makeForm } from '../forms.js';
 import { type IdentifierForm, identifierField, pendingStep } from '../identifier.js';
 import { t } from '../messages/sign-up.js';
+import { newPasswordField } from '../new-password.js';
 import { codeField, codeHint, codeSent, differentAddress, refill } from '../otp.js';
 import { continueWith } from '../providers.js';
 import { go, type PageContent } from '../router.js';
 import { isHeld } from '../wait.js';
-import { afterFirstStep } from './sign-in.js';
+import { afterFirstStep } from './second-step.js';
 import { swap } from './steps.js';
 
 /**

@@ -5,6 +5,7 @@ import { readHead } from '../audit/repository.js';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/database.js';
 import type { PurposeKeys } from './keys.js';
+import { insertKeyCheck, readKeyCheck } from './repository.js';
 
 /** Fixed and versioned: the value stored is HMAC(deriveKey(SECRETS_KEY, 'key-check'), LABEL). */
 const LABEL = 'identity-service key check v1';
@@ -31,25 +32,18 @@ const wrongKey = () =>
  */
 export async function checkSecretsKey(db: Db, keys: PurposeKeys, clock: Clock): Promise<void> {
   const expected = keyCheckOf(keys);
-  let stored = await db.selectFrom('key_checks').select('key_check').where('id', '=', 1).executeTakeFirst();
-  if (!stored) {
+  let stored = await readKeyCheck(db);
+  if (stored === undefined) {
     const head = await readHead(db);
     if (head && head.headSeal !== '') {
       if (!same(head.headSeal, computeHeadSeal(keys.auditSeal, Number(head.seq), head.seal)))
         throw wrongKey();
     }
-    await db
-      .insertInto('key_checks')
-      .values({ id: 1, key_check: expected, created_at: clock.now() })
-      .onConflict((oc) => oc.column('id').doNothing())
-      .execute();
-    stored = await db
-      .selectFrom('key_checks')
-      .select('key_check')
-      .where('id', '=', 1)
-      .executeTakeFirstOrThrow();
+    await insertKeyCheck(db, expected, clock.now());
+    stored = await readKeyCheck(db);
+    if (stored === undefined) throw new Error('key_checks: no row after inserting one');
   }
-  if (!same(stored.key_check, expected)) throw wrongKey();
+  if (!same(stored, expected)) throw wrongKey();
 }
 
 function same(a: string, b: string): boolean {

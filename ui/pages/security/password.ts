@@ -1,7 +1,8 @@
 import { api } from '../../api.js';
-import { field, h, newPasswordField } from '../../dom.js';
+import { field, h } from '../../dom.js';
 import { alertBox, makeForm } from '../../forms.js';
 import { t } from '../../messages/security.js';
+import { newPasswordField } from '../../new-password.js';
 import type { PageContent } from '../../router.js';
 import { elevated } from '../../stepup.js';
 import { card, confirmButton, focusedPage, saidBox, saySuccess, takeReturn } from './common.js';
