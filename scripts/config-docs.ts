@@ -1,5 +1,6 @@
-// Generates the table of variables in docs/configuration.md from their one declaration in
-// src/config.ts (each variable's description, default and the default as documented).
+// Generates the table of variables in docs/configuration.md from their one declaration in the
+// sections src/config.ts composes (src/config/ and each feature's config.ts): each variable's
+// description, default and the default as documented, in the order of the sections.
 //   npm run config:docs          rewrite the table between the markers
 //   npm run config:docs:check    exit 1 when the committed table differs (run by npm run lint)
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -23,7 +24,7 @@ function defaultOf(d: Declared): string {
 
 function table(): string {
   const rows = Object.entries(Environment.properties as Record<string, Declared>).map(([name, d]) => {
-    if (!d.description) throw new Error(`${name} has no description in src/config.ts`);
+    if (!d.description) throw new Error(`${name} has no description in its section`);
     return `| \`${name}\` | ${d.description.replaceAll('|', '\\|')} | ${defaultOf(d)} |`;
   });
   return ['| Variable | Meaning | Default |', '|---|---|---|', ...rows].join('\n');

@@ -1,6 +1,14 @@
 // The import rules dpdm cannot see (it checks files; these are about folders), run by npm run lint:
-//   - src/platform imports no feature, nor the wiring (src/app.ts, src/context.ts); only
-//     src/config.ts, which imports nothing of the service, and src/shared/ sit beside it;
+//   - src/platform imports nothing of the service outside src/platform but src/shared/ (no config, no
+//     feature, no wiring); the option types it needs are its own, which the configuration satisfies;
+//   - src/config (the schema kit, the loader and the sections of the service as a whole) imports
+//     nothing outside src/config but the platform's leaf src/platform/config-error.ts, the error both
+//     throw; it knows no feature;
+//   - a feature's section (src/features/<name>/config.ts) imports only the kit of src/config (never
+//     the loader nor the facade, which import it) and the platform, and only the facade src/config.ts
+//     and its own feature import it;
+//   - src/config/load.ts is imported only by the facade src/config.ts, the composition root: the one
+//     module that meets src/config, the features' sections and the platform's key derivation;
 //   - the feature folders import each other without a cycle (sessions -> second-factors ->
 //     sessions would be one, even when no single file closes the loop);
 //   - src/shared/ is what the service and the hosted page (ui/) both run: it imports nothing
@@ -10,7 +18,7 @@
 //   - a package's source (packages/<name>/src/) imports nothing outside itself: it is published as
 //     it is.
 // Static, side-effect and dynamic imports (`import('...')`, in type positions too) all count.
-// Exits 1 with one line per breach.
+// See docs/decisions.md, "The configuration in sections". Exits 1 with one line per breach.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
@@ -43,13 +51,32 @@ for (const file of files(SRC)) {
     if (from.startsWith('shared/') && !to.startsWith('shared/')) {
       breaches.push(`${from} imports ${to}: src/shared/ imports nothing outside itself`);
     }
+    if (from.startsWith('platform/') && !to.startsWith('platform/') && !to.startsWith('shared/')) {
+      breaches.push(`${from} imports ${to}: the platform imports no config, no feature and no wiring`);
+    }
+    if (from.startsWith('config/') && !to.startsWith('config/') && to !== 'platform/config-error.js') {
+      breaches.push(
+        `${from} imports ${to}: src/config imports only src/config and the platform's config-error`,
+      );
+    }
+    const section = /^features\/([^/]+)\/config\.(ts|js)$/;
     if (
-      from.startsWith('platform/') &&
-      !to.startsWith('platform/') &&
-      !to.startsWith('shared/') &&
-      to !== 'config.js'
+      section.test(from) &&
+      !(to.startsWith('config/') && to !== 'config/load.js') &&
+      !to.startsWith('platform/')
     ) {
-      breaches.push(`${from} imports ${to}: the platform imports no feature and no wiring`);
+      breaches.push(
+        `${from} imports ${to}: a feature's section imports only the kit of src/config and the platform`,
+      );
+    }
+    const owner = to.match(section)?.[1];
+    if (owner && from !== 'config.ts' && !from.startsWith(`features/${owner}/`)) {
+      breaches.push(
+        `${from} imports ${to}: a feature's section is imported by the facade and its own feature only`,
+      );
+    }
+    if (to === 'config/load.js' && from !== 'config.ts') {
+      breaches.push(`${from} imports ${to}: only the facade src/config.ts composes the sections`);
     }
     const a = from.match(/^features\/([^/]+)\//)?.[1];
     const b = to.match(/^features\/([^/]+)\//)?.[1];
@@ -105,5 +132,5 @@ if (breaches.length > 0) {
   process.exit(1);
 }
 console.log(
-  `layers: platform below features, ${edges.size} feature folders without a cycle, ui/ and packages/ within bounds`,
+  `layers: platform and config apart, below features; ${edges.size} feature folders without a cycle; ui/ and packages/ within bounds`,
 );

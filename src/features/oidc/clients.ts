@@ -1,9 +1,3 @@
-import {
-  checkOidcClient,
-  OIDC_CLIENT_FIELDS,
-  type OidcClientConfig,
-  SECRET_AUTH_METHODS,
-} from '../../config.js';
 import type { AuditEvent, AuditLog } from '../../platform/audit/audit.js';
 import type { Clock } from '../../platform/clock.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
@@ -12,6 +6,7 @@ import { type Precondition, preconditionHolds, strongEtag } from '../../platform
 import type { CursorCodec, CursorScope } from '../../platform/pagination/cursor.js';
 import { buildPage, type PageInfo, type PageQuery, readPageQuery } from '../../platform/pagination/page.js';
 import { Problem, type ValidationEntry } from '../../platform/problem.js';
+import { checkOidcClient, OIDC_CLIENT_FIELDS, type OidcClientConfig, SECRET_AUTH_METHODS } from './config.js';
 import * as repo from './repository.js';
 import type { ClientView, CreateClientBody, UpdateClientBody } from './schemas.js';
 

@@ -1,8 +1,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { ConfigError } from '../../config.js';
 import { computeHeadSeal } from '../audit/audit.js';
 import { readHead } from '../audit/repository.js';
 import type { Clock } from '../clock.js';
+import { ConfigError } from '../config-error.js';
 import type { Db } from '../db/database.js';
 import type { PurposeKeys } from './keys.js';
 import { insertKeyCheck, readKeyCheck } from './repository.js';

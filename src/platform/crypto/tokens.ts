@@ -1,5 +1,4 @@
 import { createHash, createHmac, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
-import type { CodeFormat } from '../../config.js';
 
 /** 256-bit opaque token, base64url (refresh tokens, elevation tokens, tickets, nonces). */
 export function opaqueToken(bytes = 32): string {
@@ -20,6 +19,9 @@ export function safeEqual(a: string, b: string): boolean {
   const y = Buffer.from(b);
   return x.length === y.length && timingSafeEqual(x, y);
 }
+
+/** The alphabets of out-of-band codes (VERIFICATION_CODE_FORMAT names one). */
+export type CodeFormat = 'numeric' | 'alphabetic' | 'alphanumeric';
 
 const ALPHABETS: Record<CodeFormat, string> = {
   numeric: '0123456789',

@@ -1,6 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AdminKey } from '../../config.js';
 import { Problem } from '../problem.js';
 
 declare module 'fastify' {
@@ -8,6 +7,13 @@ declare module 'fastify' {
     /** The name of the operator key that authenticated an admin request. */
     operator?: string;
   }
+}
+
+/** An operator's API key as configured: its name (the audit actor) and the SHA-256 of the key. */
+export interface AdminKey {
+  name: string;
+  /** 32 bytes: SHA-256 of the raw key; the raw key never sits in configuration. */
+  hash: Buffer;
 }
 
 // A key is printable ASCII without spaces; far longer than any key admin:key prints is refused.

@@ -1,6 +1,5 @@
 import Fastify, { type FastifyInstance, type FastifyRequest, LogController } from 'fastify';
 import type { Logger } from 'pino';
-import type { Config } from '../../config.js';
 import { type AccessLog, fastifyLogger, installAccessLog } from '../log/logger.js';
 import type { Problem } from '../problem.js';
 import { installJsonBodies } from './content-type.js';
@@ -13,12 +12,18 @@ import { addSharedSchema, validatorCompiler } from './validation.js';
 
 const BODY_LIMIT = 16 * 1024;
 
+/** What the server reads of the configuration. */
+export interface ServerOptions {
+  /** Proxies whose X-Forwarded-For is honoured (addresses or CIDR ranges); false: none. */
+  trustProxy: string[] | false;
+}
+
 /**
  * A Fastify instance with the house's server options: the public listener and the operators'
  * listener (admin) are both made here, so both validate, log and refuse alike.
  */
 export function createServer(
-  config: Config,
+  config: ServerOptions,
   logger: Logger,
   opts: { guard?: (request: FastifyRequest) => Problem | undefined } = {},
 ): FastifyInstance {

@@ -1,4 +1,3 @@
-import type { RateLimitSetting } from '../../config.js';
 import type { Clock } from '../clock.js';
 import { hmacHex } from '../crypto/tokens.js';
 import type { Db, Executor } from '../db/database.js';
@@ -6,6 +5,7 @@ import type { Signals } from '../metrics/signals.js';
 import { Problem } from '../problem.js';
 import { addressBucket } from './address.js';
 import { admitAttempt, type BudgetPolicy, budgetState, countSend, forgiveAttempts } from './repository.js';
+import type { RateLimitSetting } from './setting.js';
 
 /**
  * Whose guesses share one budget. A subject names who is guessing at what, never the client's

@@ -1,11 +1,11 @@
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
-import type { RateLimitSetting } from '../../config.js';
 import type { Signals } from '../metrics/signals.js';
 import { Problem } from '../problem.js';
 import { addressBucket } from './address.js';
 import { type MessageSubject, senderSubject } from './guess-budget.js';
+import type { RateLimitSetting } from './setting.js';
 
 /**
  * Registers the limiter without a global limit: only routes that name one of the three named limits

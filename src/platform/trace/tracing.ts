@@ -12,7 +12,7 @@ import type { IncomingMessage } from 'node:http';
 import { createRequire } from 'node:module';
 import type { Attributes, Span } from '@opentelemetry/api';
 import type { tracing } from '@opentelemetry/sdk-node';
-import { ConfigError, NOT_A_COLLECTOR } from '../../config.js';
+import { ConfigError, NOT_A_COLLECTOR } from '../config-error.js';
 
 /** The HTTP server span of each incoming request, so the request id can go on it once Fastify has one. */
 const serverSpans = new WeakMap<IncomingMessage, Span>();
