@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { AppContext } from './context.js';
 import { organizationAdminRoutes } from './features/admin/organizations-routes.js';
 import { adminRoutes } from './features/admin/routes.js';
-import { oidcClientAdminRoutes } from './features/oidc/admin-routes.js';
+import { oidcClientAdminRoutes } from './features/oidc/operators/routes.js';
 import { adminRefusal, requireAdminKey } from './platform/http/admin-auth.js';
 import { createServer, installPlatformPolicies } from './platform/http/server.js';
 import type { AccessLog } from './platform/log/logger.js';

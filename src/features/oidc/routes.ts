@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DEVICE_CODE_GRANT } from '../../config.js';
 import type { AppContext } from '../../context.js';
+import { installPrune } from '../../platform/db/prune.js';
 import { Problem } from '../../platform/problem.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
 import { acceptedLanguages, deviceLimitPage, errorPage, pageLocale, signInLimitPage } from './pages.js';
@@ -330,14 +331,10 @@ export async function oidcRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
 
   // Ends grants whose session ended (and sends their back-channel logouts) on every instance;
   // refusal on use does not wait for it (docs/oidc.md, "One revocation").
-  let timer: NodeJS.Timeout | undefined;
-  app.addHook('onReady', async () => {
-    timer = setInterval(() => {
-      oidc.sweep().catch((error: unknown) => ctx.log.error({ err: error }, 'oidc sweep failed'));
-    }, ctx.config.oidc.sweepSeconds * 1000);
-    timer.unref();
-  });
-  app.addHook('onClose', async () => {
-    if (timer) clearInterval(timer);
+  installPrune(app, {
+    everySeconds: ctx.config.oidc.sweepSeconds,
+    atStart: false,
+    run: () => oidc.sweep(),
+    failed: (error) => ctx.log.error({ err: error }, 'oidc sweep failed'),
   });
 }
