@@ -287,9 +287,9 @@ export async function oidcRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
   }
 
   const step = async (request: FastifyRequest, reply: FastifyReply) => {
-    let next: Awaited<ReturnType<typeof oidc.nextStep>>;
+    let next: Awaited<ReturnType<typeof oidc.interactions.nextStep>>;
     try {
-      next = await oidc.nextStep(request.raw, reply.raw, uiPath);
+      next = await oidc.interactions.nextStep(request.raw, reply.raw, uiPath);
     } catch {
       return interactionGone(reply);
     }
@@ -300,7 +300,7 @@ export async function oidcRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
 
   app.get(`${OIDC_PATHS.interaction}/:uid/details`, hide, async (request, reply) => {
     try {
-      const described = await oidc.describe(request.raw, reply.raw);
+      const described = await oidc.interactions.describe(request.raw, reply.raw);
       return reply.header('cache-control', 'no-store').send(described);
     } catch {
       throw new Problem('oidc.interaction_expired');
@@ -322,7 +322,7 @@ export async function oidcRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
       });
     }
     try {
-      const redirectTo = await oidc.decide(request.raw, reply.raw, decision === 'allow');
+      const redirectTo = await oidc.interactions.decide(request.raw, reply.raw, decision === 'allow');
       return reply.header('cache-control', 'no-store').send({ redirectTo });
     } catch {
       throw new Problem('oidc.interaction_expired');
