@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { AppContext } from './context.js';
 import { adminRoutes } from './features/admin/routes.js';
-import { oidcClientAdminRoutes } from './features/oidc/admin-routes.js';
+import { oidcClientAdminRoutes } from './features/oidc/operators/routes.js';
 import { organizationAdminRoutes } from './features/organizations/operators/routes.js';
 import { adminRefusal, requireAdminKey } from './platform/http/admin-auth.js';
 import { createServer, installPlatformPolicies } from './platform/http/server.js';

@@ -2,13 +2,11 @@
 // shown once and kept nowhere; the service stores only its SHA-256 (the entry).
 import { createHash, randomBytes } from 'node:crypto';
 import { ADMIN_KEY_NAME } from './config.js';
+import { fail } from './entry.js';
 
 const name = process.argv[2];
 if (process.argv.length !== 3 || name === undefined || !ADMIN_KEY_NAME.test(name)) {
-  process.stderr.write(
-    'usage: npm run admin:key -- NAME (a-z 0-9 . _ -, starting with a letter or digit, up to 63)\n',
-  );
-  process.exit(2);
+  fail('usage: npm run admin:key -- NAME (a-z 0-9 . _ -, starting with a letter or digit, up to 63)', 2);
 }
 // 32 random bytes; the prefix tells an operator key apart in a secret scanner or a shell history.
 const key = `adm_${randomBytes(32).toString('base64url')}`;

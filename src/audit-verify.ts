@@ -1,9 +1,6 @@
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from './config.js';
+import { readConfig, withDatabase } from './entry.js';
 import { type AuditAnchor, parseAnchor, verifyChain } from './platform/audit/audit.js';
-import { loadOrCreateDevKey } from './platform/crypto/keys.js';
-import { openDatabase } from './platform/db/database.js';
-import { migrate } from './platform/db/migrator.js';
 
 const USAGE = 'usage: npm run audit:verify [-- --expect-head SEQ:SEAL]';
 
@@ -32,19 +29,8 @@ async function main(): Promise<number> {
     console.error(anchor);
     return 1;
   }
-  let config: ReturnType<typeof loadConfig>;
-  try {
-    config = loadConfig(process.env, { devSecretsKey: loadOrCreateDevKey });
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(err.message);
-      return 1;
-    }
-    throw err;
-  }
-  const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
-  try {
-    await migrate(database.db);
+  const config = readConfig();
+  return withDatabase(config, async (database) => {
     const result = await verifyChain(database.db, config.keys.auditSeal, anchor ?? undefined);
     if (result.ok) {
       const reaching = anchor ? `, reaching the anchor at ${anchor.seq}` : '';
@@ -64,9 +50,7 @@ async function main(): Promise<number> {
       console.log(`audit chain broken at record ${seq} (${id ?? 'missing'})`);
     }
     return 2;
-  } finally {
-    await database.close();
-  }
+  });
 }
 
 main().then(

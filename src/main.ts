@@ -1,7 +1,7 @@
 // The entry point. Tracing, when OTEL_EXPORTER_OTLP_ENDPOINT asks for it, must hook node:http and pg
 // before anything loads them, so the service (src/serve.ts) is imported only once it has started.
 import { setFlagsFromString } from 'node:v8';
-import { ConfigError } from './config.js';
+import { exitOnConfigError } from './entry.js';
 import { startTracing } from './platform/trace/tracing.js';
 
 // V8's allocation-site pretenuring off, before the service loads. Under load V8 can decide, from
@@ -14,12 +14,6 @@ import { startTracing } from './platform/trace/tracing.js';
 // service's per-request objects are short-lived; its long-lived state is made at start-up.
 setFlagsFromString('--no-allocation-site-pretenuring');
 
-try {
-  await startTracing(process.env);
-} catch (err) {
-  if (!(err instanceof ConfigError)) throw err;
-  // One line, no stack (as every configuration error).
-  process.stderr.write(`${err.message}\n`);
-  process.exit(1);
-}
+// A refused tracing setting is one line, no stack (as every configuration error).
+await exitOnConfigError(() => startTracing(process.env));
 await import('./serve.js');

@@ -1,17 +1,10 @@
-import { ConfigError, loadConfig } from './config.js';
-import { loadOrCreateDevKey } from './platform/crypto/keys.js';
-import { openDatabase } from './platform/db/database.js';
-import { migrate } from './platform/db/migrator.js';
+import { ConfigError } from './config.js';
+import { fail, readConfig, withDatabase } from './entry.js';
 
 try {
-  const config = loadConfig(process.env, { devSecretsKey: loadOrCreateDevKey });
-  const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
-  const ran = await migrate(database.db);
-  process.stdout.write(ran.length ? `applied: ${ran.join(', ')}\n` : 'nothing to apply\n');
-  await database.close();
+  await withDatabase(readConfig(), async (_database, ran) => {
+    process.stdout.write(ran.length ? `applied: ${ran.join(', ')}\n` : 'nothing to apply\n');
+  });
 } catch (err) {
-  process.stderr.write(
-    `${err instanceof ConfigError ? err.message : `migration failed: ${(err as Error).message}`}\n`,
-  );
-  process.exit(1);
+  fail(err instanceof ConfigError ? err.message : `migration failed: ${(err as Error).message}`);
 }

@@ -1,46 +1,23 @@
 // The service: configuration, database, migrations, the HTTP listener and graceful shutdown.
 // Started by src/main.ts, after tracing when it is on.
 import { buildApp } from './app.js';
-import { ConfigError, loadConfig } from './config.js';
-import { loadOrCreateDevKey } from './platform/crypto/keys.js';
+import { exitOnConfigError, fail, openMigrated, readConfig } from './entry.js';
 import { preparePasswordPolicy } from './platform/crypto/password-policy.js';
-import { openDatabase } from './platform/db/database.js';
-import { MigrationError, migrate } from './platform/db/migrator.js';
+import type { Database } from './platform/db/database.js';
+import { MigrationError } from './platform/db/migrator.js';
 import { stopTracing } from './platform/trace/tracing.js';
 
-function fail(message: string): never {
-  // One line, no stack: the operator needs the variable's name, not our internals.
-  process.stderr.write(`${message}\n`);
-  process.exit(1);
-}
+const config = readConfig();
 
-let config: ReturnType<typeof loadConfig>;
+let database: Database;
 try {
-  config = loadConfig(process.env, { devSecretsKey: loadOrCreateDevKey });
-} catch (err) {
-  if (err instanceof ConfigError) fail(err.message);
-  throw err;
-}
-
-let database: Awaited<ReturnType<typeof openDatabase>>;
-try {
-  database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
-  await migrate(database.db);
+  database = await openMigrated(config);
 } catch (err) {
   if (err instanceof MigrationError) fail(`cannot migrate the database: ${err.message}`);
   fail(`cannot open or migrate the database: ${(err as { code?: string }).code ?? (err as Error).name}`);
 }
 
-let app: Awaited<ReturnType<typeof buildApp>>['app'];
-let admin: Awaited<ReturnType<typeof buildApp>>['admin'];
-let flushLogs: () => void;
-let drainLogs: () => Promise<void>;
-try {
-  ({ app, admin, flushLogs, drainLogs } = await buildApp({ config, database }));
-} catch (err) {
-  if (err instanceof ConfigError) fail(err.message);
-  throw err;
-}
+const { app, admin, flushLogs, drainLogs } = await exitOnConfigError(() => buildApp({ config, database }));
 
 // Log lines are buffered: a fatal error writes its line and everything before it, then exits.
 function fatal(err: unknown, kind: string): never {

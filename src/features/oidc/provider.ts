@@ -24,10 +24,13 @@ import {
 } from './pages.js';
 
 /*
- * The one module that touches oidc-provider (docs/oidc.md): its configuration, the storage adapter
- * it calls, the bridge from Fastify's request to its Koa handler, and the few calls into its
- * interactions and clients. A version bump of the library is a change here only.
+ * The one module that touches oidc-provider (docs/oidc.md): its configuration, the adapter it
+ * calls (over the storage of adapter.ts), the bridge from Fastify's request to its Koa handler,
+ * and the few calls into its interactions and clients. A version bump of the library is a change
+ * here only; the other modules name its types through this one.
  */
+
+export type { Interaction };
 
 /** A live session of the hosted pages, named by their cookie (sessions/browser-session.ts). */
 export interface HostedSession {
@@ -39,29 +42,24 @@ export interface HostedSession {
   epoch: number;
 }
 
-/** What the provider stores, through the OpenID Provider's repository (service.ts). */
+/** What the provider stores of one model (its name), through the storage adapter (adapter.ts). */
 export interface PayloadStore {
-  upsert(
-    kind: string,
-    id: string,
-    payload: Record<string, unknown>,
-    expiresIn: number | undefined,
-  ): Promise<void>;
+  upsert(id: string, payload: Record<string, unknown>, expiresIn: number | undefined): Promise<void>;
   /** Only while unexpired and while the grant it belongs to is live. */
-  find(kind: string, id: string): Promise<Record<string, unknown> | undefined>;
+  find(id: string): Promise<Record<string, unknown> | undefined>;
   /** The device code a person typed (normalized), while its row is kept. */
-  findDeviceCode(userCode: string): Promise<Record<string, unknown> | undefined>;
-  findByUid(kind: string, uid: string): Promise<Record<string, unknown> | undefined>;
+  findByUserCode(userCode: string): Promise<Record<string, unknown> | undefined>;
+  findByUid(uid: string): Promise<Record<string, unknown> | undefined>;
   /** Compare-and-set: false when it was already consumed. */
-  consume(kind: string, id: string): Promise<boolean>;
-  destroy(kind: string, id: string): Promise<void>;
+  consume(id: string): Promise<boolean>;
+  destroy(id: string): Promise<void>;
   /**
    * Stores a payload under an id that is not there yet (or only expired) in one statement: true
    * when this call stored it, false when a live one was already there.
    */
-  claim(kind: string, id: string, payload: Record<string, unknown>, expiresIn: number): Promise<boolean>;
+  claim(id: string, payload: Record<string, unknown>, expiresIn: number): Promise<boolean>;
   /** Ends the grant (no back-channel logout: its client or a reuse asked for it) and deletes its tokens. */
-  revokeGrant(grantId: string, reason: string): Promise<void>;
+  revokeByGrantId(grantId: string, reason: string): Promise<void>;
 }
 
 /** A client with what the provider must never see: its secret only as a hash. */
@@ -87,7 +85,8 @@ export interface OrganizationClaims {
 export interface OidcProviderDeps {
   config: Config;
   clock: Clock;
-  store: PayloadStore;
+  /** The storage of one of the library's models, by its name. */
+  storage(name: string): PayloadStore;
   findClient(clientId: string): Promise<RegisteredClient | undefined>;
   /** The verified identifiers of a live (enabled) identity; undefined for any other id. */
   account(identityId: string): Promise<AccountClaims | undefined>;
@@ -293,6 +292,9 @@ function grantIdOf(token: unknown): string | undefined {
 }
 
 type Library = typeof import('oidc-provider');
+
+/** The library, loaded (loadOidcLibrary): what an OpenIdProvider is built from. */
+export type OidcLibrary = Library;
 let library: Library | undefined;
 
 /**
@@ -301,7 +303,7 @@ let library: Library | undefined;
  * on Node 20) could print. Its notices go to the service's log as JSON, not raw to stderr.
  */
 let noticeLog: OidcProviderDeps['log'] | undefined;
-async function loadLibrary(log: OidcProviderDeps['log']): Promise<Library> {
+export async function loadOidcLibrary(log: OidcProviderDeps['log']): Promise<OidcLibrary> {
   noticeLog = log;
   if (library) return library;
   const warn = console.warn;
@@ -327,13 +329,10 @@ export class OpenIdProvider {
   /** What the provider is told a confidential client's secret is, unless this request proved it. */
   readonly #unguessable = randomBytes(48).toString('base64url');
 
-  static async create(deps: OidcProviderDeps): Promise<OpenIdProvider> {
-    return new OpenIdProvider(deps, await loadLibrary(deps.log));
-  }
-
-  private constructor(
+  /** Built at once from the library loaded before (loadOidcLibrary), so its owner is built in one step too. */
+  constructor(
     private readonly deps: OidcProviderDeps,
-    lib: Library,
+    lib: OidcLibrary,
   ) {
     this.#errors = lib.errors;
     this.#requestContext = () => (lib.default as unknown as { ctx?: KoaContextWithOIDC }).ctx;
@@ -394,7 +393,7 @@ export class OpenIdProvider {
   ): Promise<string> {
     const origin = interaction.session?.uid;
     if (origin) {
-      const stored = await this.deps.store.findByUid('Session', origin);
+      const stored = await this.deps.storage('Session').findByUid(origin);
       if (stored?.[HOSTED_SESSION] !== hosted.sessionId) {
         delete (interaction.session as { uid?: string }).uid;
         // The library's own expiry, on its own (real) clock, kept as it was.
@@ -482,10 +481,13 @@ export class OpenIdProvider {
   }
 
   #adapter(): new (name: string) => Adapter {
-    const { store } = this.deps;
+    const { deps } = this;
     const self = this;
     return class implements Adapter {
-      constructor(readonly name: string) {}
+      readonly #store: PayloadStore;
+      constructor(readonly name: string) {
+        this.#store = deps.storage(name);
+      }
 
       async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
         // The find that claimed it stored it already (#seenBefore): a DPoP proof's jti for the
@@ -494,44 +496,44 @@ export class OpenIdProvider {
         if (this.name === 'ReplayDetection' && expiresIn <= REPLAY_CLAIM_TTL) return;
         const stored = payload as Record<string, unknown>;
         if (this.name === 'Session' && stored.accountId) stored[HOSTED_SESSION] = self.#standsFor(stored);
-        await store.upsert(this.name, id, stored, expiresIn);
+        await this.#store.upsert(id, stored, expiresIn);
       }
 
       async find(id: string): Promise<AdapterPayload | undefined> {
         if (this.name === 'Client') return self.#clientMetadata(id);
-        if (this.name === 'ReplayDetection') return self.#seenBefore(id);
-        const payload = await store.find(this.name, id);
+        if (this.name === 'ReplayDetection') return self.#seenBefore(this.#store, id);
+        const payload = await this.#store.find(id);
         if (!payload) return undefined;
         if (this.name === 'Session' && !(await self.#sessionStillHosted(payload))) return undefined;
         return payload as AdapterPayload;
       }
 
       async findByUid(uid: string): Promise<AdapterPayload | undefined> {
-        return (await store.findByUid(this.name, uid)) as AdapterPayload | undefined;
+        return (await this.#store.findByUid(uid)) as AdapterPayload | undefined;
       }
 
       async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
-        return (await store.findDeviceCode(userCode)) as AdapterPayload | undefined;
+        return (await this.#store.findByUserCode(userCode)) as AdapterPayload | undefined;
       }
 
       async consume(id: string): Promise<void> {
-        if (await store.consume(this.name, id)) return;
+        if (await this.#store.consume(id)) return;
         // Lost the race for a code or refresh token used twice at once: a reuse, which ends the
         // grant exactly as a reuse found in sequence does.
-        const payload = await store.find(this.name, id);
+        const payload = await this.#store.find(id);
         const grantId = payload?.grantId as string | undefined;
-        if (grantId) await store.revokeGrant(grantId, 'reused');
+        if (grantId) await this.#store.revokeByGrantId(grantId, 'reused');
         throw new self.#errors.InvalidGrant(
           `${this.name === 'RefreshToken' ? 'refresh token' : 'grant'} already used`,
         );
       }
 
       async destroy(id: string): Promise<void> {
-        await store.destroy(this.name, id);
+        await this.#store.destroy(id);
       }
 
       async revokeByGrantId(grantId: string): Promise<void> {
-        await store.revokeGrant(grantId, 'revoked');
+        await this.#store.revokeByGrantId(grantId, 'revoked');
       }
     };
   }
@@ -574,12 +576,12 @@ export class OpenIdProvider {
    * exactly one of them finds nothing; the other finds the claim and is refused as a replay. The
    * claim is the record; the library's save that follows writes only to keep it longer.
    */
-  async #seenBefore(id: string): Promise<AdapterPayload | undefined> {
+  async #seenBefore(store: PayloadStore, id: string): Promise<AdapterPayload | undefined> {
     // The library's own (real) clock, as its payloads use; its replay window is 300 seconds.
     const iat = Math.floor(Date.now() / 1000);
     const claim = { jti: id, iat, exp: iat + REPLAY_CLAIM_TTL };
-    if (await this.deps.store.claim('ReplayDetection', id, claim, REPLAY_CLAIM_TTL)) return undefined;
-    return ((await this.deps.store.find('ReplayDetection', id)) ?? claim) as AdapterPayload;
+    if (await store.claim(id, claim, REPLAY_CLAIM_TTL)) return undefined;
+    return ((await store.find(id)) ?? claim) as AdapterPayload;
   }
 
   async #clientMetadata(clientId: string): Promise<AdapterPayload | undefined> {

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DEVICE_CODE_GRANT } from '../../config.js';
 import type { AppContext } from '../../context.js';
+import { installPrune } from '../../platform/db/prune.js';
 import { Problem } from '../../platform/problem.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
 import { acceptedLanguages, deviceLimitPage, errorPage, pageLocale, signInLimitPage } from './pages.js';
@@ -287,9 +288,9 @@ export async function oidcRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
   }
 
   const step = async (request: FastifyRequest, reply: FastifyReply) => {
-    let next: Awaited<ReturnType<typeof oidc.nextStep>>;
+    let next: Awaited<ReturnType<typeof oidc.interactions.nextStep>>;
     try {
-      next = await oidc.nextStep(request.raw, reply.raw, uiPath);
+      next = await oidc.interactions.nextStep(request.raw, reply.raw, uiPath);
     } catch {
       return interactionGone(reply);
     }
@@ -300,7 +301,7 @@ export async function oidcRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
 
   app.get(`${OIDC_PATHS.interaction}/:uid/details`, hide, async (request, reply) => {
     try {
-      const described = await oidc.describe(request.raw, reply.raw);
+      const described = await oidc.interactions.describe(request.raw, reply.raw);
       return reply.header('cache-control', 'no-store').send(described);
     } catch {
       throw new Problem('oidc.interaction_expired');
@@ -322,7 +323,7 @@ export async function oidcRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
       });
     }
     try {
-      const redirectTo = await oidc.decide(request.raw, reply.raw, decision === 'allow');
+      const redirectTo = await oidc.interactions.decide(request.raw, reply.raw, decision === 'allow');
       return reply.header('cache-control', 'no-store').send({ redirectTo });
     } catch {
       throw new Problem('oidc.interaction_expired');
@@ -331,15 +332,11 @@ export async function oidcRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
 
   // Ends grants whose session ended (and sends their back-channel logouts) on every instance;
   // refusal on use does not wait for it (docs/oidc.md, "One revocation").
-  let timer: NodeJS.Timeout | undefined;
-  app.addHook('onReady', async () => {
-    timer = setInterval(() => {
-      oidc.sweep().catch((error: unknown) => ctx.log.error({ err: error }, 'oidc sweep failed'));
-    }, ctx.config.oidc.sweepSeconds * 1000);
-    timer.unref();
-  });
-  app.addHook('onClose', async () => {
-    if (timer) clearInterval(timer);
+  installPrune(app, {
+    everySeconds: ctx.config.oidc.sweepSeconds,
+    atStart: false,
+    run: () => oidc.sweep(),
+    failed: (error) => ctx.log.error({ err: error }, 'oidc sweep failed'),
   });
 }
 

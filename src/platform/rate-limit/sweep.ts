@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/database.js';
+import { installPrune } from '../db/prune.js';
 import { type BudgetPolicy, sweepBudgets, sweepSendWindows } from './repository.js';
 
 /** Rows deleted per statement: short statements, so a large backlog never holds locks for long. */
@@ -44,17 +45,10 @@ export async function sweepRateLimits(
 
 /** Sweeps once when the app is ready, then every SWEEP_SECONDS while it runs. */
 export function installRateLimitSweep(app: FastifyInstance, db: Db, clock: Clock, policy: SweepPolicy): void {
-  let timer: NodeJS.Timeout | undefined;
-  const tick = () =>
-    sweepRateLimits(db, clock, policy).catch((err: unknown) => {
-      app.log.warn({ errClass: (err as Error)?.name }, 'rate-limit sweep failed');
-    });
-  app.addHook('onReady', async () => {
-    await tick();
-    timer = setInterval(tick, SWEEP_SECONDS * 1000);
-    timer.unref();
-  });
-  app.addHook('onClose', async () => {
-    if (timer) clearInterval(timer);
+  installPrune(app, {
+    everySeconds: SWEEP_SECONDS,
+    atStart: true,
+    run: () => sweepRateLimits(db, clock, policy),
+    failed: (err) => app.log.warn({ errClass: (err as Error)?.name }, 'rate-limit sweep failed'),
   });
 }

@@ -1,19 +1,19 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AppContext } from '../../context.js';
-import { operatorOf } from '../../platform/http/admin-auth.js';
+import type { AppContext } from '../../../context.js';
+import { operatorOf } from '../../../platform/http/admin-auth.js';
 import {
   conditionalGet,
   ifNoneMatchHits,
   type Precondition,
   preconditionOf as readIfMatch,
-} from '../../platform/http/conditional.js';
-import { envelope, page } from '../../platform/http/envelope.js';
-import { routePatternOf } from '../../platform/http/route-pattern.js';
-import { featureRoutes } from '../../platform/http/routes.js';
-import { Data, NoContent, responses } from '../../platform/http/schemas.js';
-import { Problem, type ProblemCode } from '../../platform/problem.js';
-import { OidcClients } from './clients.js';
-import * as schema from './schemas.js';
+} from '../../../platform/http/conditional.js';
+import { envelope, page } from '../../../platform/http/envelope.js';
+import { routePatternOf } from '../../../platform/http/route-pattern.js';
+import { featureRoutes } from '../../../platform/http/routes.js';
+import { Data, NoContent, responses } from '../../../platform/http/schemas.js';
+import { Problem, type ProblemCode } from '../../../platform/problem.js';
+import { OidcClients } from '../clients.js';
+import * as schema from '../schemas.js';
 
 const TAGS = ['admin'];
 const SECURITY = [{ adminKey: [] }];

@@ -1,0 +1,110 @@
+import type { Clock } from '../../platform/clock.js';
+import type { Db } from '../../platform/db/database.js';
+import { DEVICE_CODE_TTL, type PayloadStore } from './provider.js';
+import * as repo from './repository.js';
+
+export interface OidcAdapterDeps {
+  db: Db;
+  clock: Clock;
+  /** Told of the grants a revocation ended (their audit records; no back-channel logout). */
+  grantsEnded(grants: repo.EndedGrant[]): Promise<void>;
+}
+
+/**
+ * The storage the OpenID Provider's library keeps its models in, one instance per model name as
+ * node-oidc-provider's own memory adapter (`lib/adapters/memory_adapter.js`), in the
+ * `oidc_payloads` table through the repository. provider.ts wraps it in the library's adapter
+ * (what only the library's models need: clients, replay claims, hosted sessions); this holds how a
+ * payload is kept: under which grant, found by which uid, for how long.
+ */
+export class OidcAdapter implements PayloadStore {
+  constructor(
+    readonly name: string,
+    private readonly deps: OidcAdapterDeps,
+  ) {}
+
+  #now(): Date {
+    return this.deps.clock.now();
+  }
+
+  async upsert(id: string, payload: Record<string, unknown>, expiresIn: number | undefined): Promise<void> {
+    const { db } = this.deps;
+    const kind = this.name;
+    // A grant is stored under its own id as its grant: it lives exactly as its tokens do. An
+    // interaction is not one of its grant's tokens: a new sign-in for it (prompt=login) ends
+    // the hosted session that grant hangs off, and the interaction must survive that to
+    // finish (a new grant is made for it, provider.ts's grant).
+    const grantId =
+      kind === 'Grant'
+        ? id
+        : kind !== 'Interaction' && typeof payload.grantId === 'string'
+          ? payload.grantId
+          : null;
+    // A device code is found by the user code a person types (the uid column, indexed). Its
+    // row outlives the code by another lifetime: the library then answers the device's poll
+    // expired_token and the verification page refuses it, where a row gone would answer
+    // invalid_grant (RFC 8628 3.5 asks for expired_token).
+    const device = kind === 'DeviceCode';
+    const keptFor = expiresIn ? expiresIn + (device ? DEVICE_CODE_TTL : 0) : 0;
+    await repo.upsertPayload(db, {
+      kind,
+      id,
+      payload,
+      grantId,
+      uid: device
+        ? typeof payload.userCode === 'string'
+          ? payload.userCode
+          : null
+        : typeof payload.uid === 'string'
+          ? payload.uid
+          : null,
+      expiresAt: keptFor ? new Date(this.#now().getTime() + keptFor * 1000) : null,
+    });
+    // The sid the ID tokens of this grant carry: its back-channel logout repeats it.
+    if ((kind === 'AuthorizationCode' || device) && grantId && typeof payload.sid === 'string') {
+      await repo.setGrantSid(db, grantId, payload.sid);
+    }
+    if (kind === 'RefreshToken' && grantId && expiresIn && typeof payload.exp === 'number') {
+      await repo.extendGrant(db, grantId, new Date(this.#now().getTime() + expiresIn * 1000), payload.exp);
+    }
+  }
+
+  async find(id: string): Promise<Record<string, unknown> | undefined> {
+    const found = await repo.findLivePayload(this.deps.db, this.name, id, this.#now());
+    if (!found) return undefined;
+    return found.consumedAt
+      ? { ...found.payload, consumed: Math.floor(found.consumedAt.getTime() / 1000) }
+      : found.payload;
+  }
+
+  async findByUid(uid: string): Promise<Record<string, unknown> | undefined> {
+    return (await repo.findPayloadByUid(this.deps.db, this.name, uid, this.#now()))?.payload;
+  }
+
+  async findByUserCode(userCode: string): Promise<Record<string, unknown> | undefined> {
+    return (await repo.findPayloadByUid(this.deps.db, 'DeviceCode', userCode, this.#now()))?.payload;
+  }
+
+  consume(id: string): Promise<boolean> {
+    return repo.consumePayload(this.deps.db, this.name, id, this.#now());
+  }
+
+  destroy(id: string): Promise<void> {
+    return repo.deletePayload(this.deps.db, this.name, id);
+  }
+
+  claim(id: string, payload: Record<string, unknown>, expiresIn: number): Promise<boolean> {
+    const now = this.#now();
+    return repo.claimPayload(
+      this.deps.db,
+      { kind: this.name, id, payload, expiresAt: new Date(now.getTime() + expiresIn * 1000) },
+      now,
+    );
+  }
+
+  async revokeByGrantId(grantId: string, reason: string): Promise<void> {
+    const { db } = this.deps;
+    await this.deps.grantsEnded(await repo.endGrants(db, { grantIds: [grantId] }, reason, this.#now()));
+    await repo.deleteGrantPayloads(db, grantId);
+  }
+}

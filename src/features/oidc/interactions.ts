@@ -1,0 +1,231 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type Config, pageImageOrigins } from '../../config.js';
+import type { AuditLog } from '../../platform/audit/audit.js';
+import type { Clock } from '../../platform/clock.js';
+import type { Database } from '../../platform/db/database.js';
+import {
+  type HostedSession,
+  INTERACTION_TTL,
+  type Interaction,
+  type OpenIdProvider,
+  type RegisteredClient,
+  SILENT_PARAM,
+} from './provider.js';
+import * as repo from './repository.js';
+
+/** What the interaction routes do next. */
+export type InteractionStep = { kind: 'redirect'; to: string } | { kind: 'page'; to: string };
+
+export interface InteractionDeps {
+  config: Config;
+  database: Database;
+  clock: Clock;
+  audit: AuditLog;
+  provider: OpenIdProvider;
+  /** The hosted pages' live session named by this cookie header. */
+  hostedSession(cookieHeader: string | undefined): Promise<HostedSession | undefined>;
+  findClient(clientId: string): Promise<RegisteredClient | undefined>;
+}
+
+/**
+ * The bridge from the provider's interactions to the hosted pages (docs/oidc.md, "Sign-in and
+ * consent"): which step comes next (a login from the hosted session, the sign-in page, a consent
+ * given at once or the consent page), what the pages draw, and the consent page's answer, which
+ * links the grant to the hosted session.
+ */
+export class Interactions {
+  readonly #imageOrigins: Set<string>;
+
+  constructor(private readonly deps: InteractionDeps) {
+    this.#imageOrigins = new Set(pageImageOrigins(deps.config));
+  }
+
+  /**
+   * The next step of an interaction. Login: the hosted session, when there is one fresh enough for
+   * the request, logs the provider in at once; otherwise the hosted sign-in page (recorded the
+   * first time, with the hosted session the browser then held). Consent: granted at once for a
+   * first-party client or a remembered consent that covers the request; otherwise the consent page.
+   */
+  async nextStep(req: IncomingMessage, res: ServerResponse, uiPath: string): Promise<InteractionStep> {
+    const { provider } = this.deps;
+    const interaction = await provider.interactionDetails(req, res);
+    const hosted = await this.deps.hostedSession(req.headers.cookie);
+    const uid = interaction.uid;
+    const silent = interaction.params[SILENT_PARAM] !== undefined;
+    const db = this.deps.database.db;
+    if (interaction.prompt.name === 'login') {
+      const now = this.deps.clock.now();
+      if (hosted && this.freshEnough(interaction, hosted, await repo.signInPageOf(db, uid, now))) {
+        return { kind: 'redirect', to: await provider.logIn(req, res, interaction, hosted) };
+      }
+      if (silent) return this.#finish(req, res, { error: 'login_required', error_description: 'no session' });
+      await repo.recordSignInPage(
+        db,
+        uid,
+        { heldSessionId: hosted?.sessionId ?? null, shownAt: now },
+        new Date(now.getTime() + INTERACTION_TTL * 1000),
+      );
+      return { kind: 'page', to: `${uiPath}#/authorize/${uid}` };
+    }
+    if (interaction.prompt.name === 'consent') {
+      if (!hosted || hosted.identityId !== interaction.session?.accountId) {
+        // The hosted session ended or changed hands since the login prompt: start again.
+        return this.#finish(req, res, { error: 'login_required', error_description: 'the session ended' });
+      }
+      const client = await this.deps.findClient(String(interaction.params.client_id));
+      if (!client) return this.#finish(req, res, { error: 'access_denied' });
+      const requested = provider.requestedScopes(interaction);
+      const remembered = (await repo.consentOf(db, hosted.identityId, client.clientId)) ?? '';
+      const covered = requested.every((s) => remembered.split(' ').includes(s));
+      if (client.firstParty || covered) {
+        return this.#finish(req, res, await this.#consent(interaction, hosted, false));
+      }
+      if (silent)
+        return this.#finish(req, res, { error: 'consent_required', error_description: 'consent needed' });
+      return { kind: 'page', to: `${uiPath}#/consent/${uid}` };
+    }
+    return this.#finish(req, res, { error: 'access_denied', error_description: 'unsupported prompt' });
+  }
+
+  /**
+   * Whether the hosted session satisfies `prompt=login` and `max_age` of this request (docs/oidc.md,
+   * "Sign-in and consent"). A sign-in made for this interaction satisfies both: one opened at or
+   * after its sign-in page was first shown, into a session other than the one the browser held
+   * then. Both times are the database's, to the millisecond; the session is compared by id, so a
+   * sign-in made at the very instant the page was shown still counts and the session the browser
+   * already held never does, whatever the clock says. The provider's whole-second times (the
+   * interaction's iat, auth_time) cannot tell these apart.
+   */
+  freshEnough(interaction: Interaction, hosted: HostedSession, page: repo.SignInPage | undefined): boolean {
+    const madeHere =
+      page !== undefined &&
+      hosted.sessionId !== page.heldSessionId &&
+      hosted.signedInAt.getTime() >= page.shownAt.getTime();
+    if (madeHere) return true;
+    // prompt=login: only a sign-in made for this request, never one the browser came with.
+    const prompts = String(interaction.params.prompt ?? '').split(' ');
+    if (prompts.includes('login')) return false;
+    const maxAge = interaction.params.max_age;
+    if (maxAge === undefined) return true;
+    // Strictly younger, so max_age=0 asks for a sign-in made here even on a clock that stood still.
+    return this.deps.clock.now().getTime() - hosted.signedInAt.getTime() < Number(maxAge) * 1000;
+  }
+
+  /** For the hosted pages: what the interaction asks, to draw the sign-in or consent page. */
+  async describe(
+    req: IncomingMessage,
+    res: ServerResponse,
+  ): Promise<{
+    uid: string;
+    prompt: string;
+    client: {
+      clientId: string;
+      name: string;
+      firstParty: boolean;
+      logoUri: string | null;
+      clientUri: string | null;
+      policyUri: string | null;
+      tosUri: string | null;
+    };
+    scopes: string[];
+    freshSignIn: boolean;
+    uiLocales: string[];
+  }> {
+    const interaction = await this.deps.provider.interactionDetails(req, res);
+    const client = await this.deps.findClient(String(interaction.params.client_id));
+    const prompts = String(interaction.params.prompt ?? '').split(' ');
+    return {
+      uid: interaction.uid,
+      prompt: interaction.prompt.name,
+      client: {
+        clientId: String(interaction.params.client_id),
+        name: client?.clientName ?? String(interaction.params.client_id),
+        firstParty: client?.firstParty ?? false,
+        logoUri: client?.logoUri && this.#logoShown(client.logoUri) ? client.logoUri : null,
+        clientUri: client?.clientUri ?? null,
+        policyUri: client?.policyUri ?? null,
+        tosUri: client?.tosUri ?? null,
+      },
+      scopes: this.deps.provider.requestedScopes(interaction),
+      freshSignIn: prompts.includes('login') || interaction.params.max_age !== undefined,
+      // The authorization request's ui_locales (most wanted first): the pages speak the first they can.
+      uiLocales: String(interaction.params.ui_locales ?? '')
+        .split(' ')
+        .filter((tag) => tag !== ''),
+    };
+  }
+
+  /**
+   * Whether the hosted pages' CSP lets them load this logo: on the public origin, or on one of the
+   * origins added to img-src at start-up. Any other is not offered (the browser would refuse it).
+   */
+  #logoShown(logoUri: string): boolean {
+    const origin = new URL(logoUri).origin;
+    return origin === new URL(this.deps.config.publicOrigin).origin || this.#imageOrigins.has(origin);
+  }
+
+  /** The consent page's answer: the URL the browser goes to next. */
+  async decide(req: IncomingMessage, res: ServerResponse, allow: boolean): Promise<string> {
+    const { provider } = this.deps;
+    const interaction = await provider.interactionDetails(req, res);
+    const hosted = await this.deps.hostedSession(req.headers.cookie);
+    if (
+      interaction.prompt.name !== 'consent' ||
+      !hosted ||
+      hosted.identityId !== interaction.session?.accountId
+    ) {
+      return provider.interactionResult(req, res, {
+        error: 'login_required',
+        error_description: 'the session ended',
+      });
+    }
+    if (!allow) {
+      return provider.interactionResult(req, res, {
+        error: 'access_denied',
+        error_description: 'the person declined',
+      });
+    }
+    return provider.interactionResult(req, res, await this.#consent(interaction, hosted, true));
+  }
+
+  async #consent(interaction: Interaction, hosted: HostedSession, remember: boolean) {
+    const { grantId, scope } = await this.deps.provider.grant(interaction);
+    const db = this.deps.database.db;
+    const now = this.deps.clock.now();
+    const clientId = String(interaction.params.client_id);
+    await db.transaction().execute(async (trx) => {
+      await repo.linkGrant(
+        trx,
+        {
+          grantId,
+          identityId: hosted.identityId,
+          sessionId: hosted.sessionId,
+          clientId,
+          epoch: hosted.epoch,
+          offline: scope.split(' ').includes('offline_access'),
+          scope,
+        },
+        now,
+      );
+      if (remember) {
+        const known = (await repo.consentOf(trx, hosted.identityId, clientId)) ?? '';
+        const merged = [...new Set([...known.split(' '), ...scope.split(' ')].filter(Boolean))].join(' ');
+        await repo.rememberConsent(trx, hosted.identityId, clientId, merged, now);
+      }
+      await this.deps.audit.appendOwn(trx, 'oidc.grant.given', hosted.identityId, {
+        clientId,
+        scope,
+        consent: remember ? 'given' : 'not_needed',
+      });
+    });
+    return { consent: { grantId } };
+  }
+
+  async #finish(
+    req: IncomingMessage,
+    res: ServerResponse,
+    result: Parameters<OpenIdProvider['interactionResult']>[2],
+  ): Promise<InteractionStep> {
+    return { kind: 'redirect', to: await this.deps.provider.interactionResult(req, res, result) };
+  }
+}
