@@ -50,7 +50,7 @@ export const SecondStepBody = Type.Union([
   ),
 ]);
 
-/** The session grant, inlined: the shared schema is registered inside the sessions plugin. */
+/** The session grant, inlined: the shared schema is registered inside another plugin (`signInRoutes`). */
 export const SecondStepGrantSchema = Type.Object(SessionGrantSchema.properties);
 
 /**
