@@ -11,11 +11,10 @@ import { healthRoutes } from './features/health/routes.js';
 import { connectedAppRoutes } from './features/oidc/account-routes.js';
 import { oidcRoutes } from './features/oidc/routes.js';
 import { organizationRoutes } from './features/organizations/routes.js';
-import { passkeyRoutes } from './features/passkeys/routes.js';
+import { passkeyRoutes, passkeyStepUpRoutes } from './features/passkeys/routes.js';
 import { passwordRoutes } from './features/passwords/routes.js';
 import { providerFlowRoutes } from './features/providers/flow-routes.js';
 import { providerRoutes } from './features/providers/routes.js';
-import { ProviderService } from './features/providers/service.js';
 import type { OutboundFetch } from './features/providers/upstream.js';
 import { recoveryCodeRoutes } from './features/recovery-codes/routes.js';
 import { registrationRoutes } from './features/registration/routes.js';
@@ -23,6 +22,12 @@ import { secondFactorRoutes } from './features/second-factors/routes.js';
 import { installSecurityNotices } from './features/security-notices/service.js';
 import { installSignInNotices } from './features/security-notices/sign-ins.js';
 import { jwksRoute, sessionRoutes } from './features/sessions/routes.js';
+import {
+  passkeySignInRoutes,
+  providerHandoffRoutes,
+  secondStepRoutes,
+  signInRoutes,
+} from './features/sign-in/routes.js';
 import { signInMethodRoutes } from './features/sign-in-methods/routes.js';
 import { stepUpRoutes } from './features/step-up/routes.js';
 import { installAuditHeadLog } from './platform/audit/anchor.js';
@@ -152,23 +157,27 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
     async (api) => {
       // Business routes register here, each feature a plugin under /api/v1.
       await api.register(registrationRoutes, { ctx });
-      const providers = new ProviderService(ctx);
-      await api.register(sessionRoutes, {
-        ctx,
-        signInWithProvider: (input, meta) => providers.signIn(input, meta),
-      });
+      // The sign-in routes (features/sign-in/) register where they stand in the OpenAPI document.
+      await api.register(signInRoutes, { ctx });
+      await api.register(sessionRoutes, { ctx });
       await api.register(stepUpRoutes, { ctx });
+      await api.register(secondStepRoutes, { ctx });
       await api.register(secondFactorRoutes, { ctx });
       await api.register(recoveryCodeRoutes, { ctx });
       await api.register(signInMethodRoutes, { ctx });
       await api.register(passwordRoutes, { ctx });
       await api.register(providerRoutes, { ctx });
       await api.register(providerFlowRoutes, { ctx });
+      await api.register(providerHandoffRoutes, { ctx });
       await api.register(accountRoutes, { ctx });
       await api.register(organizationRoutes, { ctx });
       await api.register(connectedAppRoutes, { ctx });
       // Passkeys only with a WebAuthn relying party (off in production without WEBAUTHN_*).
-      if (ctx.config.webauthn) await api.register(passkeyRoutes, { ctx });
+      if (ctx.config.webauthn) {
+        await api.register(passkeyRoutes, { ctx });
+        await api.register(passkeySignInRoutes, { ctx });
+        await api.register(passkeyStepUpRoutes, { ctx });
+      }
     },
     { prefix: API_PREFIX },
   );

@@ -5,11 +5,10 @@ import { AccountLock } from './features/identities/lock.js';
 import { OidcService } from './features/oidc/service.js';
 import { type OutboundFetch, UpstreamProviders } from './features/providers/upstream.js';
 import { ProviderVerifier } from './features/providers/verifier.js';
-import { secondFactorTicketFor } from './features/second-factors/tickets.js';
 import { SecurityNotices } from './features/security-notices/service.js';
 import { SignInNotices } from './features/security-notices/sign-ins.js';
 import { AccessTokens } from './features/sessions/access-tokens.js';
-import { browserSessionCookieName, refreshTokenFromCookie } from './features/sessions/browser-session.js';
+import { BrowserSessionCookie } from './features/sessions/browser-session.js';
 import { sessionState } from './features/sessions/repository.js';
 import { SessionService } from './features/sessions/service.js';
 import { findElevation } from './features/step-up/repository.js';
@@ -59,7 +58,7 @@ export interface AppContext {
   providers: ProviderVerifier;
   /** Redirect sign-in's upstream providers (openid-client); discovery results are shared caches. */
   upstream: UpstreamProviders;
-  /** Opens sessions after a first proof (password, provider) or the second step. */
+  /** The session lifecycle: create, renew, end, list (sign-ins open theirs through features/sign-in/). */
   sessions: SessionService;
   /** New-sign-in notices, sent after the answer (SIGN_IN_NOTICES). */
   notices: SignInNotices;
@@ -144,16 +143,11 @@ export async function createContext(
   };
   const providers = new ProviderVerifier({ config, clock, log });
   const upstream = new UpstreamProviders({ config, log, ...(upstreamFetch ? { fetch: upstreamFetch } : {}) });
-  const ticketDeps = { config, database, clock };
-  const sessions = new SessionService(
-    { config, database, clock, passwords, audit, guesses, cursors, tokens, signals },
-    (identityId, epoch, method) => secondFactorTicketFor(ticketDeps, identityId, epoch, method),
-  );
+  const sessions = new SessionService({ config, database, clock, audit, guesses, cursors, tokens, signals });
   // Changes are queued by the audit log's append, in the transaction of the change they record.
   const securityNotices = new SecurityNotices({ config, database, clock, log, notifier, sealer });
   audit.observe(securityNotices.observer());
   const notices = new SignInNotices({ config, database, clock, log, notices: securityNotices });
-  const cookieName = browserSessionCookieName(config.publicOrigin);
   const oidc = await OidcService.load({
     config,
     database,
@@ -162,10 +156,7 @@ export async function createContext(
     guesses,
     audit,
     log,
-    hostedCookie: {
-      refreshToken: (header) => refreshTokenFromCookie(header, config.publicOrigin),
-      clearing: `${cookieName}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax${cookieName.startsWith('__Host-') ? '; Secure' : ''}`,
-    },
+    hostedCookie: new BrowserSessionCookie(config.publicOrigin),
     signOut: (sessionId) => sessions.signOut(sessionId),
     liveSessionOf: (refreshToken) => sessions.liveSessionOf(refreshToken),
   });

@@ -1,20 +1,17 @@
 import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
-import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
-import { ELEVATION_REFUSALS, guards, principalOf, requestMeta } from '../../platform/http/auth.js';
+import { ELEVATION_REFUSALS, guards, principalOf } from '../../platform/http/auth.js';
 import { envelope } from '../../platform/http/envelope.js';
 import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, responses } from '../../platform/http/schemas.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
 import * as schema from './schemas.js';
-import { PasskeyActs, PasskeyService } from './service.js';
+import { PasskeyService, PasskeyStepUp } from './service.js';
 
-/** Registered only when a WebAuthn relying party is configured (config.webauthn). */
+/** Registered only when a WebAuthn relying party is configured (config.webauthn): passkey registration. */
 export const passkeyRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }) => {
-  const { session, elevated, security } = guards(ctx.auth);
+  const { elevated, security } = guards(ctx.auth);
   const passkeys = new PasskeyService(ctx);
-  const acts = new PasskeyActs(ctx, passkeys);
-  const { provesAPassword } = ctx.config.rateLimits;
 
   app.post(
     '/passkeys/options',
@@ -75,56 +72,16 @@ export const passkeyRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContex
         ),
       ),
   );
+});
 
-  app.post(
-    '/sign-ins/passkeys/options',
-    {
-      // No body at all is the usual request (the button on a sign-in page): taken as `{}`.
-      config: { ...limitFor(provesAPassword, 'sign-ins/passkeys/options'), optionalBody: true },
-      schema: {
-        tags: ['passkeys'],
-        summary: 'Request options for a passkey sign-in (navigator.credentials.get), single use, 5 minutes',
-        description:
-          'No body is needed. An identifier may be sent; the answer is the same whether it exists or has passkeys ' +
-          '(allowCredentials is always empty: the authenticator offers this site’s discoverable passkeys).',
-        body: Type.Optional(schema.SignInOptionsBody),
-        response: responses({ 201: Data(schema.RequestOptionsSchema) }, [], {
-          body: true,
-          rateLimited: true,
-        }),
-      },
-    },
-    async (_request, reply) => reply.code(201).send(envelope(await passkeys.requestOptions('sign_in'))),
-  );
-
-  app.post(
-    '/sign-ins/passkeys',
-    {
-      config: limitFor(provesAPassword, 'sign-ins/passkeys'),
-      schema: {
-        tags: ['passkeys'],
-        summary: 'Sign in with a passkey: the AuthenticationResponseJSON of navigator.credentials.get',
-        description:
-          'A passkey with user verification is two factors: a session opens at once, no second-factor ticket. ' +
-          'Every failure (unknown or removed credential, bad signature, another origin or RP ID, no user ' +
-          'verification, an unknown, expired or spent challenge, a counter that went backwards) answers the ' +
-          'identical 401 identity.sign_in_refused.',
-        body: schema.AssertionBody,
-        response: responses({ 201: Data(schema.PasskeyGrantSchema) }, ['identity.sign_in_refused'], {
-          body: true,
-          rateLimited: true,
-        }),
-      },
-    },
-    async (request, reply) =>
-      reply
-        .code(201)
-        .send(
-          envelope(
-            await acts.signIn(request.body.credential as AuthenticationResponseJSON, requestMeta(request)),
-          ),
-        ),
-  );
+/**
+ * The passkey step-up. Its own plugin, registered after the passkey sign-in
+ * (sign-in/routes.ts), so the OpenAPI document keeps its order.
+ */
+export const passkeyStepUpRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }) => {
+  const { session, security } = guards(ctx.auth);
+  const passkeys = new PasskeyService(ctx);
+  const stepUp = new PasskeyStepUp(ctx, passkeys);
 
   app.post(
     '/step-ups/passkeys/options',
@@ -169,7 +126,7 @@ export const passkeyRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContex
         .code(201)
         .send(
           envelope(
-            await acts.stepUp(principalOf(request), request.body.credential as AuthenticationResponseJSON),
+            await stepUp.stepUp(principalOf(request), request.body.credential as AuthenticationResponseJSON),
           ),
         ),
   );

@@ -1,6 +1,5 @@
 import { Type } from '@sinclair/typebox';
 import { Instant, StoredText } from '../../platform/http/schemas.js';
-import { SessionGrantSchema } from '../sessions/schemas.js';
 import { ElevationSchema } from '../step-up/schemas.js';
 
 /*
@@ -74,19 +73,6 @@ export const AssertionBody = Type.Object(
   { additionalProperties: false },
 );
 
-/**
- * POST /sign-ins/passkeys/options: no body is needed; an identifier may be sent and changes
- * nothing in the answer (discoverable credentials: the authenticator says whose passkey answers).
- */
-export const SignInOptionsBody = Type.Object(
-  {
-    identifierType: Type.Optional(Type.Union([Type.Literal('email'), Type.Literal('phone')])),
-    identifier: Type.Optional(Type.String({ minLength: 1, maxLength: 320 })),
-    country: Type.Optional(Type.String({ minLength: 2, maxLength: 2 })),
-  },
-  { additionalProperties: false },
-);
-
 const Descriptor = Type.Object(
   { id: Type.String(), type: Type.Literal('public-key'), transports: Type.Optional(Transports) },
   { additionalProperties: false },
@@ -156,6 +142,3 @@ export const PasskeyRegistered = Type.Object(
   { additionalProperties: false },
 );
 export { ElevationSchema };
-
-/** A passkey sign-in is two factors: always a session, never a second-factor ticket. */
-export const PasskeyGrantSchema = Type.Object(SessionGrantSchema.properties, { additionalProperties: false });

@@ -15,14 +15,12 @@ import type { AuditLog } from '../../platform/audit/audit.js';
 import type { Clock } from '../../platform/clock.js';
 import { sha256Hex } from '../../platform/crypto/tokens.js';
 import type { Database, Executor } from '../../platform/db/database.js';
-import type { RequestMeta, SessionPrincipal } from '../../platform/http/auth.js';
+import type { SessionPrincipal } from '../../platform/http/auth.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
 import { Problem, type ProblemCode } from '../../platform/problem.js';
-import { addressBucket } from '../../platform/rate-limit/address.js';
 import type { GuessBudgets } from '../../platform/rate-limit/guess-budget.js';
 import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
-import { findIdentity, verifiedIdentifiers } from '../identities/repository.js';
-import type { SessionGrant, SessionService } from '../sessions/service.js';
+import { verifiedIdentifiers } from '../identities/repository.js';
 import { type Elevation, type MintElevationDeps, mintElevation } from '../step-up/service.js';
 import {
   insertChallenge,
@@ -309,64 +307,17 @@ export class PasskeyService {
   }
 }
 
-/** What the passkey sign-in and step-up use. */
-export interface PasskeyActsDeps extends MintElevationDeps {
-  database: Database;
-  audit: AuditLog;
+/** What the passkey step-up uses (the sign-in: sign-in/strategies/passkey.ts). */
+export interface PasskeyStepUpDeps extends MintElevationDeps {
   guesses: GuessBudgets;
-  sessions: SessionService;
 }
 
-/** The passkey acts: sign-in (a way in with two factors) and step-up. */
-export class PasskeyActs {
+/** The passkey step-up: an assertion by one of the caller's passkeys mints an elevation. */
+export class PasskeyStepUp {
   constructor(
-    private readonly deps: PasskeyActsDeps,
+    private readonly deps: PasskeyStepUpDeps,
     private readonly passkeys: PasskeyService,
   ) {}
-
-  /**
-   * POST /sign-ins/passkeys. Admitted against the guess budget of the credential and the client's
-   * address prefix before anything is checked (like a password). A passkey with user verification
-   * is two factors, so a session opens at once, in the transaction that spends the challenge. A
-   * refusal is recorded in the owner's sign-in history only when the passkey really signed (see
-   * `assert`): a stranger sending its credential id with a bad signature leaves nothing there.
-   */
-  async signIn(credential: AuthenticationResponseJSON, meta: RequestMeta): Promise<SessionGrant> {
-    const budget = guessSubject.passkey(credential.id, addressBucket(meta.ip ?? ''));
-    await this.deps.guesses.admit(budget);
-    return this.passkeys.assert(
-      'sign_in',
-      credential,
-      'identity.sign_in_refused',
-      { sessionId: null },
-      async (trx, passkey) => {
-        const identity = await findIdentity(trx, passkey.identityId);
-        if (!identity) throw new Problem('identity.sign_in_refused');
-        await this.deps.guesses.forgive(trx, budget);
-        return this.deps.sessions.openSessionWithin(
-          trx,
-          passkey.identityId,
-          identity.sessionEpoch,
-          'passkey',
-          meta,
-        );
-      },
-      async (passkey, reason) => {
-        await this.deps.sessions.recordAttempt(passkey.identityId, 'passkey', 'refused', meta);
-        if (reason === 'counter') {
-          // A counter that went backwards on a device-bound passkey: a cloned authenticator.
-          await this.deps.audit.appendOwn(
-            this.deps.database.db,
-            'identity.passkey.counter_regressed',
-            passkey.identityId,
-            {
-              methodId: passkey.id,
-            },
-          );
-        }
-      },
-    );
-  }
 
   /** POST /step-ups/passkeys: an assertion by one of the caller's own passkeys mints the elevation. */
   async stepUp(principal: SessionPrincipal, credential: AuthenticationResponseJSON): Promise<Elevation> {

@@ -1,13 +1,12 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.js';
-import { guards, principalOf, requestMeta } from '../../platform/http/auth.js';
+import { guards, principalOf } from '../../platform/http/auth.js';
 import { envelope } from '../../platform/http/envelope.js';
 import { featureRoutes, type RouteApp } from '../../platform/http/routes.js';
 import { Data, responses } from '../../platform/http/schemas.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
 import { sameOriginOnly } from '../sessions/browser-session.js';
-import { SecondFactorTicketSchema, SessionGrantSchema } from '../sessions/schemas.js';
 import { ProviderFlowService } from './flows.js';
 import * as schema from './schemas.js';
 
@@ -17,9 +16,21 @@ const CALLBACK_NAME = Type.Object(
   { additionalProperties: false },
 );
 
+/** What the routes that set or read the flow's cookie say of their same-origin guard. */
+export const FLOW_COOKIE_NOTE =
+  'Refused with 403 identity.cross_site_refused unless Origin is the service’s public origin (and ' +
+  'Sec-Fetch-Site, when sent, is same-origin).';
+
+/** An onSend hook: the answer is never stored by a cache. */
+export async function noStore(_request: FastifyRequest, reply: FastifyReply, payload: unknown) {
+  reply.header('cache-control', 'no-store');
+  return payload;
+}
+
 /**
  * Redirect sign-in through an upstream provider ("Continue with …", docs/providers.md): the list
- * of providers, the start of a flow, the provider's callback and the handoff of the result.
+ * of providers, the start of a flow and the provider's callback (the handoff of the result, a
+ * sign-in's completion: sign-in/routes.ts).
  *
  * The start and the handoff set and read a cookie, so they are refused unless the request comes
  * from the service's own pages (Origin), like the browser session's routes. The callback is a
@@ -29,18 +40,9 @@ const CALLBACK_NAME = Type.Object(
 export const providerFlowRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }) => {
   const service = new ProviderFlowService(ctx);
   const { session, elevated, security } = guards(ctx.auth);
-  for (const shared of [SessionGrantSchema, SecondFactorTicketSchema]) {
-    if (!app.getSchema(shared.$id as string)) app.addSchema(shared);
-  }
   const publicOrigin = ctx.config.publicOrigin;
   const sameOrigin = sameOriginOnly(publicOrigin);
-  const noStore = async (_request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
-    reply.header('cache-control', 'no-store');
-    return payload;
-  };
-  const cookieNote =
-    'Refused with 403 identity.cross_site_refused unless Origin is the service’s public origin (and ' +
-    'Sec-Fetch-Site, when sent, is same-origin).';
+  const cookieNote = FLOW_COOKIE_NOTE;
 
   app.get(
     '/providers',
@@ -168,57 +170,4 @@ export const providerFlowRoutes = featureRoutes(async (app, { ctx }: { ctx: AppC
       callback,
     );
   });
-
-  app.post(
-    '/provider-handoffs',
-    {
-      onRequest: sameOrigin,
-      onSend: noStore,
-      config: limitFor(ctx.config.rateLimits.provesAPassword, 'provider-handoffs'),
-      // A step-up's handoff is for the session it was started from: the caller's bearer, when sent.
-      preHandler: async (request, reply) => {
-        if (request.headers.authorization !== undefined) await session(request, reply);
-      },
-      schema: {
-        tags: ['providers'],
-        summary: 'Exchange the one-time handoff code of a completed redirect sign-in',
-        description:
-          'A sign-in answers exactly as POST /sign-ins: a session, or a second-factor ticket when the ' +
-          'identity holds a second factor (a provider is one factor). A step-up (sent with the bearer of ' +
-          'the session that started it) answers an elevation, or 422 identity.step_up_unavailable when the ' +
-          'identity holds a second factor. The code is single use, lives two minutes and counts only with ' +
-          'the cookie of the browser that started the flow. Every other failure answers the identical 401 ' +
-          `identity.sign_in_refused. ${cookieNote}`,
-        body: schema.ProviderHandoffBody,
-        response: responses(
-          {
-            201: Data(
-              Type.Union([
-                Type.Ref(SessionGrantSchema),
-                Type.Ref(SecondFactorTicketSchema),
-                schema.ElevationSchema,
-              ]),
-            ),
-          },
-          [
-            'identity.cross_site_refused',
-            'identity.sign_in_refused',
-            'identity.session_required',
-            'identity.step_up_unavailable',
-          ],
-          { body: true, rateLimited: true },
-        ),
-      },
-    },
-    async (request, reply) => {
-      const { result, cookies } = await service.exchange(
-        request.body.code,
-        request.headers.cookie,
-        requestMeta(request),
-        request.principal,
-      );
-      reply.header('set-cookie', cookies);
-      return reply.code(201).send(envelope(result));
-    },
-  );
 });

@@ -5,7 +5,8 @@ import type { Clock } from '../../platform/clock.js';
 import type { Sealer } from '../../platform/crypto/seal.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
 import type { Database, Executor } from '../../platform/db/database.js';
-import type { RequestMeta, SessionPrincipal } from '../../platform/http/auth.js';
+import type { SessionPrincipal } from '../../platform/http/auth.js';
+import { Cookies } from '../../platform/http/cookies.js';
 import { Problem } from '../../platform/problem.js';
 import { revokeChallenges } from '../challenges/repository.js';
 import { normaliseEmail } from '../identities/identifier.js';
@@ -18,7 +19,6 @@ import {
   removeIdentifier,
 } from '../identities/repository.js';
 import { sessionState } from '../sessions/repository.js';
-import type { SecondFactorTicket, SessionGrant, SessionService } from '../sessions/service.js';
 import {
   type Elevation,
   type MintElevationDeps,
@@ -65,7 +65,6 @@ function returnToPattern(uiPath: string): RegExp {
 const COOKIE_BASE = 'identity-provider-flow-';
 const COOKIE_TAG = /^[0-9a-f]{16}$/;
 const COOKIE_VALUE = /^[A-Za-z0-9_-]{43}$/;
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 interface SealedChecks {
   state: string;
@@ -78,6 +77,13 @@ export interface StartedFlow {
   expiresAt: string;
   /** The Set-Cookie value that binds the flow to this browser. */
   cookie: string;
+}
+
+/** A redirect sign-in's handoff, exchanged: the identity the upstream proved, its epoch read at the callback. */
+export interface SignInHandoff {
+  kind: 'sign_in';
+  identityId: string;
+  epoch: number;
 }
 
 export interface FlowReturn {
@@ -94,7 +100,6 @@ export interface ProviderFlowDeps extends MintElevationDeps {
   audit: AuditLog;
   sealer: Sealer;
   upstream: UpstreamProviders;
-  sessions: Pick<SessionService, 'completePrimary'>;
   config: Pick<Config, 'publicOrigin' | 'accountUi' | 'lifetimes'>;
 }
 
@@ -104,7 +109,7 @@ export interface ProviderFlowDeps extends MintElevationDeps {
  * upstream.ts, then the linking rules), and the handoff of a completed sign-in to the page.
  */
 export class ProviderFlowService {
-  readonly #secure: boolean;
+  readonly #cookies: Cookies;
   readonly #cookiePrefix: string;
   readonly #returnTo: RegExp;
   /** Where a callback whose flow cannot be found sends the person. */
@@ -114,9 +119,8 @@ export class ProviderFlowService {
     const uiPath = deps.config.accountUi?.path ?? '/account/';
     this.#returnTo = returnToPattern(uiPath);
     this.#fallbackReturn = `${uiPath}#/sign-in`;
-    const url = new URL(deps.config.publicOrigin);
-    this.#secure = url.protocol === 'https:' || LOOPBACK_HOSTS.has(url.hostname);
-    this.#cookiePrefix = this.#secure ? `__Host-${COOKIE_BASE}` : COOKIE_BASE;
+    this.#cookies = new Cookies(deps.config.publicOrigin);
+    this.#cookiePrefix = this.#cookies.name(COOKIE_BASE);
   }
 
   /**
@@ -167,7 +171,7 @@ export class ProviderFlowService {
     return {
       authorizationUrl: authorizationUrl.href,
       expiresAt: expiresAt.toISOString(),
-      cookie: this.#cookie(`${this.#cookiePrefix}${tag}`, binding, FLOW_SECONDS, sameSite),
+      cookie: this.#cookies.serialize(`${this.#cookiePrefix}${tag}`, binding, FLOW_SECONDS, sameSite),
     };
   }
 
@@ -230,18 +234,18 @@ export class ProviderFlowService {
 
   /**
    * POST /provider-handoffs: the code is consumed once; it must be unexpired and presented with the
-   * cookie of the flow that made it. A sign-in's session (or second-factor ticket) is made now, like
-   * the ID-token path's, so notices, history and the second step follow the usual rules. A
-   * step-up's elevation is minted now, for the session the flow was started from, which must be the
-   * caller's; an identity holding a second factor is refused (422 identity.step_up_unavailable): an
-   * upstream account is one factor. Every other failure is the same 401.
+   * cookie of the flow that made it. A sign-in's handoff answers the identity it proved (and the
+   * epoch read at the callback): sign-in/strategies/provider-redirect.ts makes its session or
+   * second-factor ticket, like the ID-token path's. A step-up's elevation is minted now, for the
+   * session the flow was started from, which must be the caller's; an identity holding a second
+   * factor is refused (422 identity.step_up_unavailable): an upstream account is one factor. Every
+   * other failure is the same 401.
    */
   async exchange(
     code: string,
     cookieHeader: string | undefined,
-    meta: RequestMeta,
     principal?: SessionPrincipal,
-  ): Promise<{ result: SessionGrant | SecondFactorTicket | Elevation; cookies: string[] }> {
+  ): Promise<{ result: SignInHandoff | Elevation; cookies: string[] }> {
     const now = this.deps.clock.now();
     const { result, binding } = await this.deps.database.db.transaction().execute(
       async (
@@ -272,10 +276,9 @@ export class ProviderFlowService {
     );
     if (binding && !result) throw new Problem('identity.step_up_unavailable');
     if (!binding || !result) throw new Problem('identity.sign_in_refused');
-    const cookies = [this.#cookie(binding, '', 0, 'Lax')];
+    const cookies = [this.#cookies.clearing(binding)];
     if ('elevationToken' in result) return { result, cookies };
-    const grant = await this.deps.sessions.completePrimary(result.identityId, result.epoch, 'provider', meta);
-    return { result: grant, cookies };
+    return { result: { kind: 'sign_in', identityId: result.identityId, epoch: result.epoch }, cookies };
   }
 
   /**
@@ -441,23 +444,12 @@ export class ProviderFlowService {
 
   /** The cookie whose value hashes to `bindingHash`, by name; undefined when the browser has none. */
   #binding(cookieHeader: string | undefined, bindingHash: string): string | undefined {
-    if (!cookieHeader) return undefined;
-    for (const part of cookieHeader.split(';')) {
-      const eq = part.indexOf('=');
-      if (eq < 0) continue;
-      const name = part.slice(0, eq).trim();
-      const value = part.slice(eq + 1).trim();
+    for (const { name, value } of this.#cookies.parse(cookieHeader)) {
       if (!name.startsWith(this.#cookiePrefix) || !COOKIE_TAG.test(name.slice(this.#cookiePrefix.length)))
         continue;
       if (COOKIE_VALUE.test(value) && sha256Hex(value) === bindingHash) return name;
     }
     return undefined;
-  }
-
-  #cookie(name: string, value: string, maxAge: number, sameSite: 'Lax' | 'None'): string {
-    // SameSite=None needs Secure; on a plain-HTTP origin (development only) it falls back to Lax.
-    const site = sameSite === 'None' && !this.#secure ? 'Lax' : sameSite;
-    return `${name}=${value}; Path=/; Max-Age=${maxAge}; HttpOnly; SameSite=${site}${this.#secure ? '; Secure' : ''}`;
   }
 
   #location(returnTo: string, provider: string, extra: Record<string, string>): string {
@@ -472,7 +464,7 @@ export class ProviderFlowService {
     extra: { error: FlowFailure } | { result: 'linked' },
     cookieName?: string,
   ): FlowReturn {
-    const cookies = cookieName ? [this.#cookie(cookieName, '', 0, 'Lax')] : [];
+    const cookies = cookieName ? [this.#cookies.clearing(cookieName)] : [];
     return { location: this.#location(returnTo, provider, extra), cookies };
   }
 }

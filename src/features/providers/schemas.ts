@@ -1,6 +1,13 @@
 import { Type } from '@sinclair/typebox';
 import { Instant } from '../../platform/http/schemas.js';
 
+/** The provider form of POST /sign-ins and POST /sign-in-methods: an ID token from a provider. */
+export const providerForm = {
+  identifierType: Type.Literal('provider'),
+  provider: Type.String({ minLength: 1, maxLength: 64 }),
+  idToken: Type.String({ minLength: 1, maxLength: 8192 }),
+};
+
 export const ProviderNonceSchema = Type.Object(
   {
     nonce: Type.String({

@@ -4,10 +4,8 @@ import type { AuditLog } from '../../platform/audit/audit.js';
 import type { Clock } from '../../platform/clock.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
 import type { Database } from '../../platform/db/database.js';
-import type { RequestMeta, SessionPrincipal } from '../../platform/http/auth.js';
+import type { SessionPrincipal } from '../../platform/http/auth.js';
 import { Problem, type ProblemCode } from '../../platform/problem.js';
-import { deleteFreshIdentity, findIdentity, insertIdentity } from '../identities/repository.js';
-import type { SessionService } from '../sessions/service.js';
 import {
   type Elevation,
   type MintElevationDeps,
@@ -35,11 +33,10 @@ export interface ProviderServiceDeps extends MintElevationDeps {
   clock: Clock;
   audit: AuditLog;
   providers: ProviderVerifier;
-  sessions: SessionService;
   config: Pick<Config, 'lifetimes'>;
 }
 
-/** Provider nonces, and ID tokens as a way in, a step-up and a sign-in method. */
+/** Provider nonces, and ID tokens as a step-up and a sign-in method (the sign-in: sign-in/strategies/provider-token.ts). */
 export class ProviderService {
   constructor(private readonly deps: ProviderServiceDeps) {}
 
@@ -53,54 +50,6 @@ export class ProviderService {
       await insertNonce(trx, { id: randomUUID(), hash: sha256Hex(nonce), now, expiresAt });
     });
     return { nonce, expiresAt: expiresAt.toISOString() };
-  }
-
-  /**
-   * Provider path of POST /sign-ins. Every failure (unknown or disabled provider, a token the
-   * verifier refuses, a missing, unissued, expired or spent nonce, a replayed token) is the same
-   * 401. The nonce is spent and the identity found or created in one transaction; the session (or
-   * second-factor ticket) then comes from SessionService.completePrimary like a password sign-in.
-   */
-  async signIn(input: ProviderInput, meta: RequestMeta): ReturnType<SessionService['completePrimary']> {
-    const { sessions } = this.deps;
-    const proof = await this.deps.providers.verify(input.provider, input.idToken);
-    if (!proof) throw new Problem('identity.sign_in_refused');
-    const now = this.deps.clock.now();
-    const found = await this.deps.database.db.transaction().execute(async (trx) => {
-      if (!(await spendNonce(trx, proof.nonceHash, now))) return undefined;
-      let link = await findLiveLink(trx, proof.provider, proof.subject);
-      if (!link) {
-        const identityId = randomUUID();
-        await insertIdentity(trx, { id: identityId, createdAt: now });
-        const linkId = await insertLink(trx, { id: randomUUID(), identityId, ...proof, now });
-        if (linkId) {
-          await this.deps.audit.appendOwn(trx, 'identity.provider.registered', identityId, {
-            provider: proof.provider,
-            linkId,
-          });
-          // The epoch of a brand-new identity is its initial one.
-          return { identityId, linkId, epoch: 0 };
-        }
-        // A concurrent first visit committed the link first: that identity is the one.
-        await deleteFreshIdentity(trx, identityId);
-        link = await findLiveLink(trx, proof.provider, proof.subject);
-        if (!link) throw new Problem('service.unavailable');
-      }
-      await touchLink(trx, link.id, now);
-      // Read here, before the session is opened: a removal of this link committed in between moves
-      // the epoch on, and the session issued below is dead on arrival.
-      const identity = await findIdentity(trx, link.identityId);
-      // A disabled identity's sign-in is the ordinary refusal (docs/admin.md, "Disable and enable").
-      if (!identity || identity.disabledAt !== null) return undefined;
-      return { identityId: link.identityId, linkId: link.id, epoch: identity.sessionEpoch };
-    });
-    if (!found) {
-      // A replay of a token whose subject is known is recorded in that identity's history.
-      const link = await findLiveLink(this.deps.database.db, proof.provider, proof.subject);
-      if (link) await sessions.recordAttempt(link.identityId, 'provider', 'refused', meta);
-      throw new Problem('identity.sign_in_refused');
-    }
-    return sessions.completePrimary(found.identityId, found.epoch, 'provider', meta);
   }
 
   /**

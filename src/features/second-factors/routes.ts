@@ -6,13 +6,10 @@ import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, NoContent, responses } from '../../platform/http/schemas.js';
 import * as schema from './schemas.js';
 import { SecondFactorService } from './service.js';
-import { secondFactorSignInRoutes } from './sign-in-routes.js';
 
 export const secondFactorRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }) => {
   const service = new SecondFactorService(ctx);
   const { session, elevated, security } = guards(ctx.auth);
-
-  await app.register(secondFactorSignInRoutes, { ctx });
 
   listRoute(app, '/second-factors', {
     tags: ['second-factors'],

@@ -4,9 +4,7 @@ import type { Config } from '../../config.js';
 import type { AuditLog } from '../../platform/audit/audit.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Sealer } from '../../platform/crypto/seal.js';
-import { sha256Hex } from '../../platform/crypto/tokens.js';
 import type { Database, Executor } from '../../platform/db/database.js';
-import type { RequestMeta } from '../../platform/http/auth.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
 import type { CursorCodec, CursorScope } from '../../platform/pagination/cursor.js';
 import { type KeysetWindow, keysetPage, type PageQuery } from '../../platform/pagination/page.js';
@@ -17,9 +15,6 @@ import type { CodeAttempt } from '../challenges/service.js';
 import type { AccountLock } from '../identities/lock.js';
 import { findIdentity, lockIdentity, verifiedIdentifiers } from '../identities/repository.js';
 import { clearActiveRequiringSecondFactor } from '../organizations/repository.js';
-import { type UseRecoveryCodeDeps, useRecoveryCode } from '../recovery-codes/service.js';
-import { recordAttempt } from '../sessions/repository.js';
-import type { SessionGrant, SessionService } from '../sessions/service.js';
 import * as repo from './repository.js';
 import type { EnrolmentSchema } from './schemas.js';
 import { matchStep, newSecret, otpauthUri, type TotpPolicy } from './totp.js';
@@ -61,10 +56,8 @@ export async function acceptCurrentCode(
   return false;
 }
 
-export type SecondStepProof = { code: string } | { recoveryCode: string };
-
 /** What enrolling, listing and answering with second factors use. */
-export interface SecondFactorServiceDeps extends AcceptCurrentCodeDeps, UseRecoveryCodeDeps {
+export interface SecondFactorServiceDeps extends AcceptCurrentCodeDeps {
   database: Database;
   clock: Clock;
   audit: AuditLog;
@@ -72,16 +65,11 @@ export interface SecondFactorServiceDeps extends AcceptCurrentCodeDeps, UseRecov
   guesses: GuessBudgets;
   sealer: Sealer;
   cursors: CursorCodec;
-  sessions: SessionService;
   config: Pick<Config, 'totpAlgorithm' | 'totpDigits' | 'totpPeriod'>;
 }
 
 export class SecondFactorService {
-  private readonly sessions: SessionService;
-
-  constructor(private readonly deps: SecondFactorServiceDeps) {
-    this.sessions = deps.sessions;
-  }
+  constructor(private readonly deps: SecondFactorServiceDeps) {}
 
   /**
    * The identity row is locked first, so concurrent enrolments run one after the other: each
@@ -184,67 +172,5 @@ export class SecondFactorService {
         ...(cleared > 0 ? { details: { sessionsLeftOrganization: cleared } } : {}),
       });
     });
-  }
-
-  /**
-   * POST /sign-ins/second-factors. Lock order: the ticket row, then the identity row, then factor or
-   * recovery-code rows (the same identity-before-children order as enrolment and issuance, so the
-   * two never deadlock). A dead ticket (invented, spent, expired, exhausted) is refused without a
-   * count. On a live ticket the proof is checked first, never the lock: a correct one spends the
-   * ticket and clears the lock; a wrong one charges the ticket and the identity-wide counter, and
-   * only a failure on an account that was already locked answers 423.
-   */
-  async completeSignIn(ticket: string, proof: SecondStepProof, meta: RequestMeta): Promise<SessionGrant> {
-    const now = this.deps.clock.now();
-    const method = 'code' in proof ? 'second_factor' : 'recovery_code';
-    // The budget is the ticket's identity's: an unknown ticket has nothing to guess at.
-    const holder = await repo.ticketHolder(this.deps.database.db, sha256Hex(ticket));
-    if (holder) await this.deps.guesses.admit(guessSubject.secondStep(holder));
-    const outcome = await this.deps.database.db.transaction().execute(async (trx) => {
-      const t = await repo.lockTicket(trx, sha256Hex(ticket));
-      if (!t || t.spentAt !== null || new Date(t.expiresAt) <= now || t.attempts >= t.maxAttempts) {
-        return { ok: false as const, locked: false };
-      }
-      await findIdentity(trx, t.identityId, true);
-      const proven =
-        'code' in proof
-          ? await acceptCurrentCode(trx, this.deps, { identityId: t.identityId, code: proof.code, now })
-          : await useRecoveryCode(trx, this.deps, {
-              identityId: t.identityId,
-              code: proof.recoveryCode,
-              now,
-            });
-      if (proven) {
-        // Cannot fail under the row lock; if it ever did, the rollback also un-spends the code.
-        if (!(await repo.spendTicket(trx, t.id, now))) throw new Problem('identity.second_factor_refused');
-        await this.deps.lock.clear(trx, t.identityId);
-        await this.deps.guesses.forgive(trx, guessSubject.secondStep(t.identityId));
-        return { ok: true as const, identityId: t.identityId, epoch: t.epoch };
-      }
-      await repo.chargeTicket(trx, t.id);
-      const failure = await this.deps.lock.recordFailure(trx, t.identityId, 'sign-ins/second-factors');
-      await recordAttempt(trx, {
-        identityId: t.identityId,
-        now,
-        method,
-        outcome: 'refused',
-        ip: meta.ip,
-        userAgent: meta.userAgent,
-      });
-      return { ok: false as const, locked: failure.wasLocked };
-    });
-    if (!outcome.ok) {
-      throw new Problem(
-        outcome.locked ? 'identity.sign_in_second_factor_locked' : 'identity.second_factor_refused',
-      );
-    }
-    // The session carries the epoch read before the password check (stamped on the ticket).
-    return this.sessions.openSession(
-      outcome.identityId,
-      outcome.epoch,
-      method,
-      meta,
-      'identity.second_factor_refused',
-    );
   }
 }

@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RateLimitSetting } from '../../config.js';
 import type { Clock } from '../../platform/clock.js';
+import { Cookies } from '../../platform/http/cookies.js';
 import { envelope } from '../../platform/http/envelope.js';
 import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, NoContent, responses } from '../../platform/http/schemas.js';
@@ -27,53 +28,55 @@ import type { SessionGrant, SessionService } from './service.js';
 const COOKIE_BASE = 'identity-session';
 /** What a refresh token looks like (base64url, opaqueToken); anything else in the cookie is ignored. */
 const TOKEN = /^[A-Za-z0-9_-]{1,512}$/;
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 /**
- * `__Host-identity-session` on an https origin, and on http://localhost, 127.0.0.1 and [::1]
- * (browsers accept Secure cookies from loopback); the unprefixed `identity-session` without Secure
- * on any other plain-HTTP origin, where browsers refuse both the prefix and Secure.
+ * The hosted pages' cookie through the one codec (platform/http/cookies.ts):
+ * `__Host-identity-session` with Secure on an https or loopback origin, the unprefixed
+ * `identity-session` without Secure on any other plain-HTTP origin.
  */
-export function browserSessionCookieName(publicOrigin: string): string {
-  return secureOrigin(publicOrigin) ? `__Host-${COOKIE_BASE}` : COOKIE_BASE;
+export class BrowserSessionCookie {
+  readonly #cookies: Cookies;
+  readonly name: string;
+
+  constructor(publicOrigin: string) {
+    this.#cookies = new Cookies(publicOrigin);
+    this.name = this.#cookies.name(COOKIE_BASE);
+  }
+
+  /**
+   * The refresh token the browser's cookie holds, from the Cookie header, or undefined. The first
+   * well-formed value wins (a browser sends the most specific path first; with the `__Host-` prefix
+   * no other host or path can plant a second one).
+   */
+  refreshToken(cookieHeader: string | undefined): string | undefined {
+    for (const { name, value } of this.#cookies.parse(cookieHeader)) {
+      if (name === this.name && TOKEN.test(value)) return value;
+    }
+    return undefined;
+  }
+
+  /** The Set-Cookie value that holds `token` until the session's absolute end. */
+  holding(token: string, maxAgeSeconds: number): string {
+    return this.#cookies.serialize(this.name, token, maxAgeSeconds);
+  }
+
+  /** The Set-Cookie value that removes the cookie. */
+  get clearing(): string {
+    return this.#cookies.clearing(this.name);
+  }
 }
 
-/**
- * The refresh token the browser's cookie holds, from the Cookie header, or undefined. The first
- * well-formed value wins (a browser sends the most specific path first; with the `__Host-` prefix
- * no other host or path can plant a second one).
- */
+/** The hosted pages' cookie name on this origin (see BrowserSessionCookie). */
+export function browserSessionCookieName(publicOrigin: string): string {
+  return new BrowserSessionCookie(publicOrigin).name;
+}
+
+/** The refresh token the browser's cookie holds (see BrowserSessionCookie.refreshToken). */
 export function refreshTokenFromCookie(
   cookieHeader: string | undefined,
   publicOrigin: string,
 ): string | undefined {
-  if (!cookieHeader) return undefined;
-  const name = browserSessionCookieName(publicOrigin);
-  for (const part of cookieHeader.split(';')) {
-    const eq = part.indexOf('=');
-    if (eq < 0 || part.slice(0, eq).trim() !== name) continue;
-    let value = part.slice(eq + 1).trim();
-    if (value.startsWith('"') && value.endsWith('"') && value.length >= 2) value = value.slice(1, -1);
-    if (TOKEN.test(value)) return value;
-  }
-  return undefined;
-}
-
-function secureOrigin(publicOrigin: string): boolean {
-  const url = new URL(publicOrigin);
-  return url.protocol === 'https:' || LOOPBACK_HOSTS.has(url.hostname);
-}
-
-/** The Set-Cookie value that holds `token` until the session's absolute end. */
-function setCookie(publicOrigin: string, token: string, maxAgeSeconds: number): string {
-  const secure = secureOrigin(publicOrigin) ? '; Secure' : '';
-  const name = browserSessionCookieName(publicOrigin);
-  return `${name}=${token}; Path=/; Max-Age=${Math.max(0, maxAgeSeconds)}; HttpOnly; SameSite=Lax${secure}`;
-}
-
-/** The Set-Cookie value that removes the cookie. */
-function clearCookie(publicOrigin: string): string {
-  return setCookie(publicOrigin, '', 0);
+  return new BrowserSessionCookie(publicOrigin).refreshToken(cookieHeader);
 }
 
 /** What the browser-session routes need: handed in by sessions/routes.ts. */
@@ -124,12 +127,13 @@ export const browserSessionRoutes = featureRoutes(async (app, opts: BrowserSessi
     return payload;
   });
 
-  const cookieOf = (request: FastifyRequest) => refreshTokenFromCookie(request.headers.cookie, publicOrigin);
+  const cookie = new BrowserSessionCookie(publicOrigin);
+  const cookieOf = (request: FastifyRequest) => cookie.refreshToken(request.headers.cookie);
   const refused = () =>
-    new Problem('identity.renewal_refused', { headers: { 'set-cookie': clearCookie(publicOrigin) } });
+    new Problem('identity.renewal_refused', { headers: { 'set-cookie': cookie.clearing } });
   const keep = (reply: FastifyReply, grant: SessionGrant) => {
     const seconds = Math.floor((Date.parse(grant.sessionExpiresAt) - clock.now().getTime()) / 1000);
-    reply.header('set-cookie', setCookie(publicOrigin, grant.refreshToken, seconds));
+    reply.header('set-cookie', cookie.holding(grant.refreshToken, seconds));
     return reply.code(201).send(envelope(withoutRefreshToken(grant)));
   };
   const grantResponse = { 201: Data(Type.Ref(schema.BrowserSessionGrantSchema)) };
@@ -203,7 +207,7 @@ export const browserSessionRoutes = featureRoutes(async (app, opts: BrowserSessi
     async (request, reply) => {
       const token = cookieOf(request);
       if (token) await sessions.signOutByRefreshToken(token);
-      return reply.header('set-cookie', clearCookie(publicOrigin)).code(204).send();
+      return reply.header('set-cookie', cookie.clearing).code(204).send();
     },
   );
 });

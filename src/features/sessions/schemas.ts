@@ -1,24 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import { IdInput, TaggedUnion } from '../../platform/http/schemas.js';
+import { IdInput } from '../../platform/http/schemas.js';
 import { Page } from '../../platform/pagination/page.js';
-import { identifierForms } from '../identities/schemas.js';
-
-export const providerForm = {
-  identifierType: Type.Literal('provider'),
-  provider: Type.String({ minLength: 1, maxLength: 64 }),
-  idToken: Type.String({ minLength: 1, maxLength: 8192 }),
-};
-
-const password = Type.String({ minLength: 1, maxLength: 200 });
-
-/**
- * POST /sign-ins: the password path (an identifier form + password) or the provider path
- * ({ identifierType: "provider", provider, idToken }), told apart by identifierType. Strict.
- */
-export const SignInBody = TaggedUnion('identifierType', [
-  ...identifierForms({ password }),
-  Type.Object(providerForm, { additionalProperties: false }),
-]);
 
 export const RenewalBody = Type.Object(
   { refreshToken: Type.String({ minLength: 1, maxLength: 512 }) },
@@ -48,15 +30,6 @@ export const BrowserSessionGrantSchema = Type.Object(
     sessionExpiresAt: Type.String({ format: 'date-time' }),
   },
   { $id: 'BrowserSessionGrant' },
-);
-
-export const SecondFactorTicketSchema = Type.Object(
-  {
-    kind: Type.Literal('second_factor_required'),
-    secondFactorTicket: Type.String(),
-    ticketExpiresAt: Type.String({ format: 'date-time' }),
-  },
-  { $id: 'SecondFactorTicket' },
 );
 
 export const SessionContextSchema = Type.Object({

@@ -3,7 +3,6 @@ import type { Static } from '@sinclair/typebox';
 import type { Config } from '../../config.js';
 import type { AuditLog } from '../../platform/audit/audit.js';
 import type { Clock } from '../../platform/clock.js';
-import type { PasswordHasher } from '../../platform/crypto/passwords.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
 import type { Database, Executor } from '../../platform/db/database.js';
 import type { RequestMeta } from '../../platform/http/auth.js';
@@ -12,40 +11,38 @@ import { maskIdentifier } from '../../platform/notify/mask.js';
 import type { CursorCodec, CursorScope } from '../../platform/pagination/cursor.js';
 import { type KeysetWindow, keysetPage, type PageQuery } from '../../platform/pagination/page.js';
 import { Problem, type ProblemCode } from '../../platform/problem.js';
-import { addressBucket } from '../../platform/rate-limit/address.js';
 import type { GuessBudgets } from '../../platform/rate-limit/guess-budget.js';
 import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
-import { type IdentifierInput, normaliseIdentifier } from '../identities/identifier.js';
-import { findPasswordHolder, NOBODY, type SummaryColumns, toSummary } from '../identities/repository.js';
+import { type SummaryColumns, toSummary } from '../identities/repository.js';
 import { membershipsOf, switchTarget } from '../organizations/repository.js';
 import { OrganizationRoles } from '../organizations/roles.js';
 import type { AccessTokens, OrganizationClaims } from './access-tokens.js';
 import { describeDevice } from './devices.js';
 import * as repo from './repository.js';
 import { endAllSessions } from './revocations.js';
-import type { SecondFactorTicketSchema, SessionGrantSchema } from './schemas.js';
-
-/**
- * What a sign-in answers when a second step is needed (docs/api.md, "5. Sign in with the second
- * step"). No token.
- */
-export type SecondFactorTicket = Static<typeof SecondFactorTicketSchema>;
-
-/** A ticket when the identity holds an active second factor, else null (second-factors/tickets.ts). */
-export type SecondStep = (
-  identityId: string,
-  epoch: number,
-  method: string,
-) => Promise<SecondFactorTicket | null>;
+import type { SessionGrantSchema } from './schemas.js';
 
 /** What a sign-in or a renewal answers with a session: the routes send it as SessionGrantSchema. */
 export type SessionGrant = Static<typeof SessionGrantSchema>;
+
+/** What a new session is opened with: the epoch read before the proof, the method, the request. */
+export interface SessionOpening {
+  identityId: string;
+  epoch: number;
+  method: string;
+  meta: RequestMeta;
+  now: Date;
+}
+
+export interface OpenedSession {
+  sessionId: string;
+  grant: SessionGrant;
+}
 
 /** What opening, renewing, listing and ending sessions use. */
 export interface SessionServiceDeps {
   database: Database;
   clock: Clock;
-  passwords: PasswordHasher;
   audit: AuditLog;
   guesses: GuessBudgets;
   cursors: CursorCodec;
@@ -60,82 +57,14 @@ const CONTEXT_ORGANIZATIONS = 100;
 export class SessionService {
   readonly #roles: OrganizationRoles;
 
-  constructor(
-    private readonly deps: SessionServiceDeps,
-    private readonly secondStep: SecondStep,
-  ) {
+  constructor(private readonly deps: SessionServiceDeps) {
     this.#roles = new OrganizationRoles(deps.config);
   }
 
   /**
-   * Password path of POST /sign-ins. Unknown account, unverified identifier and wrong password
-   * each cost one Argon2id verify (a dummy hash when there is nothing to verify against) and
-   * answer the same refusal. The lock is never consulted here.
-   */
-  async signInWithPassword(
-    input: IdentifierInput & { password: string },
-    meta: RequestMeta,
-  ): Promise<SessionGrant | SecondFactorTicket> {
-    const { db } = this.deps.database;
-    // Shed before anything is written when the Argon2id queue is past its bound (503).
-    this.deps.passwords.admit();
-    const ident = normaliseIdentifier(input);
-    // Per identifier and address prefix, known account or not: a stranger elsewhere who knows only
-    // the identifier cannot hold back the owner's correct password.
-    const budget = guessSubject.password(ident?.value ?? input.identifier, addressBucket(meta.ip ?? ''));
-    const holder = ident ? await findPasswordHolder(db, ident) : undefined;
-    // Admitted and recorded as refused in one commit, before the password is looked at: on the
-    // account when there is one, by the same statement keyed to nobody when there is none. A
-    // refusal then writes nothing more, so its time does not tell an account from no account
-    // (docs/decisions.md, "Guessing, proxies and hardening", equal time); a success withdraws the
-    // provisional record.
-    const provisional = randomUUID();
-    await db.transaction().execute(async (trx) => {
-      await this.deps.guesses.admit(budget, trx);
-      await repo.recordAttempt(trx, {
-        id: provisional,
-        identityId: holder?.identityId ?? NOBODY,
-        now: this.deps.clock.now(),
-        method: 'password',
-        outcome: 'refused',
-        ...metaOf(meta),
-      });
-    });
-    // A disabled identity's password is never checked: the same refusal, at the same cost.
-    const hash = holder?.verifiedAt && holder.disabledAt === null ? holder.passwordHash : null;
-    // The epoch is read before the password is checked: a revocation committed while the check
-    // runs moves the epoch on, and the session issued below is dead on arrival.
-    const ok = hash
-      ? await this.deps.passwords.verify(hash, input.password)
-      : await this.deps.passwords.burn(input.password);
-    if (!ok || !hash || !holder) throw new Problem('identity.sign_in_refused');
-    await db.transaction().execute(async (trx) => {
-      await this.deps.guesses.forgive(trx, budget);
-      await repo.withdrawAttempt(trx, provisional);
-    });
-    return this.completePrimary(holder.identityId, holder.sessionEpoch, 'password', meta);
-  }
-
-  /**
-   * After the first proof (password or provider): a session, or a second-factor ticket when the
-   * identity holds an active second factor. The second-factor check runs only after the proof.
-   */
-  async completePrimary(
-    identityId: string,
-    epoch: number,
-    method: string,
-    meta: RequestMeta,
-  ): Promise<SessionGrant | SecondFactorTicket> {
-    // No token of any kind before the second step: the ticket carries the epoch read before the
-    // first proof and the primary method, and is completed at POST /sign-ins/second-factors.
-    const ticket = await this.secondStep(identityId, epoch, method);
-    if (ticket) return ticket;
-    return this.openSession(identityId, epoch, method, meta);
-  }
-
-  /**
-   * Opens a session stamped with the epoch read before the credential was verified. `refusal` is
-   * the act's ordinary refusal, answered when the identity was disabled meanwhile.
+   * Opens a session stamped with the epoch read before the credential was verified, in its own
+   * transaction; no sign-in history (sign-in/complete.ts writes that when a sign-in opens one).
+   * `refusal` is the act's ordinary refusal, answered when the identity was disabled meanwhile.
    */
   async openSession(
     identityId: string,
@@ -144,24 +73,21 @@ export class SessionService {
     meta: RequestMeta,
     refusal: ProblemCode = 'identity.sign_in_refused',
   ): Promise<SessionGrant> {
+    const now = this.deps.clock.now();
     return this.deps.database.db
       .transaction()
-      .execute((trx) => this.openSessionWithin(trx, identityId, epoch, method, meta, refusal));
+      .execute(
+        async (trx) => (await this.create(trx, { identityId, epoch, method, meta, now }, refusal)).grant,
+      );
   }
 
   /**
-   * The same inside the caller's transaction, so a proof spent by compare-and-set (a passkey's
-   * challenge) and the session it opens commit together or not at all.
+   * Creates a session inside the caller's transaction (so a proof spent by compare-and-set and the
+   * session it opens commit together or not at all) and signs its access token there: a signing
+   * failure rolls the session back. A disabled (or erased) identity is `refusal`.
    */
-  async openSessionWithin(
-    trx: Executor,
-    identityId: string,
-    epoch: number,
-    method: string,
-    meta: RequestMeta,
-    refusal: ProblemCode = 'identity.sign_in_refused',
-  ): Promise<SessionGrant> {
-    const now = this.deps.clock.now();
+  async create(trx: Executor, opening: SessionOpening, refusal: ProblemCode): Promise<OpenedSession> {
+    const { identityId, epoch, method, meta, now } = opening;
     const sessionId = randomUUID();
     const refreshToken = opaqueToken();
     const expiresAt = new Date(now.getTime() + this.deps.config.lifetimes.session * 1000);
@@ -175,35 +101,9 @@ export class SessionService {
       refreshHash: sha256Hex(refreshToken),
       ...metaOf(meta),
     });
-    // Disabled (or erased) while the proof was checked: the act's ordinary refusal.
     if (!opened) throw new Problem(refusal);
-    await repo.recordAttempt(trx, {
-      identityId,
-      sessionId,
-      now,
-      method,
-      outcome: 'succeeded',
-      ...metaOf(meta),
-    });
-    // Signed inside the transaction: a signing failure rolls the session back.
     const access = await this.deps.tokens.sign(identityId, sessionId);
-    meta.opened?.(identityId, sessionId);
-    return grant(access, refreshToken, expiresAt);
-  }
-
-  async recordAttempt(
-    identityId: string,
-    method: string,
-    outcome: 'succeeded' | 'refused',
-    meta: RequestMeta,
-  ) {
-    await repo.recordAttempt(this.deps.database.db, {
-      identityId,
-      now: this.deps.clock.now(),
-      method,
-      outcome,
-      ...metaOf(meta),
-    });
+    return { sessionId, grant: grant(access, refreshToken, expiresAt) };
   }
 
   /**

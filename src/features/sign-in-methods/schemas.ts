@@ -4,7 +4,7 @@ import { codePattern } from '../../platform/crypto/tokens.js';
 import { IdInput, Instant, TaggedUnion, Uuid } from '../../platform/http/schemas.js';
 import { Page } from '../../platform/pagination/page.js';
 import { identifierForms } from '../identities/schemas.js';
-import { providerForm } from '../sessions/schemas.js';
+import { providerForm } from '../providers/schemas.js';
 
 /**
  * POST /sign-in-methods (docs/api.md, "4.1 Add an address", "4.2 Link a provider"): an identifier

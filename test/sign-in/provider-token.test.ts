@@ -16,7 +16,7 @@ import {
   providerSignIn,
   SIGN_IN_REFUSED,
   shape,
-} from './support.js';
+} from '../providers/support.js';
 
 let t: TestApp;
 let sink: ProviderSink;

@@ -15,7 +15,7 @@ import {
   ticketFor,
   totp,
   wrongCode,
-} from './helpers.js';
+} from '../second-factors/helpers.js';
 
 let t: TestApp;
 

@@ -1,0 +1,92 @@
+import { randomUUID } from 'node:crypto';
+import type { Config } from '../../config.js';
+import type { Clock } from '../../platform/clock.js';
+import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
+import type { Database, Executor } from '../../platform/db/database.js';
+import type { RequestMeta } from '../../platform/http/auth.js';
+import { hasVerifiedFactor, insertTicket } from '../second-factors/repository.js';
+import { recordAttempt } from '../sessions/repository.js';
+import type { SessionGrant, SessionService } from '../sessions/service.js';
+import type { Complete, ProvenIdentity, SecondFactorTicket } from './strategy.js';
+
+/** 5 attempts per ticket (docs/api.md, "5. Sign in with the second step"). */
+const TICKET_ATTEMPTS = 5;
+
+/** What finishing a sign-in uses. */
+export interface SignInCompletionDeps {
+  database: Database;
+  clock: Clock;
+  sessions: SessionService;
+  config: Pick<Config, 'lifetimes'>;
+}
+
+/**
+ * The one place a proven identity becomes what a sign-in answers: a second-factor ticket when a
+ * first proof meets an identity holding a second factor, else a session, written with its line in
+ * the sign-in history and announced to the new-sign-in notices (meta.opened). Every strategy ends
+ * here; none of them opens a session or issues a ticket itself.
+ */
+export class SignInCompletion {
+  constructor(private readonly deps: SignInCompletionDeps) {}
+
+  readonly complete: Complete = (async (proven: ProvenIdentity, meta: RequestMeta, trx?: Executor) => {
+    // No token of any kind before the second step: the ticket carries the epoch read before the
+    // first proof and the primary method, and is completed at POST /sign-ins/second-factors.
+    if (proven.stage === 'first') {
+      const ticket = await this.#ticket(proven);
+      if (ticket) return ticket;
+    }
+    if (trx) return this.#open(trx, proven, meta);
+    return this.deps.database.db.transaction().execute((own) => this.#open(own, proven, meta));
+  }) as Complete;
+
+  /** The session, its history line and its notice, inside `trx`. */
+  async #open(trx: Executor, proven: ProvenIdentity, meta: RequestMeta): Promise<SessionGrant> {
+    const { identityId, epoch, method } = proven;
+    const now = this.deps.clock.now();
+    const { sessionId, grant } = await this.deps.sessions.create(
+      trx,
+      { identityId, epoch, method, meta, now },
+      proven.refusal ?? 'identity.sign_in_refused',
+    );
+    await recordAttempt(trx, {
+      identityId,
+      sessionId,
+      now,
+      method,
+      outcome: 'succeeded',
+      ip: meta.ip,
+      userAgent: meta.userAgent,
+    });
+    meta.opened?.(identityId, sessionId);
+    return grant;
+  }
+
+  /**
+   * Issues a ticket when the identity holds an active (verified, not removed) second factor, else
+   * null. Called only after the first proof succeeded. The ticket keeps the epoch read before that
+   * proof, so a revocation committed in between makes the eventual session dead on arrival.
+   */
+  async #ticket(proven: ProvenIdentity): Promise<SecondFactorTicket | null> {
+    const { db } = this.deps.database;
+    if (!(await hasVerifiedFactor(db, proven.identityId))) return null;
+    const now = this.deps.clock.now();
+    const expiresAt = new Date(now.getTime() + this.deps.config.lifetimes.ticket * 1000);
+    const ticket = opaqueToken();
+    await insertTicket(db, {
+      id: randomUUID(),
+      hash: sha256Hex(ticket),
+      identityId: proven.identityId,
+      epoch: proven.epoch,
+      primaryMethod: proven.method,
+      maxAttempts: TICKET_ATTEMPTS,
+      now,
+      expiresAt,
+    });
+    return {
+      kind: 'second_factor_required',
+      secondFactorTicket: ticket,
+      ticketExpiresAt: expiresAt.toISOString(),
+    };
+  }
+}

@@ -1,0 +1,231 @@
+import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
+import { Type } from '@sinclair/typebox';
+import type { AppContext } from '../../context.js';
+import { guards, requestMeta } from '../../platform/http/auth.js';
+import { envelope } from '../../platform/http/envelope.js';
+import { featureRoutes } from '../../platform/http/routes.js';
+import { Data, responses } from '../../platform/http/schemas.js';
+import { limitFor } from '../../platform/rate-limit/rate-limit.js';
+import * as passkeySchema from '../passkeys/schemas.js';
+import { PasskeyService } from '../passkeys/service.js';
+import { FLOW_COOKIE_NOTE, noStore } from '../providers/flow-routes.js';
+import { ProviderFlowService } from '../providers/flows.js';
+import * as providerSchema from '../providers/schemas.js';
+import { sameOriginOnly } from '../sessions/browser-session.js';
+import { SessionGrantSchema } from '../sessions/schemas.js';
+import { SignInCompletion } from './complete.js';
+import * as schema from './schemas.js';
+import { PasskeyStrategy } from './strategies/passkey.js';
+import { PasswordStrategy } from './strategies/password.js';
+import { ProviderRedirectStrategy } from './strategies/provider-redirect.js';
+import { ProviderTokenStrategy } from './strategies/provider-token.js';
+import { SecondStepStrategy } from './strategies/second-step.js';
+
+/**
+ * The sign-in routes: each way to prove who you are (strategies/) and the one completion
+ * (complete.ts) that turns the proven identity into a session or a second-factor ticket.
+ *
+ * The plugins register where their routes always stood in the OpenAPI document (app.ts): POST
+ * /sign-ins before the session routes, the second step before the second-factor routes, the
+ * redirect flow's handoff after its start and callback, the passkey sign-in between passkey
+ * registration and the passkey step-up. A new way in adds its route to `signInRoutes`.
+ */
+export const signInRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }) => {
+  const { complete } = new SignInCompletion(ctx);
+  const password = new PasswordStrategy(ctx);
+  const providerToken = new ProviderTokenStrategy(ctx);
+  // Shared by every answer of a sign-in (and the session routes' renewal): registered first here.
+  app.addSchema(SessionGrantSchema);
+  app.addSchema(schema.SecondFactorTicketSchema);
+
+  app.post(
+    '/sign-ins',
+    {
+      config: limitFor(ctx.config.rateLimits.provesAPassword, 'sign-ins'),
+      schema: {
+        tags: ['sessions'],
+        summary: 'Sign in with a password or a provider ID token',
+        body: schema.SignInBody,
+        response: responses(
+          {
+            201: Data(Type.Union([Type.Ref(SessionGrantSchema), Type.Ref(schema.SecondFactorTicketSchema)])),
+          },
+          ['identity.sign_in_refused'],
+          { body: true, rateLimited: true },
+        ),
+      },
+    },
+    async (request, reply) => {
+      const body = request.body;
+      const meta = requestMeta(request);
+      // Every provider failure is the same 401 as a wrong password (strategies/provider-token.ts).
+      const result =
+        body.identifierType === 'provider'
+          ? await providerToken.signIn({ provider: body.provider, idToken: body.idToken }, meta, complete)
+          : await password.signIn(body, meta, complete);
+      return reply.code(201).send(envelope(result));
+    },
+  );
+});
+
+/** The second step of a sign-in: no session yet, the ticket is the credential. */
+export const secondStepRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }) => {
+  const { complete } = new SignInCompletion(ctx);
+  const secondStep = new SecondStepStrategy(ctx);
+
+  app.post(
+    '/sign-ins/second-factors',
+    {
+      config: limitFor(ctx.config.rateLimits.answersAChallenge, 'sign-ins/second-factors'),
+      schema: {
+        tags: ['sessions'],
+        summary: 'Complete a sign-in with an authenticator code or a recovery code',
+        body: schema.SecondStepBody,
+        response: responses(
+          { 201: Data(schema.SecondStepGrantSchema) },
+          ['identity.second_factor_refused', 'identity.sign_in_second_factor_locked'],
+          { body: true, rateLimited: true },
+        ),
+      },
+    },
+    async (request, reply) => {
+      const grant = await secondStep.signIn(request.body, requestMeta(request), complete);
+      return reply.code(201).send(envelope(grant));
+    },
+  );
+});
+
+/**
+ * The end of a redirect sign-in (providers/flow-routes.ts starts it and takes the callback): the
+ * handoff code, exchanged by the browser that holds the flow's cookie, so refused unless the request
+ * comes from the service's own pages (Origin).
+ */
+export const providerHandoffRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }) => {
+  const { complete } = new SignInCompletion(ctx);
+  const flows = new ProviderFlowService(ctx);
+  const redirect = new ProviderRedirectStrategy();
+  const { session } = guards(ctx.auth);
+  const sameOrigin = sameOriginOnly(ctx.config.publicOrigin);
+  for (const shared of [SessionGrantSchema, schema.SecondFactorTicketSchema]) {
+    if (!app.getSchema(shared.$id as string)) app.addSchema(shared);
+  }
+
+  app.post(
+    '/provider-handoffs',
+    {
+      onRequest: sameOrigin,
+      onSend: noStore,
+      config: limitFor(ctx.config.rateLimits.provesAPassword, 'provider-handoffs'),
+      // A step-up's handoff is for the session it was started from: the caller's bearer, when sent.
+      preHandler: async (request, reply) => {
+        if (request.headers.authorization !== undefined) await session(request, reply);
+      },
+      schema: {
+        tags: ['providers'],
+        summary: 'Exchange the one-time handoff code of a completed redirect sign-in',
+        description:
+          'A sign-in answers exactly as POST /sign-ins: a session, or a second-factor ticket when the ' +
+          'identity holds a second factor (a provider is one factor). A step-up (sent with the bearer of ' +
+          'the session that started it) answers an elevation, or 422 identity.step_up_unavailable when the ' +
+          'identity holds a second factor. The code is single use, lives two minutes and counts only with ' +
+          'the cookie of the browser that started the flow. Every other failure answers the identical 401 ' +
+          `identity.sign_in_refused. ${FLOW_COOKIE_NOTE}`,
+        body: providerSchema.ProviderHandoffBody,
+        response: responses(
+          {
+            201: Data(
+              Type.Union([
+                Type.Ref(SessionGrantSchema),
+                Type.Ref(schema.SecondFactorTicketSchema),
+                providerSchema.ElevationSchema,
+              ]),
+            ),
+          },
+          [
+            'identity.cross_site_refused',
+            'identity.sign_in_refused',
+            'identity.session_required',
+            'identity.step_up_unavailable',
+          ],
+          { body: true, rateLimited: true },
+        ),
+      },
+    },
+    async (request, reply) => {
+      const { result, cookies } = await flows.exchange(
+        request.body.code,
+        request.headers.cookie,
+        request.principal,
+      );
+      // A step-up's elevation is answered as minted; a sign-in's handoff completes here.
+      const answer =
+        'elevationToken' in result ? result : await redirect.signIn(result, requestMeta(request), complete);
+      reply.header('set-cookie', cookies);
+      return reply.code(201).send(envelope(answer));
+    },
+  );
+});
+
+/** The passkey sign-in: registered only when a WebAuthn relying party is configured (config.webauthn). */
+export const passkeySignInRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }) => {
+  const { complete } = new SignInCompletion(ctx);
+  const passkeys = new PasskeyService(ctx);
+  const strategy = new PasskeyStrategy(ctx, passkeys);
+
+  app.post(
+    '/sign-ins/passkeys/options',
+    {
+      // No body at all is the usual request (the button on a sign-in page): taken as `{}`.
+      config: {
+        ...limitFor(ctx.config.rateLimits.provesAPassword, 'sign-ins/passkeys/options'),
+        optionalBody: true,
+      },
+      schema: {
+        tags: ['passkeys'],
+        summary: 'Request options for a passkey sign-in (navigator.credentials.get), single use, 5 minutes',
+        description:
+          'No body is needed. An identifier may be sent; the answer is the same whether it exists or has passkeys ' +
+          '(allowCredentials is always empty: the authenticator offers this site’s discoverable passkeys).',
+        body: Type.Optional(schema.SignInOptionsBody),
+        response: responses({ 201: Data(passkeySchema.RequestOptionsSchema) }, [], {
+          body: true,
+          rateLimited: true,
+        }),
+      },
+    },
+    async (_request, reply) => reply.code(201).send(envelope(await passkeys.requestOptions('sign_in'))),
+  );
+
+  app.post(
+    '/sign-ins/passkeys',
+    {
+      config: limitFor(ctx.config.rateLimits.provesAPassword, 'sign-ins/passkeys'),
+      schema: {
+        tags: ['passkeys'],
+        summary: 'Sign in with a passkey: the AuthenticationResponseJSON of navigator.credentials.get',
+        description:
+          'A passkey with user verification is two factors: a session opens at once, no second-factor ticket. ' +
+          'Every failure (unknown or removed credential, bad signature, another origin or RP ID, no user ' +
+          'verification, an unknown, expired or spent challenge, a counter that went backwards) answers the ' +
+          'identical 401 identity.sign_in_refused.',
+        body: passkeySchema.AssertionBody,
+        response: responses({ 201: Data(schema.PasskeyGrantSchema) }, ['identity.sign_in_refused'], {
+          body: true,
+          rateLimited: true,
+        }),
+      },
+    },
+    async (request, reply) =>
+      reply
+        .code(201)
+        .send(
+          envelope(
+            await strategy.signIn(
+              request.body.credential as AuthenticationResponseJSON,
+              requestMeta(request),
+              complete,
+            ),
+          ),
+        ),
+  );
+});

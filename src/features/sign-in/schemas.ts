@@ -1,0 +1,70 @@
+import { Type } from '@sinclair/typebox';
+import { TaggedUnion } from '../../platform/http/schemas.js';
+import { identifierForms } from '../identities/schemas.js';
+import { providerForm } from '../providers/schemas.js';
+import { totpCode } from '../second-factors/schemas.js';
+import { SessionGrantSchema } from '../sessions/schemas.js';
+
+const password = Type.String({ minLength: 1, maxLength: 200 });
+
+/**
+ * POST /sign-ins: the password path (an identifier form + password) or the provider path
+ * ({ identifierType: "provider", provider, idToken }), told apart by identifierType. Strict.
+ */
+export const SignInBody = TaggedUnion('identifierType', [
+  ...identifierForms({ password }),
+  Type.Object(providerForm, { additionalProperties: false }),
+]);
+
+/**
+ * What a sign-in answers instead of a session when a second step is needed (docs/api.md, "5. Sign
+ * in with the second step"). No token.
+ */
+export const SecondFactorTicketSchema = Type.Object(
+  {
+    kind: Type.Literal('second_factor_required'),
+    secondFactorTicket: Type.String(),
+    ticketExpiresAt: Type.String({ format: 'date-time' }),
+  },
+  { $id: 'SecondFactorTicket' },
+);
+
+/**
+ * POST /sign-ins/second-factors: the ticket and exactly one of an authenticator code or a recovery
+ * code, as two strict forms; both or neither matches no form (400 validation.failed). A recovery
+ * code is accepted in either case and with or without its hyphens.
+ */
+const secondFactorTicket = Type.String({ minLength: 1, maxLength: 512 });
+export const SecondStepBody = Type.Union([
+  Type.Object({ secondFactorTicket, code: totpCode }, { additionalProperties: false }),
+  Type.Object(
+    {
+      secondFactorTicket,
+      recoveryCode: Type.String({
+        pattern: '^(?:[A-Za-z0-9]{4}-?){3}[A-Za-z0-9]{4}$',
+        minLength: 16,
+        maxLength: 19,
+      }),
+    },
+    { additionalProperties: false },
+  ),
+]);
+
+/** The session grant, inlined: the shared schema is registered inside another plugin (`signInRoutes`). */
+export const SecondStepGrantSchema = Type.Object(SessionGrantSchema.properties);
+
+/**
+ * POST /sign-ins/passkeys/options: no body is needed; an identifier may be sent and changes
+ * nothing in the answer (discoverable credentials: the authenticator says whose passkey answers).
+ */
+export const SignInOptionsBody = Type.Object(
+  {
+    identifierType: Type.Optional(Type.Union([Type.Literal('email'), Type.Literal('phone')])),
+    identifier: Type.Optional(Type.String({ minLength: 1, maxLength: 320 })),
+    country: Type.Optional(Type.String({ minLength: 2, maxLength: 2 })),
+  },
+  { additionalProperties: false },
+);
+
+/** A passkey sign-in is two factors: always a session, never a second-factor ticket. */
+export const PasskeyGrantSchema = Type.Object(SessionGrantSchema.properties, { additionalProperties: false });
