@@ -147,6 +147,18 @@ export const CATALOGUE = {
     detail: 'No organization has this id.',
     retryable: false,
   },
+  'admin.webhook_endpoint_not_found': {
+    status: 404,
+    title: 'Webhook endpoint not found',
+    detail: 'No webhook endpoint has this id.',
+    retryable: false,
+  },
+  'admin.webhook_url_refused': {
+    status: 422,
+    title: 'Webhook URL refused',
+    detail: 'A webhook URL must be https here (WEBHOOK_PRIVATE_ADDRESSES=refuse).',
+    retryable: false,
+  },
   'identity.identifier_taken': {
     status: 409,
     title: 'Identifier taken',

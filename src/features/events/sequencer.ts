@@ -1,0 +1,22 @@
+import type { Db } from '../../platform/db/database.js';
+import { stampEvents } from './repository.js';
+
+/** Events stamped per transaction: short transactions, however long the backlog. */
+const BATCH = 1000;
+/** Transactions per call: a bounded amount of work. */
+const MAX_BATCHES = 20;
+
+/**
+ * Gives every committed, unstamped event its seq (docs/decisions.md, "Events: seq stamped after
+ * commit"). Any instance may call it at any time: stampers wait for each other on the sequencer
+ * row. Returns how many were stamped.
+ */
+export async function stampCommitted(db: Db): Promise<number> {
+  let total = 0;
+  for (let i = 0; i < MAX_BATCHES; i++) {
+    const n = await db.transaction().execute((trx) => stampEvents(trx, BATCH));
+    total += n;
+    if (n < BATCH) break;
+  }
+  return total;
+}
