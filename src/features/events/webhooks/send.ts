@@ -29,7 +29,7 @@ export interface SendOptions {
 export type SendOutcome =
   | { kind: 'answered'; status: number; retryAfter: string | null }
   | { kind: 'refused'; reason: 'scheme' | 'address' }
-  | { kind: 'failed'; reason: 'timeout' | 'network' | 'aborted' };
+  | { kind: 'failed'; reason: 'timeout' | 'network' | 'aborted' | 'internal' };
 
 class AddressRefused extends Error {}
 

@@ -150,11 +150,35 @@ export class WebhookWorker {
     return sent;
   }
 
+  /**
+   * One attempt. A fault of our own before the request (a secret that no longer opens) is a failed
+   * attempt like any other, so the delivery follows the schedule to its end instead of coming back
+   * every round.
+   */
   async #deliver(d: ClaimedDelivery, leaseId: string): Promise<void> {
-    const { db } = this.deps.database;
     const started = this.deps.clock.now();
     const body = payloadOf(d);
     const timestamp = Math.floor(started.getTime() / 1000);
+    let signatures: string[];
+    try {
+      signatures = this.#sign(d, started, timestamp, body);
+    } catch (err) {
+      this.deps.log.error(
+        { errClass: (err as Error)?.name, endpointId: d.endpointId },
+        'webhook signing failed',
+      );
+      await recordAttempt(
+        this.deps.database.db,
+        d.id,
+        leaseId,
+        this.#result(d, { kind: 'failed', reason: 'internal' }, this.deps.clock.now(), 0),
+      );
+      return;
+    }
+    await this.#send(d, leaseId, body, timestamp, signatures);
+  }
+
+  #sign(d: ClaimedDelivery, started: Date, timestamp: number, body: string): string[] {
     const signatures = [
       v1Signature(this.deps.sealer.open(d.sealedSecret, secretAad(d.endpointId)), d.eventId, timestamp, body),
     ];
@@ -166,6 +190,11 @@ export class WebhookWorker {
       const key = this.deps.sealer.open(d.sealedEd25519Key, signingKeyAad(d.endpointId));
       signatures.push(v1aSignature(key, d.eventId, timestamp, body));
     }
+    return signatures;
+  }
+
+  async #send(d: ClaimedDelivery, leaseId: string, body: string, timestamp: number, signatures: string[]) {
+    const { db } = this.deps.database;
     const t0 = performance.now();
     const outcome = await postOnce(
       d.url,
