@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createPerson, signIn } from '../helpers/identities.js';
-import { createOrganization, member } from '../organizations/support.js';
+import { messagesTo } from '../helpers/outbox.js';
+import { call, createOrganization, member, ORGS, remove, setRole } from '../organizations/support.js';
 import { admin, eventCount } from './support.js';
 
 // Events are written with their change: a rolled-back change leaves none, a committed one exactly
@@ -98,6 +99,82 @@ describe('events, written with their change', () => {
     );
     expect(later.map((e) => e.type)).toEqual(['organization.updated', 'organization.deleted']);
     expect(later[0].data.disabledAt).toEqual(expect.any(String));
+  });
+});
+
+describe('memberships and invitations', () => {
+  /** The token in the newest invitation message to `to`. */
+  function tokenFor(to: string): string {
+    const mine = messagesTo(t.config.dataDir, to);
+    const m = /\/account\/#\/invitations\/([A-Za-z0-9_-]{43})/.exec(mine[mine.length - 1].text);
+    return m?.[1] ?? '';
+  }
+
+  it('invitation created, replaced (revoked), accepted; membership created, updated, deleted', async () => {
+    const owner = await member(t);
+    const { id } = await createOrganization(t, owner.token);
+    const to = `inv-${randomUUID().slice(0, 8)}@example.com`;
+    const send = (role: string) =>
+      call(t.app, 'POST', `${ORGS}/${id}/invitations`, owner.token, {
+        identifierType: 'email',
+        identifier: to,
+        role,
+      });
+    const first = await send('member');
+    expect(first.statusCode, first.body).toBe(201);
+    const second = await send('admin');
+    expect(second.statusCode, second.body).toBe(201);
+    const invitee = await createPerson(t.ctx, to);
+    const grant = await signIn(t.app, invitee);
+    const accepted = await call(
+      t.app,
+      'POST',
+      '/api/v1/organization-invitations/acceptances',
+      grant.accessToken,
+      {
+        token: tokenFor(to),
+      },
+    );
+    expect(accepted.statusCode, accepted.body).toBe(201);
+    expect((await setRole(t.app, owner.token, id, invitee.identityId, 'member')).statusCode).toBe(200);
+    expect((await remove(t.app, owner.token, id, invitee.identityId)).statusCode).toBe(204);
+
+    const mine = (
+      await pull(
+        '?limit=100&types=' +
+          [
+            'organization.invitation.created',
+            'organization.invitation.revoked',
+            'organization.invitation.accepted',
+            'organization.membership.created',
+            'organization.membership.updated',
+            'organization.membership.deleted',
+          ].join(','),
+      )
+    ).data.filter((e) => e.data.organizationId === id);
+    expect(mine.map((e) => e.type)).toEqual([
+      'organization.membership.created',
+      'organization.invitation.created',
+      'organization.invitation.revoked',
+      'organization.invitation.created',
+      'organization.invitation.accepted',
+      'organization.membership.created',
+      'organization.membership.updated',
+      'organization.membership.deleted',
+    ]);
+    const revoked = mine[2].data;
+    expect(revoked).toMatchObject({ id: first.json().data.id, identifier: to, role: 'member' });
+    expect(revoked.revokedAt).toEqual(expect.any(String));
+    expect(mine[4].data).toMatchObject({
+      id: second.json().data.id,
+      role: 'admin',
+      acceptedBy: invitee.identityId,
+    });
+    expect(mine[4].identityId).toBe(invitee.identityId);
+    expect(mine[5].data).toEqual({ organizationId: id, identityId: invitee.identityId, role: 'admin' });
+    expect(mine[7].data).toEqual({ organizationId: id, identityId: invitee.identityId, role: 'member' });
+    // No token, nor its hash, in any event.
+    for (const e of mine) expect(JSON.stringify(e)).not.toMatch(/token/i);
   });
 });
 
