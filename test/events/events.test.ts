@@ -4,7 +4,7 @@ import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createPerson, signIn } from '../helpers/identities.js';
 import { messagesTo } from '../helpers/outbox.js';
 import { call, createOrganization, member, ORGS, remove, setRole } from '../organizations/support.js';
-import { admin, eventCount } from './support.js';
+import { admin, eventCount, worker } from './support.js';
 
 // Events are written with their change: a rolled-back change leaves none, a committed one exactly
 // one; the pull API reads them in seq order after a durable cursor.
@@ -218,5 +218,23 @@ describe('the pull API', () => {
   it('refuses a cursor that is not a seq, without the key 401', async () => {
     expect((await admin(t, 'GET', '/events?after=abc')).statusCode).toBe(400);
     expect((await t.admin!.inject({ method: 'GET', url: '/admin/v1/events' })).statusCode).toBe(401);
+  });
+});
+
+describe('retention', () => {
+  it('events past EVENT_RETENTION_DAYS are pruned by the worker; newer ones stay, and so do the seqs', async () => {
+    const append = (i: number) =>
+      t.ctx.database.db
+        .transaction()
+        .execute((trx) => t.ctx.events.append(trx, { type: 'oidc.grant.revoked', actor: null, data: { i } }));
+    await append(1);
+    t.clock.advance(10 * 86400);
+    await append(2);
+    t.clock.advance(21 * 86400);
+    await worker(t).runOnce();
+    const left = (await pull('?types=oidc.grant.revoked')).data;
+    expect(left.map((e) => e.data.i)).toEqual([2]);
+    const seqs = (await pull('?limit=100')).data.map((e) => e.seq);
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
   });
 });

@@ -14,6 +14,10 @@ export const eventsSection = section({
         shown: 'production: `refuse`; elsewhere: `allow`',
       }),
     ),
+    EVENT_RETENTION_DAYS: integer(30, 1, 3650, {
+      description:
+        'days an event is kept (the pull API and the webhook deliveries of it go with it), pruned by each instance about hourly in bounded batches',
+    }),
     WEBHOOK_POLL_MS: integer(1000, 0, 60000, {
       description:
         'how often each instance looks for due webhook deliveries and stamps committed events with their `seq`; `0` never (no delivery from this instance: the pull API still stamps as it reads)',
@@ -25,6 +29,8 @@ export const eventsSection = section({
       privateAddresses: (e.WEBHOOK_PRIVATE_ADDRESSES ?? (shared.production ? 'refuse' : 'allow')) === 'allow',
       /** The delivery worker's poll interval; 0: no worker. */
       pollMs: e.WEBHOOK_POLL_MS,
+      /** Seconds an event is kept. */
+      retentionSeconds: e.EVENT_RETENTION_DAYS * 86400,
     },
   }),
 });

@@ -96,3 +96,16 @@ export function eventsAfter(
   if (q.types.length > 0) query = query.where('type', 'in', q.types);
   return query.execute() as Promise<StoredEvent[]>;
 }
+
+/**
+ * Deletes up to `limit` stamped events that occurred before `before`, lowest seq first (their
+ * deliveries go with them). Unstamped ones wait for their seq, so a reader never sees a hole open
+ * above its cursor. Returns how many.
+ */
+export async function pruneEvents(db: Executor, before: Date, limit: number): Promise<number> {
+  const r = await sql`
+    DELETE FROM events WHERE id IN (
+      SELECT id FROM events WHERE seq IS NOT NULL AND occurred_at < ${before} ORDER BY seq LIMIT ${limit}
+    )`.execute(db);
+  return Number(r.numAffectedRows ?? 0);
+}

@@ -1,5 +1,5 @@
 import type { Db } from '../../platform/db/database.js';
-import { stampEvents } from './repository.js';
+import { pruneEvents, stampEvents } from './repository.js';
 
 /** Events stamped per transaction: short transactions, however long the backlog. */
 const BATCH = 1000;
@@ -15,6 +15,17 @@ export async function stampCommitted(db: Db): Promise<number> {
   let total = 0;
   for (let i = 0; i < MAX_BATCHES; i++) {
     const n = await db.transaction().execute((trx) => stampEvents(trx, BATCH));
+    total += n;
+    if (n < BATCH) break;
+  }
+  return total;
+}
+
+/** Deletes the events older than `before` (EVENT_RETENTION_DAYS), in bounded batches. */
+export async function pruneOld(db: Db, before: Date): Promise<number> {
+  let total = 0;
+  for (let i = 0; i < MAX_BATCHES; i++) {
+    const n = await pruneEvents(db, before, BATCH);
     total += n;
     if (n < BATCH) break;
   }

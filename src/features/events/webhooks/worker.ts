@@ -4,7 +4,7 @@ import type { Config } from '../../../config.js';
 import type { Clock } from '../../../platform/clock.js';
 import type { Sealer } from '../../../platform/crypto/seal.js';
 import type { Database } from '../../../platform/db/database.js';
-import { stampCommitted } from '../sequencer.js';
+import { pruneOld, stampCommitted } from '../sequencer.js';
 import {
   type AttemptResult,
   type ClaimedDelivery,
@@ -32,6 +32,8 @@ export const SEND_TIMEOUT_MS = 15_000;
 const LEASE_SECONDS = 60;
 /** Deliveries claimed (and sent concurrently) per round. */
 const BATCH = 16;
+/** How often an instance prunes events past their retention. */
+const PRUNE_EVERY_MS = 3_600_000;
 
 export interface WebhookWorkerDeps {
   database: Database;
@@ -85,6 +87,7 @@ export class WebhookWorker {
   readonly #stop = new AbortController();
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<number> | undefined;
+  #prunedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly deps: WebhookWorkerDeps,
@@ -119,7 +122,10 @@ export class WebhookWorker {
     await this.#running?.catch(() => 0);
   }
 
-  /** One round: stamps committed events, then claims, sends and records due deliveries. */
+  /**
+   * One round: stamps committed events, prunes old ones (about hourly), then claims, sends and
+   * records due deliveries.
+   */
   runOnce(): Promise<number> {
     if (this.#running) return this.#running;
     const run = this.#round().finally(() => {
@@ -132,6 +138,11 @@ export class WebhookWorker {
   async #round(): Promise<number> {
     const { db } = this.deps.database;
     await stampCommitted(db);
+    const at = this.deps.clock.now().getTime();
+    if (at - this.#prunedAt >= PRUNE_EVERY_MS) {
+      this.#prunedAt = at;
+      await pruneOld(db, new Date(at - this.deps.config.events.retentionSeconds * 1000));
+    }
     let sent = 0;
     while (!this.#stop.signal.aborted) {
       const now = this.deps.clock.now();
