@@ -234,7 +234,9 @@ describe('the admin listener', () => {
       '/admin/v1/webhook-endpoints',
       '/admin/v1/webhook-endpoints/{id}',
       '/admin/v1/webhook-endpoints/{id}/deliveries',
+      '/admin/v1/webhook-endpoints/{id}/deliveries/{deliveryId}/resends',
       '/admin/v1/webhook-endpoints/{id}/disablements',
+      '/admin/v1/webhook-endpoints/{id}/recoveries',
       '/admin/v1/webhook-endpoints/{id}/secret-rotations',
     ]);
     expect(doc.components.securitySchemes.adminKey).toMatchObject({ type: 'http', scheme: 'bearer' });

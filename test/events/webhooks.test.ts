@@ -220,4 +220,59 @@ describe('delivery', () => {
     expect(res.statusCode).toBe(200);
     expect(res.json().data[0]).toMatchObject({ status: 'delivered', attempts: 1, lastStatusCode: 200 });
   });
+
+  it('a resend sends a delivered delivery again with the same webhook-id; unknown 404', async () => {
+    const e = await createEndpoint(t, { url: sink.url });
+    await disableSomeone();
+    const w = worker(t);
+    await w.runOnce();
+    const [d] = await deliveriesOf(t, e.id);
+    expect((await admin(t, 'POST', `/webhook-endpoints/${e.id}/deliveries/${d.id}/resends`)).statusCode).toBe(
+      204,
+    );
+    expect(await w.runOnce()).toBe(1);
+    expect(sink.received).toHaveLength(2);
+    expect(sink.received[1].headers['webhook-id']).toBe(sink.received[0].headers['webhook-id']);
+    expect(sink.received[1].body).toBe(sink.received[0].body);
+    const unknown = await admin(
+      t,
+      'POST',
+      `/webhook-endpoints/${e.id}/deliveries/${crypto.randomUUID()}/resends`,
+    );
+    expect(unknown.json().code).toBe('admin.webhook_delivery_not_found');
+  });
+
+  it('a recovery queues the dead deliveries and the events missed while disabled, not the delivered ones', async () => {
+    // Past every event of the earlier tests, some of which moved the clock days ahead.
+    t.clock.advance(7 * 86400);
+    const since = t.clock.now().toISOString();
+    const e = await createEndpoint(t, { url: sink.url });
+    await disableSomeone();
+    const w = worker(t);
+    await w.runOnce(); // delivered
+    sink.answer = () => ({ status: 500 });
+    await disableSomeone();
+    await w.runOnce();
+    for (const wait of RETRY_SECONDS) {
+      t.clock.advance(wait);
+      await w.runOnce();
+    }
+    expect((await deliveriesOf(t, e.id)).map((d) => d.status).sort()).toEqual(['dead', 'delivered']);
+    await admin(t, 'POST', `/webhook-endpoints/${e.id}/disablements`);
+    await disableSomeone();
+    await admin(t, 'DELETE', `/webhook-endpoints/${e.id}/disablements`);
+    expect(await deliveriesOf(t, e.id)).toHaveLength(2);
+    sink.answer = () => ({ status: 200 });
+    const res = await admin(t, 'POST', `/webhook-endpoints/${e.id}/recoveries`, { since });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().data).toEqual({ queued: 2 });
+    const before = sink.received.length;
+    expect(await w.runOnce()).toBe(2);
+    expect(sink.received.length - before).toBe(2);
+    expect((await deliveriesOf(t, e.id)).map((d) => d.status)).toEqual([
+      'delivered',
+      'delivered',
+      'delivered',
+    ]);
+  });
 });

@@ -312,3 +312,54 @@ export function deliveriesPage(
     .limit(rowsToFetch(window))
     .execute();
 }
+
+/**
+ * Due again now, its attempts counted from zero, unless a worker holds it; same delivery, so the
+ * same `webhook-id`. Returns `resent`, `in_flight` (leased) or `unknown`.
+ */
+export async function resendDelivery(
+  db: Executor,
+  endpointId: string,
+  deliveryId: string,
+  now: Date,
+): Promise<'resent' | 'in_flight' | 'unknown'> {
+  const r = await db
+    .updateTable('webhook_deliveries')
+    .set({ status: 'pending', attempts: 0, due_at: now, lease_id: null, lease_until: null })
+    .where('id', '=', deliveryId)
+    .where('endpoint_id', '=', endpointId)
+    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', now)]))
+    .executeTakeFirst();
+  if (Number(r.numUpdatedRows) > 0) return 'resent';
+  const row = await db
+    .selectFrom('webhook_deliveries')
+    .select('id')
+    .where('id', '=', deliveryId)
+    .where('endpoint_id', '=', endpointId)
+    .executeTakeFirst();
+  return row ? 'in_flight' : 'unknown';
+}
+
+/**
+ * Every event since `since` the endpoint's filters take and that it did not receive: a dead
+ * delivery is due again (attempts from zero), an event it has no delivery of (it was disabled, or
+ * added later) gets one. Delivered and pending ones are left as they are. Returns how many.
+ */
+export async function recoverSince(
+  db: Executor,
+  endpointId: string,
+  since: Date,
+  now: Date,
+): Promise<number> {
+  const r = await sql`
+    INSERT INTO webhook_deliveries (id, endpoint_id, event_id, status, due_at, created_at)
+    SELECT gen_random_uuid(), w.id, e.id, 'pending', ${now}, ${now}
+    FROM webhook_endpoints w JOIN events e ON e.occurred_at >= ${since}
+    WHERE w.id = ${endpointId}::uuid
+      AND (cardinality(w.event_types) = 0 OR e.type = ANY (w.event_types))
+      AND (w.organization_id IS NULL OR w.organization_id = e.organization_id)
+    ON CONFLICT (endpoint_id, event_id) DO UPDATE
+      SET status = 'pending', attempts = 0, due_at = EXCLUDED.due_at
+      WHERE webhook_deliveries.status = 'dead'`.execute(db);
+  return Number(r.numAffectedRows ?? 0);
+}

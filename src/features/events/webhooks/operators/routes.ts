@@ -170,6 +170,44 @@ export const webhookEndpointRoutes = featureRoutes(async (app, { ctx }: { ctx: A
     async (request) => envelope(await service.rotate(request.params.id, request.body, operatorOf(request))),
   );
 
+  app.post(
+    `${PATH}/:id/deliveries/:deliveryId/resends`,
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Send a delivery again now, with the same webhook-id, its attempts counted afresh (audited)',
+        security: SECURITY,
+        params: schema.DeliveryParams,
+        response: responses({ 204: NoContent }, [
+          ...WRITE_REFUSALS,
+          'admin.webhook_delivery_not_found',
+          'admin.webhook_delivery_in_flight',
+        ]),
+      },
+    },
+    async (request, reply) => {
+      await service.resend(request.params.id, request.params.deliveryId, operatorOf(request));
+      return reply.code(204).send();
+    },
+  );
+
+  app.post(
+    `${PATH}/:id/recoveries`,
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Queue again every event since an instant the endpoint did not receive (audited)',
+        description:
+          'A dead delivery is due again; an event the endpoint has no delivery of (it was disabled, or added later) gets one; delivered and pending ones are left alone.',
+        security: SECURITY,
+        params: schema.EndpointIdParams,
+        body: schema.RecoveryBody,
+        response: responses({ 200: Data(schema.Recovery) }, WRITE_REFUSALS, { body: true }),
+      },
+    },
+    async (request) => envelope(await service.recover(request.params.id, request.body, operatorOf(request))),
+  );
+
   app.get(
     `${PATH}/:id/deliveries`,
     {

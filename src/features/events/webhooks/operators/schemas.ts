@@ -60,6 +60,23 @@ export const RotateSecretBody = Type.Object(
 );
 export type RotateSecretBody = Static<typeof RotateSecretBody>;
 
+/** POST /admin/v1/webhook-endpoints/{id}/recoveries. Strict. */
+export const RecoveryBody = Type.Object(
+  { since: Type.String({ format: 'date-time', description: 'Events from this instant on' }) },
+  { additionalProperties: false },
+);
+export type RecoveryBody = Static<typeof RecoveryBody>;
+
+export const Recovery = Type.Object(
+  { queued: Type.Integer({ minimum: 0, description: 'Deliveries due again or new' }) },
+  { additionalProperties: false },
+);
+
+export const DeliveryParams = Type.Object(
+  { id: IdInput, deliveryId: IdInput },
+  { additionalProperties: false },
+);
+
 export const EndpointIdParams = Type.Object({ id: IdInput }, { additionalProperties: false });
 
 export const Endpoint = Type.Object(

@@ -9,7 +9,7 @@ import { type KeysetWindow, keysetPage, type PageQuery } from '../../../../platf
 import { Problem } from '../../../../platform/problem.js';
 import * as repo from '../repository.js';
 import { newSecret, newSigningKey, previousSecretAad, secretAad, signingKeyAad } from '../signing.js';
-import type { CreateEndpointBody, RotateSecretBody, UpdateEndpointBody } from './schemas.js';
+import type { CreateEndpointBody, RecoveryBody, RotateSecretBody, UpdateEndpointBody } from './schemas.js';
 
 /** What the operators' webhook endpoint acts use. */
 export interface WebhookEndpointDeps {
@@ -152,6 +152,26 @@ export class WebhookEndpoints {
       return { overlapSeconds: overlap };
     });
     return { ...updated, secret };
+  }
+
+  /** The delivery again, now, with the same `webhook-id` (the receiver's idempotency key). */
+  async resend(id: string, deliveryId: string, actor: string): Promise<void> {
+    await this.#write(id, actor, 'webhook_endpoint.delivery_resent', async (trx, _row, now) => {
+      const outcome = await repo.resendDelivery(trx, id, deliveryId, now);
+      if (outcome === 'unknown') throw new Problem('admin.webhook_delivery_not_found');
+      if (outcome === 'in_flight') throw new Problem('admin.webhook_delivery_in_flight');
+      return { deliveryId };
+    });
+  }
+
+  /** Every event since `since` the endpoint did not receive, queued again (see repo.recoverSince). */
+  async recover(id: string, input: RecoveryBody, actor: string): Promise<{ queued: number }> {
+    let queued = 0;
+    await this.#write(id, actor, 'webhook_endpoint.recovered', async (trx, _row, now) => {
+      queued = await repo.recoverSince(trx, id, new Date(input.since), now);
+      return { since: new Date(input.since).toISOString(), queued };
+    });
+    return { queued };
   }
 
   /** An endpoint's deliveries, newest first, each with its last attempt's outcome. */
