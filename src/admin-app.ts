@@ -3,6 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { AppContext } from './context.js';
 import { adminRoutes } from './features/admin/routes.js';
+import { eventAdminRoutes } from './features/events/operators/routes.js';
+import { webhookEndpointRoutes } from './features/events/webhooks/operators/routes.js';
 import { oidcClientAdminRoutes } from './features/oidc/operators/routes.js';
 import { organizationAdminRoutes } from './features/organizations/operators/routes.js';
 import { adminRefusal, requireAdminKey } from './platform/http/admin-auth.js';
@@ -61,6 +63,8 @@ export async function buildAdminApp(
   await admin.register(adminRoutes, { ctx, prefix: ADMIN_PREFIX });
   await admin.register(oidcClientAdminRoutes, { ctx, prefix: ADMIN_PREFIX });
   await admin.register(organizationAdminRoutes, { ctx, prefix: ADMIN_PREFIX });
+  await admin.register(eventAdminRoutes, { ctx, prefix: ADMIN_PREFIX });
+  await admin.register(webhookEndpointRoutes, { ctx, prefix: ADMIN_PREFIX });
   // Behind the key like every admin route: it names every route the listener hides from strangers.
   admin.get(`${ADMIN_PREFIX}/openapi.json`, { schema: { hide: true } }, async () => admin.swagger());
   return admin;

@@ -7,6 +7,7 @@ import type { Config } from './config.js';
 import { type AppContext, createContext } from './context.js';
 import { accountRoutes } from './features/account/routes.js';
 import { accountUiRoutes } from './features/account-ui/routes.js';
+import { installWebhookDelivery } from './features/events/webhooks/worker.js';
 import { healthRoutes } from './features/health/routes.js';
 import { connectedAppRoutes } from './features/oidc/account-routes.js';
 import { oidcRoutes } from './features/oidc/routes.js';
@@ -110,6 +111,7 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
   installPlatformPolicies(app, access);
   installSignInNotices(app, ctx.notices);
   installSecurityNotices(app, ctx.securityNotices);
+  installWebhookDelivery(app, ctx.webhooks);
 
   // No allowed origin (the default): no CORS hook on any request. Without it a browser's cross-origin
   // read gets no allow-origin header, as with the plugin set to refuse every origin, and a preflight

@@ -25,6 +25,7 @@ import { secrets } from './config/secrets.js';
 import { server } from './config/server.js';
 import { tracing } from './config/tracing.js';
 import { accountUiSection } from './features/account-ui/config.js';
+import { eventsSection } from './features/events/config.js';
 import { oidcSection } from './features/oidc/config.js';
 import { organizationsSection } from './features/organizations/config.js';
 import { passkeysSection } from './features/passkeys/config.js';
@@ -48,6 +49,7 @@ export const { Environment, loadConfig } = compose(
     operations,
     passkeysSection,
     organizationsSection,
+    eventsSection,
     notices,
     accountUiSection,
     admin,

@@ -1,6 +1,8 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from './config.js';
 import { ChallengeFlow } from './features/challenges/service.js';
+import { EventLog } from './features/events/log.js';
+import { WebhookWorker } from './features/events/webhooks/worker.js';
 import { AccountLock } from './features/identities/lock.js';
 import { OidcService } from './features/oidc/service.js';
 import { type OutboundFetch, UpstreamProviders } from './features/providers/upstream.js';
@@ -70,6 +72,10 @@ export interface AppContext {
   signals: Signals;
   /** The OpenID Provider (docs/oidc.md): keys, clients, grants and their link to sessions. */
   oidc: OidcService;
+  /** Events, appended in the transaction of their change (docs/events.md). */
+  events: EventLog;
+  /** Webhook delivery (WEBHOOK_POLL_MS), started and stopped with the app. */
+  webhooks: WebhookWorker;
 }
 
 export async function createContext(
@@ -160,6 +166,8 @@ export async function createContext(
     signOut: (sessionId) => sessions.signOut(sessionId),
     liveSessionOf: (refreshToken) => sessions.liveSessionOf(refreshToken),
   });
+  const events = new EventLog(clock);
+  const webhooks = new WebhookWorker({ config, database, clock, sealer, log });
   return {
     config,
     database,
@@ -184,6 +192,8 @@ export async function createContext(
     auth,
     signals,
     oidc,
+    events,
+    webhooks,
   } satisfies AppContext;
 }
 

@@ -147,6 +147,30 @@ export const CATALOGUE = {
     detail: 'No organization has this id.',
     retryable: false,
   },
+  'admin.webhook_endpoint_not_found': {
+    status: 404,
+    title: 'Webhook endpoint not found',
+    detail: 'No webhook endpoint has this id.',
+    retryable: false,
+  },
+  'admin.webhook_delivery_not_found': {
+    status: 404,
+    title: 'Webhook delivery not found',
+    detail: 'This endpoint has no delivery with this id.',
+    retryable: false,
+  },
+  'admin.webhook_delivery_in_flight': {
+    status: 409,
+    title: 'Webhook delivery in flight',
+    detail: 'The delivery is being sent now; try again when the attempt has ended.',
+    retryable: true,
+  },
+  'admin.webhook_url_refused': {
+    status: 422,
+    title: 'Webhook URL refused',
+    detail: 'A webhook URL must be https here (WEBHOOK_PRIVATE_ADDRESSES=refuse).',
+    retryable: false,
+  },
   'identity.identifier_taken': {
     status: 409,
     title: 'Identifier taken',

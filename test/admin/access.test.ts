@@ -215,6 +215,7 @@ describe('the admin listener', () => {
     expect(Object.keys(doc.paths).sort()).toEqual([
       '/admin/v1/audit-records',
       '/admin/v1/audit-records/stream',
+      '/admin/v1/events',
       '/admin/v1/identities',
       '/admin/v1/identities/{id}',
       '/admin/v1/identities/{id}/disablements',
@@ -230,6 +231,13 @@ describe('the admin listener', () => {
       '/admin/v1/organizations/{id}/disablements',
       '/admin/v1/organizations/{id}/members',
       '/admin/v1/organizations/{id}/members/{identityId}',
+      '/admin/v1/webhook-endpoints',
+      '/admin/v1/webhook-endpoints/{id}',
+      '/admin/v1/webhook-endpoints/{id}/deliveries',
+      '/admin/v1/webhook-endpoints/{id}/deliveries/{deliveryId}/resends',
+      '/admin/v1/webhook-endpoints/{id}/disablements',
+      '/admin/v1/webhook-endpoints/{id}/recoveries',
+      '/admin/v1/webhook-endpoints/{id}/secret-rotations',
     ]);
     expect(doc.components.securitySchemes.adminKey).toMatchObject({ type: 'http', scheme: 'bearer' });
     for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {

@@ -61,6 +61,8 @@ export function testEnv(extra: Record<string, string> = {}): Record<string, stri
     RATE_LIMIT_GUESSES: '1000/1',
     // The audit head's log line would land in every test's log; the anchor has its own test.
     AUDIT_HEAD_LOG_SECONDS: '0',
+    // Webhook tests drive their own worker round by round (test/events).
+    WEBHOOK_POLL_MS: '0',
     ...extra,
   };
 }

@@ -157,3 +157,15 @@ export async function identityDetail(
     .where('i.id', '=', identityId)
     .executeTakeFirst();
 }
+
+/** The identity's sessions an operator's act is about to end: unrevoked and unexpired (events). */
+export async function endingSessionIds(trx: Executor, identityId: string, now: Date): Promise<string[]> {
+  const rows = await trx
+    .selectFrom('sessions')
+    .select('id')
+    .where('identity_id', '=', identityId)
+    .where('revoked_at', 'is', null)
+    .where('expires_at', '>', now)
+    .execute();
+  return rows.map((r) => r.id);
+}

@@ -8,6 +8,8 @@ import { buildPage, keysetPage, type PageInfo, readPageQuery } from '../../platf
 import { Problem } from '../../platform/problem.js';
 import { secondFactorFacts } from '../account/repository.js';
 import { deleteIdentityChallenges } from '../challenges/repository.js';
+import type { EventType } from '../events/catalogue.js';
+import type { EventLog } from '../events/log.js';
 import { normaliseIdentifier } from '../identities/identifier.js';
 import type { AccountLock } from '../identities/lock.js';
 import {
@@ -32,6 +34,7 @@ import { endAllSessions } from '../sessions/revocations.js';
 import { methodsPage } from '../sign-in-methods/repository.js';
 import { deleteIdentityElevations } from '../step-up/repository.js';
 import {
+  endingSessionIds,
   type IdentifierJson,
   type IdentityFilter,
   type IdentityListRow,
@@ -110,6 +113,29 @@ export interface AdminServiceDeps {
   lock: AccountLock;
   cursors: CursorCodec;
   signals: Signals;
+  events: EventLog;
+}
+
+/**
+ * The event each operator write emits about the identity (docs/events.md), when it changed
+ * something; every session it ends emits `session.ended` too.
+ */
+const IDENTITY_EVENTS: Record<string, EventType | undefined> = {
+  'identity.disabled': 'identity.disabled',
+  'identity.enabled': 'identity.enabled',
+  'identity.erased': 'identity.erased',
+  'identity.account.lock_cleared': 'identity.unlocked',
+  'identity.sessions.ended_by_operator': undefined,
+};
+
+/** What an operator write did, beside its audit details. */
+interface WriteOutcome {
+  details: NonNullable<AuditEvent['details']>;
+  ended: number;
+  /** false: nothing changed (no identity event). */
+  changed?: boolean;
+  /** The sessions it ended and why (one `session.ended` each). */
+  sessions?: { ids: string[]; reason: string };
 }
 
 /**
@@ -193,9 +219,15 @@ export class AdminService {
   /** Sign-ins of every kind refused from now on; every session ended at its next request. */
   async disable(identityId: string, actor: string): Promise<void> {
     const ended = await this.#write(identityId, actor, 'identity.disabled', async (trx, now) => {
+      const ids = await endingSessionIds(trx, identityId, now);
       const changed = await disableIdentity(trx, identityId, now);
       const sessionsEnded = await endAllSessions(trx, identityId, 'disabled', now);
-      return { details: { changed, sessionsEnded }, ended: sessionsEnded };
+      return {
+        details: { changed, sessionsEnded },
+        ended: sessionsEnded,
+        changed,
+        sessions: { ids, reason: 'disabled' },
+      };
     });
     this.deps.signals.sessionsRevoked('disabled', ended);
   }
@@ -204,7 +236,7 @@ export class AdminService {
   async enable(identityId: string, actor: string): Promise<void> {
     await this.#write(identityId, actor, 'identity.enabled', async (trx) => {
       const changed = await enableIdentity(trx, identityId);
-      return { details: { changed }, ended: 0 };
+      return { details: { changed }, ended: 0, changed };
     });
   }
 
@@ -213,7 +245,11 @@ export class AdminService {
     await this.#write(identityId, actor, 'identity.account.lock_cleared', async (trx, now, identity) => {
       const wasLocked = identity.lockedUntil !== null && new Date(identity.lockedUntil) > now;
       await this.deps.lock.clear(trx, identityId);
-      return { details: { wasLocked, failedAttempts: identity.failedAttempts }, ended: 0 };
+      return {
+        details: { wasLocked, failedAttempts: identity.failedAttempts },
+        ended: 0,
+        changed: wasLocked,
+      };
     });
   }
 
@@ -224,8 +260,13 @@ export class AdminService {
       actor,
       'identity.sessions.ended_by_operator',
       async (trx, now) => {
+        const ids = await endingSessionIds(trx, identityId, now);
         const sessionsEnded = await endAllSessions(trx, identityId, 'ended_by_operator', now);
-        return { details: { sessionsEnded }, ended: sessionsEnded };
+        return {
+          details: { sessionsEnded },
+          ended: sessionsEnded,
+          sessions: { ids, reason: 'ended_by_operator' },
+        };
       },
     );
     this.deps.signals.sessionsRevoked('ended_by_operator', ended);
@@ -249,6 +290,7 @@ export class AdminService {
       const alone = owned.filter((o) => o.members === 1).map((o) => o.id);
       await deleteOrganizations(trx, alone);
       const memberships = await deleteIdentityMemberships(trx, identityId);
+      const ids = await endingSessionIds(trx, identityId, now);
       const sessionsEnded = await endAllSessions(trx, identityId, 'erased', now);
       await eraseSessionOrigins(trx, identityId);
       await eraseAttemptOrigins(trx, identityId);
@@ -270,6 +312,7 @@ export class AdminService {
           membershipsRemoved: memberships,
         },
         ended: sessionsEnded,
+        sessions: { ids, reason: 'erased' },
       };
     });
     this.deps.signals.sessionsRevoked('erased', ended);
@@ -354,18 +397,27 @@ export class AdminService {
     identityId: string,
     actor: string,
     name: string,
-    act: (
-      trx: Executor,
-      now: Date,
-      identity: IdentityRow,
-    ) => Promise<{ details: NonNullable<AuditEvent['details']>; ended: number }>,
+    act: (trx: Executor, now: Date, identity: IdentityRow) => Promise<WriteOutcome>,
   ): Promise<number> {
     return this.deps.database.db.transaction().execute(async (trx) => {
       const identity = await lockIdentity(trx, identityId);
       if (!identity) throw new Problem('admin.identity_not_found');
       if (identity.erasedAt !== null) throw new Problem('admin.identity_erased');
       const now = this.deps.clock.now();
-      const { details, ended } = await act(trx, now, identity);
+      const { details, ended, changed, sessions } = await act(trx, now, identity);
+      const { events } = this.deps;
+      for (const sessionId of sessions?.ids ?? []) {
+        await events.append(trx, {
+          type: 'session.ended',
+          actor,
+          identityId,
+          sessionId,
+          data: { id: sessionId, identityId, reason: sessions?.reason ?? null },
+        });
+      }
+      const type = IDENTITY_EVENTS[name];
+      const after = type && changed !== false ? await identityDetail(trx, identityId, now) : undefined;
+      if (type && after) await events.append(trx, { type, actor, identityId, data: listItem(after) });
       await this.deps.audit.append(trx, { name, actor, target: identityId, outcome: 'success', details });
       return ended;
     });

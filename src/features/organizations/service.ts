@@ -8,7 +8,9 @@ import { maskIdentifier } from '../../platform/notify/mask.js';
 import type { CursorCodec, CursorScope } from '../../platform/pagination/cursor.js';
 import { type KeysetWindow, keysetPage, type PageQuery } from '../../platform/pagination/page.js';
 import { Problem } from '../../platform/problem.js';
+import type { EventLog } from '../events/log.js';
 import { verifiedIdentifiers } from '../identities/repository.js';
+import { membershipChanged, organizationChanged } from './events.js';
 import * as repo from './repository.js';
 import { OrganizationRoles, OWNER_ROLE, type Permission } from './roles.js';
 
@@ -19,6 +21,7 @@ export interface OrganizationServiceDeps {
   audit: AuditLog;
   cursors: CursorCodec;
   config: Pick<Config, 'organizations'>;
+  events: EventLog;
 }
 
 export interface OrganizationView {
@@ -68,6 +71,12 @@ export class OrganizationService {
       if (!(await repo.insertOrganization(trx, { id, name, slug: input.slug, createdBy: identityId, now })))
         throw new Problem('organization.slug_taken');
       await repo.insertMembership(trx, { organizationId: id, identityId, role: OWNER_ROLE, now });
+      await organizationChanged(this.deps.events, trx, 'organization.created', identityId, id);
+      await membershipChanged(this.deps.events, trx, 'organization.membership.created', identityId, {
+        organizationId: id,
+        identityId,
+        role: OWNER_ROLE,
+      });
       await this.#audit(trx, 'organization.created', identityId, identityId, {
         organizationId: id,
         slug: input.slug,
@@ -139,6 +148,7 @@ export class OrganizationService {
         change.requireSecondFactor === true && !organization.requireSecondFactor
           ? await repo.clearActiveWithoutSecondFactor(trx, organizationId)
           : 0;
+      await organizationChanged(this.deps.events, trx, 'organization.updated', identityId, organizationId);
       await this.#audit(trx, 'organization.updated', identityId, identityId, {
         organizationId,
         ...(change.name !== undefined ? { name: true } : {}),
@@ -194,6 +204,11 @@ export class OrganizationService {
       if (current === role) return { identityId: memberId, role };
       if (current === OWNER_ROLE) await this.#keepsAnOwner(trx, organizationId);
       await repo.setRole(trx, organizationId, memberId, role, this.deps.clock.now());
+      await membershipChanged(this.deps.events, trx, 'organization.membership.updated', identityId, {
+        organizationId,
+        identityId: memberId,
+        role,
+      });
       await this.#audit(trx, 'organization.member.role_changed', identityId, memberId, {
         organizationId,
         from: current,
@@ -220,6 +235,11 @@ export class OrganizationService {
       }
       if (current === OWNER_ROLE) await this.#keepsAnOwner(trx, organizationId);
       await repo.deleteMembership(trx, organizationId, memberId);
+      await membershipChanged(this.deps.events, trx, 'organization.membership.deleted', identityId, {
+        organizationId,
+        identityId: memberId,
+        role: current ?? null,
+      });
       await this.#audit(trx, 'organization.member.removed', identityId, memberId, {
         organizationId,
         role: current ?? null,
@@ -246,6 +266,16 @@ export class OrganizationService {
       const now = this.deps.clock.now();
       await repo.setRole(trx, organizationId, memberId, OWNER_ROLE, now);
       await repo.setRole(trx, organizationId, identityId, 'admin', now);
+      for (const [who, role] of [
+        [memberId, OWNER_ROLE],
+        [identityId, 'admin'],
+      ] as const) {
+        await membershipChanged(this.deps.events, trx, 'organization.membership.updated', identityId, {
+          organizationId,
+          identityId: who,
+          role,
+        });
+      }
       await this.#audit(trx, 'organization.ownership.transferred', identityId, memberId, {
         organizationId,
         from: target,

@@ -66,6 +66,24 @@ export interface Elevations {
   token_hash: string;
 }
 
+export interface Events {
+  actor: string | null;
+  appended: Generated<number>;
+  data: Json;
+  id: string;
+  identity_id: string | null;
+  occurred_at: Timestamp;
+  organization_id: string | null;
+  seq: number | null;
+  session_id: string | null;
+  type: string;
+}
+
+export interface EventSequencer {
+  id: Generated<boolean>;
+  last_seq: number;
+}
+
 export interface GuessBudgets {
   attempts: number;
   key: string;
@@ -379,11 +397,46 @@ export interface WebauthnChallenges {
   spent_at: Timestamp | null;
 }
 
+export interface WebhookDeliveries {
+  attempts: Generated<number>;
+  created_at: Timestamp;
+  due_at: Timestamp;
+  endpoint_id: string;
+  event_id: string;
+  id: string;
+  last_attempt_at: Timestamp | null;
+  last_error: string | null;
+  last_latency_ms: number | null;
+  last_status_code: number | null;
+  lease_id: string | null;
+  lease_until: Timestamp | null;
+  status: string;
+}
+
+export interface WebhookEndpoints {
+  created_at: Timestamp;
+  description: Generated<string>;
+  disabled_at: Timestamp | null;
+  disabled_reason: string | null;
+  ed25519_public_key: string | null;
+  event_types: Generated<string[]>;
+  id: string;
+  organization_id: string | null;
+  previous_secret_until: Timestamp | null;
+  sealed_ed25519_key: string | null;
+  sealed_previous_secret: string | null;
+  sealed_secret: string;
+  updated_at: Timestamp;
+  url: string;
+}
+
 export interface DB {
   audit_head: AuditHead;
   audit_records: AuditRecords;
   challenges: Challenges;
   elevations: Elevations;
+  event_sequencer: EventSequencer;
+  events: Events;
   guess_budgets: GuessBudgets;
   identifiers: Identifiers;
   identities: Identities;
@@ -414,4 +467,6 @@ export interface DB {
   sign_in_attempts: SignInAttempts;
   signing_keys: SigningKeys;
   webauthn_challenges: WebauthnChallenges;
+  webhook_deliveries: WebhookDeliveries;
+  webhook_endpoints: WebhookEndpoints;
 }

@@ -241,3 +241,24 @@ export function invitationsSentBy(trx: Executor, identityId: string): Promise<Se
     .orderBy('id')
     .execute();
 }
+
+/** An invitation as events tell of it (never its token's hash); undefined when there is none. */
+export function invitationById(trx: Executor, invitationId: string) {
+  return trx
+    .selectFrom('organization_invitations')
+    .select([
+      'id',
+      'organization_id as organizationId',
+      'identifier_type as identifierType',
+      'identifier',
+      'role',
+      'invited_by as invitedBy',
+      'created_at as createdAt',
+      'expires_at as expiresAt',
+      'accepted_at as acceptedAt',
+      'accepted_by as acceptedBy',
+      'revoked_at as revokedAt',
+    ])
+    .where('id', '=', invitationId)
+    .executeTakeFirst();
+}

@@ -12,7 +12,9 @@ import { Problem } from '../../../platform/problem.js';
 import type { MessageLimits, MessageSubject } from '../../../platform/rate-limit/guess-budget.js';
 import { destinationSubject } from '../../../platform/rate-limit/guess-budget.js';
 import type { ChallengeFlow } from '../../challenges/service.js';
+import type { EventLog } from '../../events/log.js';
 import type { IdentifierInput, IdentifierType } from '../../identities/identifier.js';
+import { invitationChanged, membershipChanged } from '../events.js';
 import * as repo from '../repository.js';
 import { OrganizationRoles } from '../roles.js';
 import * as invitations from './repository.js';
@@ -30,6 +32,7 @@ export interface InvitationServiceDeps {
   config: Pick<Config, 'organizations' | 'publicOrigin'> & {
     keys: Pick<Config['keys'], 'organizationInvitations'>;
   };
+  events: EventLog;
 }
 
 export interface SentInvitation {
@@ -131,6 +134,9 @@ export class InvitationService {
         expiresAt,
       });
       await this.deps.messages.count([sender, destinationSubject(to)], trx);
+      for (const old of replaced)
+        await invitationChanged(this.deps.events, trx, 'organization.invitation.revoked', identityId, old);
+      await invitationChanged(this.deps.events, trx, 'organization.invitation.created', identityId, id);
       await this.#audit(trx, 'organization.invitation.sent', identityId, id, {
         organizationId,
         identifierType: to.type,
@@ -187,6 +193,13 @@ export class InvitationService {
       const now = this.deps.clock.now();
       if (!(await invitations.revokeInvitation(trx, organizationId, invitationId, now)))
         throw unknownInvitation();
+      await invitationChanged(
+        this.deps.events,
+        trx,
+        'organization.invitation.revoked',
+        identityId,
+        invitationId,
+      );
       await this.#audit(trx, 'organization.invitation.revoked', identityId, invitationId, { organizationId });
     });
   }
@@ -240,6 +253,18 @@ export class InvitationService {
         identityId,
         role: found.role,
         now,
+      });
+      await invitationChanged(
+        this.deps.events,
+        trx,
+        'organization.invitation.accepted',
+        identityId,
+        found.id,
+      );
+      await membershipChanged(this.deps.events, trx, 'organization.membership.created', identityId, {
+        organizationId: found.organizationId,
+        identityId,
+        role: found.role,
       });
       await this.#audit(trx, 'organization.invitation.accepted', identityId, identityId, {
         organizationId: found.organizationId,

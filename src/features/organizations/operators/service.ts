@@ -12,6 +12,8 @@ import {
   type PageQuery,
 } from '../../../platform/pagination/page.js';
 import { Problem } from '../../../platform/problem.js';
+import type { EventLog } from '../../events/log.js';
+import { membershipChanged, organizationChanged, organizationData } from '../events.js';
 import * as orgs from '../repository.js';
 import { OrganizationRoles, OWNER_ROLE } from '../roles.js';
 import * as repo from './repository.js';
@@ -24,6 +26,7 @@ export interface AdminOrganizationDeps {
   audit: AuditLog;
   cursors: CursorCodec;
   config: Pick<Config, 'organizations'>;
+  events: EventLog;
 }
 
 /** The audit name of an operator's read of members' identifiers (one record per identity shown). */
@@ -104,6 +107,12 @@ export class AdminOrganizations {
         role: OWNER_ROLE,
         now,
       });
+      await organizationChanged(this.deps.events, trx, 'organization.created', actor, id);
+      await membershipChanged(this.deps.events, trx, 'organization.membership.created', actor, {
+        organizationId: id,
+        identityId: input.ownerIdentityId,
+        role: OWNER_ROLE,
+      });
       await this.#audit(trx, 'organization.created', actor, input.ownerIdentityId, {
         organizationId: id,
         slug: input.slug,
@@ -131,6 +140,8 @@ export class AdminOrganizations {
   async disable(organizationId: string, actor: string): Promise<void> {
     await this.#write(organizationId, async (trx, org, now) => {
       const changed = await orgs.setDisabled(trx, organizationId, now, nextVersion(now, org.updatedAt));
+      if (changed)
+        await organizationChanged(this.deps.events, trx, 'organization.updated', actor, organizationId);
       await this.#audit(trx, 'organization.disabled', actor, organizationId, { organizationId, changed });
     });
   }
@@ -138,6 +149,8 @@ export class AdminOrganizations {
   async enable(organizationId: string, actor: string): Promise<void> {
     await this.#write(organizationId, async (trx, org, now) => {
       const changed = await orgs.setDisabled(trx, organizationId, null, nextVersion(now, org.updatedAt));
+      if (changed)
+        await organizationChanged(this.deps.events, trx, 'organization.updated', actor, organizationId);
       await this.#audit(trx, 'organization.enabled', actor, organizationId, { organizationId, changed });
     });
   }
@@ -146,7 +159,10 @@ export class AdminOrganizations {
   async delete(organizationId: string, actor: string): Promise<void> {
     await this.#write(organizationId, async (trx, org) => {
       const members = (await repo.organizationDetail(trx, organizationId))?.members ?? 0;
+      const data = await organizationData(trx, organizationId);
       await orgs.deleteOrganization(trx, organizationId);
+      if (data)
+        await this.deps.events.append(trx, { type: 'organization.deleted', actor, organizationId, data });
       await this.#audit(trx, 'organization.deleted', actor, organizationId, {
         organizationId,
         slug: org.slug,
@@ -207,12 +223,22 @@ export class AdminOrganizations {
       const member = { identityId, role };
       if (current === undefined) {
         await orgs.insertMembership(trx, { organizationId, identityId, role, now });
+        await membershipChanged(this.deps.events, trx, 'organization.membership.created', actor, {
+          organizationId,
+          identityId,
+          role,
+        });
         await this.#audit(trx, 'organization.member.added', actor, identityId, { organizationId, role });
         return { member, added: true };
       }
       if (current === role) return { member, added: false };
       if (current === OWNER_ROLE) await this.#keepsAnOwner(trx, organizationId);
       await orgs.setRole(trx, organizationId, identityId, role, now);
+      await membershipChanged(this.deps.events, trx, 'organization.membership.updated', actor, {
+        organizationId,
+        identityId,
+        role,
+      });
       await this.#audit(trx, 'organization.member.role_changed', actor, identityId, {
         organizationId,
         from: current,
@@ -229,6 +255,11 @@ export class AdminOrganizations {
       if (current === undefined) throw new Problem('organization.member_not_found');
       if (current === OWNER_ROLE) await this.#keepsAnOwner(trx, organizationId);
       await orgs.deleteMembership(trx, organizationId, identityId);
+      await membershipChanged(this.deps.events, trx, 'organization.membership.deleted', actor, {
+        organizationId,
+        identityId,
+        role: current,
+      });
       await this.#audit(trx, 'organization.member.removed', actor, identityId, {
         organizationId,
         role: current,

@@ -1,0 +1,111 @@
+import { sql } from 'kysely';
+import type { Executor } from '../../platform/db/database.js';
+
+// The events table and its sequencer: the one writer of `events` and `event_sequencer`.
+
+export interface NewEvent {
+  id: string;
+  type: string;
+  occurredAt: Date;
+  actor: string | null;
+  identityId: string | null;
+  sessionId: string | null;
+  organizationId: string | null;
+  data: Record<string, unknown>;
+}
+
+export interface StoredEvent {
+  id: string;
+  seq: number;
+  type: string;
+  occurredAt: Date;
+  actor: string | null;
+  identityId: string | null;
+  sessionId: string | null;
+  organizationId: string | null;
+  data: unknown;
+}
+
+/** Unstamped (seq null): the sequencer gives it its seq once it has committed. */
+export async function insertEvent(trx: Executor, e: NewEvent): Promise<void> {
+  await trx
+    .insertInto('events')
+    .values({
+      id: e.id,
+      type: e.type,
+      occurred_at: e.occurredAt,
+      actor: e.actor,
+      identity_id: e.identityId,
+      session_id: e.sessionId,
+      organization_id: e.organizationId,
+      data: JSON.stringify(e.data),
+    })
+    .execute();
+}
+
+/**
+ * Stamps up to `limit` committed, unstamped events with the next seqs, oldest first (by their instant, then their append order), in the
+ * caller's transaction (READ COMMITTED). The sequencer row is locked by a statement of its own
+ * first, so the next statement's snapshot is taken after any earlier stamper committed: two
+ * stampers never interleave, and a seq is handed out only once every smaller one has committed.
+ * Returns how many were stamped.
+ */
+export async function stampEvents(trx: Executor, limit: number): Promise<number> {
+  const head = await trx
+    .selectFrom('event_sequencer')
+    .select('last_seq')
+    .where('id', '=', true)
+    .forUpdate()
+    .executeTakeFirstOrThrow();
+  const r = await sql<{ seq: number }>`
+    WITH todo AS (
+      SELECT id, ${head.last_seq}::bigint + row_number() OVER (ORDER BY occurred_at, appended) AS seq
+      FROM (SELECT id, occurred_at, appended FROM events WHERE seq IS NULL ORDER BY occurred_at, appended LIMIT ${limit}) e
+    )
+    UPDATE events SET seq = todo.seq FROM todo WHERE events.id = todo.id RETURNING events.seq`.execute(trx);
+  if (r.rows.length === 0) return 0;
+  await trx
+    .updateTable('event_sequencer')
+    .set({ last_seq: head.last_seq + r.rows.length })
+    .where('id', '=', true)
+    .execute();
+  return r.rows.length;
+}
+
+/** Ascending, `limit` stamped events after `afterSeq`, of the given types (any when empty). */
+export function eventsAfter(
+  db: Executor,
+  q: { afterSeq: number; types: string[]; limit: number },
+): Promise<StoredEvent[]> {
+  let query = db
+    .selectFrom('events')
+    .select([
+      'id',
+      'seq',
+      'type',
+      'occurred_at as occurredAt',
+      'actor',
+      'identity_id as identityId',
+      'session_id as sessionId',
+      'organization_id as organizationId',
+      'data',
+    ])
+    .where('seq', '>', q.afterSeq)
+    .orderBy('seq')
+    .limit(q.limit);
+  if (q.types.length > 0) query = query.where('type', 'in', q.types);
+  return query.execute() as Promise<StoredEvent[]>;
+}
+
+/**
+ * Deletes up to `limit` stamped events that occurred before `before`, lowest seq first (their
+ * deliveries go with them). Unstamped ones wait for their seq, so a reader never sees a hole open
+ * above its cursor. Returns how many.
+ */
+export async function pruneEvents(db: Executor, before: Date, limit: number): Promise<number> {
+  const r = await sql`
+    DELETE FROM events WHERE id IN (
+      SELECT id FROM events WHERE seq IS NOT NULL AND occurred_at < ${before} ORDER BY seq LIMIT ${limit}
+    )`.execute(db);
+  return Number(r.numAffectedRows ?? 0);
+}

@@ -1,0 +1,365 @@
+import { sql } from 'kysely';
+import type { Executor } from '../../../platform/db/database.js';
+import type { KeysetWindow } from '../../../platform/pagination/page.js';
+import { afterPosition, rowsToFetch } from '../../../platform/pagination/repository.js';
+
+// Webhook endpoints and their deliveries (the outbox): the one writer of both tables.
+
+export interface EndpointRow {
+  id: string;
+  url: string;
+  description: string;
+  eventTypes: string[];
+  organizationId: string | null;
+  sealedSecret: string;
+  sealedPreviousSecret: string | null;
+  previousSecretUntil: Date | null;
+  sealedEd25519Key: string | null;
+  ed25519PublicKey: string | null;
+  disabledAt: Date | null;
+  disabledReason: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+const endpointColumns = [
+  'id',
+  'url',
+  'description',
+  'event_types as eventTypes',
+  'organization_id as organizationId',
+  'sealed_secret as sealedSecret',
+  'sealed_previous_secret as sealedPreviousSecret',
+  'previous_secret_until as previousSecretUntil',
+  'sealed_ed25519_key as sealedEd25519Key',
+  'ed25519_public_key as ed25519PublicKey',
+  'disabled_at as disabledAt',
+  'disabled_reason as disabledReason',
+  'created_at as createdAt',
+  'updated_at as updatedAt',
+] as const;
+
+export async function insertEndpoint(trx: Executor, e: EndpointRow): Promise<void> {
+  await trx
+    .insertInto('webhook_endpoints')
+    .values({
+      id: e.id,
+      url: e.url,
+      description: e.description,
+      event_types: e.eventTypes,
+      organization_id: e.organizationId,
+      sealed_secret: e.sealedSecret,
+      sealed_previous_secret: e.sealedPreviousSecret,
+      previous_secret_until: e.previousSecretUntil,
+      sealed_ed25519_key: e.sealedEd25519Key,
+      ed25519_public_key: e.ed25519PublicKey,
+      disabled_at: e.disabledAt,
+      disabled_reason: e.disabledReason,
+      created_at: e.createdAt,
+      updated_at: e.updatedAt,
+    })
+    .execute();
+}
+
+/** Newest first, disabled ones included. */
+export function endpointsPage(db: Executor, window: KeysetWindow): Promise<EndpointRow[]> {
+  return db
+    .selectFrom('webhook_endpoints')
+    .select(endpointColumns)
+    .where(afterPosition('created_at', window, 'id'))
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(rowsToFetch(window))
+    .execute();
+}
+
+/** One endpoint; with `lock`, its row locked until the transaction ends. */
+export function endpointById(db: Executor, id: string, lock = false): Promise<EndpointRow | undefined> {
+  const q = db.selectFrom('webhook_endpoints').select(endpointColumns).where('id', '=', id);
+  return (lock ? q.forUpdate() : q).executeTakeFirst();
+}
+
+export type EndpointChange = Partial<
+  Pick<
+    EndpointRow,
+    | 'url'
+    | 'description'
+    | 'eventTypes'
+    | 'organizationId'
+    | 'sealedSecret'
+    | 'sealedPreviousSecret'
+    | 'previousSecretUntil'
+    | 'sealedEd25519Key'
+    | 'ed25519PublicKey'
+    | 'disabledAt'
+    | 'disabledReason'
+  >
+> & { updatedAt: Date };
+
+export async function updateEndpoint(trx: Executor, id: string, c: EndpointChange): Promise<boolean> {
+  const r = await trx
+    .updateTable('webhook_endpoints')
+    .set({
+      ...(c.url !== undefined ? { url: c.url } : {}),
+      ...(c.description !== undefined ? { description: c.description } : {}),
+      ...(c.eventTypes !== undefined ? { event_types: c.eventTypes } : {}),
+      ...(c.organizationId !== undefined ? { organization_id: c.organizationId } : {}),
+      ...(c.sealedSecret !== undefined ? { sealed_secret: c.sealedSecret } : {}),
+      ...(c.sealedPreviousSecret !== undefined ? { sealed_previous_secret: c.sealedPreviousSecret } : {}),
+      ...(c.previousSecretUntil !== undefined ? { previous_secret_until: c.previousSecretUntil } : {}),
+      ...(c.sealedEd25519Key !== undefined ? { sealed_ed25519_key: c.sealedEd25519Key } : {}),
+      ...(c.ed25519PublicKey !== undefined ? { ed25519_public_key: c.ed25519PublicKey } : {}),
+      ...(c.disabledAt !== undefined ? { disabled_at: c.disabledAt } : {}),
+      ...(c.disabledReason !== undefined ? { disabled_reason: c.disabledReason } : {}),
+      updated_at: c.updatedAt,
+    })
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/** The endpoint and its deliveries. */
+export async function deleteEndpoint(trx: Executor, id: string): Promise<boolean> {
+  const r = await trx.deleteFrom('webhook_endpoints').where('id', '=', id).executeTakeFirst();
+  return Number(r.numDeletedRows) > 0;
+}
+
+/** Disabled by the delivery (410 Gone), unless an operator did so first. */
+export async function disableEndpoint(db: Executor, id: string, now: Date, reason: string): Promise<void> {
+  await db
+    .updateTable('webhook_endpoints')
+    .set({ disabled_at: now, disabled_reason: reason, updated_at: now })
+    .where('id', '=', id)
+    .where('disabled_at', 'is', null)
+    .execute();
+}
+
+/**
+ * In the event's own transaction: one pending delivery, due now, for every enabled endpoint whose
+ * type filter (empty: every type) and organization filter (null: every event) take the event.
+ */
+export async function enqueueDeliveries(
+  trx: Executor,
+  e: { id: string; type: string; organizationId: string | null; now: Date },
+): Promise<number> {
+  const r = await sql`
+    INSERT INTO webhook_deliveries (id, endpoint_id, event_id, status, due_at, created_at)
+    SELECT gen_random_uuid(), w.id, ${e.id}::uuid, 'pending', ${e.now}, ${e.now}
+    FROM webhook_endpoints w
+    WHERE w.disabled_at IS NULL
+      AND (cardinality(w.event_types) = 0 OR ${e.type}::text = ANY (w.event_types))
+      AND (w.organization_id IS NULL OR w.organization_id = ${e.organizationId}::uuid)`.execute(trx);
+  return Number(r.numAffectedRows ?? 0);
+}
+
+/** A claimed delivery with what sending it needs. */
+export interface ClaimedDelivery {
+  id: string;
+  attempts: number;
+  eventId: string;
+  type: string;
+  occurredAt: Date;
+  actor: string | null;
+  identityId: string | null;
+  sessionId: string | null;
+  organizationId: string | null;
+  data: unknown;
+  endpointId: string;
+  url: string;
+  sealedSecret: string;
+  sealedPreviousSecret: string | null;
+  previousSecretUntil: Date | null;
+  sealedEd25519Key: string | null;
+}
+
+/**
+ * One statement, committed on its own: up to `limit` pending deliveries due by `now`, of enabled
+ * endpoints, whose lease (if any) has run out, locked FOR UPDATE SKIP LOCKED (another instance's
+ * claim in progress is passed over, one committed is seen by the re-check) and leased to
+ * `leaseId` until `leaseUntil`, their attempt counted.
+ */
+export async function claimDue(
+  db: Executor,
+  q: { now: Date; leaseId: string; leaseUntil: Date; limit: number },
+): Promise<ClaimedDelivery[]> {
+  const claimed = await sql<{ id: string }>`
+    UPDATE webhook_deliveries d
+    SET lease_id = ${q.leaseId}::uuid, lease_until = ${q.leaseUntil}, attempts = d.attempts + 1
+    WHERE d.id IN (
+      SELECT c.id FROM webhook_deliveries c
+      JOIN webhook_endpoints w ON w.id = c.endpoint_id AND w.disabled_at IS NULL
+      WHERE c.status = 'pending' AND c.due_at <= ${q.now}
+        AND (c.lease_until IS NULL OR c.lease_until <= ${q.now})
+      ORDER BY c.due_at
+      LIMIT ${q.limit}
+      FOR UPDATE OF c SKIP LOCKED
+    )
+      AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until <= ${q.now})
+    RETURNING d.id`.execute(db);
+  if (claimed.rows.length === 0) return [];
+  return db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_endpoints as w', 'w.id', 'd.endpoint_id')
+    .innerJoin('events as e', 'e.id', 'd.event_id')
+    .select([
+      'd.id',
+      'd.attempts',
+      'e.id as eventId',
+      'e.type',
+      'e.occurred_at as occurredAt',
+      'e.actor',
+      'e.identity_id as identityId',
+      'e.session_id as sessionId',
+      'e.organization_id as organizationId',
+      'e.data',
+      'w.id as endpointId',
+      'w.url',
+      'w.sealed_secret as sealedSecret',
+      'w.sealed_previous_secret as sealedPreviousSecret',
+      'w.previous_secret_until as previousSecretUntil',
+      'w.sealed_ed25519_key as sealedEd25519Key',
+    ])
+    .where(
+      'd.id',
+      'in',
+      claimed.rows.map((r) => r.id),
+    )
+    .where('d.lease_id', '=', q.leaseId)
+    .execute();
+}
+
+export interface AttemptResult {
+  status: 'pending' | 'delivered' | 'dead';
+  dueAt: Date;
+  at: Date;
+  statusCode: number | null;
+  error: string | null;
+  latencyMs: number | null;
+}
+
+/** Records an attempt's result and ends the lease, only while `leaseId` still holds it. */
+export async function recordAttempt(
+  db: Executor,
+  id: string,
+  leaseId: string,
+  r: AttemptResult,
+): Promise<boolean> {
+  const u = await db
+    .updateTable('webhook_deliveries')
+    .set({
+      status: r.status,
+      due_at: r.dueAt,
+      lease_id: null,
+      lease_until: null,
+      last_attempt_at: r.at,
+      last_status_code: r.statusCode,
+      last_error: r.error,
+      last_latency_ms: r.latencyMs,
+    })
+    .where('id', '=', id)
+    .where('lease_id', '=', leaseId)
+    .executeTakeFirst();
+  return Number(u.numUpdatedRows) > 0;
+}
+
+/** Gives a claimed delivery back unsent (shutdown): due as it was, its attempt not counted. */
+export async function releaseClaim(db: Executor, id: string, leaseId: string): Promise<void> {
+  await db
+    .updateTable('webhook_deliveries')
+    .set((eb) => ({ lease_id: null, lease_until: null, attempts: eb('attempts', '-', 1) }))
+    .where('id', '=', id)
+    .where('lease_id', '=', leaseId)
+    .execute();
+}
+
+export interface DeliveryRow {
+  id: string;
+  eventId: string;
+  status: string;
+  attempts: number;
+  dueAt: Date;
+  lastAttemptAt: Date | null;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  lastLatencyMs: number | null;
+  createdAt: Date;
+}
+
+/** An endpoint's deliveries, newest first. */
+export function deliveriesPage(
+  db: Executor,
+  endpointId: string,
+  window: KeysetWindow,
+): Promise<DeliveryRow[]> {
+  return db
+    .selectFrom('webhook_deliveries')
+    .select([
+      'id',
+      'event_id as eventId',
+      'status',
+      'attempts',
+      'due_at as dueAt',
+      'last_attempt_at as lastAttemptAt',
+      'last_status_code as lastStatusCode',
+      'last_error as lastError',
+      'last_latency_ms as lastLatencyMs',
+      'created_at as createdAt',
+    ])
+    .where('endpoint_id', '=', endpointId)
+    .where(afterPosition('created_at', window, 'id'))
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(rowsToFetch(window))
+    .execute();
+}
+
+/**
+ * Due again now, its attempts counted from zero, unless a worker holds it; same delivery, so the
+ * same `webhook-id`. Returns `resent`, `in_flight` (leased) or `unknown`.
+ */
+export async function resendDelivery(
+  db: Executor,
+  endpointId: string,
+  deliveryId: string,
+  now: Date,
+): Promise<'resent' | 'in_flight' | 'unknown'> {
+  const r = await db
+    .updateTable('webhook_deliveries')
+    .set({ status: 'pending', attempts: 0, due_at: now, lease_id: null, lease_until: null })
+    .where('id', '=', deliveryId)
+    .where('endpoint_id', '=', endpointId)
+    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', now)]))
+    .executeTakeFirst();
+  if (Number(r.numUpdatedRows) > 0) return 'resent';
+  const row = await db
+    .selectFrom('webhook_deliveries')
+    .select('id')
+    .where('id', '=', deliveryId)
+    .where('endpoint_id', '=', endpointId)
+    .executeTakeFirst();
+  return row ? 'in_flight' : 'unknown';
+}
+
+/**
+ * Every event since `since` the endpoint's filters take and that it did not receive: a dead
+ * delivery is due again (attempts from zero), an event it has no delivery of (it was disabled, or
+ * added later) gets one. Delivered and pending ones are left as they are. Returns how many.
+ */
+export async function recoverSince(
+  db: Executor,
+  endpointId: string,
+  since: Date,
+  now: Date,
+): Promise<number> {
+  const r = await sql`
+    INSERT INTO webhook_deliveries (id, endpoint_id, event_id, status, due_at, created_at)
+    SELECT gen_random_uuid(), w.id, e.id, 'pending', ${now}, ${now}
+    FROM webhook_endpoints w JOIN events e ON e.occurred_at >= ${since}
+    WHERE w.id = ${endpointId}::uuid
+      AND (cardinality(w.event_types) = 0 OR e.type = ANY (w.event_types))
+      AND (w.organization_id IS NULL OR w.organization_id = e.organization_id)
+    ON CONFLICT (endpoint_id, event_id) DO UPDATE
+      SET status = 'pending', attempts = 0, due_at = EXCLUDED.due_at
+      WHERE webhook_deliveries.status = 'dead'`.execute(db);
+  return Number(r.numAffectedRows ?? 0);
+}
