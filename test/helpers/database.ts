@@ -1,8 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { type Database, openDatabase } from '../../src/platform/db/database.js';
 import { migrate } from '../../src/platform/db/migrator.js';
@@ -68,6 +69,34 @@ function migratedSnapshot(): Promise<Blob> {
     return blob;
   })();
   return snapshot;
+}
+
+let emptySnapshot: Promise<Blob> | undefined;
+
+/**
+ * A fresh embedded cluster with nothing migrated, for tests of the migrator itself: the same
+ * cluster `openDatabase({ url: 'memory://' })` makes, loaded from one snapshot taken once per
+ * process (PGlite's initdb costs seconds of CPU each time, loading a snapshot a fraction of it).
+ */
+export async function createEmptyDatabase(): Promise<Database> {
+  emptySnapshot ??= (async () => {
+    const empty = await openDatabase({ url: 'memory://', dataDir: '' });
+    const blob = await (empty.snapshot as () => Promise<Blob>)();
+    await empty.close();
+    return blob;
+  })();
+  return openDatabase({ url: 'memory://', dataDir: '', snapshot: await emptySnapshot });
+}
+
+/**
+ * Writes the migrated snapshot as the embedded database on disk under DATA_DIR (where the service
+ * opens it when DATABASE_URL is unset), for tests of a child process whose subject is not the
+ * creation of the cluster: the child then opens a migrated cluster instead of running initdb.
+ */
+export async function seedDataDir(dataDir: string): Promise<void> {
+  mkdirSync(dataDir, { recursive: true });
+  const client = await PGlite.create(`${dataDir}/pgdata`, { loadDataDir: await migratedSnapshot() });
+  await client.close();
 }
 
 /**
