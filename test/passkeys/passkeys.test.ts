@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { auditCount } from '../helpers/audit.js';
 import { type Bend, SoftAuthenticator } from '../helpers/authenticator.js';
@@ -16,9 +16,19 @@ const ORIGIN = 'https://id.example';
 const RP_ID = 'id.example';
 
 let t: TestApp;
-afterEach(async () => t?.close());
-
 const app = () => createTestApp({ env: { PUBLIC_ORIGIN: ORIGIN } });
+
+// One app for the file: every test makes its own people, passkeys and organizations, counts and
+// audits by its own identity, and the clock only moves forward. A test that counts a whole table
+// or needs another configuration builds its own, closed after it.
+let shared: TestApp;
+beforeAll(async () => {
+  shared = await app();
+});
+afterAll(async () => shared?.close());
+afterEach(async () => {
+  if (t !== shared) await t?.close();
+});
 
 async function post(url: string, payload: unknown, headers: Record<string, string> = {}) {
   return t.app.inject({ method: 'POST', url: `/api/v1${url}`, payload: payload as object, headers });
@@ -64,7 +74,7 @@ async function refusedAttempts(identityId: string): Promise<number> {
 
 describe('passkey registration', () => {
   it('registers with an elevated session: listed as a sign-in method and an active method, audited', async () => {
-    t = await app();
+    t = shared;
     const { who, res, options } = await registered();
     expect(res.statusCode, res.body).toBe(201);
     const id = res.json().data.id as string;
@@ -98,13 +108,14 @@ describe('passkey registration', () => {
   });
 
   it('needs an elevation', async () => {
-    t = await app();
+    t = shared;
     const who = await elevatedPerson(t);
     const res = await post('/passkeys/options', {}, bearer(who.grant.accessToken));
     expect(res.statusCode).toBe(403);
   });
 
   it('refuses another origin, another RP ID, no user verification and a foreign challenge with one identical 422', async () => {
+    // Its own database: it counts every passkey.
     t = await app();
     const bodies: string[] = [];
     for (const bend of [
@@ -126,7 +137,7 @@ describe('passkey registration', () => {
   });
 
   it('a registration challenge is single use', async () => {
-    t = await app();
+    t = shared;
     const { who, auth, res, options } = await registered();
     expect(res.statusCode).toBe(201);
     const other = new SoftAuthenticator(ORIGIN, RP_ID);
@@ -138,7 +149,7 @@ describe('passkey registration', () => {
 
 describe('passkey sign-in', () => {
   it('signs in with no identifier and no second step; counts as used', async () => {
-    t = await app();
+    t = shared;
     const { who, auth } = await registered();
     const res = await signInWith(auth);
     expect(res.statusCode, res.body).toBe(201);
@@ -152,7 +163,7 @@ describe('passkey sign-in', () => {
   });
 
   it('options are the same whether an identifier is given, unknown, or absent', async () => {
-    t = await app();
+    t = shared;
     const { who } = await registered();
     const shapes: string[] = [];
     for (const body of [
@@ -169,7 +180,7 @@ describe('passkey sign-in', () => {
   });
 
   it('refuses every failure with one identical 401', async () => {
-    t = await app();
+    t = shared;
     const { auth } = await registered();
     const bodies: string[] = [];
     const stranger = new SoftAuthenticator(ORIGIN, RP_ID);
@@ -198,7 +209,7 @@ describe('passkey sign-in', () => {
   it('a discoverable sign-in without a user handle is refused like any failure, and the passkey still signs in with one', async () => {
     // Security round 3, finding 11: the handle is what says whose passkey answered when no user
     // was named (WebAuthn Level 3, 7.2); an assertion without it used to open a session.
-    t = await app();
+    t = shared;
     const { who, auth } = await registered();
     const answers = [await withoutHandle(auth, undefined), await withoutHandle(auth, null)];
     answers.push(await signInWith(auth, { wrongKey: true }));
@@ -214,7 +225,7 @@ describe('passkey sign-in', () => {
   });
 
   it('sign-in options need no body at all: no content type, no length, as a plain button sends them', async () => {
-    t = await app();
+    t = shared;
     const bare = await t.app.inject({ method: 'POST', url: '/api/v1/sign-ins/passkeys/options' });
     expect(bare.statusCode, bare.body).toBe(201);
     expect(bare.json().data.options.allowCredentials).toEqual([]);
@@ -229,7 +240,7 @@ describe('passkey sign-in', () => {
   });
 
   it('a stranger sending a known credential id with a bad signature writes nothing in the owner’s history', async () => {
-    t = await app();
+    t = shared;
     const { who, auth } = await registered();
     for (const bend of [{ wrongKey: true }, { origin: 'https://evil.example' }, { userVerified: false }]) {
       expect((await signInWith(auth, bend)).statusCode).toBe(401);
@@ -243,7 +254,7 @@ describe('passkey sign-in', () => {
   });
 
   it('spent and expired challenges are refused with the same bytes as a bad signature', async () => {
-    t = await app();
+    t = shared;
     const { auth } = await registered();
     const answers = [];
     const opts = (await post('/sign-ins/passkeys/options', {})).json().data.options;
@@ -267,7 +278,7 @@ describe('passkey sign-in', () => {
   });
 
   it('a challenge is spent once: a replayed assertion is refused', async () => {
-    t = await app();
+    t = shared;
     const { auth } = await registered();
     const opts = (await post('/sign-ins/passkeys/options', {})).json().data.options;
     const first = auth.get(opts);
@@ -278,7 +289,7 @@ describe('passkey sign-in', () => {
   });
 
   it('an expired challenge is refused', async () => {
-    t = await app();
+    t = shared;
     const { auth } = await registered();
     const opts = (await post('/sign-ins/passkeys/options', {})).json().data.options;
     t.clock.advance(301);
@@ -286,7 +297,7 @@ describe('passkey sign-in', () => {
   });
 
   it('a counter that goes backwards on a device-bound passkey is refused and recorded; a synced one may', async () => {
-    t = await app();
+    t = shared;
     const { who, auth } = await registered();
     expect((await signInWith(auth, { counter: 5 })).statusCode).toBe(201);
     expect((await signInWith(auth, { counter: 3 })).statusCode).toBe(401);
@@ -298,7 +309,7 @@ describe('passkey sign-in', () => {
   });
 
   it('a removed passkey no longer signs in; the password can go while a passkey remains, the last passkey cannot', async () => {
-    t = await app();
+    t = shared;
     const { who, auth, res } = await registered();
     const passkeyId = res.json().data.id as string;
     const methods = (
@@ -319,7 +330,7 @@ describe('passkey sign-in', () => {
 
 describe('passkey removal and the OpenAPI document', () => {
   it('removing the last passkey, a second factor, stops the session acting in an organization that requires one', async () => {
-    t = await app();
+    t = shared;
     const { who, res } = await registered();
     expect(res.statusCode, res.body).toBe(201);
     const token = who.grant.accessToken;
@@ -338,7 +349,7 @@ describe('passkey removal and the OpenAPI document', () => {
   });
 
   it('a removed passkey is refused like any failure, and its refusal is recorded against its identity', async () => {
-    t = await app();
+    t = shared;
     const { who, auth, res } = await registered();
     // A second passkey keeps a way in besides the password.
     const second = new SoftAuthenticator(ORIGIN, RP_ID);
@@ -361,7 +372,7 @@ describe('passkey removal and the OpenAPI document', () => {
   });
 
   it('the OpenAPI document lists the passkey routes', async () => {
-    t = await app();
+    t = shared;
     const doc = (await t.app.inject({ method: 'GET', url: '/openapi.json' })).json();
     for (const path of [
       '/api/v1/passkeys/options',
@@ -386,7 +397,7 @@ describe('passkey removal and the OpenAPI document', () => {
 
 describe('passkey step-up', () => {
   it('an assertion by the caller’s passkey mints an elevation that works', async () => {
-    t = await app();
+    t = shared;
     const { who, auth } = await registered();
     const opts = await post('/step-ups/passkeys/options', {}, bearer(who.grant.accessToken));
     expect(opts.statusCode).toBe(201);
@@ -407,7 +418,7 @@ describe('passkey step-up', () => {
   });
 
   it('an identity that holds an authenticator app may step up with its passkey instead', async () => {
-    t = await app();
+    t = shared;
     const { person, grant, factor } = await personWithFactor(t);
     const elevation = await elevate(t, grant.accessToken, person.email, {
       secret: factor.secret,
@@ -424,7 +435,7 @@ describe('passkey step-up', () => {
   });
 
   it('another identity’s passkey, or a sign-in challenge, is refused with 403', async () => {
-    t = await app();
+    t = shared;
     const mine = await registered();
     const theirs = await registered();
     const headers = bearer(mine.who.grant.accessToken);

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { deriveKey, loadOrCreateDevKey } from '../../src/platform/crypto/keys.js';
-import { spawnTs, within } from './support.js';
+import { childEnv, spawnTs, within } from './support.js';
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'idsvc-cfg-'));
 const key = () => randomBytes(32).toString('base64');
@@ -492,24 +492,35 @@ describe('IDENTITY_PROVIDERS', () => {
   });
 });
 
-// One process per class of variable (each start costs about a second of CPU).
-const SPAWNED = new Set([
-  'TRUST_PROXY as a hop count',
-  'production without PUBLIC_ORIGIN',
-  'PORT not a number',
-  'CORS origin with a path',
-  'CORS wildcard',
-  'CORS wildcard subdomain',
-  'production without SECRETS_KEY',
-  'SECRETS_KEY too short',
-  'VERIFICATION_CODE_LENGTH below 6',
-  'rate limit not count/seconds',
-  'DATABASE_URL other scheme',
-  'IDENTITY_PROVIDERS not JSON',
-  'TOTP_ALGORITHM unknown',
-  'LOG_LEVEL unknown',
-  'WEBAUTHN_ORIGINS with a path',
-]);
+// Start-up (src/serve.ts) refuses a bad configuration by writing `${ConfigError.message}\n` to
+// stderr and exiting 1, nothing else. So every refusal is checked in-process on the environment a
+// child would get (childEnv, loadConfig with the start-up's own devSecretsKey), and two real starts,
+// of two classes of variable, prove end to end that what start-up prints is exactly that message
+// (each start costs a second or more of CPU: one per refusal made this file one of the slowest).
+const SPAWNED = new Set(['PORT not a number', 'IDENTITY_PROVIDERS not JSON']);
+
+/** The environment a refused start gets, as main.ts would read it. */
+const startEnv = (env: Record<string, string>) =>
+  childEnv({
+    NODE_ENV: 'development',
+    DATA_DIR: tmp(),
+    SECRETS_KEY: key(),
+    DATABASE_URL: 'memory://',
+    PORT: '0',
+    ...env,
+  });
+
+/** The line start-up writes to stderr for this environment: the refusal's message and a newline. */
+function startUpRefusal(env: NodeJS.ProcessEnv): string {
+  let thrown: unknown;
+  try {
+    loadConfig(env, { devSecretsKey: loadOrCreateDevKey });
+  } catch (err) {
+    thrown = err;
+  }
+  expect(thrown).toBeInstanceOf(ConfigError);
+  return `${(thrown as ConfigError).message}\n`;
+}
 
 it('every spawned case is in the table', () => {
   expect(INVALID.filter(([name]) => SPAWNED.has(name))).toHaveLength(SPAWNED.size);
@@ -697,22 +708,28 @@ describe('loadConfig', () => {
   });
 });
 
+describe('start-up refusal: one line on stderr, exit 1', () => {
+  it.each(INVALID)('%s: the line names the variable, with no stack', (_name, env, variable) => {
+    const stderr = startUpRefusal(startEnv(env));
+    expect(stderr.endsWith('\n')).toBe(true);
+    expect(stderr.split('\n')).toHaveLength(2); // one line plus the final newline
+    expect(stderr).toContain(variable);
+    expect(stderr).not.toContain('    at ');
+    expect(stderr).not.toMatch(/Error:/);
+  });
+});
+
 describe.concurrent('start-up refusal (node --import tsx src/main.ts)', () => {
   it.each(
     INVALID.filter(([name]) => SPAWNED.has(name)),
-  )('exits 1 with one line on %s', async (_name, env, variable) => {
-    const run = spawnTs('src/main.ts', {
-      NODE_ENV: 'development',
-      DATA_DIR: tmp(),
-      SECRETS_KEY: key(),
-      DATABASE_URL: 'memory://',
-      PORT: '0',
-      ...env,
-    });
+  )('exits 1 with exactly the refusal line on %s', async (_name, env, variable) => {
+    const full = startEnv(env);
+    const expected = startUpRefusal(full);
+    const run = spawnTs('src/main.ts', full as Record<string, string>);
     const { code } = await within(run.exited, 25_000, 'main.ts to exit');
     const stderr = run.stderr();
     expect(code).toBe(1);
-    expect(stderr.endsWith('\n')).toBe(true);
+    expect(stderr).toBe(expected);
     expect(stderr.split('\n')).toHaveLength(2); // one line plus the final newline
     expect(stderr).toContain(variable);
     expect(stderr).not.toContain('    at ');

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
+import { seedDataDir } from '../helpers/database.js';
 import { freePort } from '../helpers/net.js';
 import { type Spawned, spawnTs, tryConnect, waitFor, within } from './support.js';
 
@@ -16,8 +17,10 @@ afterEach(() => {
 });
 
 async function twoStarts(extra: Record<string, string>): Promise<void> {
-  // One embedded database on disk, so the second start finds what the first one stored.
+  // One embedded database on disk, so the second start finds what the first one stored. It starts
+  // as the migrated snapshot (nothing stored yet, no key check), so the first start skips initdb.
   const dataDir = mkdtempSync(join(tmpdir(), 'idsvc-secrets-'));
+  await seedDataDir(dataDir);
   const env = { NODE_ENV: 'development', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...extra };
 
   const port = await freePort();
