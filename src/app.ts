@@ -14,7 +14,7 @@ import { oidcRoutes } from './features/oidc/routes.js';
 import { organizationRoutes } from './features/organizations/routes.js';
 import { passkeyRoutes, passkeyStepUpRoutes } from './features/passkeys/routes.js';
 import { passwordRoutes } from './features/passwords/routes.js';
-import { providerFlowRoutes } from './features/providers/flow-routes.js';
+import { providerFlowRoutes } from './features/providers/flows/routes.js';
 import { providerRoutes } from './features/providers/routes.js';
 import type { OutboundFetch } from './features/providers/upstream.js';
 import { recoveryCodeRoutes } from './features/recovery-codes/routes.js';

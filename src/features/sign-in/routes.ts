@@ -8,8 +8,8 @@ import { Data, responses } from '../../platform/http/schemas.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
 import * as passkeySchema from '../passkeys/schemas.js';
 import { PasskeyService } from '../passkeys/service.js';
-import { FLOW_COOKIE_NOTE, noStore } from '../providers/flow-routes.js';
-import { ProviderFlowService } from '../providers/flows.js';
+import { FLOW_COOKIE_NOTE, noStore } from '../providers/flows/routes.js';
+import { ProviderFlowService } from '../providers/flows/service.js';
 import * as providerSchema from '../providers/schemas.js';
 import { sameOriginOnly } from '../sessions/browser-session.js';
 import { SessionGrantSchema } from '../sessions/schemas.js';
@@ -96,7 +96,7 @@ export const secondStepRoutes = featureRoutes(async (app, { ctx }: { ctx: AppCon
 });
 
 /**
- * The end of a redirect sign-in (providers/flow-routes.ts starts it and takes the callback): the
+ * The end of a redirect sign-in (providers/flows/routes.ts starts it and takes the callback): the
  * handoff code, exchanged by the browser that holds the flow's cookie, so refused unless the request
  * comes from the service's own pages (Origin).
  */

@@ -1,15 +1,15 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Config } from '../../config.js';
-import type { AuditLog } from '../../platform/audit/audit.js';
-import type { Clock } from '../../platform/clock.js';
-import type { Sealer } from '../../platform/crypto/seal.js';
-import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
-import type { Database, Executor } from '../../platform/db/database.js';
-import type { SessionPrincipal } from '../../platform/http/auth.js';
-import { Cookies } from '../../platform/http/cookies.js';
-import { Problem } from '../../platform/problem.js';
-import { revokeChallenges } from '../challenges/repository.js';
-import { normaliseEmail } from '../identities/identifier.js';
+import type { Config } from '../../../config.js';
+import type { AuditLog } from '../../../platform/audit/audit.js';
+import type { Clock } from '../../../platform/clock.js';
+import type { Sealer } from '../../../platform/crypto/seal.js';
+import { opaqueToken, sha256Hex } from '../../../platform/crypto/tokens.js';
+import type { Database, Executor } from '../../../platform/db/database.js';
+import type { SessionPrincipal } from '../../../platform/http/auth.js';
+import { Cookies } from '../../../platform/http/cookies.js';
+import { Problem } from '../../../platform/problem.js';
+import { revokeChallenges } from '../../challenges/repository.js';
+import { normaliseEmail } from '../../identities/identifier.js';
 import {
   claimIdentifier,
   deleteFreshIdentity,
@@ -17,14 +17,14 @@ import {
   findIdentity,
   insertIdentity,
   removeIdentifier,
-} from '../identities/repository.js';
-import { sessionState } from '../sessions/repository.js';
+} from '../../identities/repository.js';
+import { sessionState } from '../../sessions/repository.js';
 import {
   type Elevation,
   type MintElevationDeps,
   mintElevation,
   stepUpProofAllowed,
-} from '../step-up/service.js';
+} from '../../step-up/service.js';
 import {
   consumeFlow,
   consumeHandoff,
@@ -36,8 +36,8 @@ import {
   type ProviderHandoff,
   pruneExpiredFlows,
   touchLink,
-} from './repository.js';
-import { UpstreamError, type UpstreamIdentity, type UpstreamProviders } from './upstream.js';
+} from '../repository.js';
+import { UpstreamError, type UpstreamIdentity, type UpstreamProviders } from '../upstream.js';
 
 /** A flow lives ten minutes (docs/providers.md); its handoff code two. */
 export const FLOW_SECONDS = 600;

@@ -1,14 +1,14 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AppContext } from '../../context.js';
-import { guards, principalOf } from '../../platform/http/auth.js';
-import { envelope } from '../../platform/http/envelope.js';
-import { featureRoutes, type RouteApp } from '../../platform/http/routes.js';
-import { Data, responses } from '../../platform/http/schemas.js';
-import { limitFor } from '../../platform/rate-limit/rate-limit.js';
-import { sameOriginOnly } from '../sessions/browser-session.js';
-import { ProviderFlowService } from './flows.js';
-import * as schema from './schemas.js';
+import type { AppContext } from '../../../context.js';
+import { guards, principalOf } from '../../../platform/http/auth.js';
+import { envelope } from '../../../platform/http/envelope.js';
+import { featureRoutes, type RouteApp } from '../../../platform/http/routes.js';
+import { Data, responses } from '../../../platform/http/schemas.js';
+import { limitFor } from '../../../platform/rate-limit/rate-limit.js';
+import { sameOriginOnly } from '../../sessions/browser-session.js';
+import * as schema from '../schemas.js';
+import { ProviderFlowService } from './service.js';
 
 const FORM_LIMIT = 64 * 1024;
 const CALLBACK_NAME = Type.Object(
