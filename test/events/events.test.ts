@@ -26,6 +26,7 @@ async function pull(query = '') {
       seq: number;
       type: string;
       identityId: string | null;
+      sessionId: string | null;
       data: Record<string, unknown>;
     }>;
     meta: { pageInfo: { hasNextPage: boolean; nextCursor: string | null } };
@@ -56,14 +57,24 @@ describe('events, written with their change', () => {
     expect(res.statusCode).toBe(204);
     const { data } = await pull();
     const mine = data.filter((e) => e.identityId === p.identityId);
-    expect(mine.map((e) => e.type).sort()).toEqual(['identity.disabled', 'session.ended', 'session.ended']);
+    expect(mine.map((e) => e.type).sort()).toEqual([
+      'identity.disabled',
+      'session.created',
+      'session.created',
+      'session.ended',
+      'session.ended',
+    ]);
+    // Each session ended is one the sign-ins announced.
+    const created = mine.filter((e) => e.type === 'session.created').map((e) => e.sessionId);
+    const ended = mine.filter((e) => e.type === 'session.ended').map((e) => e.sessionId);
+    expect(ended.sort()).toEqual(created.sort());
     const disabled = mine.find((e) => e.type === 'identity.disabled');
     expect(disabled?.data).toMatchObject({ id: p.identityId, erasedAt: null });
     expect(disabled?.data.disabledAt).toEqual(expect.any(String));
     expect((disabled?.data.identifiers as Array<{ value: string }>)[0].value).toBe(p.email);
     // Already disabled: nothing changed, no event.
     expect((await admin(t, 'POST', `/identities/${p.identityId}/disablements`)).statusCode).toBe(204);
-    expect((await pull()).data.filter((e) => e.identityId === p.identityId)).toHaveLength(3);
+    expect((await pull()).data.filter((e) => e.identityId === p.identityId)).toHaveLength(5);
     expect((await admin(t, 'POST', `/identities/${p.identityId}/enablements`)).statusCode).toBe(204);
     expect((await pull('?types=identity.enabled')).data.map((e) => e.identityId)).toContain(p.identityId);
   });

@@ -39,6 +39,7 @@ export const EMITTED: ReadonlySet<EventType> = new Set<EventType>([
   'identity.enabled',
   'identity.erased',
   'identity.unlocked',
+  'session.created',
   'session.ended',
   'organization.created',
   'organization.updated',

@@ -4,6 +4,7 @@ import type { Clock } from '../../platform/clock.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
 import type { Database, Executor } from '../../platform/db/database.js';
 import type { RequestMeta } from '../../platform/http/auth.js';
+import type { EventLog } from '../events/log.js';
 import { hasVerifiedFactor, insertTicket } from '../second-factors/repository.js';
 import { recordAttempt } from '../sessions/repository.js';
 import type { SessionGrant, SessionService } from '../sessions/service.js';
@@ -18,6 +19,8 @@ export interface SignInCompletionDeps {
   clock: Clock;
   sessions: SessionService;
   config: Pick<Config, 'lifetimes'>;
+  /** `session.created`, appended with the session (docs/events.md). */
+  events: EventLog;
 }
 
 /**
@@ -57,6 +60,13 @@ export class SignInCompletion {
       outcome: 'succeeded',
       ip: meta.ip,
       userAgent: meta.userAgent,
+    });
+    await this.deps.events.append(trx, {
+      type: 'session.created',
+      actor: identityId,
+      identityId,
+      sessionId,
+      data: { id: sessionId, identityId, method, createdAt: now.toISOString() },
     });
     meta.opened?.(identityId, sessionId);
     return grant;
