@@ -103,9 +103,19 @@ export function eventsAfter(
  * above its cursor. Returns how many.
  */
 export async function pruneEvents(db: Executor, before: Date, limit: number): Promise<number> {
-  const r = await sql`
-    DELETE FROM events WHERE id IN (
-      SELECT id FROM events WHERE seq IS NOT NULL AND occurred_at < ${before} ORDER BY seq LIMIT ${limit}
-    )`.execute(db);
-  return Number(r.numAffectedRows ?? 0);
+  const r = await db
+    .deleteFrom('events')
+    .where(
+      'id',
+      'in',
+      db
+        .selectFrom('events')
+        .select('id')
+        .where('seq', 'is not', null)
+        .where('occurred_at', '<', before)
+        .orderBy('seq')
+        .limit(limit),
+    )
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
 }

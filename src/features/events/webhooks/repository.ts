@@ -142,14 +142,33 @@ export async function enqueueDeliveries(
   trx: Executor,
   e: { id: string; type: string; organizationId: string | null; now: Date },
 ): Promise<number> {
-  const r = await sql`
-    INSERT INTO webhook_deliveries (id, endpoint_id, event_id, status, due_at, created_at)
-    SELECT gen_random_uuid(), w.id, ${e.id}::uuid, 'pending', ${e.now}, ${e.now}
-    FROM webhook_endpoints w
-    WHERE w.disabled_at IS NULL
-      AND (cardinality(w.event_types) = 0 OR ${e.type}::text = ANY (w.event_types))
-      AND (w.organization_id IS NULL OR w.organization_id = ${e.organizationId}::uuid)`.execute(trx);
-  return Number(r.numAffectedRows ?? 0);
+  const r = await trx
+    .insertInto('webhook_deliveries')
+    .columns(['id', 'endpoint_id', 'event_id', 'status', 'due_at', 'created_at'])
+    .expression((eb) =>
+      eb
+        .selectFrom('webhook_endpoints as w')
+        .select([
+          eb.fn<string>('gen_random_uuid', []).as('id'),
+          'w.id as endpoint_id',
+          eb.val(e.id).as('event_id'),
+          eb.val('pending').as('status'),
+          eb.val(e.now).as('due_at'),
+          eb.val(e.now).as('created_at'),
+        ])
+        .where('w.disabled_at', 'is', null)
+        .where((w) =>
+          w.or([
+            w(w.fn('cardinality', ['w.event_types']), '=', 0),
+            w(w.val(e.type), '=', w.fn.any('w.event_types')),
+          ]),
+        )
+        .where((w) =>
+          w.or([w('w.organization_id', 'is', null), w('w.organization_id', '=', e.organizationId)]),
+        ),
+    )
+    .executeTakeFirst();
+  return Number(r.numInsertedOrUpdatedRows ?? 0);
 }
 
 /** A claimed delivery with what sending it needs. */
