@@ -92,7 +92,9 @@ export async function createContext(
   const sealer = new Sealer(config.keys.sealing);
   // Each purpose has its own key derived from SECRETS_KEY (config.keys), so no key serves two algorithms.
   const audit = new AuditLog(config.keys.auditSeal, clock);
-  const lock = new AccountLock(audit, clock, config.lifetimes.lock, signals);
+  // Early: the lock and the sessions append their events (identity.locked, session.ended) too.
+  const events = new EventLog(clock);
+  const lock = new AccountLock(audit, clock, config.lifetimes.lock, signals, events);
   const guesses = new GuessBudgets(
     database.db,
     clock,
@@ -149,7 +151,17 @@ export async function createContext(
   };
   const providers = new ProviderVerifier({ config, clock, log });
   const upstream = new UpstreamProviders({ config, log, ...(upstreamFetch ? { fetch: upstreamFetch } : {}) });
-  const sessions = new SessionService({ config, database, clock, audit, guesses, cursors, tokens, signals });
+  const sessions = new SessionService({
+    config,
+    database,
+    clock,
+    audit,
+    guesses,
+    cursors,
+    tokens,
+    signals,
+    events,
+  });
   // Changes are queued by the audit log's append, in the transaction of the change they record.
   const securityNotices = new SecurityNotices({ config, database, clock, log, notifier, sealer });
   audit.observe(securityNotices.observer());
@@ -166,7 +178,6 @@ export async function createContext(
     signOut: (sessionId) => sessions.signOut(sessionId),
     liveSessionOf: (refreshToken) => sessions.liveSessionOf(refreshToken),
   });
-  const events = new EventLog(clock);
   const webhooks = new WebhookWorker({ config, database, clock, sealer, log });
   return {
     config,

@@ -1,65 +1,18 @@
-import type { ExpressionBuilder } from 'kysely';
-import { jsonBuildObject } from 'kysely/helpers/postgres';
 import type { Executor } from '../../platform/db/database.js';
-import type { DB } from '../../platform/db/schema.js';
 import type { KeysetWindow } from '../../platform/pagination/page.js';
 import { afterPosition, rowsToFetch } from '../../platform/pagination/repository.js';
 import type { IdentifierType } from '../identities/identifier.js';
+import { type IdentityListRow, liveIdentifiers, type OverIdentities } from '../identities/repository.js';
+
+export type { IdentityListRow };
 
 /** Reads only: every write of an operator goes through the owning table's repository. */
-
-export interface IdentifierJson {
-  id: string;
-  type: IdentifierType;
-  value: string;
-  /** As json_build_object renders a timestamptz. */
-  verifiedAt: string | null;
-}
-
-export interface IdentityListRow {
-  id: string;
-  createdAt: Date;
-  disabledAt: Date | null;
-  erasedAt: Date | null;
-  identifiers: IdentifierJson[];
-}
 
 /** Which identities a search names: one normalised identifier, a prefix of one, or all of them. */
 export type IdentityFilter =
   | { kind: 'exact'; type: IdentifierType; value: string }
   | { kind: 'prefix'; pattern: string }
   | { kind: 'all' };
-
-/** A query over the identities aliased `i`. */
-type OverIdentities = ExpressionBuilder<DB & { i: DB['identities'] }, 'i'>;
-
-/** The identity's live identifiers (verified or pending), oldest first, for a query where `i` is the identity. */
-function liveIdentifiers(eb: OverIdentities) {
-  return eb.fn
-    .coalesce(
-      eb
-        .selectFrom('identifiers as f')
-        .select((eb) =>
-          eb.fn
-            .agg<IdentifierJson[]>('json_agg', [
-              jsonBuildObject({
-                id: eb.ref('f.id'),
-                type: eb.ref('f.type'),
-                value: eb.ref('f.value'),
-                verifiedAt: eb.ref('f.verified_at'),
-              }),
-            ])
-            .orderBy('f.created_at')
-            .orderBy('f.id')
-            .as('identifiers'),
-        )
-        .whereRef('f.identity_id', '=', 'i.id')
-        .where('f.removed_at', 'is', null)
-        .$asScalar(),
-      eb.cast<IdentifierJson[]>(eb.val('[]'), 'json'),
-    )
-    .as('identifiers');
-}
 
 /** An identity search that names identifiers (every other search matches all identities). */
 function matching(eb: OverIdentities, filter: Exclude<IdentityFilter, { kind: 'all' }>) {

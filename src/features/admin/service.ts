@@ -10,6 +10,7 @@ import { secondFactorFacts } from '../account/repository.js';
 import { deleteIdentityChallenges } from '../challenges/repository.js';
 import type { EventType } from '../events/catalogue.js';
 import type { EventLog } from '../events/log.js';
+import { identityJson } from '../identities/events.js';
 import { normaliseIdentifier } from '../identities/identifier.js';
 import type { AccountLock } from '../identities/lock.js';
 import {
@@ -33,14 +34,7 @@ import { eraseAttemptOrigins, eraseSessionOrigins } from '../sessions/repository
 import { endAllSessions } from '../sessions/revocations.js';
 import { methodsPage } from '../sign-in-methods/repository.js';
 import { deleteIdentityElevations } from '../step-up/repository.js';
-import {
-  endingSessionIds,
-  type IdentifierJson,
-  type IdentityFilter,
-  type IdentityListRow,
-  identitiesPage,
-  identityDetail,
-} from './repository.js';
+import { endingSessionIds, type IdentityFilter, identitiesPage, identityDetail } from './repository.js';
 import type { AuditQuery, SearchQuery } from './schemas.js';
 
 /** How many records the NDJSON stream reads at a time: memory stays flat whatever the trail's length. */
@@ -53,19 +47,8 @@ const ALL_METHODS = 1000;
 
 const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString());
 
-function identifiersOf(list: IdentifierJson[]) {
-  return list.map((f) => ({ id: f.id, type: f.type, value: f.value, verifiedAt: iso(f.verifiedAt) }));
-}
-
-function listItem(row: IdentityListRow) {
-  return {
-    id: row.id,
-    createdAt: new Date(row.createdAt).toISOString(),
-    identifiers: identifiersOf(row.identifiers),
-    disabledAt: iso(row.disabledAt),
-    erasedAt: iso(row.erasedAt),
-  };
-}
+/** The identity as the list shows it (the same object its events carry). */
+const listItem = identityJson;
 
 function invalidQuery(field: string, message: string): Problem {
   return new Problem('validation.failed', {

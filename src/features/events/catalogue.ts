@@ -35,9 +35,17 @@ export type EventType = (typeof EVENT_TYPES)[number];
 
 /** The types some path emits now (the others follow: issue 44). */
 export const EMITTED: ReadonlySet<EventType> = new Set<EventType>([
+  'identity.created',
+  'identity.updated',
   'identity.disabled',
   'identity.enabled',
   'identity.erased',
+  'identity.password_changed',
+  'identity.second_factor.added',
+  'identity.second_factor.removed',
+  'identity.passkey.added',
+  'identity.passkey.removed',
+  'identity.locked',
   'identity.unlocked',
   'session.created',
   'session.ended',

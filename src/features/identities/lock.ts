@@ -2,6 +2,8 @@ import type { AuditLog } from '../../platform/audit/audit.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Executor } from '../../platform/db/database.js';
 import type { Signals } from '../../platform/metrics/signals.js';
+import type { EventLog } from '../events/log.js';
+import { identityChanged } from './events.js';
 import { clearLockCounter, countLockFailure, NOBODY } from './repository.js';
 
 /** Interface section 3 / 8: failures counted per identity across every code-answering route. */
@@ -26,6 +28,7 @@ export class AccountLock {
     private readonly clock: Clock,
     private readonly lockSeconds: number,
     private readonly signals: Signals,
+    private readonly events: EventLog,
   ) {}
 
   /**
@@ -54,10 +57,12 @@ export class AccountLock {
     const tripped = counted.lockedUntil !== null;
     if (tripped) {
       this.signals.lockTripped();
-      await this.audit.appendOwn(trx, 'identity.account.locked', identityId, {
-        route,
-        lockedUntil: new Date(counted.lockedUntil!).toISOString(),
+      const lockedUntil = new Date(counted.lockedUntil!).toISOString();
+      // The service locks, not the person: too many wrong guesses on `route` (docs/events.md).
+      await identityChanged(this.events, trx, 'identity.locked', null, identityId, {
+        lock: { reason: 'too_many_failed_attempts', route, lockedUntil },
       });
+      await this.audit.appendOwn(trx, 'identity.account.locked', identityId, { route, lockedUntil });
     }
     return { wasLocked: false, tripped, locked: tripped };
   }

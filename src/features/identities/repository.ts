@@ -1,8 +1,9 @@
 import { type ExpressionBuilder, sql } from 'kysely';
+import { jsonBuildObject } from 'kysely/helpers/postgres';
 import { changedOne } from '../../platform/db/compare-and-set.js';
 import type { Executor } from '../../platform/db/database.js';
 import type { DB } from '../../platform/db/schema.js';
-import type { NormalisedIdentifier } from './identifier.js';
+import type { IdentifierType, NormalisedIdentifier } from './identifier.js';
 
 export interface IdentifierRow {
   id: string;
@@ -43,6 +44,70 @@ const identityColumns = [
   'disabled_at as disabledAt',
   'erased_at as erasedAt',
 ] as const;
+
+/** One identifier as the admin API lists it (json_build_object's shape). */
+export interface IdentifierJson {
+  id: string;
+  type: IdentifierType;
+  value: string;
+  /** As json_build_object renders a timestamptz. */
+  verifiedAt: string | null;
+}
+
+/** An identity as the admin API lists it (and as its events show it). */
+export interface IdentityListRow {
+  id: string;
+  createdAt: Date;
+  disabledAt: Date | null;
+  erasedAt: Date | null;
+  identifiers: IdentifierJson[];
+}
+
+/** A query over the identities aliased `i`. */
+export type OverIdentities = ExpressionBuilder<DB & { i: DB['identities'] }, 'i'>;
+
+/** The identity's live identifiers (verified or pending), oldest first, for a query where `i` is the identity. */
+export function liveIdentifiers(eb: OverIdentities) {
+  return eb.fn
+    .coalesce(
+      eb
+        .selectFrom('identifiers as f')
+        .select((eb) =>
+          eb.fn
+            .agg<IdentifierJson[]>('json_agg', [
+              jsonBuildObject({
+                id: eb.ref('f.id'),
+                type: eb.ref('f.type'),
+                value: eb.ref('f.value'),
+                verifiedAt: eb.ref('f.verified_at'),
+              }),
+            ])
+            .orderBy('f.created_at')
+            .orderBy('f.id')
+            .as('identifiers'),
+        )
+        .whereRef('f.identity_id', '=', 'i.id')
+        .where('f.removed_at', 'is', null)
+        .$asScalar(),
+      eb.cast<IdentifierJson[]>(eb.val('[]'), 'json'),
+    )
+    .as('identifiers');
+}
+
+/** The identity as the admin API lists it, read in the caller's transaction (events). */
+export function identityListed(trx: Executor, identityId: string): Promise<IdentityListRow | undefined> {
+  return trx
+    .selectFrom('identities as i')
+    .select((eb) => [
+      'i.id',
+      'i.created_at as createdAt',
+      'i.disabled_at as disabledAt',
+      'i.erased_at as erasedAt',
+      liveIdentifiers(eb),
+    ])
+    .where('i.id', '=', identityId)
+    .executeTakeFirst();
+}
 
 /**
  * The nil UUID: no identity or identifier has it, so a statement keyed by it matches nothing. A

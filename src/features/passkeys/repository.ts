@@ -154,6 +154,11 @@ export function livePasskeys(trx: Executor, identityId: string): Promise<Passkey
     .execute();
 }
 
+/** One passkey row by id, live or removed (its events). */
+export function passkeyById(trx: Executor, id: string): Promise<PasskeyRow | undefined> {
+  return selectPasskeys(trx).where('id', '=', id).executeTakeFirst();
+}
+
 /** The newest row of a credential id, live or removed (a removed one is refused and recorded). */
 export async function passkeyByCredential(
   trx: Executor,

@@ -20,8 +20,10 @@ import { maskIdentifier } from '../../platform/notify/mask.js';
 import { Problem, type ProblemCode } from '../../platform/problem.js';
 import type { GuessBudgets } from '../../platform/rate-limit/guess-budget.js';
 import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
+import type { EventLog } from '../events/log.js';
 import { verifiedIdentifiers } from '../identities/repository.js';
 import { type Elevation, type MintElevationDeps, mintElevation } from '../step-up/service.js';
+import { passkeyChanged } from './events.js';
 import {
   insertChallenge,
   insertPasskey,
@@ -50,6 +52,8 @@ export interface PasskeyServiceDeps {
   clock: Clock;
   audit: AuditLog;
   config: Pick<Config, 'webauthn'>;
+  /** identity.passkey.added (docs/events.md; a removal is a sign-in method's). */
+  events: EventLog;
 }
 
 /**
@@ -175,6 +179,7 @@ export class PasskeyService {
         now,
       });
       if (!stored) return 'taken' as const;
+      await passkeyChanged(this.deps.events, trx, 'identity.passkey.added', principal.identityId, id);
       await this.deps.audit.appendOwn(trx, 'identity.sign_in_method.verified', principal.identityId, {
         kind: 'passkey',
         methodId: id,

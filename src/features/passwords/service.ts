@@ -12,6 +12,8 @@ import { guessSubject, recoveryDestinationSubject } from '../../platform/rate-li
 import { revokeChallenges } from '../challenges/repository.js';
 import type { ChallengeFlow } from '../challenges/service.js';
 import { identifierOwner } from '../challenges/service.js';
+import type { EventLog } from '../events/log.js';
+import { identityChanged } from '../identities/events.js';
 import { type IdentifierInput, normaliseIdentifier } from '../identities/identifier.js';
 import type { AccountLock } from '../identities/lock.js';
 import {
@@ -22,7 +24,8 @@ import {
   setPassword,
   verifiedIdentifiers,
 } from '../identities/repository.js';
-import { revokeIdentitySessions } from '../sessions/repository.js';
+import { sessionsEnded } from '../sessions/events.js';
+import { revokeIdentitySessionsListed } from '../sessions/repository.js';
 import { endOtherSessions, lockCallerSession } from '../sessions/revocations.js';
 
 const LOCK_ROUTE = 'password-recovery-confirmation';
@@ -40,6 +43,8 @@ export interface PasswordServiceDeps {
   guesses: GuessBudgets;
   messages: MessageLimits;
   signals: Signals;
+  /** identity.password_changed and the session.ended of the sessions a change ends (docs/events.md). */
+  events: EventLog;
   /** The product's name (BRAND_NAME): a password built on it is weak. */
   config: { brand: { name: string } };
 }
@@ -100,8 +105,15 @@ export class PasswordService {
       // the current password was proven.
       await this.deps.guesses.forgive(trx, guessSubject.session(identityId));
       await this.deps.guesses.forgive(trx, budget);
-      await this.deps.audit.appendOwn(trx, 'identity.password.changed', identityId, { sessionsEnded: ended });
-      return ended;
+      const { events } = this.deps;
+      await sessionsEnded(events, trx, identityId, identityId, ended.live, 'password_changed');
+      await identityChanged(events, trx, 'identity.password_changed', identityId, identityId, {
+        via: 'change',
+      });
+      await this.deps.audit.appendOwn(trx, 'identity.password.changed', identityId, {
+        sessionsEnded: ended.count,
+      });
+      return ended.count;
     });
     this.deps.signals.sessionsRevoked('password_changed', ended);
   }
@@ -194,15 +206,21 @@ export class PasswordService {
         await lockIdentity(trx, identityId);
         await setPassword(trx, identityId, newHash, now);
         await bumpSessionEpoch(trx, identityId);
-        const ended = await revokeIdentitySessions(trx, identityId, 'password_recovered', now);
+        const ended = await revokeIdentitySessionsListed(trx, identityId, 'password_recovered', now);
         await this.deps.guesses.forgive(trx, guessSubject.session(identityId));
         // After a recovery, every other recovery code of the identity is dead.
         await revokeChallenges(trx, { identityId, purpose: 'password_recovery' }, now);
+        // The person who holds the address's code acts: the identity is the actor.
+        const { events } = this.deps;
+        await sessionsEnded(events, trx, identityId, identityId, ended.live, 'password_recovered');
+        await identityChanged(events, trx, 'identity.password_changed', identityId, identityId, {
+          via: 'recovery',
+        });
         await this.deps.audit.appendOwn(trx, 'identity.password.recovered', identityId, {
           identifierType: known?.type ?? null,
-          sessionsEnded: ended,
+          sessionsEnded: ended.count,
         });
-        return ended;
+        return ended.count;
       },
     });
     if (!answer.ok) throw refusal();

@@ -6,6 +6,8 @@ import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
 import type { Database } from '../../platform/db/database.js';
 import type { SessionPrincipal } from '../../platform/http/auth.js';
 import { Problem, type ProblemCode } from '../../platform/problem.js';
+import type { EventLog } from '../events/log.js';
+import { identityChanged } from '../identities/events.js';
 import {
   type Elevation,
   type MintElevationDeps,
@@ -34,6 +36,8 @@ export interface ProviderServiceDeps extends MintElevationDeps {
   audit: AuditLog;
   providers: ProviderVerifier;
   config: Pick<Config, 'lifetimes'>;
+  /** identity.updated when a provider is linked (docs/events.md). */
+  events: EventLog;
 }
 
 /** Provider nonces, and ID tokens as a step-up and a sign-in method (the sign-in: sign-in/strategies/provider-token.ts). */
@@ -91,6 +95,7 @@ export class ProviderService {
       if (!(await spendNonce(trx, proof.nonceHash, now))) return { refused: true as const };
       const id = await insertLink(trx, { id: randomUUID(), identityId, ...proof, now });
       if (!id) return { taken: true as const };
+      await identityChanged(this.deps.events, trx, 'identity.updated', identityId, identityId);
       await this.deps.audit.appendOwn(trx, 'identity.sign_in_method.verified', identityId, {
         kind: 'provider',
         provider: proof.provider,

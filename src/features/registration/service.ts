@@ -11,6 +11,8 @@ import { destinationSubject, guessSubject } from '../../platform/rate-limit/gues
 import { revokeChallenges } from '../challenges/repository.js';
 import type { ChallengeFlow } from '../challenges/service.js';
 import { identifierOwner } from '../challenges/service.js';
+import type { EventLog } from '../events/log.js';
+import { identityChanged } from '../identities/events.js';
 import { type IdentifierInput, normaliseIdentifier } from '../identities/identifier.js';
 import {
   claimIdentifier,
@@ -44,6 +46,8 @@ export interface RegistrationServiceDeps {
   messages: MessageLimits;
   /** The product's name (BRAND_NAME): a password built on it is weak. */
   config: { brand: { name: string } };
+  /** identity.created when a registration is confirmed (docs/events.md). */
+  events: EventLog;
 }
 
 /** Registration: an identifier and a password, proven by a code sent to the identifier. */
@@ -176,6 +180,11 @@ export class RegistrationService {
         // Once one registration is confirmed, nobody else's pending password can claim it
         // (docs/api.md, "1. Sign up").
         await revokeChallenges(trx, { identifierId, purpose: 'sign_up', exceptId: challenge.id }, now);
+        // The identity exists for an application from here: a registration never confirmed is
+        // no account (docs/decisions.md, "Events: identity.created at confirmation").
+        await identityChanged(this.deps.events, trx, 'identity.created', identityId, identityId, {
+          via: 'sign_up',
+        });
         await this.deps.audit.appendOwn(trx, 'identity.identifier.verified', identityId, {
           identifierType: ident.type,
           identifierId,

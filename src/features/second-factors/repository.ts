@@ -141,6 +141,26 @@ export async function useFactor(trx: Executor, id: string, step: number, now: Da
   );
 }
 
+/** One factor by id, as its events show it (no secret). */
+export function factorById(
+  trx: Executor,
+  id: string,
+): Promise<(FactorListRow & { identityId: string; revokedAt: Date | null }) | undefined> {
+  return trx
+    .selectFrom('second_factors')
+    .select([
+      'id',
+      'identity_id as identityId',
+      'label',
+      'verified_at as verifiedAt',
+      'last_used_at as lastUsedAt',
+      'revoked_at as revokedAt',
+    ])
+    .$narrowType<{ verifiedAt: NotNull }>()
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
 /** Newest verification first, the id as unique tiebreak. */
 export function verifiedPage(
   trx: Executor,

@@ -12,9 +12,11 @@ import { Problem } from '../../platform/problem.js';
 import type { GuessBudgets } from '../../platform/rate-limit/guess-budget.js';
 import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import type { CodeAttempt } from '../challenges/service.js';
+import type { EventLog } from '../events/log.js';
 import type { AccountLock } from '../identities/lock.js';
 import { findIdentity, lockIdentity, verifiedIdentifiers } from '../identities/repository.js';
 import { clearActiveRequiringSecondFactor } from '../organizations/repository.js';
+import { secondFactorChanged } from './events.js';
 import * as repo from './repository.js';
 import type { EnrolmentSchema } from './schemas.js';
 import { matchStep, newSecret, otpauthUri, type TotpPolicy } from './totp.js';
@@ -66,6 +68,8 @@ export interface SecondFactorServiceDeps extends AcceptCurrentCodeDeps {
   sealer: Sealer;
   cursors: CursorCodec;
   config: Pick<Config, 'totpAlgorithm' | 'totpDigits' | 'totpPeriod'>;
+  /** identity.second_factor.added and .removed (docs/events.md). */
+  events: EventLog;
 }
 
 export class SecondFactorService {
@@ -120,6 +124,13 @@ export class SecondFactorService {
         const secret = this.deps.sealer.open(pending.sealedSecret, pending.id);
         const step = matchStep(secret, policyOf(pending), code, now);
         if (step !== null && (await repo.verifyPending(trx, pending.id, step, now))) {
+          await secondFactorChanged(
+            this.deps.events,
+            trx,
+            'identity.second_factor.added',
+            identityId,
+            pending.id,
+          );
           await this.deps.audit.append(trx, {
             name: 'identity.second_factor.verified',
             actor: identityId,
@@ -164,6 +175,7 @@ export class SecondFactorService {
       if (!(await repo.revokeVerified(trx, id, identityId, now)))
         throw new Problem('identity.second_factor_not_found');
       const cleared = await clearActiveRequiringSecondFactor(trx, identityId);
+      await secondFactorChanged(this.deps.events, trx, 'identity.second_factor.removed', identityId, id);
       await this.deps.audit.append(trx, {
         name: 'identity.second_factor.removed',
         actor: identityId,

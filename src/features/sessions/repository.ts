@@ -175,7 +175,8 @@ export type RenewalOutcome =
       expiresAt: Date;
       organization: ActiveMembership | null;
     }
-  | { outcome: 'replayed' | 'refused' };
+  | { outcome: 'replayed'; sessionId: string; identityId: string }
+  | { outcome: 'refused' };
 
 /**
  * Renewal as one atomic statement, found by the presented token's hash alone. It locks the token
@@ -207,6 +208,8 @@ export async function renewSession(
     organization_id: string | null;
     organization_role: string | null;
     replayed: number;
+    replayed_session: string | null;
+    replayed_identity: string | null;
   }>`
     WITH cur AS (
       SELECT t.hash, t.generation AS token_generation, t.spent_at, s.id, s.identity_id, s.generation,
@@ -239,11 +242,13 @@ export async function renewSession(
       FROM cur
       WHERE s.id = cur.id AND s.theft_detected_at IS NULL
         AND (cur.spent_at IS NOT NULL OR cur.token_generation <> cur.generation)
-      RETURNING s.id, cur.revoked_at IS NULL AS ended
+      RETURNING s.id, s.identity_id, cur.revoked_at IS NULL AS ended
     )
     SELECT stored.session_id, spent.identity_id, spent.expires_at,
            o.id AS organization_id, CASE WHEN o.id IS NOT NULL THEN m.role END AS organization_role,
-           (SELECT count(*) FROM replay WHERE ended)::int AS replayed
+           (SELECT count(*) FROM replay WHERE ended)::int AS replayed,
+           (SELECT id FROM replay WHERE ended) AS replayed_session,
+           (SELECT identity_id FROM replay WHERE ended) AS replayed_identity
     FROM (SELECT 1) one
     LEFT JOIN stored ON true
     LEFT JOIN spent ON spent.id = stored.session_id
@@ -264,7 +269,10 @@ export async function renewSession(
           : null,
     };
   }
-  return { outcome: row?.replayed === 1 ? 'replayed' : 'refused' };
+  if (row?.replayed === 1 && row.replayed_session && row.replayed_identity) {
+    return { outcome: 'replayed', sessionId: row.replayed_session, identityId: row.replayed_identity };
+  }
+  return { outcome: 'refused' };
 }
 
 /**
@@ -300,21 +308,25 @@ export async function undoRenewal(trx: Executor, oldHash: string, newHash: strin
     .execute();
 }
 
-/** Compare-and-set: the first revocation's time and reason are kept. */
+/**
+ * Compare-and-set: the first revocation's time and reason are kept. Answers the session's identity
+ * and whether it was still unexpired when this revocation ended it; undefined when it had ended already.
+ */
 export async function revokeSession(
   trx: Executor,
   sessionId: string,
   reason: string,
   now: Date,
-): Promise<boolean> {
-  return changedOne(
-    trx
-      .updateTable('sessions')
-      .set({ revoked_at: now, revoked_reason: reason })
-      .where('id', '=', sessionId)
-      .where('revoked_at', 'is', null)
-      .returning('id'),
-  );
+): Promise<{ identityId: string; live: boolean } | undefined> {
+  const row = await trx
+    .updateTable('sessions')
+    .set({ revoked_at: now, revoked_reason: reason })
+    .where('id', '=', sessionId)
+    .where('revoked_at', 'is', null)
+    .returning(['identity_id as identityId', 'expires_at as expiresAt'])
+    .executeTakeFirst();
+  if (!row) return undefined;
+  return { identityId: row.identityId, live: new Date(row.expiresAt).getTime() > now.getTime() };
 }
 
 export async function revokeIdentitySessions(
@@ -324,15 +336,37 @@ export async function revokeIdentitySessions(
   now: Date,
   exceptSessionId?: string,
 ): Promise<number> {
+  return (await revokeIdentitySessionsListed(trx, identityId, reason, now, exceptSessionId)).count;
+}
+
+/** What a revocation of an identity's sessions ended. */
+export interface RevokedSessions {
+  /** Every row revoked (expired ones included). */
+  count: number;
+  /** The ids of those that were live (unexpired): one `session.ended` each. */
+  live: string[];
+}
+
+/** revokeIdentitySessions, telling which sessions it ended while they were live (events). */
+export async function revokeIdentitySessionsListed(
+  trx: Executor,
+  identityId: string,
+  reason: string,
+  now: Date,
+  exceptSessionId?: string,
+): Promise<RevokedSessions> {
   const revoked = await trx
     .updateTable('sessions')
     .set({ revoked_at: now, revoked_reason: reason })
     .where('identity_id', '=', identityId)
     .where('revoked_at', 'is', null)
     .$if(Boolean(exceptSessionId), (qb) => qb.where('id', '<>', exceptSessionId as string))
-    .returning('id')
+    .returning(['id', 'expires_at as expiresAt'])
     .execute();
-  return revoked.length;
+  return {
+    count: revoked.length,
+    live: revoked.filter((r) => new Date(r.expiresAt).getTime() > now.getTime()).map((r) => r.id),
+  };
 }
 
 /** Moves one session to the identity's current epoch (password change keeps the caller alive). */

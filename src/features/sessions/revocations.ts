@@ -1,7 +1,7 @@
 import type { Executor } from '../../platform/db/database.js';
 import { sessionRequired } from '../../platform/http/problem.js';
 import { bumpSessionEpoch, type IdentityRow } from '../identities/repository.js';
-import { adoptEpoch, lockSession, revokeIdentitySessions } from './repository.js';
+import { adoptEpoch, lockSession, type RevokedSessions, revokeIdentitySessionsListed } from './repository.js';
 
 /**
  * For a write that ends every other session (password change, sign-in method removal): locks the
@@ -22,17 +22,18 @@ export async function lockCallerSession(
 /**
  * Ends every session of the identity but the caller's: the epoch moves on (sign-ins still verifying
  * an old credential are dead on arrival), the caller's session alone adopts the new epoch, every
- * other live one is revoked with `reason`. Returns how many were revoked.
+ * other live one is revoked with `reason`. Returns how many were revoked, and which were live
+ * (the caller emits `session.ended` for each: ./events.ts).
  */
 export async function endOtherSessions(
   trx: Executor,
   principal: { identityId: string; sessionId: string },
   reason: string,
   now: Date,
-): Promise<number> {
+): Promise<RevokedSessions> {
   const epoch = await bumpSessionEpoch(trx, principal.identityId);
   await adoptEpoch(trx, principal.sessionId, epoch);
-  return revokeIdentitySessions(trx, principal.identityId, reason, now, principal.sessionId);
+  return revokeIdentitySessionsListed(trx, principal.identityId, reason, now, principal.sessionId);
 }
 
 /**
@@ -46,6 +47,16 @@ export async function endAllSessions(
   reason: string,
   now: Date,
 ): Promise<number> {
+  return (await endAllSessionsListed(trx, identityId, reason, now)).count;
+}
+
+/** endAllSessions, telling which sessions were live (one `session.ended` each: ./events.ts). */
+export async function endAllSessionsListed(
+  trx: Executor,
+  identityId: string,
+  reason: string,
+  now: Date,
+): Promise<RevokedSessions> {
   await bumpSessionEpoch(trx, identityId);
-  return revokeIdentitySessions(trx, identityId, reason, now);
+  return revokeIdentitySessionsListed(trx, identityId, reason, now);
 }

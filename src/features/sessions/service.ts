@@ -13,13 +13,15 @@ import { type KeysetWindow, keysetPage, type PageQuery } from '../../platform/pa
 import { Problem, type ProblemCode } from '../../platform/problem.js';
 import type { GuessBudgets } from '../../platform/rate-limit/guess-budget.js';
 import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
+import type { EventLog } from '../events/log.js';
 import { type SummaryColumns, toSummary } from '../identities/repository.js';
 import { membershipsOf, switchTarget } from '../organizations/repository.js';
 import { OrganizationRoles } from '../organizations/roles.js';
 import type { AccessTokens, OrganizationClaims } from './access-tokens.js';
 import { describeDevice } from './devices.js';
+import { sessionsEnded } from './events.js';
 import * as repo from './repository.js';
-import { endAllSessions } from './revocations.js';
+import { endAllSessionsListed } from './revocations.js';
 import type { SessionGrantSchema } from './schemas.js';
 
 /** What a sign-in or a renewal answers with a session: the routes send it as SessionGrantSchema. */
@@ -49,6 +51,8 @@ export interface SessionServiceDeps {
   tokens: AccessTokens;
   signals: Signals;
   config: Pick<Config, 'lifetimes' | 'organizations'>;
+  /** `session.ended` for the ends a person causes (docs/events.md). */
+  events: EventLog;
 }
 
 /** The session context lists at most this many memberships (GET /organizations pages them all). */
@@ -118,8 +122,25 @@ export class SessionService {
     const presented = sha256Hex(refreshToken);
     const next = opaqueToken();
     const nextHash = sha256Hex(next);
-    const renewal = await repo.renewSession(db, presented, nextHash, this.deps.clock.now());
-    if (renewal.outcome === 'replayed') this.deps.signals.sessionsRevoked('refresh_token_replayed', 1);
+    const now = this.deps.clock.now();
+    const renewal = await repo.renewSession(db, presented, nextHash, now);
+    if (renewal.outcome === 'replayed') {
+      this.deps.signals.sessionsRevoked('refresh_token_replayed', 1);
+      // Right after the one statement that ended the family, not inside it: the hottest write
+      // stays one round trip (docs/decisions.md, "Events: a replay's session.ended").
+      await db
+        .transaction()
+        .execute((trx) =>
+          sessionsEnded(
+            this.deps.events,
+            trx,
+            null,
+            renewal.identityId,
+            [renewal.sessionId],
+            'refresh_token_replayed',
+          ),
+        );
+    }
     if (renewal.outcome !== 'rotated') throw new Problem('identity.renewal_refused');
     let access: Awaited<ReturnType<AccessTokens['sign']>>;
     try {
@@ -178,12 +199,15 @@ export class SessionService {
   }
 
   async signOut(sessionId: string): Promise<void> {
-    const ended = await repo.revokeSession(
-      this.deps.database.db,
-      sessionId,
-      'signed_out',
-      this.deps.clock.now(),
-    );
+    const now = this.deps.clock.now();
+    const ended = await this.deps.database.db.transaction().execute(async (trx) => {
+      const revoked = await repo.revokeSession(trx, sessionId, 'signed_out', now);
+      if (revoked?.live) {
+        const { identityId } = revoked;
+        await sessionsEnded(this.deps.events, trx, identityId, identityId, [sessionId], 'signed_out');
+      }
+      return revoked !== undefined;
+    });
     this.deps.signals.sessionsRevoked('signed_out', ended ? 1 : 0);
   }
 
@@ -194,11 +218,19 @@ export class SessionService {
   async signOutEverywhere(identityId: string): Promise<void> {
     const now = this.deps.clock.now();
     const ended = await this.deps.database.db.transaction().execute(async (trx) => {
-      const revoked = await endAllSessions(trx, identityId, 'signed_out_everywhere', now);
+      const revoked = await endAllSessionsListed(trx, identityId, 'signed_out_everywhere', now);
       // The thief's sessions are gone, and with them any claim on the step-up budget.
       await this.deps.guesses.forgive(trx, guessSubject.session(identityId));
+      await sessionsEnded(
+        this.deps.events,
+        trx,
+        identityId,
+        identityId,
+        revoked.live,
+        'signed_out_everywhere',
+      );
       await this.deps.audit.appendOwn(trx, 'identity.sessions.revoked_everywhere', identityId);
-      return revoked;
+      return revoked.count;
     });
     this.deps.signals.sessionsRevoked('signed_out_everywhere', ended);
   }
@@ -329,6 +361,7 @@ export class SessionService {
     const now = this.deps.clock.now();
     const ended = await this.deps.database.db.transaction().execute(async (trx) => {
       if (!(await repo.revokeOwnSession(trx, sessionId, identityId, 'revoked_by_owner', now))) return false;
+      await sessionsEnded(this.deps.events, trx, identityId, identityId, [sessionId], 'revoked_by_owner');
       await this.deps.audit.appendOwn(trx, 'identity.session.revoked', identityId, { sessionId });
       return true;
     });

@@ -13,6 +13,7 @@ import type { MessageLimits, MessageSubject } from '../../platform/rate-limit/gu
 import { destinationSubject, guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { type ChallengeRow, revokeChallenges } from '../challenges/repository.js';
 import type { ChallengeFlow } from '../challenges/service.js';
+import { identityChanged } from '../identities/events.js';
 import type { IdentifierInput, IdentifierType } from '../identities/identifier.js';
 import type { AccountLock } from '../identities/lock.js';
 import {
@@ -25,10 +26,12 @@ import {
   verifiedIdentifiers,
 } from '../identities/repository.js';
 import { clearActiveRequiringSecondFactor } from '../organizations/repository.js';
+import { passkeyChanged } from '../passkeys/events.js';
 import { livePasskeys, removePasskey } from '../passkeys/repository.js';
 import { liveLinks, removeLink } from '../providers/repository.js';
 import { type ProviderInput, ProviderService, type ProviderServiceDeps } from '../providers/service.js';
 import type { ProviderVerifier } from '../providers/verifier.js';
+import { sessionsEnded } from '../sessions/events.js';
 import { endOtherSessions, lockCallerSession } from '../sessions/revocations.js';
 import { passwordMethodId } from './password-method.js';
 import { methodsPage } from './repository.js';
@@ -196,6 +199,7 @@ export class SignInMethodService {
     await revokeChallenges(trx, { identityId, purpose: 'sign_in_method', address: ident }, now);
     // A correct code clears the lock (docs/api.md, "4.1 Add an address"), even when it was locked.
     await this.deps.lock.clear(trx, identityId);
+    await identityChanged(this.deps.events, trx, 'identity.updated', identityId, identityId);
     await this.deps.audit.appendOwn(trx, 'identity.sign_in_method.verified', identityId, {
       kind: ident.type,
       methodId: identifierId,
@@ -253,8 +257,19 @@ export class SignInMethodService {
       if (kind === 'passkey') await clearActiveRequiringSecondFactor(trx, identityId);
 
       const revoked = await endOtherSessions(trx, principal, 'sign_in_method_removed', now);
+      const { events } = this.deps;
+      await sessionsEnded(events, trx, identityId, identityId, revoked.live, 'sign_in_method_removed');
+      // A passkey has its own event; removing the password changes it (to none); an address or a
+      // linked provider changes the identity.
+      if (kind === 'passkey')
+        await passkeyChanged(events, trx, 'identity.passkey.removed', identityId, methodId);
+      else if (kind === 'password') {
+        await identityChanged(events, trx, 'identity.password_changed', identityId, identityId, {
+          via: 'removal',
+        });
+      } else await identityChanged(events, trx, 'identity.updated', identityId, identityId);
       await this.deps.audit.appendOwn(trx, 'identity.sign_in_method.removed', identityId, { kind, methodId });
-      return revoked;
+      return revoked.count;
     });
     this.deps.signals.sessionsRevoked('sign_in_method_removed', ended);
   }

@@ -9,6 +9,8 @@ import type { SessionPrincipal } from '../../../platform/http/auth.js';
 import { Cookies } from '../../../platform/http/cookies.js';
 import { Problem } from '../../../platform/problem.js';
 import { revokeChallenges } from '../../challenges/repository.js';
+import type { EventLog } from '../../events/log.js';
+import { identityChanged } from '../../identities/events.js';
 import { normaliseEmail } from '../../identities/identifier.js';
 import {
   claimIdentifier,
@@ -101,6 +103,8 @@ export interface ProviderFlowDeps extends MintElevationDeps {
   sealer: Sealer;
   upstream: UpstreamProviders;
   config: Pick<Config, 'publicOrigin' | 'accountUi' | 'lifetimes'>;
+  /** identity.created for a sign-up, identity.updated for a link (docs/events.md). */
+  events: EventLog;
 }
 
 /**
@@ -320,6 +324,13 @@ export class ProviderFlowService {
           now,
         });
         if (!linkId) return { error: 'refused' as const };
+        await identityChanged(
+          this.deps.events,
+          trx,
+          'identity.updated',
+          holder.identityId,
+          holder.identityId,
+        );
         await audit.appendOwn(trx, 'identity.sign_in_method.verified', holder.identityId, {
           kind: 'provider',
           provider: flow.provider,
@@ -363,6 +374,10 @@ export class ProviderFlowService {
             verified: true,
           })
         : undefined;
+      // "Continue with …" for a new person: the identity is created here, address and link with it.
+      await identityChanged(this.deps.events, trx, 'identity.created', identityId, identityId, {
+        via: 'provider',
+      });
       await audit.appendOwn(trx, 'identity.provider.registered', identityId, {
         provider: flow.provider,
         linkId,
@@ -433,6 +448,7 @@ export class ProviderFlowService {
         now,
       });
       if (!id) return 'already_linked';
+      await identityChanged(this.deps.events, trx, 'identity.updated', identityId, identityId);
       await audit.appendOwn(trx, 'identity.sign_in_method.verified', identityId, {
         kind: 'provider',
         provider: flow.provider,

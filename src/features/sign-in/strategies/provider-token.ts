@@ -4,6 +4,8 @@ import type { Clock } from '../../../platform/clock.js';
 import type { Database } from '../../../platform/db/database.js';
 import type { RequestMeta } from '../../../platform/http/auth.js';
 import { Problem } from '../../../platform/problem.js';
+import type { EventLog } from '../../events/log.js';
+import { identityChanged } from '../../identities/events.js';
 import { deleteFreshIdentity, findIdentity, insertIdentity } from '../../identities/repository.js';
 import { findLiveLink, insertLink, spendNonce, touchLink } from '../../providers/repository.js';
 import type { ProviderInput } from '../../providers/service.js';
@@ -17,6 +19,8 @@ export interface ProviderTokenStrategyDeps {
   clock: Clock;
   audit: AuditLog;
   providers: ProviderVerifier;
+  /** identity.created for a first sign-in (docs/events.md). */
+  events: EventLog;
 }
 
 /**
@@ -40,6 +44,9 @@ export class ProviderTokenStrategy implements Strategy<ProviderInput> {
         await insertIdentity(trx, { id: identityId, createdAt: now });
         const linkId = await insertLink(trx, { id: randomUUID(), identityId, ...proof, now });
         if (linkId) {
+          await identityChanged(this.deps.events, trx, 'identity.created', identityId, identityId, {
+            via: 'provider',
+          });
           await this.deps.audit.appendOwn(trx, 'identity.provider.registered', identityId, {
             provider: proof.provider,
             linkId,
