@@ -25,7 +25,7 @@ import {
   verifiedIdentifiers,
 } from '../identities/repository.js';
 import { sessionsEnded } from '../sessions/events.js';
-import { revokeIdentitySessionsListed } from '../sessions/repository.js';
+import { revokeIdentitySessions } from '../sessions/repository.js';
 import { endOtherSessions, lockCallerSession } from '../sessions/revocations.js';
 
 const LOCK_ROUTE = 'password-recovery-confirmation';
@@ -206,7 +206,7 @@ export class PasswordService {
         await lockIdentity(trx, identityId);
         await setPassword(trx, identityId, newHash, now);
         await bumpSessionEpoch(trx, identityId);
-        const ended = await revokeIdentitySessionsListed(trx, identityId, 'password_recovered', now);
+        const ended = await revokeIdentitySessions(trx, identityId, 'password_recovered', now);
         await this.deps.guesses.forgive(trx, guessSubject.session(identityId));
         // After a recovery, every other recovery code of the identity is dead.
         await revokeChallenges(trx, { identityId, purpose: 'password_recovery' }, now);

@@ -329,16 +329,6 @@ export async function revokeSession(
   return { identityId: row.identityId, live: new Date(row.expiresAt).getTime() > now.getTime() };
 }
 
-export async function revokeIdentitySessions(
-  trx: Executor,
-  identityId: string,
-  reason: string,
-  now: Date,
-  exceptSessionId?: string,
-): Promise<number> {
-  return (await revokeIdentitySessionsListed(trx, identityId, reason, now, exceptSessionId)).count;
-}
-
 /** What a revocation of an identity's sessions ended. */
 export interface RevokedSessions {
   /** Every row revoked (expired ones included). */
@@ -347,8 +337,11 @@ export interface RevokedSessions {
   live: string[];
 }
 
-/** revokeIdentitySessions, telling which sessions it ended while they were live (events). */
-export async function revokeIdentitySessionsListed(
+/**
+ * Revokes every unrevoked session of the identity (but `exceptSessionId`), telling how many and
+ * which of them were live (events).
+ */
+export async function revokeIdentitySessions(
   trx: Executor,
   identityId: string,
   reason: string,

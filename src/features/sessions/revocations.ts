@@ -1,7 +1,7 @@
 import type { Executor } from '../../platform/db/database.js';
 import { sessionRequired } from '../../platform/http/problem.js';
 import { bumpSessionEpoch, type IdentityRow } from '../identities/repository.js';
-import { adoptEpoch, lockSession, type RevokedSessions, revokeIdentitySessionsListed } from './repository.js';
+import { adoptEpoch, lockSession, type RevokedSessions, revokeIdentitySessions } from './repository.js';
 
 /**
  * For a write that ends every other session (password change, sign-in method removal): locks the
@@ -33,7 +33,7 @@ export async function endOtherSessions(
 ): Promise<RevokedSessions> {
   const epoch = await bumpSessionEpoch(trx, principal.identityId);
   await adoptEpoch(trx, principal.sessionId, epoch);
-  return revokeIdentitySessionsListed(trx, principal.identityId, reason, now, principal.sessionId);
+  return revokeIdentitySessions(trx, principal.identityId, reason, now, principal.sessionId);
 }
 
 /**
@@ -58,5 +58,5 @@ export async function endAllSessionsListed(
   now: Date,
 ): Promise<RevokedSessions> {
   await bumpSessionEpoch(trx, identityId);
-  return revokeIdentitySessionsListed(trx, identityId, reason, now);
+  return revokeIdentitySessions(trx, identityId, reason, now);
 }
