@@ -574,6 +574,29 @@ describe('session.ended by a person', () => {
   });
 });
 
+describe('erasure', () => {
+  it("redacts the identity's earlier events: their envelopes stay, no address is left", async () => {
+    const person = await createPerson(t.ctx);
+    const grant = await signIn(t.app, person);
+    const changed = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/password-changes',
+      headers: bearer(grant.accessToken),
+      payload: { currentPassword: person.password, newPassword: 'quarry-lilac-bottle-61' },
+    });
+    expect(changed.statusCode, changed.body).toBe(204);
+    const before = await eventsOf(person.identityId);
+    expect(JSON.stringify(before)).toContain(person.email);
+
+    const erased = await admin(t, 'POST', `/identities/${person.identityId}/erasures`);
+    expect(erased.statusCode, erased.body).toBe(204);
+    const after = await eventsOf(person.identityId);
+    expect(after.slice(0, before.length)).toEqual(before.map((e) => ({ ...e, data: { redacted: true } })));
+    expect(after.slice(before.length).map((e) => e.type)).toEqual(['session.ended', 'identity.erased']);
+    expect(JSON.stringify(after)).not.toContain(person.email);
+  });
+});
+
 describe('the pull API', () => {
   it('serves these events like any other', async () => {
     const person = await createPerson(t.ctx);

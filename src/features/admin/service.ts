@@ -10,6 +10,7 @@ import { secondFactorFacts } from '../account/repository.js';
 import { deleteIdentityChallenges } from '../challenges/repository.js';
 import type { EventType } from '../events/catalogue.js';
 import type { EventLog } from '../events/log.js';
+import { redactIdentityEvents } from '../events/repository.js';
 import { identityJson } from '../identities/events.js';
 import { normaliseIdentifier } from '../identities/identifier.js';
 import type { AccountLock } from '../identities/lock.js';
@@ -287,6 +288,9 @@ export class AdminService {
       // Challenges name the identifiers (foreign key): they go first.
       await deleteIdentityChallenges(trx, identityId);
       const identifiers = await eraseIdentity(trx, identityId, now);
+      // Its earlier events named its addresses: only their envelopes stay (identity.erased and its
+      // session.ended, appended after this act, hold none).
+      await redactIdentityEvents(trx, identityId);
       return {
         details: {
           sessionsEnded,

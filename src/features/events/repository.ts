@@ -26,6 +26,19 @@ export interface StoredEvent {
   data: unknown;
 }
 
+/**
+ * Erasure: the identity's earlier events keep their envelope (type, time, actor, ids) and lose
+ * their `data`, which may name its addresses, labels or an invitation's address (docs/events.md,
+ * "Erasure"). A delivery still pending sends the redacted body.
+ */
+export async function redactIdentityEvents(trx: Executor, identityId: string): Promise<void> {
+  await trx
+    .updateTable('events')
+    .set({ data: JSON.stringify({ redacted: true }) })
+    .where('identity_id', '=', identityId)
+    .execute();
+}
+
 /** Unstamped (seq null): the sequencer gives it its seq once it has committed. */
 export async function insertEvent(trx: Executor, e: NewEvent): Promise<void> {
   await trx
