@@ -154,6 +154,7 @@ export async function createContext(
   const securityNotices = new SecurityNotices({ config, database, clock, log, notifier, sealer });
   audit.observe(securityNotices.observer());
   const notices = new SignInNotices({ config, database, clock, log, notices: securityNotices });
+  const events = new EventLog(clock);
   const oidc = await OidcService.load({
     config,
     database,
@@ -161,12 +162,12 @@ export async function createContext(
     sealer,
     guesses,
     audit,
+    events,
     log,
     hostedCookie: new BrowserSessionCookie(config.publicOrigin),
     signOut: (sessionId) => sessions.signOut(sessionId),
     liveSessionOf: (refreshToken) => sessions.liveSessionOf(refreshToken),
   });
-  const events = new EventLog(clock);
   const webhooks = new WebhookWorker({ config, database, clock, sealer, log });
   return {
     config,
