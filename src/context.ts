@@ -173,6 +173,7 @@ export async function createContext(
     sealer,
     guesses,
     audit,
+    events,
     log,
     hostedCookie: new BrowserSessionCookie(config.publicOrigin),
     signOut: (sessionId) => sessions.signOut(sessionId),

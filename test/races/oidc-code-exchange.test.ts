@@ -12,7 +12,8 @@ import {
 } from '../helpers/oidc.js';
 
 // One authorization code, and one refresh token, presented at once: the consume is a
-// compare-and-set, so exactly one exchange succeeds, and the losing reuse ends the grant.
+// compare-and-set, so exactly one exchange succeeds, and the losing reuse ends the grant: once,
+// with exactly one oidc.grant.revoked however many reuses race to end it.
 const ROUNDS = 10;
 let f: OidcFixture;
 
@@ -24,11 +25,22 @@ afterAll(async () => {
 });
 
 async function codeFor() {
-  const { jar } = await hostedSignIn(f);
+  const { jar, person } = await hostedSignIn(f);
   const config = await rpConfig(f, FIRST_PARTY);
   const auth = await startAuthorization(f, config);
   const landed = await browse(f, auth.url.href, jar);
-  return { config, auth, callback: landed.callback as URL };
+  return { config, auth, callback: landed.callback as URL, identityId: person.identityId };
+}
+
+/** The grant events of one identity, by type. */
+async function grantEvents(identityId: string): Promise<string[]> {
+  const rows = await f.t.ctx.database.db
+    .selectFrom('events')
+    .select('type')
+    .where('identity_id', '=', identityId)
+    .where('type', 'in', ['oidc.grant.created', 'oidc.grant.revoked'])
+    .execute();
+  return rows.map((r) => r.type).sort();
 }
 
 const outcome = (p: Promise<unknown>) =>
@@ -40,7 +52,7 @@ const outcome = (p: Promise<unknown>) =>
 describe('one code exchanged at once by 5 requests', () => {
   it(`exactly one gets tokens, the others invalid_grant (${ROUNDS} rounds)`, async () => {
     for (let round = 0; round < ROUNDS; round++) {
-      const { config, auth, callback } = await codeFor();
+      const { config, auth, callback, identityId } = await codeFor();
       const answers = await race(5, () =>
         outcome(
           client.authorizationCodeGrant(config, callback, {
@@ -57,6 +69,10 @@ describe('one code exchanged at once by 5 requests', () => {
         'invalid_grant',
         'ok',
       ]);
+      expect(await grantEvents(identityId), `round ${round}`).toEqual([
+        'oidc.grant.created',
+        'oidc.grant.revoked',
+      ]);
     }
   });
 });
@@ -64,7 +80,7 @@ describe('one code exchanged at once by 5 requests', () => {
 describe('one refresh token presented at once by 5 requests', () => {
   it(`exactly one rotation, and the grant ends (${ROUNDS} rounds)`, async () => {
     for (let round = 0; round < ROUNDS; round++) {
-      const { config, auth, callback } = await codeFor();
+      const { config, auth, callback, identityId } = await codeFor();
       const tokens = await client.authorizationCodeGrant(config, callback, {
         pkceCodeVerifier: auth.verifier,
         expectedState: auth.state,
@@ -91,6 +107,10 @@ describe('one refresh token presented at once by 5 requests', () => {
       ).rejects.toMatchObject({
         error: 'invalid_grant',
       });
+      expect(await grantEvents(identityId), `round ${round}`).toEqual([
+        'oidc.grant.created',
+        'oidc.grant.revoked',
+      ]);
     }
   });
 });

@@ -58,4 +58,7 @@ export const EMITTED: ReadonlySet<EventType> = new Set<EventType>([
   'organization.invitation.created',
   'organization.invitation.accepted',
   'organization.invitation.revoked',
+  'oidc.grant.created',
+  'oidc.grant.revoked',
+  'signing_key.rotated',
 ]);

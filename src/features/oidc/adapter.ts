@@ -1,13 +1,16 @@
 import type { Clock } from '../../platform/clock.js';
-import type { Db } from '../../platform/db/database.js';
+import type { Db, Executor } from '../../platform/db/database.js';
 import { DEVICE_CODE_TTL, type PayloadStore } from './provider.js';
 import * as repo from './repository.js';
 
 export interface OidcAdapterDeps {
   db: Db;
   clock: Clock;
-  /** Told of the grants a revocation ended (their audit records; no back-channel logout). */
-  grantsEnded(grants: repo.EndedGrant[]): Promise<void>;
+  /**
+   * Told, in the revocation's transaction, of the grants it ended: their events and audit records
+   * (no back-channel logout: the client itself, or a reuse, asked for it).
+   */
+  grantsEnded(trx: Executor, grants: repo.EndedGrant[]): Promise<void>;
 }
 
 /**
@@ -102,9 +105,17 @@ export class OidcAdapter implements PayloadStore {
     );
   }
 
+  /**
+   * The library revokes a grant (the revocation endpoint, a code or refresh token used twice, an
+   * RP-initiated logout) model by model, several calls at once: the one whose compare-and-set ends
+   * the grant writes its event and audit record, in the transaction that ends it and deletes its
+   * tokens (docs/decisions.md, "Events: the grants the library revokes").
+   */
   async revokeByGrantId(grantId: string, reason: string): Promise<void> {
-    const { db } = this.deps;
-    await this.deps.grantsEnded(await repo.endGrants(db, { grantIds: [grantId] }, reason, this.#now()));
-    await repo.deleteGrantPayloads(db, grantId);
+    await this.deps.db.transaction().execute(async (trx) => {
+      const ended = await repo.endGrants(trx, { grantIds: [grantId] }, reason, this.#now());
+      await repo.deleteGrantPayloads(trx, grantId);
+      await this.deps.grantsEnded(trx, ended);
+    });
   }
 }

@@ -6,7 +6,9 @@ import { type Precondition, preconditionHolds, strongEtag } from '../../platform
 import type { CursorCodec, CursorScope } from '../../platform/pagination/cursor.js';
 import { buildPage, type PageInfo, type PageQuery, readPageQuery } from '../../platform/pagination/page.js';
 import { Problem, type ValidationEntry } from '../../platform/problem.js';
+import type { EventLog } from '../events/log.js';
 import { checkOidcClient, OIDC_CLIENT_FIELDS, type OidcClientConfig, SECRET_AUTH_METHODS } from './config.js';
+import { grantChanged } from './grant-events.js';
 import * as repo from './repository.js';
 import type { ClientView, CreateClientBody, UpdateClientBody } from './schemas.js';
 
@@ -50,6 +52,7 @@ export interface OidcClientsDeps {
   database: Database;
   clock: Clock;
   audit: AuditLog;
+  events: EventLog;
   cursors: CursorCodec;
   /** The clients of OIDC_CLIENTS: listed and read, never written here. */
   configured: readonly OidcClientConfig[];
@@ -330,7 +333,10 @@ export class OidcClients {
       if (!locked) throw await this.#lost(trx, clientId);
       const grantIds = await repo.liveGrantsOfClient(trx, clientId);
       const ended = await repo.endGrants(trx, { grantIds }, 'client_deleted', now);
-      for (const g of ended) await repo.deleteGrantPayloads(trx, g.grantId);
+      for (const g of ended) {
+        await repo.deleteGrantPayloads(trx, g.grantId);
+        await grantChanged(this.deps.events, trx, 'oidc.grant.revoked', actor, g.grantId);
+      }
       const tokens = await repo.deleteClientPayloads(trx, clientId);
       const consents = await repo.forgetClientConsents(trx, clientId);
       await repo.deleteClient(trx, clientId);

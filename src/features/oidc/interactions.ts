@@ -3,6 +3,8 @@ import { type Config, pageImageOrigins } from '../../config.js';
 import type { AuditLog } from '../../platform/audit/audit.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Database } from '../../platform/db/database.js';
+import type { EventLog } from '../events/log.js';
+import { grantChanged } from './grant-events.js';
 import {
   type HostedSession,
   INTERACTION_TTL,
@@ -21,6 +23,7 @@ export interface InteractionDeps {
   database: Database;
   clock: Clock;
   audit: AuditLog;
+  events: EventLog;
   provider: OpenIdProvider;
   /** The hosted pages' live session named by this cookie header. */
   hostedSession(cookieHeader: string | undefined): Promise<HostedSession | undefined>;
@@ -212,6 +215,9 @@ export class Interactions {
         const merged = [...new Set([...known.split(' '), ...scope.split(' ')].filter(Boolean))].join(' ');
         await repo.rememberConsent(trx, hosted.identityId, clientId, merged, now);
       }
+      // Each grant given (a widened one again, under the same id): the person's act, or the
+      // service's for a first-party client or a remembered consent; the person is the actor of both.
+      await grantChanged(this.deps.events, trx, 'oidc.grant.created', hosted.identityId, grantId);
       await this.deps.audit.appendOwn(trx, 'oidc.grant.given', hosted.identityId, {
         clientId,
         scope,

@@ -4,6 +4,7 @@ import { type Config, ConfigError } from '../../config.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Sealer } from '../../platform/crypto/seal.js';
 import type { Database, Executor } from '../../platform/db/database.js';
+import type { EventLog } from '../events/log.js';
 import { lockKeyCreation } from '../sessions/repository.js';
 import * as repo from './repository.js';
 
@@ -71,15 +72,22 @@ export async function loadSigningKeys(deps: SigningKeyDeps): Promise<SigningKeys
  * (OIDC_ID_TOKEN_TTL), then deleted by the sweep. Answers the new key ids.
  */
 export async function rotateSigningKeys(
-  deps: Pick<SigningKeyDeps, 'database' | 'sealer' | 'clock'>,
+  deps: Pick<SigningKeyDeps, 'database' | 'sealer' | 'clock'> & { events: EventLog },
 ): Promise<string[]> {
-  const { database, sealer, clock } = deps;
+  const { database, sealer, clock, events } = deps;
   return database.db.transaction().execute(async (trx) => {
     await lockKeyCreation(trx);
     const kids: string[] = [];
     for (const alg of KEY_ALGORITHMS) {
-      const kid = await makeKey(trx, sealer, alg, clock.now());
-      await repo.retireOidcKeys(trx, alg, kid, clock.now());
+      const now = clock.now();
+      const kid = await makeKey(trx, sealer, alg, now);
+      const retired = await repo.retireOidcKeys(trx, alg, kid, now);
+      // The new key's id and algorithm, and the keys it replaces: never a private part.
+      await events.append(trx, {
+        type: 'signing_key.rotated',
+        actor: null,
+        data: { kid, alg, use: 'sig', createdAt: now.toISOString(), retiredKids: retired },
+      });
       kids.push(kid);
     }
     return kids;

@@ -408,6 +408,25 @@ export async function endGrants(
     .execute();
 }
 
+/** One grant's link as it is now (its events' `data`, grant-events.ts). */
+export async function grantById(db: Executor, grantId: string) {
+  return db
+    .selectFrom('oidc_grants')
+    .select([
+      'grant_id as id',
+      'client_id as clientId',
+      'identity_id as identityId',
+      'session_id as sessionId',
+      'scope',
+      'offline',
+      'created_at as createdAt',
+      'ended_at as endedAt',
+      'ended_reason as endedReason',
+    ])
+    .where('grant_id', '=', grantId)
+    .executeTakeFirst();
+}
+
 export async function liveGrantsOf(db: Executor, identityId: string, clientId: string): Promise<string[]> {
   const rows = await db
     .selectFrom('oidc_grants')
@@ -675,15 +694,17 @@ export async function insertOidcKey(
     .execute();
 }
 
-/** Retires the signing keys of `alg` other than `keep` (a rotation). */
-export async function retireOidcKeys(db: Executor, alg: string, keep: string, now: Date): Promise<void> {
-  await db
+/** Retires the signing keys of `alg` other than `keep` (a rotation); answers their kids. */
+export async function retireOidcKeys(db: Executor, alg: string, keep: string, now: Date): Promise<string[]> {
+  const rows = await db
     .updateTable('oidc_signing_keys')
     .set({ retired_at: now })
     .where('alg', '=', alg)
     .where('kid', '<>', keep)
     .where('retired_at', 'is', null)
+    .returning('kid')
     .execute();
+  return rows.map((r) => r.kid);
 }
 
 /** Keys retired before `before` have outlived every token they signed. */

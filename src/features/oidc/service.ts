@@ -4,13 +4,15 @@ import type { AuditLog } from '../../platform/audit/audit.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Sealer } from '../../platform/crypto/seal.js';
 import { safeEqual, sha256Hex } from '../../platform/crypto/tokens.js';
-import type { Database } from '../../platform/db/database.js';
+import type { Database, Executor } from '../../platform/db/database.js';
 import { Problem } from '../../platform/problem.js';
 import { type GuessBudgets, guessSubject } from '../../platform/rate-limit/guess-budget.js';
+import { EventLog } from '../events/log.js';
 import { findIdentity, verifiedIdentifiers } from '../identities/repository.js';
 import { OrganizationRoles } from '../organizations/roles.js';
 import { OidcAdapter } from './adapter.js';
 import { storedClient } from './clients.js';
+import { grantChanged } from './grant-events.js';
 import { Interactions } from './interactions.js';
 import { deleteRetiredKeys, loadSigningKeys, rotateSigningKeys, type SigningKeys } from './keys.js';
 import {
@@ -30,6 +32,7 @@ export interface OidcServiceDeps {
   sealer: Sealer;
   guesses: GuessBudgets;
   audit: AuditLog;
+  events: EventLog;
   log: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
   /** The hosted pages' cookie: its name and how to read the refresh token it holds. */
   hostedCookie: {
@@ -82,7 +85,7 @@ export class OidcService {
     const storage = {
       db: deps.database.db,
       clock: deps.clock,
-      grantsEnded: (grants: repo.EndedGrant[]) => this.#endGrants(grants, false),
+      grantsEnded: (trx: Executor, grants: repo.EndedGrant[]) => this.#recordEnded(trx, grants, null),
     };
     this.provider = new OpenIdProvider(
       {
@@ -111,6 +114,7 @@ export class OidcService {
       database: deps.database,
       clock: deps.clock,
       audit: deps.audit,
+      events: deps.events,
       provider: this.provider,
       hostedSession: (cookie) => this.hostedSession(cookie),
       findClient: (clientId) => this.findClient(clientId),
@@ -126,9 +130,13 @@ export class OidcService {
     return new OidcService(deps, keys, await loadOidcLibrary(deps.log));
   }
 
-  /** A rotation (`npm run oidc:rotate-keys`, keys.ts): answers the new key ids. */
+  /**
+   * A rotation (`npm run oidc:rotate-keys`, keys.ts): answers the new key ids. Each new key's
+   * `signing_key.rotated` is appended in the rotation's transaction (actor null: the command
+   * holds no operator key).
+   */
   static rotateKeys(deps: Pick<OidcServiceDeps, 'database' | 'sealer' | 'clock'>): Promise<string[]> {
-    return rotateSigningKeys(deps);
+    return rotateSigningKeys({ ...deps, events: new EventLog(deps.clock) });
   }
 
   /** The verified identifiers of a live (enabled) identity, for its claims. */
@@ -249,10 +257,21 @@ export class OidcService {
     const now = this.deps.clock.now();
     let ended = 0;
     for (;;) {
-      const batch = await repo.endGrants(db, { dead: true, batch: GRANT_SWEEP_BATCH }, 'session_ended', now);
+      // One transaction per batch: the grants end, their tokens go, their events and audit records
+      // are written; the back-channel logouts are sent after it commits.
+      const batch = await db.transaction().execute(async (trx) => {
+        const claimed = await repo.endGrants(
+          trx,
+          { dead: true, batch: GRANT_SWEEP_BATCH },
+          'session_ended',
+          now,
+        );
+        for (const g of claimed) await repo.deleteGrantPayloads(trx, g.grantId);
+        await this.#recordEnded(trx, claimed, null);
+        return claimed;
+      });
       ended += batch.length;
-      for (const g of batch) await repo.deleteGrantPayloads(db, g.grantId);
-      await this.#endGrants(batch, true);
+      await this.#notifyEnded(batch);
       if (batch.length < GRANT_SWEEP_BATCH) break;
     }
     const expired = await repo.sweepExpiredPayloads(db, now);
@@ -260,18 +279,26 @@ export class OidcService {
     return { ended, expired };
   }
 
-  async #endGrants(grants: repo.EndedGrant[], notify: boolean): Promise<void> {
+  /**
+   * In the transaction that ended them: one `oidc.grant.revoked` per grant, then their audit
+   * records (last: the audit append holds the chain's head lock until commit).
+   */
+  async #recordEnded(trx: Executor, grants: repo.EndedGrant[], actor: string | null): Promise<void> {
+    for (const g of grants) await grantChanged(this.deps.events, trx, 'oidc.grant.revoked', actor, g.grantId);
     for (const g of grants) {
-      await this.deps.database.db.transaction().execute((trx) =>
-        this.deps.audit.append(trx, {
-          name: 'oidc.grant.ended',
-          actor: null,
-          target: g.identityId,
-          outcome: 'success',
-          details: { clientId: g.clientId, reason: g.reason },
-        }),
-      );
-      if (!notify) continue;
+      await this.deps.audit.append(trx, {
+        name: 'oidc.grant.ended',
+        actor: null,
+        target: g.identityId,
+        outcome: 'success',
+        details: { clientId: g.clientId, reason: g.reason },
+      });
+    }
+  }
+
+  /** The back-channel logouts of grants ended (after their transaction committed). */
+  async #notifyEnded(grants: repo.EndedGrant[]): Promise<void> {
+    for (const g of grants) {
       try {
         await this.provider.backchannelLogout(g.clientId, g.identityId, g.sid);
       } catch (error) {
@@ -291,14 +318,17 @@ export class OidcService {
 
   /** Revokes a client's access: its remembered consent and every live grant (with back-channel logout). */
   async revokeApp(identityId: string, clientId: string): Promise<void> {
-    const db = this.deps.database.db;
     const now = this.deps.clock.now();
-    const forgot = await repo.forgetConsent(db, identityId, clientId);
-    const grantIds = await repo.liveGrantsOf(db, identityId, clientId);
-    if (!forgot && grantIds.length === 0) throw new Problem('identity.connected_app_not_found');
-    const ended = await repo.endGrants(db, { grantIds }, 'revoked_by_owner', now);
-    for (const g of ended) await repo.deleteGrantPayloads(db, g.grantId);
-    await this.#endGrants(ended, true);
+    const ended = await this.deps.database.db.transaction().execute(async (trx) => {
+      const forgot = await repo.forgetConsent(trx, identityId, clientId);
+      const grantIds = await repo.liveGrantsOf(trx, identityId, clientId);
+      if (!forgot && grantIds.length === 0) throw new Problem('identity.connected_app_not_found');
+      const claimed = await repo.endGrants(trx, { grantIds }, 'revoked_by_owner', now);
+      for (const g of claimed) await repo.deleteGrantPayloads(trx, g.grantId);
+      await this.#recordEnded(trx, claimed, identityId);
+      return claimed;
+    });
+    await this.#notifyEnded(ended);
   }
 }
 

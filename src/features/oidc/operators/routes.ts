@@ -55,6 +55,7 @@ export const oidcClientAdminRoutes = featureRoutes(async (app, { ctx }: { ctx: A
     database: ctx.database,
     clock: ctx.clock,
     audit: ctx.audit,
+    events: ctx.events,
     cursors: ctx.cursors,
     configured: ctx.config.oidc.clients,
     production: ctx.config.nodeEnv === 'production',
