@@ -1,4 +1,5 @@
-import { type ExpressionBuilder, type QueryCreator, sql } from 'kysely';
+import { randomUUID } from 'node:crypto';
+import { type CompiledQuery, type ExpressionBuilder, type QueryCreator, sql } from 'kysely';
 import type { Executor } from '../../platform/db/database.js';
 import type { DB } from '../../platform/db/schema.js';
 
@@ -149,23 +150,9 @@ export interface TokenWithGrant extends StoredPayload {
   account?: { identityId: string; email: string | null; phone: string | null };
 }
 
-/**
- * The tokens stored under one id among `kinds` (the library looks a presented value up as an
- * access token and a client credentials token at once, then as a refresh token), each exactly as
- * findLivePayload finds it, and with each in the same statement its grant's payload (as
- * findLivePayload finds it: unexpired; the grant's liveness is the token's, one grant_id) and the
- * grant's identity with its verified email and phone (verifiedIdentifiers' first of each). The
- * identity is enabled whenever a token is found with a grant: grantLive refuses it otherwise. One
- * round trip where userinfo, introspection and the refresh grant made three to five; every figure
- * is read now, none kept.
- */
-export async function findTokensWithGrant(
-  db: Executor,
-  kinds: readonly string[],
-  id: string,
-  now: Date,
-): Promise<TokenWithGrant[]> {
-  const rows = await db
+/** The statement of findTokensWithGrant, as the builder writes it (compiled once, below). */
+const tokensWithGrant = (db: Executor, kinds: readonly string[], id: string, now: Date) =>
+  db
     .selectFrom('oidc_payloads')
     .leftJoin('oidc_payloads as gp', (join) =>
       join
@@ -201,8 +188,52 @@ export async function findTokensWithGrant(
     .where('oidc_payloads.kind', 'in', kinds)
     .where('oidc_payloads.id', '=', id)
     .where(notExpired(now))
-    .where(grantLive(now))
-    .execute();
+    .where(grantLive(now));
+
+/**
+ * findTokensWithGrant's statement compiled once: its text and parameter order never change (the
+ * kinds are the provider's fixed list), so building and compiling it per request (about a tenth of
+ * userinfo's CPU in the profile) is done at the first call, and each request puts its own id and
+ * time where the first call's marks stood (an id no token can be, a NUL and a random UUID; the Date
+ * object itself). Nothing else in it varies: the other parameters are the statement's constants.
+ */
+let compiledTokensWithGrant:
+  | { kinds: readonly string[]; compiled: CompiledQuery; id: string; now: Date }
+  | undefined;
+
+function tokensWithGrantQuery(db: Executor, kinds: readonly string[], id: string, now: Date) {
+  if (compiledTokensWithGrant?.kinds !== kinds) {
+    const marks = { id: `\u0000${randomUUID()}`, now: new Date(0) };
+    compiledTokensWithGrant = {
+      kinds,
+      compiled: tokensWithGrant(db, kinds, marks.id, marks.now).compile(),
+      ...marks,
+    };
+  }
+  const { compiled, id: idMark, now: nowMark } = compiledTokensWithGrant;
+  const parameters = compiled.parameters.map((p) => (p === idMark ? id : p === nowMark ? now : p));
+  return { ...compiled, parameters } as CompiledQuery<TokenRow>;
+}
+
+type TokenRow = Awaited<ReturnType<ReturnType<typeof tokensWithGrant>['execute']>>[number];
+
+/**
+ * The tokens stored under one id among `kinds` (the library looks a presented value up as an
+ * access token and a client credentials token at once, then as a refresh token), each exactly as
+ * findLivePayload finds it, and with each in the same statement its grant's payload (as
+ * findLivePayload finds it: unexpired; the grant's liveness is the token's, one grant_id) and the
+ * grant's identity with its verified email and phone (verifiedIdentifiers' first of each). The
+ * identity is enabled whenever a token is found with a grant: grantLive refuses it otherwise. One
+ * round trip where userinfo, introspection and the refresh grant made three to five; every figure
+ * is read now, none kept.
+ */
+export async function findTokensWithGrant(
+  db: Executor,
+  kinds: readonly string[],
+  id: string,
+  now: Date,
+): Promise<TokenWithGrant[]> {
+  const { rows } = await db.executeQuery(tokensWithGrantQuery(db, kinds, id, now));
   return rows.map((row) => {
     const found: TokenWithGrant = { kind: row.kind, ...asStored(row) };
     if (row.grantId === null) return found;
