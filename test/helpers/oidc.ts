@@ -40,6 +40,8 @@ export interface OidcFixture {
    * arrives, and the endpoint answers it (and any after it) only once `release` is called.
    */
   holdLogouts(): { received: Promise<string>; release: () => void };
+  /** The environment the service was built with: another instance of it is built from the same. */
+  env: Record<string, string>;
   close(): Promise<void>;
 }
 
@@ -99,12 +101,8 @@ export async function oidcFixture(env: Record<string, string> = {}, server = fal
       first_party: true,
     },
   ];
-  const t = await createTestApp({
-    server,
-    admin: true,
-    clock: new ManualClock(new Date()),
-    env: { PUBLIC_ORIGIN: origin, OIDC_CLIENTS: JSON.stringify(clients), ...env },
-  });
+  const serviceEnv = { PUBLIC_ORIGIN: origin, OIDC_CLIENTS: JSON.stringify(clients), ...env };
+  const t = await createTestApp({ server, admin: true, clock: new ManualClock(new Date()), env: serviceEnv });
   await t.app.listen({ port, host: '127.0.0.1' });
   return {
     t,
@@ -112,6 +110,7 @@ export async function oidcFixture(env: Record<string, string> = {}, server = fal
     redirectUri,
     logoutTokens,
     backchannel,
+    env: serviceEnv,
     holdLogouts() {
       let release = () => {};
       const released = new Promise<void>((r) => {

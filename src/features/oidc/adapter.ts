@@ -1,6 +1,6 @@
 import type { Clock } from '../../platform/clock.js';
 import type { Db, Executor } from '../../platform/db/database.js';
-import { DEVICE_CODE_TTL, type PayloadStore } from './provider.js';
+import { type AccountClaims, DEVICE_CODE_TTL, type FoundToken, type PayloadStore } from './provider.js';
 import * as repo from './repository.js';
 
 export interface OidcAdapterDeps {
@@ -49,35 +49,59 @@ export class OidcAdapter implements PayloadStore {
     // invalid_grant (RFC 8628 3.5 asks for expired_token).
     const device = kind === 'DeviceCode';
     const keptFor = expiresIn ? expiresIn + (device ? DEVICE_CODE_TTL : 0) : 0;
-    await repo.upsertPayload(db, {
-      kind,
-      id,
-      payload,
-      grantId,
-      uid: device
-        ? typeof payload.userCode === 'string'
-          ? payload.userCode
-          : null
-        : typeof payload.uid === 'string'
-          ? payload.uid
-          : null,
-      expiresAt: keptFor ? new Date(this.#now().getTime() + keptFor * 1000) : null,
-    });
+    // A refresh token moves its grant's end to at least its own, in the statement that stores it.
+    const grantEnd =
+      kind === 'RefreshToken' && grantId && expiresIn && typeof payload.exp === 'number'
+        ? { grantId, expiresAt: new Date(this.#now().getTime() + expiresIn * 1000), exp: payload.exp }
+        : undefined;
+    await repo.upsertPayload(
+      db,
+      {
+        kind,
+        id,
+        payload,
+        grantId,
+        uid: device
+          ? typeof payload.userCode === 'string'
+            ? payload.userCode
+            : null
+          : typeof payload.uid === 'string'
+            ? payload.uid
+            : null,
+        expiresAt: keptFor ? new Date(this.#now().getTime() + keptFor * 1000) : null,
+      },
+      grantEnd,
+    );
     // The sid the ID tokens of this grant carry: its back-channel logout repeats it.
     if ((kind === 'AuthorizationCode' || device) && grantId && typeof payload.sid === 'string') {
       await repo.setGrantSid(db, grantId, payload.sid);
-    }
-    if (kind === 'RefreshToken' && grantId && expiresIn && typeof payload.exp === 'number') {
-      await repo.extendGrant(db, grantId, new Date(this.#now().getTime() + expiresIn * 1000), payload.exp);
     }
   }
 
   async find(id: string): Promise<Record<string, unknown> | undefined> {
     const found = await repo.findLivePayload(this.deps.db, this.name, id, this.#now());
-    if (!found) return undefined;
-    return found.consumedAt
-      ? { ...found.payload, consumed: Math.floor(found.consumedAt.getTime() / 1000) }
-      : found.payload;
+    return found && asPayload(found);
+  }
+
+  async findTokens(id: string, kinds: readonly string[]): Promise<Map<string, FoundToken>> {
+    const found = await repo.findTokensWithGrant(this.deps.db, kinds, id, this.#now());
+    return new Map(
+      found.map((token) => {
+        const { grant, account } = token;
+        const claims: AccountClaims = {
+          ...(account?.email ? { email: { value: account.email } } : {}),
+          ...(account?.phone ? { phone: { value: account.phone } } : {}),
+        };
+        return [
+          token.kind,
+          {
+            payload: asPayload(token),
+            ...(grant !== undefined ? { grant: grant && asPayload(grant) } : {}),
+            ...(account ? { account: { identityId: account.identityId, claims } } : {}),
+          },
+        ];
+      }),
+    );
   }
 
   async findByUid(uid: string): Promise<Record<string, unknown> | undefined> {
@@ -118,4 +142,11 @@ export class OidcAdapter implements PayloadStore {
       await this.deps.grantsEnded(trx, ended);
     });
   }
+}
+
+/** A stored payload as the library reads it: `consumed` (seconds) once it was consumed. */
+function asPayload(found: repo.StoredPayload): Record<string, unknown> {
+  return found.consumedAt
+    ? { ...found.payload, consumed: Math.floor(found.consumedAt.getTime() / 1000) }
+    : found.payload;
 }

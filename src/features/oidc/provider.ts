@@ -50,6 +50,12 @@ export interface PayloadStore {
   /** The device code a person typed (normalized), while its row is kept. */
   findByUserCode(userCode: string): Promise<Record<string, unknown> | undefined>;
   findByUid(uid: string): Promise<Record<string, unknown> | undefined>;
+  /**
+   * The tokens under one id among `kinds`, by kind, each as `find` finds it, with its grant's
+   * payload (null: gone or expired) and the grant's account (its claims now) read in the same
+   * statement: what the library reads next about it.
+   */
+  findTokens(id: string, kinds: readonly string[]): Promise<Map<string, FoundToken>>;
   /** Compare-and-set: false when it was already consumed. */
   consume(id: string): Promise<boolean>;
   destroy(id: string): Promise<void>;
@@ -60,6 +66,14 @@ export interface PayloadStore {
   claim(id: string, payload: Record<string, unknown>, expiresIn: number): Promise<boolean>;
   /** Ends the grant (no back-channel logout: its client or a reuse asked for it) and deletes its tokens. */
   revokeByGrantId(grantId: string, reason: string): Promise<void>;
+}
+
+/** A token and what was read with it (PayloadStore.findToken). */
+export interface FoundToken {
+  payload: Record<string, unknown>;
+  /** Absent when the token has no grant; null when the grant is not found. */
+  grant?: Record<string, unknown> | null;
+  account?: { identityId: string; claims: AccountClaims };
 }
 
 /** A client with what the provider must never see: its secret only as a hash. */
@@ -118,7 +132,25 @@ interface RequestScope {
   verified?: { clientId: string; secret: string };
   /** Provider sessions found in this request (by uid): the hosted session each stands for. */
   standing: Map<string, string>;
+  /**
+   * What a token's find read in its statement ahead of the library's next reads in this request
+   * (docs/performance.md, "OpenID Provider reads"): its grant by id, its account by id. Each is
+   * taken once, by the read it stands for, and lives no longer than the request.
+   */
+  grants: Map<string, Record<string, unknown> | null>;
+  accounts: Map<string, AccountClaims>;
+  /**
+   * The token lookup of each presented value: the library looks one value up as several models at
+   * once (introspection: an access token and a client credentials token, then a refresh token),
+   * and one statement answers them all. Each model's answer is taken once; a second find of it in
+   * the request reads again.
+   */
+  tokens: Map<string, { found: Promise<Map<string, FoundToken>>; taken: Set<string> }>;
 }
+
+/** The models found by value with their grant and account in one statement (PayloadStore.findTokens). */
+const TOKEN_MODELS = ['AccessToken', 'ClientCredentials', 'RefreshToken', 'AuthorizationCode'] as const;
+const isTokenModel = (name: string) => (TOKEN_MODELS as readonly string[]).includes(name);
 
 export const ACR = {
   singleFactor: 'urn:identity-service:acr:single-factor',
@@ -353,7 +385,14 @@ export class OpenIdProvider {
 
   /** Hands one request to the provider, with the per-request scope its adapter reads. */
   handle(req: IncomingMessage, res: ServerResponse, verified?: RequestScope['verified']): Promise<void> {
-    const scope: RequestScope = { cookie: req.headers.cookie, verified, standing: new Map() };
+    const scope: RequestScope = {
+      cookie: req.headers.cookie,
+      verified,
+      standing: new Map(),
+      grants: new Map(),
+      accounts: new Map(),
+      tokens: new Map(),
+    };
     return this.#scope.run(scope, () => this.#callback(req, res));
   }
 
@@ -502,6 +541,13 @@ export class OpenIdProvider {
       async find(id: string): Promise<AdapterPayload | undefined> {
         if (this.name === 'Client') return self.#clientMetadata(id);
         if (this.name === 'ReplayDetection') return self.#seenBefore(this.#store, id);
+        const scope = self.#scopeOf();
+        if (scope && isTokenModel(this.name)) return self.#findToken(this.#store, scope, this.name, id);
+        if (scope && this.name === 'Grant' && scope.grants.has(id)) {
+          const grant = scope.grants.get(id);
+          scope.grants.delete(id);
+          return (grant ?? undefined) as AdapterPayload | undefined;
+        }
         const payload = await this.#store.find(id);
         if (!payload) return undefined;
         if (this.name === 'Session' && !(await self.#sessionStillHosted(payload))) return undefined;
@@ -536,6 +582,40 @@ export class OpenIdProvider {
         await this.#store.revokeByGrantId(grantId, 'revoked');
       }
     };
+  }
+
+  /**
+   * A token, and what the library reads next about it, in one statement: the grant (Grant.find)
+   * and the account (findAccount) of this request are then answered from what it read, once each.
+   * Nothing outlives the request, so a grant ended or an identity disabled on any instance is
+   * refused at the next request, as with a read each.
+   */
+  async #findToken(
+    store: PayloadStore,
+    scope: RequestScope,
+    model: string,
+    id: string,
+  ): Promise<AdapterPayload | undefined> {
+    let lookup = scope.tokens.get(id);
+    if (!lookup || lookup.taken.has(model)) {
+      lookup = { found: store.findTokens(id, TOKEN_MODELS), taken: new Set() };
+      scope.tokens.set(id, lookup);
+    }
+    lookup.taken.add(model);
+    const found = (await lookup.found).get(model);
+    if (!found) return undefined;
+    const grantId = grantIdOf(found.payload);
+    if (grantId && found.grant !== undefined) scope.grants.set(grantId, found.grant);
+    if (found.account) scope.accounts.set(found.account.identityId, found.account.claims);
+    return found.payload as AdapterPayload;
+  }
+
+  /** The claims of an account that this request's token find read with it, taken once. */
+  #accountFound(identityId: string): AccountClaims | undefined {
+    const scope = this.#scopeOf();
+    const claims = scope?.accounts.get(identityId);
+    if (claims) scope?.accounts.delete(identityId);
+    return claims;
   }
 
   /**
@@ -627,11 +707,12 @@ export class OpenIdProvider {
     const { config } = this.deps;
     const deps = this.deps;
     const errors = this.#errors;
+    const self = this;
     return {
       adapter: this.#adapter(),
       clients: [],
       async findAccount(_ctx, sub, token) {
-        const found = await deps.account(sub);
+        const found = self.#accountFound(sub) ?? (await deps.account(sub));
         if (!found) return undefined;
         const grantId = grantIdOf(token);
         return {

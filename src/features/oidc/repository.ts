@@ -1,4 +1,5 @@
-import { type ExpressionBuilder, sql } from 'kysely';
+import { randomUUID } from 'node:crypto';
+import { type CompiledQuery, type ExpressionBuilder, type QueryCreator, sql } from 'kysely';
 import type { Executor } from '../../platform/db/database.js';
 import type { DB } from '../../platform/db/schema.js';
 
@@ -14,6 +15,12 @@ export interface StoredPayload {
   consumedAt: Date | null;
 }
 
+/**
+ * Stores a payload (insert or replace). With `grantEnd` (a refresh token), the same statement moves
+ * its grant's end to at least the token's own: a refresh token outliving its grant would be refused
+ * with it, so each one issued extends the grant (stored and in its payload's `exp`, which the
+ * library checks), never shortens it.
+ */
 export async function upsertPayload(
   db: Executor,
   p: {
@@ -24,25 +31,31 @@ export async function upsertPayload(
     uid: string | null;
     expiresAt: Date | null;
   },
+  grantEnd?: { grantId: string; expiresAt: Date; exp: number },
 ): Promise<void> {
+  const payload = JSON.stringify(p.payload);
+  const row = { payload, grant_id: p.grantId, uid: p.uid, expires_at: p.expiresAt };
+  const upsert = (q: QueryCreator<DB>) =>
+    q
+      .insertInto('oidc_payloads')
+      .values({ kind: p.kind, id: p.id, ...row })
+      .onConflict((oc) => oc.columns(['kind', 'id']).doUpdateSet(row));
+  if (!grantEnd) {
+    await upsert(db).execute();
+    return;
+  }
+  // One round trip: the token stored in a data-modifying CTE, the grant extended by the statement.
   await db
-    .insertInto('oidc_payloads')
-    .values({
-      kind: p.kind,
-      id: p.id,
-      payload: JSON.stringify(p.payload),
-      grant_id: p.grantId,
-      uid: p.uid,
-      expires_at: p.expiresAt,
+    .with('stored', (q) => upsert(q).returning('id'))
+    .updateTable('oidc_payloads')
+    // raw: jsonb_set on the stored payload has no builder form
+    .set({
+      expires_at: grantEnd.expiresAt,
+      payload: sql`jsonb_set(payload, '{exp}', to_jsonb(${grantEnd.exp}::bigint))`,
     })
-    .onConflict((oc) =>
-      oc.columns(['kind', 'id']).doUpdateSet({
-        payload: JSON.stringify(p.payload),
-        grant_id: p.grantId,
-        uid: p.uid,
-        expires_at: p.expiresAt,
-      }),
-    )
+    .where('kind', '=', 'Grant')
+    .where('id', '=', grantEnd.grantId)
+    .where('expires_at', '<', grantEnd.expiresAt)
     .execute();
 }
 
@@ -128,6 +141,113 @@ export async function findLivePayload(
   return row ? asStored(row) : undefined;
 }
 
+/** A token with what the library reads next about it, found in the same statement. */
+export interface TokenWithGrant extends StoredPayload {
+  kind: string;
+  /** The token's grant: undefined when it has none; null when its grant's payload is gone or expired. */
+  grant?: StoredPayload | null;
+  /** The identity the grant was given to, and its verified identifiers now (the claims). */
+  account?: { identityId: string; email: string | null; phone: string | null };
+}
+
+/** The statement of findTokensWithGrant, as the builder writes it (compiled once, below). */
+const tokensWithGrant = (db: Executor, kinds: readonly string[], id: string, now: Date) =>
+  db
+    .selectFrom('oidc_payloads')
+    .leftJoin('oidc_payloads as gp', (join) =>
+      join
+        .onRef('gp.id', '=', 'oidc_payloads.grant_id')
+        .on('gp.kind', '=', 'Grant')
+        .on((eb) => eb.or([eb('gp.expires_at', 'is', null), eb('gp.expires_at', '>', now)])),
+    )
+    .leftJoin('oidc_grants as g', 'g.grant_id', 'oidc_payloads.grant_id')
+    .select((eb) => {
+      const verified = (type: 'email' | 'phone') =>
+        eb
+          .selectFrom('identifiers as v')
+          .select('v.value')
+          .whereRef('v.identity_id', '=', 'g.identity_id')
+          .where('v.type', '=', type)
+          .where('v.verified_at', 'is not', null)
+          .where('v.removed_at', 'is', null)
+          .orderBy('v.verified_at')
+          .orderBy('v.id')
+          .limit(1);
+      return [
+        'oidc_payloads.kind',
+        'oidc_payloads.payload',
+        'oidc_payloads.consumed_at as consumedAt',
+        'oidc_payloads.grant_id as grantId',
+        'gp.payload as grantPayload',
+        'gp.consumed_at as grantConsumedAt',
+        'g.identity_id as identityId',
+        verified('email').as('email'),
+        verified('phone').as('phone'),
+      ];
+    })
+    .where('oidc_payloads.kind', 'in', kinds)
+    .where('oidc_payloads.id', '=', id)
+    .where(notExpired(now))
+    .where(grantLive(now));
+
+/**
+ * findTokensWithGrant's statement compiled once: its text and parameter order never change (the
+ * kinds are the provider's fixed list), so building and compiling it per request (about a tenth of
+ * userinfo's CPU in the profile) is done at the first call, and each request puts its own id and
+ * time where the first call's marks stood (an id no token can be, a NUL and a random UUID; the Date
+ * object itself). Nothing else in it varies: the other parameters are the statement's constants.
+ */
+let compiledTokensWithGrant:
+  | { kinds: readonly string[]; compiled: CompiledQuery; id: string; now: Date }
+  | undefined;
+
+function tokensWithGrantQuery(db: Executor, kinds: readonly string[], id: string, now: Date) {
+  if (compiledTokensWithGrant?.kinds !== kinds) {
+    const marks = { id: `\u0000${randomUUID()}`, now: new Date(0) };
+    compiledTokensWithGrant = {
+      kinds,
+      compiled: tokensWithGrant(db, kinds, marks.id, marks.now).compile(),
+      ...marks,
+    };
+  }
+  const { compiled, id: idMark, now: nowMark } = compiledTokensWithGrant;
+  const parameters = compiled.parameters.map((p) => (p === idMark ? id : p === nowMark ? now : p));
+  return { ...compiled, parameters } as CompiledQuery<TokenRow>;
+}
+
+type TokenRow = Awaited<ReturnType<ReturnType<typeof tokensWithGrant>['execute']>>[number];
+
+/**
+ * The tokens stored under one id among `kinds` (the library looks a presented value up as an
+ * access token and a client credentials token at once, then as a refresh token), each exactly as
+ * findLivePayload finds it, and with each in the same statement its grant's payload (as
+ * findLivePayload finds it: unexpired; the grant's liveness is the token's, one grant_id) and the
+ * grant's identity with its verified email and phone (verifiedIdentifiers' first of each). The
+ * identity is enabled whenever a token is found with a grant: grantLive refuses it otherwise. One
+ * round trip where userinfo, introspection and the refresh grant made three to five; every figure
+ * is read now, none kept.
+ */
+export async function findTokensWithGrant(
+  db: Executor,
+  kinds: readonly string[],
+  id: string,
+  now: Date,
+): Promise<TokenWithGrant[]> {
+  const { rows } = await db.executeQuery(tokensWithGrantQuery(db, kinds, id, now));
+  return rows.map((row) => {
+    const found: TokenWithGrant = { kind: row.kind, ...asStored(row) };
+    if (row.grantId === null) return found;
+    found.grant =
+      row.grantPayload === null
+        ? null
+        : asStored({ payload: row.grantPayload, consumedAt: row.grantConsumedAt });
+    if (row.identityId !== null) {
+      found.account = { identityId: row.identityId, email: row.email, phone: row.phone };
+    }
+    return found;
+  });
+}
+
 export async function findPayloadByUid(
   db: Executor,
   kind: string,
@@ -184,26 +304,6 @@ export async function consumePayload(db: Executor, kind: string, id: string, now
     .returning('id')
     .execute();
   return rows.length === 1;
-}
-
-/**
- * A refresh token outliving its grant would be refused with it: each one issued moves the grant's
- * end (stored and in its payload's `exp`, which the library checks) to at least its own.
- */
-export async function extendGrant(
-  db: Executor,
-  grantId: string,
-  expiresAt: Date,
-  exp: number,
-): Promise<void> {
-  await db
-    .updateTable('oidc_payloads')
-    // raw: jsonb_set on the stored payload has no builder form
-    .set({ expires_at: expiresAt, payload: sql`jsonb_set(payload, '{exp}', to_jsonb(${exp}::bigint))` })
-    .where('kind', '=', 'Grant')
-    .where('id', '=', grantId)
-    .where('expires_at', '<', expiresAt)
-    .execute();
 }
 
 export async function deletePayload(db: Executor, kind: string, id: string): Promise<void> {
