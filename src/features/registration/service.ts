@@ -9,6 +9,7 @@ import { Problem } from '../../platform/problem.js';
 import type { MessageLimits, MessageSubject } from '../../platform/rate-limit/guess-budget.js';
 import { destinationSubject, guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { revokeChallenges } from '../challenges/repository.js';
+import type { Hooks } from '../events/hooks/service.js';
 import type { ChallengeFlow } from '../challenges/service.js';
 import { identifierOwner } from '../challenges/service.js';
 import { type IdentifierInput, normaliseIdentifier } from '../identities/identifier.js';
@@ -44,6 +45,8 @@ export interface RegistrationServiceDeps {
   messages: MessageLimits;
   /** The product's name (BRAND_NAME): a password built on it is weak. */
   config: { brand: { name: string } };
+  /** before_identity_created, asked before the transaction (docs/events.md, "Synchronous hooks"). */
+  hooks: Pick<Hooks, 'beforeIdentityCreated'>;
 }
 
 /** Registration: an identifier and a password, proven by a code sent to the identifier. */
@@ -63,6 +66,7 @@ export class RegistrationService {
       this.deps.config.brand.name,
     );
     const ident = this.deps.challenges.reachableAddress(input);
+    await this.deps.hooks.beforeIdentityCreated({ via: 'sign_up', identifier: ident });
     // Shed before anything is written when the Argon2id queue is past its bound (503).
     this.deps.passwords.admit();
 

@@ -3338,7 +3338,7 @@ export type paths = {
         };
         /**
          * The provider’s redirect back (register this URL as the redirect URI)
-         * @description Always 303 See Other to the hosted page the flow started from, with `provider` and either `handoff` (exchange it with POST /provider-handoffs), `result=linked`, or `error` (cancelled, unavailable, refused, account_exists, sign_up_closed, already_linked) in its query.
+         * @description Always 303 See Other to the hosted page the flow started from, with `provider` and either `handoff` (exchange it with POST /provider-handoffs), `result=linked`, or `error` (cancelled, unavailable, refused, account_exists, sign_up_closed, already_linked, hook_refused) in its query.
          */
         get: {
             parameters: {
@@ -7021,6 +7021,8 @@ export type components = {
                 location: string;
                 message: string;
             }[];
+            /** @description hooks.refused only: the deployment’s own words for the refusal, as its hook gave them */
+            hookMessage?: string;
             retryable: boolean;
             status: number;
             title: string;

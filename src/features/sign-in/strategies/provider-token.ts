@@ -4,6 +4,7 @@ import type { Clock } from '../../../platform/clock.js';
 import type { Database } from '../../../platform/db/database.js';
 import type { RequestMeta } from '../../../platform/http/auth.js';
 import { Problem } from '../../../platform/problem.js';
+import type { Hooks } from '../../events/hooks/service.js';
 import { deleteFreshIdentity, findIdentity, insertIdentity } from '../../identities/repository.js';
 import { findLiveLink, insertLink, spendNonce, touchLink } from '../../providers/repository.js';
 import type { ProviderInput } from '../../providers/service.js';
@@ -17,6 +18,7 @@ export interface ProviderTokenStrategyDeps {
   clock: Clock;
   audit: AuditLog;
   providers: ProviderVerifier;
+  hooks: Pick<Hooks, 'beforeIdentityCreated'>;
 }
 
 /**
@@ -32,6 +34,16 @@ export class ProviderTokenStrategy implements Strategy<ProviderInput> {
     const proof = await this.deps.providers.verify(input.provider, input.idToken);
     if (!proof) throw new Problem('identity.sign_in_refused');
     const now = this.deps.clock.now();
+    // A subject with no identity yet makes one below: the hook is asked first, outside the transaction.
+    if (!(await findLiveLink(this.deps.database.db, proof.provider, proof.subject))) {
+      await this.deps.hooks.beforeIdentityCreated({
+        via: 'provider',
+        provider: proof.provider,
+        subject: proof.subject,
+        ip: meta.ip ?? null,
+        userAgent: meta.userAgent ?? null,
+      });
+    }
     const found = await this.deps.database.db.transaction().execute(async (trx) => {
       if (!(await spendNonce(trx, proof.nonceHash, now))) return undefined;
       let link = await findLiveLink(trx, proof.provider, proof.subject);
