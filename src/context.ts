@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from './config.js';
 import { ChallengeFlow } from './features/challenges/service.js';
-import { type Hooks, HookService } from './features/events/hooks/service.js';
+import { HookService, type Hooks } from './features/events/hooks/service.js';
 import { EventLog } from './features/events/log.js';
 import { WebhookWorker } from './features/events/webhooks/worker.js';
 import { AccountLock } from './features/identities/lock.js';

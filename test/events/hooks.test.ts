@@ -8,7 +8,15 @@ import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createPerson } from '../helpers/identities.js';
 import { freePort } from '../helpers/net.js';
-import { browse, FIRST_PARTY, hostedSignIn, type OidcFixture, oidcFixture, rpConfig, startAuthorization } from '../helpers/oidc.js';
+import {
+  browse,
+  FIRST_PARTY,
+  hostedSignIn,
+  type OidcFixture,
+  oidcFixture,
+  rpConfig,
+  startAuthorization,
+} from '../helpers/oidc.js';
 import { freshToken, ProviderSink, providerSignIn } from '../providers/support.js';
 import { emailForm, PASSWORD, signUp, uniqueEmail } from '../registration/helpers.js';
 
@@ -148,7 +156,10 @@ describe('synchronous hooks, failing closed (the default)', () => {
       hookMessage: 'Sign-ups are closed for example.com.',
     });
     expect(receiver.calls).toHaveLength(1);
-    expect(receiver.calls[0].data).toMatchObject({ via: 'sign_up', identifier: { type: 'email', value: address } });
+    expect(receiver.calls[0].data).toMatchObject({
+      via: 'sign_up',
+      identifier: { type: 'email', value: address },
+    });
     // No password (nor its hash) is ever sent to a hook.
     expect(receiver.calls[0].body).not.toContain(PASSWORD);
     expect(receiver.calls[0].body).not.toContain('$argon2');
@@ -169,7 +180,10 @@ describe('synchronous hooks, failing closed (the default)', () => {
     receiver.reply = () => ({ json: { allow: false, message: 'Your account is suspended until Monday.' } });
     const res = await passwordSignIn(t, person.email, person.password);
     expect(res.statusCode).toBe(403);
-    expect(res.json()).toMatchObject({ code: 'hooks.refused', hookMessage: 'Your account is suspended until Monday.' });
+    expect(res.json()).toMatchObject({
+      code: 'hooks.refused',
+      hookMessage: 'Your account is suspended until Monday.',
+    });
     expect(receiver.calls.map((c) => c.type)).toEqual(['before_sign_in']);
     expect(receiver.calls[0].data).toMatchObject({ identityId: person.identityId, method: 'password' });
     expect(receiver.calls[0].body).not.toContain(person.password);
@@ -193,7 +207,9 @@ describe('synchronous hooks, failing closed (the default)', () => {
   it('a provider sign-in: a new subject is refused by before_identity_created, a known one by before_sign_in', async () => {
     const subject = `hooked-${Date.now()}`;
     receiver.reply = (call) =>
-      call.type === 'before_identity_created' ? { json: { allow: false, message: 'No new accounts.' } } : { json: { allow: true } };
+      call.type === 'before_identity_created'
+        ? { json: { allow: false, message: 'No new accounts.' } }
+        : { json: { allow: true } };
     const first = await providerSignIn(t.app, await freshToken(t.app, idp, t.clock, { sub: subject }));
     expect(first.statusCode).toBe(403);
     expect(first.json()).toMatchObject({ code: 'hooks.refused', hookMessage: 'No new accounts.' });
@@ -207,7 +223,9 @@ describe('synchronous hooks, failing closed (the default)', () => {
 
     receiver.calls.length = 0;
     receiver.reply = (call) =>
-      call.type === 'before_sign_in' ? { json: { allow: false, message: 'Not today.' } } : { json: { allow: true } };
+      call.type === 'before_sign_in'
+        ? { json: { allow: false, message: 'Not today.' } }
+        : { json: { allow: true } };
     const second = await providerSignIn(t.app, await freshToken(t.app, idp, t.clock, { sub: subject }));
     expect(second.statusCode).toBe(403);
     expect(second.json()).toMatchObject({ code: 'hooks.refused', hookMessage: 'Not today.' });
@@ -260,7 +278,10 @@ describe('synchronous hooks, failing closed (the default)', () => {
     expect(claims.email).toBeUndefined();
     expect(claims.sid).not.toBe('x');
 
-    const introspected = (await client.tokenIntrospection(config, tokens.access_token)) as Record<string, unknown>;
+    const introspected = (await client.tokenIntrospection(config, tokens.access_token)) as Record<
+      string,
+      unknown
+    >;
     expect(introspected.active).toBe(true);
     expect(introspected.tier).toBe('gold');
     expect(introspected.sub).toBe(person.identityId);
@@ -275,7 +296,12 @@ describe('synchronous hooks, failing closed (the default)', () => {
     // The dropped names are logged (names only) and counted.
     expect(t.logs()).toContain('hook claims dropped');
     expect(t.logs()).not.toContain('forged@example.com');
-    expect(sample(await scrape(), 'identity_hook_calls_total', { hook: 'custom_claims', outcome: 'dropped_claim' })).toBe(7);
+    expect(
+      sample(await scrape(), 'identity_hook_calls_total', {
+        hook: 'custom_claims',
+        outcome: 'dropped_claim',
+      }),
+    ).toBe(7);
   });
 
   it('a receiver that never answers: the sign-in is 503 hooks.unavailable, retryable, and the token request fails', async () => {
@@ -321,10 +347,12 @@ describe('synchronous hooks, failing closed (the default)', () => {
     expect(delta('allowed')).toBe(1);
     expect(delta('timeout')).toBe(1);
     expect(delta('failed')).toBe(1);
-    const count = (text: string) => sample(text, 'identity_hook_duration_seconds_count', { hook: 'before_sign_in' });
+    const count = (text: string) =>
+      sample(text, 'identity_hook_duration_seconds_count', { hook: 'before_sign_in' });
     expect(count(after) - count(before)).toBe(4);
     // The timed-out call took at least the configured timeout.
-    const sum = (text: string) => sample(text, 'identity_hook_duration_seconds_sum', { hook: 'before_sign_in' });
+    const sum = (text: string) =>
+      sample(text, 'identity_hook_duration_seconds_sum', { hook: 'before_sign_in' });
     expect(sum(after) - sum(before)).toBeGreaterThanOrEqual(Number(TIMEOUT_MS) / 1000);
   });
 });
@@ -359,7 +387,9 @@ describe('synchronous hooks, failing open (HOOKS_FAIL_OPEN=on)', () => {
     expect(t.logs()).toContain('hook failed: proceeding (fails open)');
     const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
     expect(sample(text, 'identity_hook_calls_total', { hook: 'before_sign_in', outcome: 'timeout' })).toBe(1);
-    expect(sample(text, 'identity_hook_calls_total', { hook: 'before_identity_created', outcome: 'timeout' })).toBe(1);
+    expect(
+      sample(text, 'identity_hook_calls_total', { hook: 'before_identity_created', outcome: 'timeout' }),
+    ).toBe(1);
   });
 
   it('a refusal still refuses: failing open is for failures only', async () => {
@@ -373,9 +403,9 @@ describe('synchronous hooks, failing open (HOOKS_FAIL_OPEN=on)', () => {
 
 describe('hook configuration', () => {
   it('refuses a hook URL without HOOKS_SECRET, and a fail-open list naming no hook', async () => {
-    await expect(createTestApp({ env: { HOOK_BEFORE_SIGN_IN_URL: 'https://hooks.example/x' } })).rejects.toThrow(
-      'HOOKS_SECRET is required when a hook URL is set',
-    );
+    await expect(
+      createTestApp({ env: { HOOK_BEFORE_SIGN_IN_URL: 'https://hooks.example/x' } }),
+    ).rejects.toThrow('HOOKS_SECRET is required when a hook URL is set');
     await expect(
       createTestApp({ env: { HOOKS_SECRET: newSecret(), HOOKS_FAIL_OPEN: 'before_lunch' } }),
     ).rejects.toThrow('HOOKS_FAIL_OPEN');

@@ -99,7 +99,8 @@ export const t = messages(
     'identity.renewal_refused': 'Votre session a pris fin. Veuillez vous reconnecter.',
     'rate_limit.exceeded': 'Trop de tentatives. Patientez un instant, puis réessayez.',
     'service.unavailable': 'Le service est occupé. Réessayez dans un instant.',
-    'hooks.refused': 'Ce service ne le permet pas. Contactez son administrateur si vous pensez que c’est une erreur.',
+    'hooks.refused':
+      'Ce service ne le permet pas. Contactez son administrateur si vous pensez que c’est une erreur.',
     'hooks.unavailable': 'Impossible de le vérifier pour le moment. Réessayez dans un instant.',
     'ui.passkey_cancelled': 'La fenêtre de la clé d’accès a été fermée ou a expiré.',
     tooManyWait: 'Trop de tentatives. Réessayez dans {wait}.',

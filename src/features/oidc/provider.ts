@@ -113,7 +113,11 @@ export interface OidcProviderDeps {
    * The custom_claims hook's claims for a person's token (reserved names already dropped); throws
    * when the hook fails closed (docs/events.md, "Synchronous hooks").
    */
-  customClaims(request: { identityId: string; clientId: string; scope: string }): Promise<Record<string, unknown>>;
+  customClaims(request: {
+    identityId: string;
+    clientId: string;
+    scope: string;
+  }): Promise<Record<string, unknown>>;
 }
 
 /** Per request: the Cookie header (hosted session) and a client secret checked against its hash. */
@@ -732,9 +736,17 @@ export class OpenIdProvider {
       extraTokenClaims: async (ctx, token) => {
         // A person's access token carries the custom_claims hook's claims (shown by introspection).
         if (token.kind === 'AccessToken') {
-          const { accountId, clientId, scope } = token as { accountId?: string; clientId?: string; scope?: string };
+          const { accountId, clientId, scope } = token as {
+            accountId?: string;
+            clientId?: string;
+            scope?: string;
+          };
           if (!accountId || !clientId) return undefined;
-          const claims = await this.#customClaims(ctx, { identityId: accountId, clientId, scope: scope ?? '' });
+          const claims = await this.#customClaims(ctx, {
+            identityId: accountId,
+            clientId,
+            scope: scope ?? '',
+          });
           return Object.keys(claims).length > 0 ? claims : undefined;
         }
         if (token.kind !== 'ClientCredentials') return undefined;

@@ -45,7 +45,11 @@ export interface OidcServiceDeps {
     { identityId: string; sessionId: string; createdAt: Date; method: string; epoch: number } | undefined
   >;
   /** The custom_claims hook (docs/events.md, "Synchronous hooks"): reserved names already dropped. */
-  customClaims(request: { identityId: string; clientId: string; scope: string }): Promise<Record<string, unknown>>;
+  customClaims(request: {
+    identityId: string;
+    clientId: string;
+    scope: string;
+  }): Promise<Record<string, unknown>>;
 }
 
 const GRANT_SWEEP_BATCH = 200;

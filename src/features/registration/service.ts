@@ -9,9 +9,9 @@ import { Problem } from '../../platform/problem.js';
 import type { MessageLimits, MessageSubject } from '../../platform/rate-limit/guess-budget.js';
 import { destinationSubject, guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { revokeChallenges } from '../challenges/repository.js';
-import type { Hooks } from '../events/hooks/service.js';
 import type { ChallengeFlow } from '../challenges/service.js';
 import { identifierOwner } from '../challenges/service.js';
+import type { Hooks } from '../events/hooks/service.js';
 import { type IdentifierInput, normaliseIdentifier } from '../identities/identifier.js';
 import {
   claimIdentifier,

@@ -51,7 +51,10 @@ export class SignInCompletion {
       await this.#admit(proven, meta);
       return this.deps.database.db.transaction().execute((own) => this.#open(own, proven, meta));
     },
-    { admit: (proven: Pick<ProvenIdentity, 'identityId' | 'method'>, meta: RequestMeta) => this.#admit(proven, meta) },
+    {
+      admit: (proven: Pick<ProvenIdentity, 'identityId' | 'method'>, meta: RequestMeta) =>
+        this.#admit(proven, meta),
+    },
   ) as Complete;
 
   /** The before_sign_in hook: refuses (hooks.refused, hooks.unavailable) before any session is written. */

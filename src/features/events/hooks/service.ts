@@ -107,7 +107,9 @@ export interface HookServiceDeps {
   log: { warn(obj: object, msg: string): void };
 }
 
-type Answer = { ok: true; value: Record<string, unknown> } | { ok: false; outcome: 'timeout' | 'failed'; reason: string };
+type Answer =
+  | { ok: true; value: Record<string, unknown> }
+  | { ok: false; outcome: 'timeout' | 'failed'; reason: string };
 
 export class HookService implements Hooks {
   readonly #resolve: Resolve;
@@ -148,7 +150,11 @@ export class HookService implements Hooks {
       }
       return kept;
     }
-    this.#fail(hook, answer.ok ? { ok: false, outcome: 'failed', reason: 'claims not an object' } : answer, started);
+    this.#fail(
+      hook,
+      answer.ok ? { ok: false, outcome: 'failed', reason: 'claims not an object' } : answer,
+      started,
+    );
     return {};
   }
 
@@ -166,7 +172,11 @@ export class HookService implements Hooks {
       const message = messageOf(answer.value.message);
       throw new Problem('hooks.refused', message === undefined ? {} : { hookMessage: message });
     }
-    this.#fail(hook, answer.ok ? { ok: false, outcome: 'failed', reason: 'no boolean allow' } : answer, started);
+    this.#fail(
+      hook,
+      answer.ok ? { ok: false, outcome: 'failed', reason: 'no boolean allow' } : answer,
+      started,
+    );
   }
 
   /** A failure counted and logged; failing closed throws `hooks.unavailable`, failing open returns. */
@@ -208,13 +218,19 @@ export class HookService implements Hooks {
       },
     );
     if (outcome.kind === 'failed') {
-      return { ok: false, outcome: outcome.reason === 'timeout' ? 'timeout' : 'failed', reason: outcome.reason };
+      return {
+        ok: false,
+        outcome: outcome.reason === 'timeout' ? 'timeout' : 'failed',
+        reason: outcome.reason,
+      };
     }
-    if (outcome.kind === 'refused') return { ok: false, outcome: 'failed', reason: `${outcome.reason} refused` };
+    if (outcome.kind === 'refused')
+      return { ok: false, outcome: 'failed', reason: `${outcome.reason} refused` };
     if (outcome.status < 200 || outcome.status > 299) {
       return { ok: false, outcome: 'failed', reason: `status ${outcome.status}` };
     }
-    if (typeof outcome.body !== 'string') return { ok: false, outcome: 'failed', reason: 'answer over the cap' };
+    if (typeof outcome.body !== 'string')
+      return { ok: false, outcome: 'failed', reason: 'answer over the cap' };
     let value: unknown;
     try {
       value = JSON.parse(outcome.body);

@@ -109,7 +109,9 @@ export async function postOnce(
         let read = 0;
         const chunks: Buffer[] = [];
         const answered = (body: string | null): SendOutcome =>
-          opts.readBody ? { kind: 'answered', status, retryAfter, body } : { kind: 'answered', status, retryAfter };
+          opts.readBody
+            ? { kind: 'answered', status, retryAfter, body }
+            : { kind: 'answered', status, retryAfter };
         res.on('data', (chunk: Buffer) => {
           read += chunk.length;
           if (read > MAX_ANSWER_BYTES) {
