@@ -3111,7 +3111,7 @@ export type paths = {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description identity.cross_site_refused */
+                /** @description identity.cross_site_refused, hooks.refused */
                 403: {
                     headers: {
                         [name: string]: unknown;
@@ -3165,7 +3165,7 @@ export type paths = {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description service.unavailable */
+                /** @description hooks.unavailable, service.unavailable */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -4943,6 +4943,15 @@ export type paths = {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description hooks.refused */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
                 /** @description request.body_too_large */
                 413: {
                     headers: {
@@ -4979,7 +4988,7 @@ export type paths = {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description service.unavailable */
+                /** @description hooks.unavailable, service.unavailable */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -5191,6 +5200,15 @@ export type paths = {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description hooks.refused */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
                 /** @description request.body_too_large */
                 413: {
                     headers: {
@@ -5227,7 +5245,7 @@ export type paths = {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description service.unavailable */
+                /** @description hooks.unavailable, service.unavailable */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -5541,6 +5559,15 @@ export type paths = {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description hooks.refused */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
                 /** @description request.body_too_large */
                 413: {
                     headers: {
@@ -5586,7 +5613,7 @@ export type paths = {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description service.unavailable */
+                /** @description hooks.unavailable, service.unavailable */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -5813,6 +5840,15 @@ export type paths = {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description hooks.refused */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
                 /** @description identity.identifier_taken */
                 409: {
                     headers: {
@@ -5867,7 +5903,7 @@ export type paths = {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description service.unavailable */
+                /** @description hooks.unavailable, service.unavailable */
                 503: {
                     headers: {
                         [name: string]: unknown;
