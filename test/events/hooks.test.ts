@@ -17,6 +17,19 @@ import {
   rpConfig,
   startAuthorization,
 } from '../helpers/oidc.js';
+import { hostMappingFetch, startUpstream, type Upstream } from '../helpers/upstream.js';
+import {
+  appEnv,
+  exchange,
+  expectError,
+  footprint,
+  handoffOf,
+  linkedTo,
+  redirectEntry,
+  SIGN_UP_PAGE,
+  trip,
+  upstreamClient,
+} from '../providers/redirect-support.js';
 import { freshToken, ProviderSink, providerSignIn } from '../providers/support.js';
 import { emailForm, PASSWORD, signUp, uniqueEmail } from '../registration/helpers.js';
 
@@ -398,6 +411,59 @@ describe('synchronous hooks, failing open (HOOKS_FAIL_OPEN=on)', () => {
     const res = await passwordSignIn(t, person.email, person.password);
     expect(res.statusCode).toBe(403);
     expect(res.json().hookMessage).toBe('No.');
+  });
+});
+
+describe('synchronous hooks on a redirect sign-in', () => {
+  const secret = newSecret();
+  let receiver: Receiver;
+  let up: Upstream;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    receiver = await startReceiver(secret);
+    up = await startUpstream({ ...upstreamClient('acme') });
+    t = await createTestApp({
+      clock: new ManualClock(new Date()),
+      upstreamFetch: hostMappingFetch({}),
+      env: appEnv([redirectEntry('acme', { issuer: up.issuer })], hookEnv(secret, receiver.url)),
+    });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await up?.close();
+    await receiver?.close();
+  });
+
+  it('a refused new identity returns hook_refused and makes nothing; a timeout failing closed returns unavailable', async () => {
+    const subject = `sub-${Date.now()}`;
+    up.setAccount(subject, { email: uniqueEmail('redirect'), email_verified: true });
+    up.login = subject;
+    receiver.reply = (call) =>
+      call.type === 'before_identity_created'
+        ? { json: { allow: false, message: 'No.' } }
+        : { json: { allow: true } };
+    const before = await footprint(t);
+    const refused = await trip(t, { provider: 'acme', returnTo: SIGN_UP_PAGE });
+    // The message is not carried in a URL: the page shows its own sentence.
+    expectError(refused.callback, 'acme', 'hook_refused', SIGN_UP_PAGE);
+    expect(await footprint(t)).toEqual(before);
+    expect(await linkedTo(t, 'acme', subject)).toEqual([]);
+    expect(receiver.calls.map((c) => c.type)).toEqual(['before_identity_created']);
+    expect(receiver.calls[0].data).toMatchObject({ via: 'provider', provider: 'acme', subject });
+
+    receiver.reply = () => 'hang';
+    const timedOut = await trip(t, { provider: 'acme', returnTo: SIGN_UP_PAGE });
+    expectError(timedOut.callback, 'acme', 'unavailable', SIGN_UP_PAGE);
+    expect(await footprint(t)).toEqual(before);
+
+    // Allowed: the identity is made, and the handoff's session asks before_sign_in.
+    receiver.calls.length = 0;
+    receiver.reply = () => ({ json: { allow: true } });
+    const allowed = await trip(t, { provider: 'acme', returnTo: SIGN_UP_PAGE });
+    const res = await exchange(t, handoffOf(allowed), allowed.browser);
+    expect(res.statusCode).toBe(201);
+    expect(receiver.calls.map((c) => c.type)).toEqual(['before_identity_created', 'before_sign_in']);
   });
 });
 
