@@ -6,6 +6,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { newSecret } from '../../src/features/events/webhooks/signing.js';
 import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { SoftAuthenticator } from '../helpers/authenticator.js';
+import { elevatedPerson } from '../helpers/elevation.js';
 import { createPerson } from '../helpers/identities.js';
 import { freePort } from '../helpers/net.js';
 import {
@@ -464,6 +466,57 @@ describe('synchronous hooks on a redirect sign-in', () => {
     const res = await exchange(t, handoffOf(allowed), allowed.browser);
     expect(res.statusCode).toBe(201);
     expect(receiver.calls.map((c) => c.type)).toEqual(['before_identity_created', 'before_sign_in']);
+  });
+});
+
+describe('before_sign_in on a passkey sign-in (its session opens in the challenge transaction)', () => {
+  const secret = newSecret();
+  const origin = 'https://id.example';
+  let receiver: Receiver;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    receiver = await startReceiver(secret);
+    t = await createTestApp({
+      clock: new ManualClock(new Date()),
+      env: { PUBLIC_ORIGIN: origin, ...hookEnv(secret, receiver.url) },
+    });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await receiver?.close();
+  });
+
+  const post = (url: string, payload: unknown, headers: Record<string, string> = {}) =>
+    t.app.inject({ method: 'POST', url: `/api/v1${url}`, payload: payload as object, headers });
+
+  it('is asked once the signature verified, outside the transaction; a refusal opens no session', async () => {
+    const who = await elevatedPerson(t);
+    const auth = new SoftAuthenticator(origin, 'id.example', false);
+    const options = (await post('/passkeys/options', {}, who.headers)).json().data.options;
+    expect(
+      (await post('/passkeys', { credential: auth.create(options), label: 'Laptop' }, who.headers))
+        .statusCode,
+    ).toBe(201);
+
+    const signInWith = async () => {
+      const opts = (await post('/sign-ins/passkeys/options', {})).json().data.options;
+      return post('/sign-ins/passkeys', { credential: auth.get(opts) });
+    };
+    receiver.calls.length = 0;
+    receiver.reply = () => ({ json: { allow: false, message: 'Passkeys are paused.' } });
+    const refused = await signInWith();
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json()).toMatchObject({ code: 'hooks.refused', hookMessage: 'Passkeys are paused.' });
+    expect(receiver.calls.map((c) => c.data)).toEqual([
+      expect.objectContaining({ identityId: who.person.identityId, method: 'passkey' }),
+    ]);
+
+    receiver.reply = () => 'hang';
+    expect((await signInWith()).json()).toMatchObject({ code: 'hooks.unavailable' });
+
+    receiver.reply = () => ({ json: { allow: true } });
+    expect((await signInWith()).statusCode).toBe(201);
   });
 });
 
