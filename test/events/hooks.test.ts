@@ -1,13 +1,11 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import * as client from 'openid-client';
-import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { newSecret } from '../../src/features/events/webhooks/signing.js';
 import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { SoftAuthenticator } from '../helpers/authenticator.js';
 import { elevatedPerson } from '../helpers/elevation.js';
+import { hookEnv, type Receiver, startReceiver } from '../helpers/hooks.js';
 import { createPerson } from '../helpers/identities.js';
 import { freePort } from '../helpers/net.js';
 import {
@@ -43,55 +41,6 @@ import { emailForm, PASSWORD, signUp, uniqueEmail } from '../registration/helper
  * that refuses (fails closed) or lets the act through (fails open); each call is counted.
  */
 
-interface Call {
-  type: string;
-  data: Record<string, unknown>;
-  body: string;
-}
-
-/** What the receiver does with one call: answer JSON, or never answer. */
-type Reply = { json: unknown; status?: number } | 'hang';
-
-interface Receiver {
-  url: string;
-  calls: Call[];
-  reply: (call: Call) => Reply;
-  close(): Promise<void>;
-}
-
-async function startReceiver(secret: string): Promise<Receiver> {
-  const verifier = new Webhook(secret);
-  const r = { calls: [] as Call[], reply: (): Reply => ({ json: { allow: true } }) } as unknown as Receiver;
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8');
-      let payload: { type: string; data: Record<string, unknown> };
-      try {
-        // The published library, unchanged: signature, id and timestamp freshness.
-        payload = verifier.verify(body, req.headers as Record<string, string>) as typeof payload;
-      } catch {
-        res.writeHead(401).end();
-        return;
-      }
-      const call = { type: payload.type, data: payload.data, body };
-      r.calls.push(call);
-      const reply = r.reply(call);
-      if (reply === 'hang') return;
-      res.writeHead(reply.status ?? 200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(reply.json));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  r.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
-  r.close = async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  };
-  return r;
-}
-
 /** The value of one Prometheus sample, or 0. */
 function sample(text: string, name: string, labels: Record<string, string>): number {
   for (const line of text.split('\n')) {
@@ -104,17 +53,6 @@ function sample(text: string, name: string, labels: Record<string, string>): num
 }
 
 const TIMEOUT_MS = '300';
-
-function hookEnv(secret: string, url: string, extra: Record<string, string> = {}): Record<string, string> {
-  return {
-    HOOK_BEFORE_IDENTITY_CREATED_URL: url,
-    HOOK_BEFORE_SIGN_IN_URL: url,
-    HOOK_CUSTOM_CLAIMS_URL: url,
-    HOOKS_SECRET: secret,
-    HOOK_TIMEOUT_MS: TIMEOUT_MS,
-    ...extra,
-  };
-}
 
 const passwordSignIn = (t: TestApp, email: string, password: string) =>
   t.app.inject({

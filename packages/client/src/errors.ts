@@ -129,6 +129,7 @@ export function responseError(response: Response, body: unknown): IdentityError 
         code: body.code,
         retryable: body.retryable,
         ...(Array.isArray(body.errors) ? { errors: body.errors } : {}),
+        ...(typeof body.hookMessage === 'string' ? { hookMessage: body.hookMessage } : {}),
       },
       options,
     );
