@@ -257,6 +257,33 @@ describe('synchronous hooks, failing closed (the default)', () => {
     ).toBe(7);
   });
 
+  it('a `__proto__` claim is dropped, never a prototype of the claims', async () => {
+    receiver.reply = (call) =>
+      call.type === 'custom_claims'
+        ? { raw: '{"claims":{"__proto__":{"polluted":true},"tier":"silver"}}' }
+        : { json: { allow: true } };
+    const { jar } = await hostedSignIn(f);
+    const config = await rpConfig(f, FIRST_PARTY);
+    const { url, verifier, state, nonce } = await startAuthorization(f, config);
+    const landed = await browse(f, url.href, jar);
+    const tokens = await client.authorizationCodeGrant(config, landed.callback as URL, {
+      pkceCodeVerifier: verifier,
+      expectedState: state,
+      expectedNonce: nonce,
+    });
+    const claims = tokens.claims() as Record<string, unknown>;
+    expect(claims.tier).toBe('silver');
+    expect(claims.polluted).toBeUndefined();
+    const introspected = (await client.tokenIntrospection(config, tokens.access_token)) as Record<
+      string,
+      unknown
+    >;
+    expect(introspected.tier).toBe('silver');
+    expect(introspected.polluted).toBeUndefined();
+    // Dropped and logged by name like a reserved claim, not kept as the copy's prototype.
+    expect(t.logs()).toContain('"dropped":["__proto__"]');
+  });
+
   it('a receiver that never answers: the sign-in is 503 hooks.unavailable, retryable, and the token request fails', async () => {
     const person = await createPerson(t.ctx);
     receiver.reply = () => 'hang';

@@ -14,7 +14,7 @@ export interface Call {
 }
 
 /** What the receiver does with one call: answer JSON, or never answer. */
-export type Reply = { json: unknown; status?: number } | 'hang';
+export type Reply = { json: unknown; status?: number } | { raw: string } | 'hang';
 
 export interface Receiver {
   url: string;
@@ -43,8 +43,8 @@ export async function startReceiver(secret: string): Promise<Receiver> {
       r.calls.push(call);
       const reply = r.reply(call);
       if (reply === 'hang') return;
-      res.writeHead(reply.status ?? 200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(reply.json));
+      res.writeHead('raw' in reply ? 200 : (reply.status ?? 200), { 'content-type': 'application/json' });
+      res.end('raw' in reply ? reply.raw : JSON.stringify(reply.json));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -94,7 +94,8 @@ export const RESERVED_CLAIMS: ReadonlySet<string> = new Set([
 ]);
 
 export function reservedClaim(name: string): boolean {
-  return RESERVED_CLAIMS.has(name) || name.startsWith('org_');
+  // `__proto__` as an own key of the parsed answer would set the prototype of the claims copied.
+  return RESERVED_CLAIMS.has(name) || name.startsWith('org_') || name === '__proto__';
 }
 
 /** The most of a hook's message shown to a person. */
