@@ -26,6 +26,7 @@ import { server } from './config/server.js';
 import { tracing } from './config/tracing.js';
 import { accountUiSection } from './features/account-ui/config.js';
 import { eventsSection } from './features/events/config.js';
+import { hooksSection } from './features/events/hooks/config.js';
 import { oidcSection } from './features/oidc/config.js';
 import { organizationsSection } from './features/organizations/config.js';
 import { passkeysSection } from './features/passkeys/config.js';
@@ -50,6 +51,7 @@ export const { Environment, loadConfig } = compose(
     passkeysSection,
     organizationsSection,
     eventsSection,
+    hooksSection,
     notices,
     accountUiSection,
     admin,

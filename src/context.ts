@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from './config.js';
 import { ChallengeFlow } from './features/challenges/service.js';
+import { HookService, type Hooks } from './features/events/hooks/service.js';
 import { EventLog } from './features/events/log.js';
 import { WebhookWorker } from './features/events/webhooks/worker.js';
 import { AccountLock } from './features/identities/lock.js';
@@ -76,6 +77,8 @@ export interface AppContext {
   events: EventLog;
   /** Webhook delivery (WEBHOOK_POLL_MS), started and stopped with the app. */
   webhooks: WebhookWorker;
+  /** The deployment's synchronous hooks (docs/events.md, "Synchronous hooks"). */
+  hooks: Hooks;
 }
 
 export async function createContext(
@@ -166,6 +169,7 @@ export async function createContext(
   const securityNotices = new SecurityNotices({ config, database, clock, log, notifier, sealer });
   audit.observe(securityNotices.observer());
   const notices = new SignInNotices({ config, database, clock, log, notices: securityNotices });
+  const hooks = new HookService({ config, clock, signals, log });
   const oidc = await OidcService.load({
     config,
     database,
@@ -178,6 +182,7 @@ export async function createContext(
     hostedCookie: new BrowserSessionCookie(config.publicOrigin),
     signOut: (sessionId) => sessions.signOut(sessionId),
     liveSessionOf: (refreshToken) => sessions.liveSessionOf(refreshToken),
+    customClaims: (request) => hooks.customClaims(request),
   });
   const webhooks = new WebhookWorker({ config, database, clock, sealer, log });
   return {
@@ -206,6 +211,7 @@ export async function createContext(
     oidc,
     events,
     webhooks,
+    hooks,
   } satisfies AppContext;
 }
 

@@ -95,6 +95,7 @@ export function asProblem(error: unknown): ProblemLike {
       detail: error.detail,
       retryAfter: error.retryAfter ?? null,
       errors: [...error.errors],
+      ...(error.hookMessage !== undefined ? { hookMessage: error.hookMessage } : {}),
     };
   }
   if (error instanceof InteractionError) return error.problem;

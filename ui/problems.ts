@@ -29,6 +29,8 @@ const KNOWN = new Set([
   'identity.renewal_refused',
   'rate_limit.exceeded',
   'service.unavailable',
+  'hooks.refused',
+  'hooks.unavailable',
   'ui.passkey_cancelled',
 ] as const);
 type Known = typeof KNOWN extends Set<infer K> ? K : never;
@@ -44,6 +46,8 @@ export interface ProblemLike {
   status?: number;
   detail?: string;
   retryAfter?: number | null;
+  /** hooks.refused: the deployment's own words, shown as given in every language. */
+  hookMessage?: string;
   errors?: { field?: string; code?: string; message?: string }[];
 }
 
@@ -57,6 +61,8 @@ export function messageFor(p: ProblemLike): string {
   if (p.code === 'rate_limit.exceeded' && p.retryAfter) {
     return t('tooManyWait', { wait: waitPhrase(p.retryAfter) });
   }
+  // The deployment's hook wrote its refusal for its people: shown as given, not translated.
+  if (p.code === 'hooks.refused' && p.hookMessage) return p.hookMessage;
   if (isKnown(p.code)) return t(p.code);
   // The pages' own errors (new Error(sentence)) carry a catalogue sentence already.
   if (p.detail && (p.code === 'ui.unexpected' || serverWordsFit())) return p.detail;

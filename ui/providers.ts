@@ -78,6 +78,7 @@ export function providerSentence(reason: string | null, name: string, intent: 's
     case 'account_exists':
     case 'sign_up_closed':
     case 'already_linked':
+    case 'hook_refused':
       return t(reason, params);
     default:
       return t(intent === 'link' ? 'failed.link' : 'failed.sign_in', params);

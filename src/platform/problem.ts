@@ -408,6 +408,12 @@ export const CATALOGUE = {
     detail: 'The account is locked after repeated failures.',
     retryable: false,
   },
+  'hooks.refused': {
+    status: 403,
+    title: 'Refused by a hook',
+    detail: 'The deployment refused this act; the member `hookMessage`, when present, says why.',
+    retryable: false,
+  },
   'rate_limit.exceeded': {
     status: 429,
     title: 'Too many requests',
@@ -419,6 +425,12 @@ export const CATALOGUE = {
     title: 'Internal error',
     detail: 'An unexpected error occurred.',
     retryable: false,
+  },
+  'hooks.unavailable': {
+    status: 503,
+    title: 'Hook unavailable',
+    detail: 'A check this deployment requires did not answer in time; retry later.',
+    retryable: true,
   },
   'service.unavailable': {
     status: 503,
@@ -442,7 +454,12 @@ export class Problem extends Error {
   readonly status: number;
   constructor(
     readonly code: ProblemCode,
-    readonly extra: { errors?: ValidationEntry[]; headers?: Record<string, string> } = {},
+    readonly extra: {
+      errors?: ValidationEntry[];
+      headers?: Record<string, string>;
+      /** A deployment's own words for its refusal (a synchronous hook's `message`), shown as given. */
+      hookMessage?: string;
+    } = {},
   ) {
     super(code);
     this.status = CATALOGUE[code].status;

@@ -17,6 +17,7 @@ describe('OpenID Provider signing keys', () => {
       hostedCookie: { refreshToken: () => undefined, clearing: '' },
       signOut: async () => {},
       liveSessionOf: async () => undefined,
+      customClaims: async () => ({}),
     });
 
   it('are sealed in the database, kept across starts, rotated with the old ones published until their tokens expire', async () => {

@@ -34,6 +34,8 @@ export const t = messages(
     'identity.renewal_refused': 'Your session has ended. Please sign in again.',
     'rate_limit.exceeded': 'Too many attempts. Wait a moment and try again.',
     'service.unavailable': 'The service is busy. Try again in a moment.',
+    'hooks.refused': 'This service does not allow this. Contact its administrator if you think it should.',
+    'hooks.unavailable': 'This cannot be checked right now. Try again in a moment.',
     'ui.passkey_cancelled': 'The passkey prompt was closed or timed out.',
     tooManyWait: 'Too many attempts. Try again in {wait}.',
     correctFields: 'Please correct the highlighted fields.',
@@ -97,6 +99,9 @@ export const t = messages(
     'identity.renewal_refused': 'Votre session a pris fin. Veuillez vous reconnecter.',
     'rate_limit.exceeded': 'Trop de tentatives. Patientez un instant, puis réessayez.',
     'service.unavailable': 'Le service est occupé. Réessayez dans un instant.',
+    'hooks.refused':
+      'Ce service ne le permet pas. Contactez son administrateur si vous pensez que c’est une erreur.',
+    'hooks.unavailable': 'Impossible de le vérifier pour le moment. Réessayez dans un instant.',
     'ui.passkey_cancelled': 'La fenêtre de la clé d’accès a été fermée ou a expiré.',
     tooManyWait: 'Trop de tentatives. Réessayez dans {wait}.',
     correctFields: 'Veuillez corriger les champs signalés.',

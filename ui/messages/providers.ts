@@ -17,6 +17,7 @@ export const t = messages(
     sign_up_closed:
       'New accounts cannot be created with {name} here. If you have an account, sign in to it, then connect {name} from Security.',
     already_linked: 'That {name} account is already connected to another account here.',
+    hook_refused: 'This service does not allow a new account to be created with {name}.',
     'failed.link': '{Name} could not be connected. Please try again.',
     'failed.sign_in': 'That sign-in could not be completed. Please try again.',
   },
@@ -35,6 +36,7 @@ export const t = messages(
     sign_up_closed:
       'Impossible de créer un compte avec {name} ici. Si vous avez un compte, connectez-vous, puis associez {name} depuis Sécurité.',
     already_linked: 'Ce compte {name} est déjà associé à un autre compte ici.',
+    hook_refused: 'Ce service ne permet pas de créer un compte avec {name}.',
     'failed.link': '{Name} n’a pas pu être associé. Veuillez réessayer.',
     'failed.sign_in': 'Cette connexion n’a pas pu aboutir. Veuillez réessayer.',
   },

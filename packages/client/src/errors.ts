@@ -36,6 +36,8 @@ export class IdentityError extends Error {
   readonly retryAfter: number | undefined;
   /** The X-Request-Id header: the attempt, as the service's logs name it. */
   readonly requestId: string | undefined;
+  /** `hooks.refused` only: the deployment's own words for the refusal, to show as they are. */
+  readonly hookMessage: string | undefined;
 
   constructor(problem: Problem, options: { retryAfter?: number; requestId?: string; cause?: unknown } = {}) {
     super(
@@ -51,6 +53,7 @@ export class IdentityError extends Error {
     this.errors = problem.errors ?? [];
     this.retryAfter = options.retryAfter;
     this.requestId = options.requestId;
+    this.hookMessage = problem.hookMessage;
   }
 
   /** The Problem Details this error carries. */
@@ -64,6 +67,7 @@ export class IdentityError extends Error {
       retryable: this.retryable,
     };
     if (this.errors.length > 0) problem.errors = [...this.errors];
+    if (this.hookMessage !== undefined) problem.hookMessage = this.hookMessage;
     return problem;
   }
 }
@@ -125,6 +129,7 @@ export function responseError(response: Response, body: unknown): IdentityError 
         code: body.code,
         retryable: body.retryable,
         ...(Array.isArray(body.errors) ? { errors: body.errors } : {}),
+        ...(typeof body.hookMessage === 'string' ? { hookMessage: body.hookMessage } : {}),
       },
       options,
     );

@@ -123,6 +123,15 @@ export interface OidcProviderDeps {
   clearHostedCookie: string;
   /** Protocol error pages and notices (never a token or a code in them). */
   log: { warn(obj: object, msg: string): void };
+  /**
+   * The custom_claims hook's claims for a person's token (reserved names already dropped); throws
+   * when the hook fails closed (docs/events.md, "Synchronous hooks").
+   */
+  customClaims(request: {
+    identityId: string;
+    clientId: string;
+    scope: string;
+  }): Promise<Record<string, unknown>>;
 }
 
 /** Per request: the Cookie header (hosted session) and a client secret checked against its hash. */
@@ -369,6 +378,7 @@ export class OpenIdProvider {
     this.#errors = lib.errors;
     this.#requestContext = () => (lib.default as unknown as { ctx?: KoaContextWithOIDC }).ctx;
     this.provider = new lib.default(deps.config.publicOrigin, this.#configuration());
+    this.#addCustomClaimsToIdTokens();
     // Behind the trusted proxies the service is told about, the scheme comes from X-Forwarded-Proto.
     this.provider.proxy = deps.config.trustProxy !== false;
     this.provider.use(async (ctx, next) => {
@@ -381,6 +391,70 @@ export class OpenIdProvider {
       await this.#afterLogout(ctx as unknown as KoaContextWithOIDC);
     });
     this.#callback = this.provider.callback() as never;
+  }
+
+  /**
+   * The custom_claims hook's claims, asked once per request and person and client: one token
+   * response's access token (extraTokenClaims) and ID token carry the same ones. A hook failing
+   * closed is the library's temporarily_unavailable, and nothing is issued.
+   */
+  readonly #claimsAsked = new WeakMap<object, Map<string, Promise<Record<string, unknown>>>>();
+  async #customClaims(ctx: object, request: { identityId: string; clientId: string; scope: string }) {
+    let asked = this.#claimsAsked.get(ctx);
+    if (!asked) {
+      asked = new Map();
+      this.#claimsAsked.set(ctx, asked);
+    }
+    const key = `${request.identityId} ${request.clientId}`;
+    let claims = asked.get(key);
+    if (!claims) {
+      claims = this.deps.customClaims(request);
+      asked.set(key, claims);
+    }
+    try {
+      return await claims;
+    } catch {
+      throw new this.#errors.TemporarilyUnavailable('a claims check did not answer; retry later');
+    }
+  }
+
+  /**
+   * The ID token's claims pass the library's scope mask, which would drop any name outside the
+   * scopes' lists; a claim `set` on the token is merged after the mask. So the hook's claims are set
+   * on every ID token as it is issued (`use: 'idtoken'`), never over one the library set itself
+   * (nonce, sid) nor over a reserved name (already dropped by the hook service).
+   */
+  #addCustomClaimsToIdTokens(): void {
+    const IdToken = this.provider.IdToken as unknown as {
+      prototype: {
+        issue(this: IdTokenInstance, opts?: { use?: string }): Promise<string>;
+      };
+    };
+    interface IdTokenInstance {
+      ctx?: object;
+      client?: { clientId: string };
+      available: Record<string, unknown>;
+      extra: Record<string, unknown>;
+      scope?: string;
+      set(key: string, value: unknown): void;
+    }
+    const issue = IdToken.prototype.issue;
+    const customClaims = (ctx: object, request: { identityId: string; clientId: string; scope: string }) =>
+      this.#customClaims(ctx, request);
+    IdToken.prototype.issue = async function (this: IdTokenInstance, opts) {
+      const sub = this.available.sub;
+      if (opts?.use === 'idtoken' && this.ctx && this.client && typeof sub === 'string') {
+        const claims = await customClaims(this.ctx, {
+          identityId: sub,
+          clientId: this.client.clientId,
+          scope: String(this.scope ?? ''),
+        });
+        for (const [name, value] of Object.entries(claims)) {
+          if (!(name in this.extra) && !(name in this.available)) this.set(name, value);
+        }
+      }
+      return issue.call(this, opts);
+    };
   }
 
   /** Hands one request to the provider, with the per-request scope its adapter reads. */
@@ -740,7 +814,22 @@ export class OpenIdProvider {
       // alike). This hook runs for every client_credentials token after client authentication
       // and before the token is stored, so a refusal here is the library's own invalid_scope and
       // nothing is issued (docs/decisions.md, "No person scopes on client_credentials").
-      async extraTokenClaims(_ctx, token) {
+      extraTokenClaims: async (ctx, token) => {
+        // A person's access token carries the custom_claims hook's claims (shown by introspection).
+        if (token.kind === 'AccessToken') {
+          const { accountId, clientId, scope } = token as {
+            accountId?: string;
+            clientId?: string;
+            scope?: string;
+          };
+          if (!accountId || !clientId) return undefined;
+          const claims = await this.#customClaims(ctx, {
+            identityId: accountId,
+            clientId,
+            scope: scope ?? '',
+          });
+          return Object.keys(claims).length > 0 ? claims : undefined;
+        }
         if (token.kind !== 'ClientCredentials') return undefined;
         const person = String(token.scope ?? '')
           .split(' ')

@@ -47,6 +47,12 @@ export interface OidcServiceDeps {
   ): Promise<
     { identityId: string; sessionId: string; createdAt: Date; method: string; epoch: number } | undefined
   >;
+  /** The custom_claims hook (docs/events.md, "Synchronous hooks"): reserved names already dropped. */
+  customClaims(request: {
+    identityId: string;
+    clientId: string;
+    scope: string;
+  }): Promise<Record<string, unknown>>;
 }
 
 const GRANT_SWEEP_BATCH = 200;
@@ -100,6 +106,7 @@ export class OidcService {
         findClient: (clientId) => this.findClient(clientId),
         account: (identityId) => this.#account(identityId),
         grantOrganization: (grantId, identityId) => this.#grantOrganization(grantId, identityId),
+        customClaims: deps.customClaims,
         hostedSession: (cookie) => this.hostedSession(cookie),
         endHostedSession: async (cookie) => {
           const hosted = await this.hostedSession(cookie);

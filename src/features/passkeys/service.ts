@@ -233,6 +233,8 @@ export class PasskeyService {
     bound: { sessionId: string | null; identityId?: string },
     act: (trx: Executor, passkey: PasskeyRow) => Promise<T>,
     refused?: (passkey: PasskeyRow, reason: 'removed' | 'counter') => Promise<void>,
+    /** Run once the signature verified, before the challenge's transaction (a sign-in's hook). */
+    verified?: (passkey: PasskeyRow) => Promise<void>,
   ): Promise<T> {
     const refuse = () => new Problem(refusal);
     const challenge = challengeOf(credential.response.clientDataJSON);
@@ -273,6 +275,7 @@ export class PasskeyService {
       await refused?.(passkey, 'removed');
       throw refuse();
     }
+    await verified?.(passkey);
     const { newCounter, credentialBackedUp } = result.authenticationInfo;
     const now = this.deps.clock.now();
     // The challenge is spent first: of assertions racing over one challenge, the losers are

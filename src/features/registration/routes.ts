@@ -42,6 +42,8 @@ export const registrationRoutes = featureRoutes(async (app, { ctx }: { ctx: AppC
             'identity.identifier_taken',
             'identity.identifier_unusable',
             'identity.identifier_channel_unavailable',
+            'hooks.refused',
+            'hooks.unavailable',
           ],
           { body: true, rateLimited: true },
         ),

@@ -13,6 +13,7 @@ import type { ChallengeFlow } from '../challenges/service.js';
 import { identifierOwner } from '../challenges/service.js';
 import type { EventLog } from '../events/log.js';
 import { identityChanged } from '../identities/events.js';
+import type { Hooks } from '../events/hooks/service.js';
 import { type IdentifierInput, normaliseIdentifier } from '../identities/identifier.js';
 import {
   claimIdentifier,
@@ -48,6 +49,8 @@ export interface RegistrationServiceDeps {
   config: { brand: { name: string } };
   /** identity.created when a registration is confirmed (docs/events.md). */
   events: EventLog;
+  /** before_identity_created, asked before the transaction (docs/events.md, "Synchronous hooks"). */
+  hooks: Pick<Hooks, 'beforeIdentityCreated'>;
 }
 
 /** Registration: an identifier and a password, proven by a code sent to the identifier. */
@@ -67,6 +70,7 @@ export class RegistrationService {
       this.deps.config.brand.name,
     );
     const ident = this.deps.challenges.reachableAddress(input);
+    await this.deps.hooks.beforeIdentityCreated({ via: 'sign_up', identifier: ident });
     // Shed before anything is written when the Argon2id queue is past its bound (503).
     this.deps.passwords.admit();
 

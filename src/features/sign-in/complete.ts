@@ -4,6 +4,7 @@ import type { Clock } from '../../platform/clock.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
 import type { Database, Executor } from '../../platform/db/database.js';
 import type { RequestMeta } from '../../platform/http/auth.js';
+import type { Hooks } from '../events/hooks/service.js';
 import type { EventLog } from '../events/log.js';
 import { hasVerifiedFactor, insertTicket } from '../second-factors/repository.js';
 import { recordAttempt } from '../sessions/repository.js';
@@ -21,6 +22,8 @@ export interface SignInCompletionDeps {
   config: Pick<Config, 'lifetimes'>;
   /** `session.created`, appended with the session (docs/events.md). */
   events: EventLog;
+  /** The before_sign_in hook, asked before the session's transaction (docs/events.md, "Synchronous hooks"). */
+  hooks: Pick<Hooks, 'beforeSignIn'>;
 }
 
 /**
@@ -32,16 +35,37 @@ export interface SignInCompletionDeps {
 export class SignInCompletion {
   constructor(private readonly deps: SignInCompletionDeps) {}
 
-  readonly complete: Complete = (async (proven: ProvenIdentity, meta: RequestMeta, trx?: Executor) => {
-    // No token of any kind before the second step: the ticket carries the epoch read before the
-    // first proof and the primary method, and is completed at POST /sign-ins/second-factors.
-    if (proven.stage === 'first') {
-      const ticket = await this.#ticket(proven);
-      if (ticket) return ticket;
-    }
-    if (trx) return this.#open(trx, proven, meta);
-    return this.deps.database.db.transaction().execute((own) => this.#open(own, proven, meta));
-  }) as Complete;
+  readonly complete: Complete = Object.assign(
+    async (proven: ProvenIdentity, meta: RequestMeta, trx?: Executor) => {
+      // No token of any kind before the second step: the ticket carries the epoch read before the
+      // first proof and the primary method, and is completed at POST /sign-ins/second-factors.
+      if (proven.stage === 'first') {
+        const ticket = await this.#ticket(proven);
+        if (ticket) return ticket;
+      }
+      if (trx) {
+        // A hook is never awaited inside a transaction: the strategy asked it before opening its own.
+        if (!proven.admitted) throw new Error('before_sign_in must be asked before the transaction');
+        return this.#open(trx, proven, meta);
+      }
+      await this.#admit(proven, meta);
+      return this.deps.database.db.transaction().execute((own) => this.#open(own, proven, meta));
+    },
+    {
+      admit: (proven: Pick<ProvenIdentity, 'identityId' | 'method'>, meta: RequestMeta) =>
+        this.#admit(proven, meta),
+    },
+  ) as Complete;
+
+  /** The before_sign_in hook: refuses (hooks.refused, hooks.unavailable) before any session is written. */
+  #admit(proven: Pick<ProvenIdentity, 'identityId' | 'method'>, meta: RequestMeta): Promise<void> {
+    return this.deps.hooks.beforeSignIn({
+      identityId: proven.identityId,
+      method: proven.method,
+      ip: meta.ip ?? null,
+      userAgent: meta.userAgent ?? null,
+    });
+  }
 
   /** The session, its history line and its notice, inside `trx`. */
   async #open(trx: Executor, proven: ProvenIdentity, meta: RequestMeta): Promise<SessionGrant> {

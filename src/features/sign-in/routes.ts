@@ -50,7 +50,7 @@ export const signInRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext
           {
             201: Data(Type.Union([Type.Ref(SessionGrantSchema), Type.Ref(schema.SecondFactorTicketSchema)])),
           },
-          ['identity.sign_in_refused'],
+          ['identity.sign_in_refused', 'hooks.refused', 'hooks.unavailable'],
           { body: true, rateLimited: true },
         ),
       },
@@ -83,7 +83,12 @@ export const secondStepRoutes = featureRoutes(async (app, { ctx }: { ctx: AppCon
         body: schema.SecondStepBody,
         response: responses(
           { 201: Data(schema.SecondStepGrantSchema) },
-          ['identity.second_factor_refused', 'identity.sign_in_second_factor_locked'],
+          [
+            'identity.second_factor_refused',
+            'identity.sign_in_second_factor_locked',
+            'hooks.refused',
+            'hooks.unavailable',
+          ],
           { body: true, rateLimited: true },
         ),
       },
@@ -146,6 +151,8 @@ export const providerHandoffRoutes = featureRoutes(async (app, { ctx }: { ctx: A
             'identity.sign_in_refused',
             'identity.session_required',
             'identity.step_up_unavailable',
+            'hooks.refused',
+            'hooks.unavailable',
           ],
           { body: true, rateLimited: true },
         ),
@@ -209,10 +216,11 @@ export const passkeySignInRoutes = featureRoutes(async (app, { ctx }: { ctx: App
           'verification, an unknown, expired or spent challenge, a counter that went backwards) answers the ' +
           'identical 401 identity.sign_in_refused.',
         body: passkeySchema.AssertionBody,
-        response: responses({ 201: Data(schema.PasskeyGrantSchema) }, ['identity.sign_in_refused'], {
-          body: true,
-          rateLimited: true,
-        }),
+        response: responses(
+          { 201: Data(schema.PasskeyGrantSchema) },
+          ['identity.sign_in_refused', 'hooks.refused', 'hooks.unavailable'],
+          { body: true, rateLimited: true },
+        ),
       },
     },
     async (request, reply) =>

@@ -35,16 +35,22 @@ export interface ProvenIdentity {
   stage: 'first' | 'final';
   /** The strategy's own refusal, answered when the identity was disabled meanwhile (default identity.sign_in_refused). */
   refusal?: ProblemCode;
+  /** Set by a strategy passing its transaction: it called `complete.admit` before opening it. */
+  admitted?: true;
 }
 
 /**
  * Hands a proven identity to complete.ts. A strategy whose proof is spent by compare-and-set (a
  * passkey's challenge) passes its transaction, so the spent proof and the session commit together
- * or not at all; the others pass none.
+ * or not at all; the others pass none. The before_sign_in hook is an HTTP call, never made inside
+ * a transaction: complete asks it itself when given none; a strategy passing its transaction calls
+ * `admit` first, outside it, and marks the proven identity `admitted`.
  */
 export interface Complete {
   (proven: ProvenIdentity & { stage: 'final' }, meta: RequestMeta, trx?: Executor): Promise<SessionGrant>;
   (proven: ProvenIdentity, meta: RequestMeta, trx?: Executor): Promise<SignInResult>;
+  /** The before_sign_in hook: resolves when the sign-in may open a session, else throws its refusal. */
+  admit(proven: Pick<ProvenIdentity, 'identityId' | 'method'>, meta: RequestMeta): Promise<void>;
 }
 
 /**

@@ -9,9 +9,10 @@ export interface ProblemBody {
   code: string;
   retryable: boolean;
   errors?: ValidationEntry[];
+  hookMessage?: string;
 }
 
-/** The body of a refusal: everything but `errors` comes from the catalogue entry of its code. */
+/** The body of a refusal: everything but `errors` and `hookMessage` comes from the catalogue entry of its code. */
 export function problemBody(problem: Problem): ProblemBody {
   const { status, title, detail, retryable } = CATALOGUE[problem.code];
   const body: ProblemBody = {
@@ -23,6 +24,7 @@ export function problemBody(problem: Problem): ProblemBody {
     retryable,
   };
   if (problem.extra.errors) body.errors = problem.extra.errors;
+  if (problem.extra.hookMessage !== undefined) body.hookMessage = problem.extra.hookMessage;
   return body;
 }
 

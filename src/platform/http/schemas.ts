@@ -19,6 +19,11 @@ export const ProblemSchema = Type.Object(
         }),
       ),
     ),
+    hookMessage: Type.Optional(
+      Type.String({
+        description: 'hooks.refused only: the deployment’s own words for the refusal, as its hook gave them',
+      }),
+    ),
   },
   { $id: 'Problem', title: 'Problem Details (RFC 9457)' },
 );

@@ -17,7 +17,7 @@ const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
 /**
  * Prometheus metrics (prom-client) on their own registry: requests by route pattern, method and
  * status with duration histograms, the Argon2id queue and its waits, the database pool, refusals
- * by rule, lock trips, session revocations by reason, deliveries by channel and outcome, and
+ * by rule, lock trips, synchronous hook calls, session revocations by reason, deliveries by channel and outcome, and
  * Node's process and event-loop metrics. Served by serveMetrics on a listener apart from the API.
  */
 export class PrometheusMetrics implements Signals {
@@ -45,6 +45,19 @@ export class PrometheusMetrics implements Signals {
     name: 'identity_deliveries_total',
     help: 'Out-of-band messages handed to a channel, by channel and outcome.',
     labelNames: ['channel', 'outcome'],
+    registers: [this.registry],
+  });
+  readonly #hookCalls = new Counter({
+    name: 'identity_hook_calls_total',
+    help: 'Synchronous hook calls by hook and outcome (allowed, refused, timeout, failed), and claims dropped (dropped_claim).',
+    labelNames: ['hook', 'outcome'],
+    registers: [this.registry],
+  });
+  readonly #hookDuration = new Histogram({
+    name: 'identity_hook_duration_seconds',
+    help: 'Time a synchronous hook call took, by hook.',
+    labelNames: ['hook'],
+    buckets: SECONDS,
     registers: [this.registry],
   });
   readonly #argon2Wait = new Histogram({
@@ -124,6 +137,10 @@ export class PrometheusMetrics implements Signals {
   }
   delivered(channel: string, outcome: string): void {
     this.#deliveries.inc({ channel, outcome });
+  }
+  hookCalled(hook: string, outcome: string, seconds?: number): void {
+    this.#hookCalls.inc({ hook, outcome });
+    if (seconds !== undefined) this.#hookDuration.observe({ hook }, seconds);
   }
   argon2Waited(ms: number): void {
     this.#argon2Wait.observe(ms / 1000);

@@ -14,6 +14,11 @@ export interface Signals {
   delivered(channel: string, outcome: string): void;
   /** Milliseconds an Argon2id operation waited for its turn. */
   argon2Waited(ms: number): void;
+  /**
+   * A synchronous hook called: its outcome (allowed, refused, timeout, failed) and its duration;
+   * without a duration, a count only (`dropped_claim`: a reserved claim a hook tried to set).
+   */
+  hookCalled(hook: string, outcome: string, seconds?: number): void;
 }
 
 export const silentSignals: Signals = {
@@ -22,4 +27,5 @@ export const silentSignals: Signals = {
   sessionsRevoked() {},
   delivered() {},
   argon2Waited() {},
+  hookCalled() {},
 };

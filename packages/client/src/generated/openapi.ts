@@ -3111,7 +3111,7 @@ export type paths = {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description identity.cross_site_refused */
+                /** @description identity.cross_site_refused, hooks.refused */
                 403: {
                     headers: {
                         [name: string]: unknown;
@@ -3165,7 +3165,7 @@ export type paths = {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description service.unavailable */
+                /** @description hooks.unavailable, service.unavailable */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -3338,7 +3338,7 @@ export type paths = {
         };
         /**
          * The provider’s redirect back (register this URL as the redirect URI)
-         * @description Always 303 See Other to the hosted page the flow started from, with `provider` and either `handoff` (exchange it with POST /provider-handoffs), `result=linked`, or `error` (cancelled, unavailable, refused, account_exists, sign_up_closed, already_linked) in its query.
+         * @description Always 303 See Other to the hosted page the flow started from, with `provider` and either `handoff` (exchange it with POST /provider-handoffs), `result=linked`, or `error` (cancelled, unavailable, refused, account_exists, sign_up_closed, already_linked, hook_refused) in its query.
          */
         get: {
             parameters: {
@@ -4943,6 +4943,15 @@ export type paths = {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description hooks.refused */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
                 /** @description request.body_too_large */
                 413: {
                     headers: {
@@ -4979,7 +4988,7 @@ export type paths = {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description service.unavailable */
+                /** @description hooks.unavailable, service.unavailable */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -5191,6 +5200,15 @@ export type paths = {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description hooks.refused */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
                 /** @description request.body_too_large */
                 413: {
                     headers: {
@@ -5227,7 +5245,7 @@ export type paths = {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description service.unavailable */
+                /** @description hooks.unavailable, service.unavailable */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -5541,6 +5559,15 @@ export type paths = {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description hooks.refused */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
                 /** @description request.body_too_large */
                 413: {
                     headers: {
@@ -5586,7 +5613,7 @@ export type paths = {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description service.unavailable */
+                /** @description hooks.unavailable, service.unavailable */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -5813,6 +5840,15 @@ export type paths = {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description hooks.refused */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
                 /** @description identity.identifier_taken */
                 409: {
                     headers: {
@@ -5867,7 +5903,7 @@ export type paths = {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description service.unavailable */
+                /** @description hooks.unavailable, service.unavailable */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -7021,6 +7057,8 @@ export type components = {
                 location: string;
                 message: string;
             }[];
+            /** @description hooks.refused only: the deployment’s own words for the refusal, as its hook gave them */
+            hookMessage?: string;
             retryable: boolean;
             status: number;
             title: string;

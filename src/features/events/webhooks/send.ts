@@ -24,10 +24,18 @@ export interface SendOptions {
   resolve: Resolve;
   timeoutMs: number;
   signal?: AbortSignal;
+  /** Keep the answer's body (up to the cap) in `body`: a synchronous hook's answer is read. */
+  readBody?: boolean;
 }
 
 export type SendOutcome =
-  | { kind: 'answered'; status: number; retryAfter: string | null }
+  | {
+      kind: 'answered';
+      status: number;
+      retryAfter: string | null;
+      /** With `readBody`: the answer's text, or null when it was not read whole (over the cap, or cut off). */
+      body?: string | null;
+    }
   | { kind: 'refused'; reason: 'scheme' | 'address' }
   | { kind: 'failed'; reason: 'timeout' | 'network' | 'aborted' | 'internal' };
 
@@ -99,15 +107,22 @@ export async function postOnce(
         const status = res.statusCode ?? 0;
         const retryAfter = typeof res.headers['retry-after'] === 'string' ? res.headers['retry-after'] : null;
         let read = 0;
+        const chunks: Buffer[] = [];
+        const answered = (body: string | null): SendOutcome =>
+          opts.readBody
+            ? { kind: 'answered', status, retryAfter, body }
+            : { kind: 'answered', status, retryAfter };
         res.on('data', (chunk: Buffer) => {
           read += chunk.length;
           if (read > MAX_ANSWER_BYTES) {
             res.destroy();
-            done({ kind: 'answered', status, retryAfter });
+            done(answered(null));
+            return;
           }
+          if (opts.readBody) chunks.push(chunk);
         });
-        res.on('end', () => done({ kind: 'answered', status, retryAfter }));
-        res.on('error', () => done({ kind: 'answered', status, retryAfter }));
+        res.on('end', () => done(answered(Buffer.concat(chunks).toString('utf8'))));
+        res.on('error', () => done(answered(null)));
       },
     );
     req.on('error', (err) => {

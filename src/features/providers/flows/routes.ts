@@ -153,7 +153,7 @@ export const providerFlowRoutes = featureRoutes(async (app, { ctx }: { ctx: AppC
           description:
             'Always 303 See Other to the hosted page the flow started from, with `provider` and either ' +
             '`handoff` (exchange it with POST /provider-handoffs), `result=linked`, or `error` (cancelled, ' +
-            'unavailable, refused, account_exists, sign_up_closed, already_linked) in its query.',
+            'unavailable, refused, account_exists, sign_up_closed, already_linked, hook_refused) in its query.',
         },
       },
       callback,

@@ -11,6 +11,7 @@ import { Problem } from '../../../platform/problem.js';
 import { revokeChallenges } from '../../challenges/repository.js';
 import type { EventLog } from '../../events/log.js';
 import { identityChanged } from '../../identities/events.js';
+import type { Hooks } from '../../events/hooks/service.js';
 import { normaliseEmail } from '../../identities/identifier.js';
 import {
   claimIdentifier,
@@ -52,7 +53,8 @@ export type FlowFailure =
   | 'refused'
   | 'account_exists'
   | 'sign_up_closed'
-  | 'already_linked';
+  | 'already_linked'
+  | 'hook_refused';
 
 /**
  * The return addresses a flow may name: the hosted pages it can start from (the account's own
@@ -105,6 +107,8 @@ export interface ProviderFlowDeps extends MintElevationDeps {
   config: Pick<Config, 'publicOrigin' | 'accountUi' | 'lifetimes'>;
   /** identity.created for a sign-up, identity.updated for a link (docs/events.md). */
   events: EventLog;
+  /** before_identity_created, asked outside the callback's transaction (docs/events.md, "Synchronous hooks"). */
+  hooks: Pick<Hooks, 'beforeIdentityCreated'>;
 }
 
 /**
@@ -218,7 +222,7 @@ export class ProviderFlowService {
     const outcome =
       flow.intent === 'step_up'
         ? await this.#stepUp(flow, upstreamIdentity)
-        : await this.#signIn(flow, upstreamIdentity);
+        : await this.#admitted(flow, upstreamIdentity);
     if ('error' in outcome) return fail(outcome.error);
     // The flow's cookie stays: the handoff is exchanged only by the browser that holds it.
     const code = opaqueToken();
@@ -296,7 +300,8 @@ export class ProviderFlowService {
   async #signIn(
     flow: ProviderFlow,
     who: UpstreamIdentity,
-  ): Promise<{ identityId: string; epoch: number } | { error: FlowFailure }> {
+    admitted: boolean,
+  ): Promise<{ identityId: string; epoch: number } | { error: FlowFailure } | { admit: true }> {
     const { audit, clock } = this.deps;
     const provider = this.deps.upstream.get(flow.provider);
     const redirect = provider?.redirect;
@@ -340,6 +345,8 @@ export class ProviderFlowService {
         return this.#signInLinked(trx, linkId, holder.identityId, now);
       }
       if (!redirect.signUp) return { error: 'sign_up_closed' as const };
+      // Nothing written yet: the hook is asked after this transaction, then the rules run again.
+      if (!admitted) return { admit: true as const };
       if (holder && email) {
         // A registration never confirmed yields to the person the provider vouches for.
         if (await removeIdentifier(trx, holder.id, now, { pendingOnly: true })) {
@@ -386,6 +393,33 @@ export class ProviderFlowService {
       // The epoch of a brand-new identity is its initial one.
       return { identityId, epoch: 0 };
     });
+  }
+
+  /**
+   * The linking rules; when they would make an identity, before_identity_created is asked between
+   * two passes (never inside a transaction), and its refusal is the `hook_refused` return.
+   */
+  async #admitted(
+    flow: ProviderFlow,
+    who: UpstreamIdentity,
+  ): Promise<{ identityId: string; epoch: number } | { error: FlowFailure }> {
+    const first = await this.#signIn(flow, who, false);
+    if (!('admit' in first)) return first;
+    const email = who.email !== null && who.emailVerified ? normaliseEmail(who.email) : null;
+    try {
+      await this.deps.hooks.beforeIdentityCreated({
+        via: 'provider',
+        provider: flow.provider,
+        subject: who.subject,
+        ...(email ? { identifier: { type: 'email' as const, value: email } } : {}),
+      });
+    } catch (err) {
+      if (err instanceof Problem && err.code === 'hooks.refused') return { error: 'hook_refused' };
+      if (err instanceof Problem && err.code === 'hooks.unavailable') return { error: 'unavailable' };
+      throw err;
+    }
+    const second = await this.#signIn(flow, who, true);
+    return 'admit' in second ? { error: 'refused' } : second;
   }
 
   async #signInLinked(

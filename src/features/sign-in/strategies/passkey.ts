@@ -51,7 +51,13 @@ export class PasskeyStrategy implements Strategy<AuthenticationResponseJSON, Ses
         if (!identity) throw new Problem('identity.sign_in_refused');
         await this.deps.guesses.forgive(trx, budget);
         return complete(
-          { identityId: passkey.identityId, epoch: identity.sessionEpoch, method: 'passkey', stage: 'final' },
+          {
+            identityId: passkey.identityId,
+            epoch: identity.sessionEpoch,
+            method: 'passkey',
+            stage: 'final',
+            admitted: true,
+          },
           meta,
           trx,
         );
@@ -73,6 +79,8 @@ export class PasskeyStrategy implements Strategy<AuthenticationResponseJSON, Ses
           });
         }
       },
+      // Once the signature verified, before the challenge's transaction: a hook never waits inside one.
+      (passkey) => complete.admit({ identityId: passkey.identityId, method: 'passkey' }, meta),
     );
   }
 }

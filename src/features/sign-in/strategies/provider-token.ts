@@ -6,6 +6,7 @@ import type { RequestMeta } from '../../../platform/http/auth.js';
 import { Problem } from '../../../platform/problem.js';
 import type { EventLog } from '../../events/log.js';
 import { identityChanged } from '../../identities/events.js';
+import type { Hooks } from '../../events/hooks/service.js';
 import { deleteFreshIdentity, findIdentity, insertIdentity } from '../../identities/repository.js';
 import { findLiveLink, insertLink, spendNonce, touchLink } from '../../providers/repository.js';
 import type { ProviderInput } from '../../providers/service.js';
@@ -21,6 +22,7 @@ export interface ProviderTokenStrategyDeps {
   providers: ProviderVerifier;
   /** identity.created for a first sign-in (docs/events.md). */
   events: EventLog;
+  hooks: Pick<Hooks, 'beforeIdentityCreated'>;
 }
 
 /**
@@ -36,6 +38,16 @@ export class ProviderTokenStrategy implements Strategy<ProviderInput> {
     const proof = await this.deps.providers.verify(input.provider, input.idToken);
     if (!proof) throw new Problem('identity.sign_in_refused');
     const now = this.deps.clock.now();
+    // A subject with no identity yet makes one below: the hook is asked first, outside the transaction.
+    if (!(await findLiveLink(this.deps.database.db, proof.provider, proof.subject))) {
+      await this.deps.hooks.beforeIdentityCreated({
+        via: 'provider',
+        provider: proof.provider,
+        subject: proof.subject,
+        ip: meta.ip ?? null,
+        userAgent: meta.userAgent ?? null,
+      });
+    }
     const found = await this.deps.database.db.transaction().execute(async (trx) => {
       if (!(await spendNonce(trx, proof.nonceHash, now))) return undefined;
       let link = await findLiveLink(trx, proof.provider, proof.subject);
