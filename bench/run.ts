@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
-import { sessionStateWithSummary } from '../src/features/sessions/repository.js';
+import { sessionContext } from '../src/features/sessions/repository.js';
 import { createPasswordHasher } from '../src/platform/crypto/passwords.js';
 import { openDatabase } from '../src/platform/db/database.js';
 import { adminQuery } from '../test/helpers/database.js';
@@ -75,9 +75,11 @@ async function startService(
 }
 
 /**
- * The database floor: the session read's own statement (GET /session/context's one round trip),
- * prepared per connection as the service prepares it, from as many concurrent callers as
- * autocannon has connections, with no HTTP. What the database alone can serve.
+ * The database floor: the session read's own statement (GET /session/context's one round trip:
+ * the guard's read, the identity summary and the memberships, sessionContext in the sessions
+ * repository, imported, not copied), prepared per connection as the service prepares it, from as
+ * many concurrent callers as autocannon has connections, with no HTTP. What the database alone
+ * can serve.
  */
 async function databaseFloor(url: string, sessionIds: string[]): Promise<{ rate: number; p99: number }> {
   // The service's own pool (20 connections): on two cores it serves this statement faster than a
@@ -88,7 +90,7 @@ async function databaseFloor(url: string, sessionIds: string[]): Promise<{ rate:
   const callers = async (until: number) => {
     while (performance.now() < until) {
       const started = performance.now();
-      const row = await sessionStateWithSummary(database.db, sessionIds[next++ % sessionIds.length]);
+      const row = await sessionContext(database.db, sessionIds[next++ % sessionIds.length]);
       if (!row) throw new Error('a session the floor reads is missing');
       latencies.push(performance.now() - started);
     }

@@ -14,7 +14,7 @@ import { Problem, type ProblemCode } from '../../platform/problem.js';
 import type { GuessBudgets } from '../../platform/rate-limit/guess-budget.js';
 import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { type SummaryColumns, toSummary } from '../identities/repository.js';
-import { membershipsOf, switchTarget } from '../organizations/repository.js';
+import { switchTarget } from '../organizations/repository.js';
 import { OrganizationRoles } from '../organizations/roles.js';
 import type { AccessTokens, OrganizationClaims } from './access-tokens.js';
 import { describeDevice } from './devices.js';
@@ -50,9 +50,6 @@ export interface SessionServiceDeps {
   signals: Signals;
   config: Pick<Config, 'lifetimes' | 'organizations'>;
 }
-
-/** The session context lists at most this many memberships (GET /organizations pages them all). */
-const CONTEXT_ORGANIZATIONS = 100;
 
 export class SessionService {
   readonly #roles: OrganizationRoles;
@@ -251,16 +248,16 @@ export class SessionService {
   }
 
   /**
-   * Shapes the context from the row the guard read with the summary columns (which carries the
-   * active organization as it is now), and the identity's memberships.
+   * Shapes the context from the one row the guard read (repo.sessionContext): the summary columns,
+   * the active organization as it is now, and the identity's memberships. No further read.
    */
-  async context(
+  context(
     identityId: string,
     sessionId: string,
-    row: SummaryColumns & { activeOrganizationId: string | null },
+    row: SummaryColumns & Pick<repo.SessionContextRow, 'activeOrganizationId' | 'organizations'>,
   ) {
     const { identifiers, methods } = toSummary(identityId, row);
-    const memberships = await membershipsOf(this.deps.database.db, identityId, CONTEXT_ORGANIZATIONS);
+    const memberships = row.organizations;
     return {
       identityId,
       sessionId,
