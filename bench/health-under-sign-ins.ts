@@ -8,7 +8,8 @@
  * 100 req/s on 2 connections, as in bench/run.ts; it reports the health p50/p99/max, the sign-in
  * rate, the service's own event-loop delay over the round (perf_hooks, p99 and max, from the
  * service's metrics endpoint) and the CPU its main thread used per second of the round (/proc).
- * E.g. HEALTH_VARIANTS='[{"NAME":"nice 19"},{"NAME":"nice 0","ARGON2_NICE":"0"}]'.
+ * E.g. HEALTH_VARIANTS='[{"NAME":"nice 19"},{"NAME":"nice 0","ARGON2_NICE":"0"}]'; CHECKOUT in a
+ * variant runs the service of another checkout (a before/after of one change in one run).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -31,6 +32,7 @@ const VARIANTS: Record<string, string>[] = JSON.parse(
 
 async function start(
   env: Record<string, string>,
+  cwd = ROOT,
 ): Promise<{ proc: ChildProcess; base: string; metrics: string }> {
   const port = await freePort();
   const metricsPort = await freePort();
@@ -38,7 +40,7 @@ async function start(
     ? ['--cpu-prof', '--cpu-prof-dir', join(ROOT, 'bench/profiles')]
     : [];
   const proc = spawn(process.execPath, [...prof, '--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
+    cwd,
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', METRICS_PORT: String(metricsPort) },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -102,8 +104,8 @@ const env = {
 const services: { name: string; proc: ChildProcess; base: string; metrics: string }[] = [];
 try {
   for (const v of VARIANTS) {
-    const { NAME, ...rest } = v;
-    services.push({ name: NAME, ...(await start({ ...env, ...rest })) });
+    const { NAME, CHECKOUT, ...rest } = v;
+    services.push({ name: NAME, ...(await start({ ...env, ...rest }, CHECKOUT ?? ROOT)) });
   }
   const emails: string[] = [];
   const base0 = services[0].base;
