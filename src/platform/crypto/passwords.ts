@@ -153,7 +153,6 @@ class HashingThreads {
       // operation makes a new one.
       const onExit = (code: number) => {
         worker.off('message', onMessage);
-        this.#size--;
         task.reject(new Error(`the hashing thread exited (${code})`));
         this.#dispatch();
       };
@@ -170,8 +169,14 @@ class HashingThreads {
       eval: true,
       workerData: { argon2: this.#argon2, nice: this.nice },
     });
-    // An error ends the thread: 'exit' follows and rejects its operation.
+    // An error ends the thread: 'exit' follows, which rejects its operation (above) and takes the
+    // thread out of the pool, idle or not.
     worker.on('error', () => {});
+    worker.once('exit', () => {
+      this.#size--;
+      const at = this.#idle.indexOf(worker);
+      if (at >= 0) this.#idle.splice(at, 1);
+    });
     worker.unref();
     return worker;
   }
