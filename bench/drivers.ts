@@ -25,7 +25,7 @@ import {
 } from 'kysely';
 import { PostgresJSDialect } from 'kysely-postgres-js';
 import postgres from 'postgres';
-import { renewSession, sessionStateWithSummary } from '../src/features/sessions/repository.js';
+import { renewSession, sessionContext } from '../src/features/sessions/repository.js';
 import { type Db, openDatabase } from '../src/platform/db/database.js';
 import { migrate } from '../src/platform/db/migrator.js';
 import type { DB } from '../src/platform/db/schema.js';
@@ -178,7 +178,7 @@ async function main() {
         for (const driver of drivers) {
           const { db, close } = await open(driver, url, poolSize);
           const guard = await measure(async (c) => {
-            const row = await sessionStateWithSummary(db, sessions[c]);
+            const row = await sessionContext(db, sessions[c]);
             if (!row) throw new Error('missing session');
           }, SECONDS);
           const renewal = await measure(async (c) => {

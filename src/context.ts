@@ -123,6 +123,7 @@ export async function createContext(
     memoryKiB: config.argon2MemoryKiB,
     concurrency: config.argon2Concurrency,
     maxWaitMs: config.argon2MaxWaitMs,
+    nice: config.argon2Nice,
     onWait: (ms) => signals.argon2Waited(ms),
   });
   const challenges = new ChallengeFlow(

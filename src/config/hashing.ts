@@ -15,6 +15,10 @@ export const hashing = section({
         'Argon2id hashes or verifications running at once; the rest wait in order (memory-hard hashing in parallel beyond the spare cores lowers total throughput and starves the event loop)',
       shown: 'cores − 1, at least 1',
     }),
+    ARGON2_NICE: integer(19, 0, 19, {
+      description:
+        'scheduling priority (nice, Linux) of the threads that run Argon2id: at 19 a hash yields the core to the event loop and the database whenever they wake, so other requests stay responsive during sign-in load; lower it on a host where other busy processes would leave hashing too little CPU',
+    }),
     ARGON2_MAX_WAIT_MS: integer(3000, 100, 600000, {
       description:
         'load shedding: a sign-in, sign-up or password route whose Argon2id work would wait longer than this (queue length at the measured pace) answers 503 `service.unavailable` with `Retry-After` at once, before writing anything',
@@ -25,6 +29,8 @@ export const hashing = section({
     argon2MemoryKiB: e.ARGON2_MEMORY_KIB,
     /** Argon2id operations allowed at once (the rest queue). */
     argon2Concurrency: e.ARGON2_CONCURRENCY,
+    /** Nice value of the Argon2id threads (19: they yield to everything else). */
+    argon2Nice: e.ARGON2_NICE,
     /** The longest expected wait in the Argon2id queue before a request is shed with 503. */
     argon2MaxWaitMs: e.ARGON2_MAX_WAIT_MS,
   }),

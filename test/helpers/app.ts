@@ -47,6 +47,10 @@ export function testEnv(extra: Record<string, string> = {}): Record<string, stri
     LOG_LEVEL: 'info',
     // Small Argon2 memory keeps the suite fast; production refuses anything under 19 MiB.
     ARGON2_MEMORY_KIB: '1024',
+    // The suites run many processes at once on two cores: a hashing thread at nice 19 (the
+    // production default) would wait for every other test file and stretch sign-ins past their
+    // timeouts. Its priority is tested on its own (src/platform/crypto/passwords.test.ts).
+    ARGON2_NICE: '0',
     // Generous limits so functional tests do not trip them; rate-limit tests set their own.
     RATE_LIMIT_SENDS_A_MESSAGE: '1000/60',
     RATE_LIMIT_ANSWERS_A_CHALLENGE: '1000/60',

@@ -179,6 +179,59 @@ describe('POST /session/active-organization', () => {
   });
 });
 
+describe('GET /session/context lists memberships', () => {
+  it('the newest 100 in enabled organizations, in the order GET /organizations pages them (ties by id)', async () => {
+    const me = await member(t);
+    const now = t.clock.now();
+    // 103 memberships: ties on created_at in threes (decided by the organization id), one disabled.
+    const orgs = Array.from({ length: 103 }, (_, i) => ({
+      id: randomUUID(),
+      createdAt: new Date(now.getTime() - Math.floor(i / 3) * 1000),
+      disabled: i === 4,
+    }));
+    const db = t.ctx.database.db;
+    await db
+      .insertInto('organizations')
+      .values(
+        orgs.map((o, i) => ({
+          id: o.id,
+          name: `Many ${i}`,
+          slug: `many-${o.id}`.slice(0, 40),
+          created_by: me.person.identityId,
+          created_at: o.createdAt,
+          updated_at: o.createdAt,
+          disabled_at: o.disabled ? now : null,
+        })),
+      )
+      .execute();
+    await db
+      .insertInto('organization_memberships')
+      .values(
+        orgs.map((o) => ({
+          organization_id: o.id,
+          identity_id: me.person.identityId,
+          role: 'member',
+          created_at: o.createdAt,
+          updated_at: o.createdAt,
+        })),
+      )
+      .execute();
+    const expected = orgs
+      .filter((o) => !o.disabled)
+      .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : -1))
+      .slice(0, 100)
+      .map((o) => o.id);
+
+    const ctx = await context(t.app, me.token);
+    expect(ctx.statusCode, ctx.body).toBe(200);
+    const listed = ctx.json().data.organizations as { id: string; role: string; active: boolean }[];
+    expect(listed.map((o) => o.id)).toEqual(expected);
+    expect(listed.every((o) => o.role === 'member' && o.active === false)).toBe(true);
+    const page = await call(t.app, 'GET', `${ORGS}?limit=100`, me.token);
+    expect(page.json().data.map((o: { id: string }) => o.id)).toEqual(expected);
+  });
+});
+
 describe('removing a second factor under the policy', () => {
   const elevatedPost = async (m: Awaited<ReturnType<typeof member>>, url: string, factor: Factor) => {
     const elevation = await elevate(t, m.token, m.person.email, {

@@ -243,12 +243,6 @@ export function membershipsPage(
     .execute();
 }
 
-/** The identity's memberships for the session context: the newest `limit`, newest first. */
-export function membershipsOf(trx: Executor, identityId: string, limit: number): Promise<MembershipRow[]> {
-  // rowsToFetch asks one row past the window: a window of limit - 1 reads exactly `limit`.
-  return membershipsPage(trx, identityId, { limit: limit - 1 });
-}
-
 /**
  * One page of an organization's members, newest first, each with the first verified identifier of
  * its identity (the one the service names a person by; the service masks it).

@@ -123,15 +123,44 @@ export async function sessionState(trx: Executor, sessionId: string): Promise<Se
   return r.rows[0];
 }
 
-/** The guard's read and the identity summary together: GET /session/context in one round trip. */
-export async function sessionStateWithSummary(
+/** The session context lists at most this many memberships (GET /organizations pages them all). */
+export const CONTEXT_ORGANIZATIONS = 100;
+
+/** One of the identity's organizations as the session context lists it. */
+export interface ContextOrganization {
+  id: string;
+  name: string;
+  slug: string;
+  role: string;
+}
+
+/** The guard's row with all GET /session/context answers: summary and memberships. */
+export type SessionContextRow = SessionState & SummaryColumns & { organizations: ContextOrganization[] };
+
+/**
+ * GET /session/context in one statement (one prepared round trip): the guard's read, the identity
+ * summary, and the identity's newest CONTEXT_ORGANIZATIONS memberships in enabled organizations,
+ * newest first (the order GET /organizations pages them in), aggregated in a lateral subquery.
+ * Routes that need only the session keep the guard's own read (sessionState).
+ */
+export async function sessionContext(
   trx: Executor,
   sessionId: string,
-): Promise<(SessionState & SummaryColumns) | undefined> {
-  // raw: summaryColumns (identities/repository.ts) is a raw multi-column fragment a builder select cannot take
-  const r = await sql<SessionState & SummaryColumns>`
-    SELECT ${STATE_COLUMNS}, ${summaryColumns}
+): Promise<SessionContextRow | undefined> {
+  // raw: summaryColumns (identities/repository.ts) is a raw multi-column fragment a builder select
+  // cannot take; the memberships ride along as one JSON column, so the answer is one round trip.
+  const r = await sql<SessionContextRow>`
+    SELECT ${STATE_COLUMNS}, ${summaryColumns}, mo.organizations
     FROM ${STATE_FROM}
+    CROSS JOIN LATERAL (
+      SELECT COALESCE(json_agg(json_build_object('id', x.id, 'name', x.name, 'slug', x.slug, 'role', x.role)
+                               ORDER BY x.created_at DESC, x.id DESC), '[]'::json) AS organizations
+      FROM (SELECT co.id, co.name, co.slug, cm.role, cm.created_at
+            FROM organization_memberships cm JOIN organizations co ON co.id = cm.organization_id
+            WHERE cm.identity_id = s.identity_id AND co.disabled_at IS NULL
+            ORDER BY cm.created_at DESC, co.id DESC
+            LIMIT ${CONTEXT_ORGANIZATIONS}) x
+    ) mo
     WHERE s.id = ${sessionId}`.execute(trx);
   return r.rows[0];
 }

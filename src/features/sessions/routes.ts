@@ -8,9 +8,8 @@ import { listRoute } from '../../platform/http/list-route.js';
 import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, IdInput, NoContent, responses } from '../../platform/http/schemas.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
-import type { SummaryColumns } from '../identities/repository.js';
 import { browserSessionRoutes } from './browser-session.js';
-import { type SessionState, sessionStateWithSummary } from './repository.js';
+import { type SessionContextRow, type SessionState, sessionContext } from './repository.js';
 import * as schema from './schemas.js';
 
 export const sessionRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }) => {
@@ -76,10 +75,8 @@ export const sessionRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContex
   app.get(
     '/session/context',
     {
-      // The guard's session read also brings the identity summary: one round trip per request.
-      preHandler: requireSession(ctx.auth, (sessionId) =>
-        sessionStateWithSummary(ctx.database.db, sessionId),
-      ),
+      // The guard's session read also brings the summary and the memberships: one round trip.
+      preHandler: requireSession(ctx.auth, (sessionId) => sessionContext(ctx.database.db, sessionId)),
       schema: {
         tags: ['sessions'],
         summary:
@@ -92,9 +89,7 @@ export const sessionRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContex
     },
     async (request, reply) => {
       const { identityId, sessionId } = principalOf(request);
-      const body = envelope(
-        await service.context(identityId, sessionId, request.sessionRow as SessionState & SummaryColumns),
-      );
+      const body = envelope(service.context(identityId, sessionId, request.sessionRow as SessionContextRow));
       if (conditionalGet(request, reply, body)) return reply.code(304).send();
       return body;
     },

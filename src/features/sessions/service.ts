@@ -15,7 +15,7 @@ import type { GuessBudgets } from '../../platform/rate-limit/guess-budget.js';
 import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import type { EventLog } from '../events/log.js';
 import { type SummaryColumns, toSummary } from '../identities/repository.js';
-import { membershipsOf, switchTarget } from '../organizations/repository.js';
+import { switchTarget } from '../organizations/repository.js';
 import { OrganizationRoles } from '../organizations/roles.js';
 import type { AccessTokens, OrganizationClaims } from './access-tokens.js';
 import { describeDevice } from './devices.js';
@@ -54,9 +54,6 @@ export interface SessionServiceDeps {
   /** `session.ended` for the ends a person causes (docs/events.md). */
   events: EventLog;
 }
-
-/** The session context lists at most this many memberships (GET /organizations pages them all). */
-const CONTEXT_ORGANIZATIONS = 100;
 
 export class SessionService {
   readonly #roles: OrganizationRoles;
@@ -283,16 +280,16 @@ export class SessionService {
   }
 
   /**
-   * Shapes the context from the row the guard read with the summary columns (which carries the
-   * active organization as it is now), and the identity's memberships.
+   * Shapes the context from the one row the guard read (repo.sessionContext): the summary columns,
+   * the active organization as it is now, and the identity's memberships. No further read.
    */
-  async context(
+  context(
     identityId: string,
     sessionId: string,
-    row: SummaryColumns & { activeOrganizationId: string | null },
+    row: SummaryColumns & Pick<repo.SessionContextRow, 'activeOrganizationId' | 'organizations'>,
   ) {
     const { identifiers, methods } = toSummary(identityId, row);
-    const memberships = await membershipsOf(this.deps.database.db, identityId, CONTEXT_ORGANIZATIONS);
+    const memberships = row.organizations;
     return {
       identityId,
       sessionId,

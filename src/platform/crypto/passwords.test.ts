@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { createPasswordHasher } from './passwords.js';
 
@@ -103,5 +104,29 @@ describe('password hasher', () => {
     // Once the queue has drained, hashes are admitted again.
     expect(() => hasher.admit()).not.toThrow();
     expect(await hasher.verify(hash, 'correct horse battery staple')).toBe(true);
+  });
+});
+
+describe('hashing threads', () => {
+  // The nice value (field 19 of stat(5)) of every thread of this process.
+  const niceValues = () =>
+    readdirSync('/proc/self/task').map((t) =>
+      Number(readFileSync(`/proc/self/task/${t}/stat`, 'utf8').split(') ')[1].split(' ')[16]),
+    );
+
+  it('runs Argon2id on a thread at the asked priority (19 by default), leaving the event loop at 0', async () => {
+    const hasher = createPasswordHasher({ memoryKiB: 8192 });
+    const hash = await hasher.hash('correct horse battery staple');
+    const pending = hasher.verify(hash, 'correct horse battery staple');
+    // Sampled while the verification runs: the thread exists and has lowered itself by then.
+    await new Promise((r) => setTimeout(r, 5));
+    const during = niceValues();
+    expect(await pending).toBe(true);
+    expect(during).toContain(19);
+    expect(readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ')[16]).toBe('0');
+
+    const level = createPasswordHasher({ memoryKiB: 1024, nice: 7 });
+    expect(await level.verify(await level.hash('another password here'), 'another password here')).toBe(true);
+    expect(niceValues()).toContain(7);
   });
 });

@@ -1,4 +1,6 @@
-import { type Algorithm, hash, verify } from '@node-rs/argon2';
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+import type { Algorithm } from '@node-rs/argon2';
 import { Problem } from '../problem.js';
 
 export interface PasswordHasher {
@@ -22,8 +24,8 @@ export interface PasswordHasher {
 const ARGON2ID = 2 as Algorithm;
 
 /**
- * At most `limit` operations run at once; the rest wait their turn in order. Hashing runs in the
- * libuv pool, but each Argon2id verification keeps a core busy: with as many hashes as cores, the
+ * At most `limit` operations run at once; the rest wait their turn in order. Hashing runs on its
+ * own threads (below), but each Argon2id verification keeps a core busy: with as many hashes as cores, the
  * event loop, the database and everything else on the machine wait for a core (measured on the
  * 2-core CI machine: GET /health/live p99 24 ms with one hash at a time, 101 ms with two).
  */
@@ -69,7 +71,120 @@ class Semaphore {
   }
 }
 
-/** Argon2id, t=2, p=1, memoryCost = memoryKiB (OWASP's floor is 19456). Work runs in the libuv pool. */
+/**
+ * The hashing threads: worker threads that run Argon2id synchronously, one operation each at a
+ * time, at the lowest scheduling priority (nice 19, Linux; elsewhere the default). Three things
+ * move off the event loop with them: the hash itself (as in the libuv pool before), the part of
+ * each call the binding ran on the calling thread before handing the work over (about 1 ms per
+ * 19 MiB operation, measured: it scales with the memory cost, 0.2 ms at 1 MiB and 2.2 ms at
+ * 64 MiB), and the fight for a core: at nice 19 a hash yields to the event loop, the database
+ * driver and the database at once whenever they wake (docs/performance.md, "Health during
+ * sign-in load"). Shared by every hasher of the process with the same priority, grown to the
+ * largest gate asked for; a thread holds the process open only while it works.
+ */
+export const DEFAULT_HASHING_NICE = 19;
+// The worker is plain CommonJS evaluated from this string, so it runs the same under tsx, vitest
+// and a build, without a loader of its own.
+const HASHING_WORKER = `
+const { parentPort, workerData } = require('node:worker_threads');
+const argon2 = require(workerData.argon2);
+try {
+  const tid = Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop());
+  require('node:os').setPriority(tid, workerData.nice);
+} catch {}
+parentPort.on('message', (m) => {
+  try {
+    const value = m.op === 'hash' ? argon2.hashSync(m.password, m.options) : argon2.verifySync(m.hashed, m.password);
+    parentPort.postMessage({ id: m.id, value });
+  } catch (err) {
+    parentPort.postMessage({ id: m.id, failed: String(err && err.message ? err.message : err) });
+  }
+});`;
+
+type HashJob =
+  | { op: 'hash'; password: string; options: object }
+  | { op: 'verify'; hashed: string; password: string };
+
+/** An operation the binding refused (a malformed hash, bad options), not a dead thread. */
+class HashingRefused extends Error {}
+
+class HashingThreads {
+  constructor(readonly nice: number) {}
+  readonly #idle: Worker[] = [];
+  readonly #queue: { job: HashJob; resolve: (v: unknown) => void; reject: (e: unknown) => void }[] = [];
+  #size = 0;
+  #want = 0;
+  #nextId = 0;
+  readonly #argon2 = createRequire(import.meta.url).resolve('@node-rs/argon2');
+
+  /** At least `n` threads (made as they are first needed). */
+  grow(n: number): void {
+    this.#want = Math.max(this.#want, n);
+  }
+
+  run(job: HashJob): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ job, resolve, reject });
+      this.#dispatch();
+    });
+  }
+
+  #dispatch(): void {
+    while (this.#queue.length > 0) {
+      const worker = this.#idle.pop() ?? (this.#size < this.#want ? this.#spawn() : undefined);
+      if (!worker) return;
+      const task = this.#queue.shift()!;
+      const id = this.#nextId++;
+      const done = (settle: () => void) => {
+        worker.off('message', onMessage);
+        worker.off('exit', onExit);
+        worker.unref();
+        this.#idle.push(worker);
+        settle();
+        this.#dispatch();
+      };
+      const onMessage = (m: { id: number; value?: unknown; failed?: string }) => {
+        if (m.id !== id) return;
+        done(() =>
+          m.failed === undefined ? task.resolve(m.value) : task.reject(new HashingRefused(m.failed)),
+        );
+      };
+      // A thread that died takes its operation with it (an error, not a refusal); the next
+      // operation makes a new one.
+      const onExit = (code: number) => {
+        worker.off('message', onMessage);
+        task.reject(new Error(`the hashing thread exited (${code})`));
+        this.#dispatch();
+      };
+      worker.on('message', onMessage);
+      worker.once('exit', onExit);
+      worker.ref();
+      worker.postMessage({ id, ...task.job });
+    }
+  }
+
+  #spawn(): Worker {
+    this.#size++;
+    const worker = new Worker(HASHING_WORKER, {
+      eval: true,
+      workerData: { argon2: this.#argon2, nice: this.nice },
+    });
+    // An error ends the thread: 'exit' follows, which rejects its operation (above) and takes the
+    // thread out of the pool, idle or not.
+    worker.on('error', () => {});
+    worker.once('exit', () => {
+      this.#size--;
+      const at = this.#idle.indexOf(worker);
+      if (at >= 0) this.#idle.splice(at, 1);
+    });
+    worker.unref();
+    return worker;
+  }
+}
+
+const pools = new Map<number, HashingThreads>();
+
+/** Argon2id, t=2, p=1, memoryCost = memoryKiB (OWASP's floor is 19456). Work runs on the hashing threads. */
 export function createPasswordHasher(opts: {
   memoryKiB: number;
   concurrency?: number;
@@ -77,35 +192,41 @@ export function createPasswordHasher(opts: {
   maxWaitMs?: number;
   /** Told how long each operation waited for its turn, in milliseconds. */
   onWait?: (ms: number) => void;
+  /** The hashing threads' nice value, 0 to 19 (ARGON2_NICE); 19, the lowest priority, unless told. */
+  nice?: number;
 }): PasswordHasher {
-  const gate = new Semaphore(
-    Math.max(1, opts.concurrency ?? 1),
-    opts.maxWaitMs ?? Number.POSITIVE_INFINITY,
-    opts.onWait ?? (() => {}),
-  );
+  const limit = Math.max(1, opts.concurrency ?? 1);
+  const nice = opts.nice ?? DEFAULT_HASHING_NICE;
+  const threads = pools.get(nice) ?? new HashingThreads(nice);
+  pools.set(nice, threads);
+  threads.grow(limit);
+  const gate = new Semaphore(limit, opts.maxWaitMs ?? Number.POSITIVE_INFINITY, opts.onWait ?? (() => {}));
   const options = {
     algorithm: ARGON2ID,
     timeCost: 2,
     parallelism: 1,
     memoryCost: opts.memoryKiB,
   };
+  const hashOne = (password: string) => threads.run({ op: 'hash', password, options }) as Promise<string>;
   let dummy: Promise<string> | undefined;
   const dummyHash = (): Promise<string> => {
     // Made once, with the same parameters as real hashes so a refusal costs what a check costs.
-    dummy ??= gate.run(() => hash('no account has this password', options));
+    dummy ??= gate.run(() => hashOne('no account has this password'));
     return dummy;
   };
-  // A malformed hash is a refusal; a shed request (503 from the gate) is not, so it propagates.
+  // A malformed hash is a refusal; a shed request (503 from the gate) or a dead hashing thread is
+  // not, so it propagates.
   const check = (hashed: string, password: string): Promise<boolean> =>
     gate.run(async () => {
       try {
-        return await verify(hashed, password);
-      } catch {
-        return false;
+        return (await threads.run({ op: 'verify', hashed, password })) === true;
+      } catch (err) {
+        if (err instanceof HashingRefused) return false;
+        throw err;
       }
     });
   return {
-    hash: (password) => gate.run(() => hash(password, options)),
+    hash: (password) => gate.run(() => hashOne(password)),
     verify: check,
     admit: () => gate.admit(),
     stats: () => gate.stats(),
