@@ -167,7 +167,7 @@ export async function createContext(
     liveSessionOf: (refreshToken) => sessions.liveSessionOf(refreshToken),
   });
   const events = new EventLog(clock);
-  const webhooks = new WebhookWorker({ config, database, clock, sealer, log });
+  const webhooks = new WebhookWorker({ config, database, clock, sealer, log, events, signals });
   return {
     config,
     database,

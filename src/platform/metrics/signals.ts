@@ -14,6 +14,11 @@ export interface Signals {
   delivered(channel: string, outcome: string): void;
   /** Milliseconds an Argon2id operation waited for its turn. */
   argon2Waited(ms: number): void;
+  /**
+   * A webhook attempt recorded: `delivered`, `retry` (failed, another attempt is due) or `dead`;
+   * the milliseconds the receiver took to answer (null when it did not answer).
+   */
+  webhookAttempted(outcome: 'delivered' | 'retry' | 'dead', latencyMs: number | null): void;
 }
 
 export const silentSignals: Signals = {
@@ -22,4 +27,5 @@ export const silentSignals: Signals = {
   sessionsRevoked() {},
   delivered() {},
   argon2Waited() {},
+  webhookAttempted() {},
 };
