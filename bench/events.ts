@@ -2,8 +2,9 @@
  * Issue 44's rows of `npm run bench` (BENCH_ONLY=events): what events and their webhooks cost the
  * hot writes, and how fast the worker delivers. Called by bench/run.ts with its own helpers; runs
  * a service of its own (the same production environment, plus the operators' listener and
- * WEBHOOK_PRIVATE_ADDRESSES=allow so webhooks may go to a receiver on loopback) on the run's
- * database, so the main service's environment is left as it is.
+ * WEBHOOK_PRIVATE_ADDRESSES=allow so webhooks may go to a receiver on loopback) on a database of
+ * its own: the main service's worker (production: private addresses refused) must not claim these
+ * deliveries, and its environment is left as it is.
  */
 import type { ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -13,6 +14,7 @@ import type autocannon from 'autocannon';
 import { EventLog } from '../src/features/events/log.js';
 import { systemClock } from '../src/platform/clock.js';
 import { openDatabase } from '../src/platform/db/database.js';
+import { adminQuery } from '../test/helpers/database.js';
 import { freePort } from '../test/helpers/net.js';
 
 /** The same shape as bench/run.ts's rows. */
@@ -84,10 +86,15 @@ async function startReceiver() {
 }
 
 export async function eventBench(deps: EventBenchDeps): Promise<{ rows: EventRow[]; targets: string[] }> {
+  const dbName = `bench_events_${randomBytes(4).toString('hex')}`;
+  const server = deps.dbUrl.replace(/\/[^/]*$/, '/postgres');
+  await adminQuery(server, `CREATE DATABASE ${dbName}`);
+  const dbUrl = deps.dbUrl.replace(/\/[^/]*$/, `/${dbName}`);
   const adminKey = `adm_${randomBytes(24).toString('hex')}`;
   const adminPort = await freePort();
   const { proc, base } = await deps.startService({
     ...deps.serviceEnv,
+    DATABASE_URL: dbUrl,
     METRICS_PORT: String(await freePort()),
     ADMIN_PORT: String(adminPort),
     ADMIN_API_KEYS: `bench:${createHash('sha256').update(adminKey).digest('hex')}`,
@@ -99,7 +106,7 @@ export async function eventBench(deps: EventBenchDeps): Promise<{ rows: EventRow
   const targets: string[] = [];
   try {
     // Accounts of its own, through the real routes, for the renewal chains.
-    const refresh: string[] = [];
+    const emails: string[] = [];
     for (let i = 0; i < deps.connections; i++) {
       const email = `events-${i}-${randomBytes(3).toString('hex')}@example.com`;
       const body = { identifierType: 'email', identifier: email, password: deps.password };
@@ -107,10 +114,24 @@ export async function eventBench(deps: EventBenchDeps): Promise<{ rows: EventRow
       const code = deps.lastCode(email);
       if ((await call(base, 'POST', '/api/v1/sign-ups/confirmations', { ...body, code })).status !== 204)
         throw new Error('confirmation');
-      const si = await call(base, 'POST', '/api/v1/sign-ins', body);
-      if (si.status !== 201) throw new Error(`sign-in ${si.status}`);
-      refresh.push(si.json.data.refreshToken);
+      emails.push(email);
     }
+    // One fresh session per connection before each renewal round: the chains whose renewal was in
+    // flight when the previous round stopped are lost (their next token never read).
+    const refresh: string[] = [];
+    const freshChains = async () => {
+      refresh.length = 0;
+      for (let i = 0; i < emails.length; i += 4) {
+        await Promise.all(
+          emails.slice(i, i + 4).map(async (email) => {
+            const body = { identifierType: 'email', identifier: email, password: deps.password };
+            const si = await call(base, 'POST', '/api/v1/sign-ins', body);
+            if (si.status !== 201) throw new Error(`sign-in ${si.status}`);
+            refresh.push(si.json.data.refreshToken);
+          }),
+        );
+      }
+    };
     const endpoints: string[] = [];
     for (let i = 0; i < ENDPOINTS; i++) {
       const r = await call(admin, 'POST', '/webhook-endpoints', { url: receiver.url }, adminKey);
@@ -166,8 +187,12 @@ export async function eventBench(deps: EventBenchDeps): Promise<{ rows: EventRow
         },
       ],
     };
+    const measure = async (opts: autocannon.Options) => {
+      if (opts.requests === renewals.requests) await freshChains();
+      return deps.run(opts);
+    };
     // Warm-up, then rounds in turn (none, with, with, none), so drift over the run weighs on both.
-    await deps.run({ ...renewals, duration: 3 });
+    await measure({ ...renewals, duration: 3 });
     for (const [name, opts] of [
       ['POST /api/v1/sign-ups', signUps],
       ['POST /api/v1/sign-ins/renewals', renewals],
@@ -175,12 +200,12 @@ export async function eventBench(deps: EventBenchDeps): Promise<{ rows: EventRow
       const none: autocannon.Result[] = [];
       const withHooks: autocannon.Result[] = [];
       await subscribe(false);
-      none.push(await deps.run(opts));
+      none.push(await measure(opts));
       await subscribe(true);
-      withHooks.push(await deps.run(opts));
-      withHooks.push(await deps.run(opts));
+      withHooks.push(await measure(opts));
+      withHooks.push(await measure(opts));
       await subscribe(false);
-      none.push(await deps.run(opts));
+      none.push(await measure(opts));
       // Answers that did the work (2xx) per second: a refused request costs far less than a renewal.
       const mean = (rs: autocannon.Result[]) => rs.reduce((s, r) => s + r['2xx'] / r.duration, 0) / rs.length;
       const codes = (rs: autocannon.Result[]) =>
@@ -215,7 +240,7 @@ export async function eventBench(deps: EventBenchDeps): Promise<{ rows: EventRow
     await subscribe(false);
     const one = await call(admin, 'POST', '/webhook-endpoints', { url: receiver.url }, adminKey);
     if (one.status !== 201) throw new Error(`endpoint ${one.status}`);
-    const database = await openDatabase({ url: deps.dbUrl, dataDir: '' });
+    const database = await openDatabase({ url: dbUrl, dataDir: '' });
     const events = new EventLog(systemClock);
     const before = receiver.state.count;
     receiver.state.count = 0;
@@ -264,6 +289,7 @@ export async function eventBench(deps: EventBenchDeps): Promise<{ rows: EventRow
     proc.kill('SIGTERM');
     await new Promise((r) => proc.once('exit', r));
     await receiver.close();
+    await adminQuery(server, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
   }
   return { rows, targets };
 }
