@@ -140,14 +140,19 @@ export async function eventBench(deps: EventBenchDeps): Promise<{ rows: EventRow
     }
     const subscribe = async (on: boolean) => {
       for (const id of endpoints) {
-        const r = await call(
-          admin,
-          on ? 'DELETE' : 'POST',
-          `/webhook-endpoints/${id}/disablements`,
-          undefined,
-          adminKey,
-        );
-        if (r.status !== 204) throw new Error(`disablement ${r.status}`);
+        // Right after a sign-up round the service may still shed load (503): try again a while.
+        for (let tries = 0; ; tries++) {
+          const r = await call(
+            admin,
+            on ? 'DELETE' : 'POST',
+            `/webhook-endpoints/${id}/disablements`,
+            undefined,
+            adminKey,
+          );
+          if (r.status === 204) break;
+          if (r.status !== 503 || tries >= 40) throw new Error(`disablement ${r.status}`);
+          await new Promise((resolve) => setTimeout(resolve, 500));
+        }
       }
     };
 
