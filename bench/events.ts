@@ -125,9 +125,16 @@ export async function eventBench(deps: EventBenchDeps): Promise<{ rows: EventRow
         await Promise.all(
           emails.slice(i, i + 4).map(async (email) => {
             const body = { identifierType: 'email', identifier: email, password: deps.password };
-            const si = await call(base, 'POST', '/api/v1/sign-ins', body);
-            if (si.status !== 201) throw new Error(`sign-in ${si.status}`);
-            refresh.push(si.json.data.refreshToken);
+            for (let tries = 0; ; tries++) {
+              const si = await call(base, 'POST', '/api/v1/sign-ins', body);
+              if (si.status === 201) {
+                refresh.push(si.json.data.refreshToken);
+                return;
+              }
+              // Right after a sign-up round the service may still shed load (503).
+              if (si.status !== 503 || tries >= 40) throw new Error(`sign-in ${si.status}`);
+              await new Promise((resolve) => setTimeout(resolve, 500));
+            }
           }),
         );
       }
