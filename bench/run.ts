@@ -18,6 +18,7 @@ import { openDatabase } from '../src/platform/db/database.js';
 import { adminQuery } from '../test/helpers/database.js';
 import { freePort } from '../test/helpers/net.js';
 import { startSmtpSink } from '../test/helpers/smtp.js';
+import { eventBench } from './events.js';
 import {
   BENCH_CLIENT,
   BENCH_DEVICE_CLIENT,
@@ -729,6 +730,21 @@ async function main() {
         note: `${deviceCodes.length} distinct device codes, each polled once (the poll's interval check is a write)`,
       });
 
+    // Issue 44's rows (bench/events.ts): events' cost to sign-up and renewal, deliveries per second.
+    const eventsBench = !want('events')
+      ? null
+      : await eventBench({
+          serviceEnv,
+          dbUrl,
+          password,
+          connections: CONNECTIONS,
+          startService,
+          run,
+          lastCode: (to) => sink.lastCode(to),
+          floorRps,
+        });
+    if (eventsBench) rows.push(...eventsBench.rows);
+
     const pgVersion = await (async () => {
       const c = new pg.Client({ connectionString: dbUrl });
       await c.connect();
@@ -750,7 +766,8 @@ async function main() {
     const signInRow = find('POST /api/v1/sign-ins (');
     const healthRow = find('GET /health/live during');
     if (!ctxRow || !renewRow || !signInRow || !healthRow) {
-      process.stdout.write(`${table}\n(partial run: docs/performance.md not written)\n`);
+      const partial = eventsBench ? `\n${eventsBench.targets.join('\n')}\n` : '';
+      process.stdout.write(`${table}\n${partial}(partial run: docs/performance.md not written)\n`);
       return;
     }
     const ctxShare = ctxRow.rps / combinedBound;
@@ -783,6 +800,7 @@ async function main() {
         renewRow,
         0.25,
       ),
+      ...(eventsBench?.targets ?? []),
     ].join('\n');
     const machine = `${os.cpus()[0]?.model ?? 'unknown CPU'}, ${cores} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.type()} ${os.release()}, Node ${process.version}, PostgreSQL ${pgVersion}`;
     const doc = `# Performance

@@ -91,7 +91,11 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
     await ctx.notifier.close();
   });
   if (metrics) {
-    metrics.sample({ argon2: () => ctx.passwords.stats(), pool: () => database.poolStats() });
+    metrics.sample({
+      argon2: () => ctx.passwords.stats(),
+      pool: () => database.poolStats(),
+      webhookQueue: () => ctx.webhooks.queue(),
+    });
     metrics.observeRequests(app);
     const server = await serveMetrics(metrics, config.metrics.host, config.metrics.port);
     app.addHook('onClose', async () => {

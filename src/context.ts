@@ -185,7 +185,7 @@ export async function createContext(
     liveSessionOf: (refreshToken) => sessions.liveSessionOf(refreshToken),
     customClaims: (request) => hooks.customClaims(request),
   });
-  const webhooks = new WebhookWorker({ config, database, clock, sealer, log });
+  const webhooks = new WebhookWorker({ config, database, clock, sealer, log, events, signals });
   return {
     config,
     database,

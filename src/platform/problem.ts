@@ -147,6 +147,12 @@ export const CATALOGUE = {
     detail: 'No organization has this id.',
     retryable: false,
   },
+  'admin.event_not_found': {
+    status: 404,
+    title: 'Event not found',
+    detail: 'No event has this id: it never existed, or it is older than the retention.',
+    retryable: false,
+  },
   'admin.webhook_endpoint_not_found': {
     status: 404,
     title: 'Webhook endpoint not found',

@@ -216,6 +216,8 @@ describe('the admin listener', () => {
       '/admin/v1/audit-records',
       '/admin/v1/audit-records/stream',
       '/admin/v1/events',
+      '/admin/v1/events/stream',
+      '/admin/v1/events/{id}',
       '/admin/v1/identities',
       '/admin/v1/identities/{id}',
       '/admin/v1/identities/{id}/disablements',
@@ -249,9 +251,9 @@ describe('the admin listener', () => {
         expect(Object.keys(op.responses), path).toContain('401');
       }
     }
-    expect(doc.paths['/admin/v1/audit-records/stream'].get.responses['200'].content).toHaveProperty(
-      'application/x-ndjson',
-    );
+    for (const stream of ['/admin/v1/audit-records/stream', '/admin/v1/events/stream']) {
+      expect(doc.paths[stream].get.responses['200'].content, stream).toHaveProperty('application/x-ndjson');
+    }
   });
 });
 

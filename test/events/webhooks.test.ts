@@ -2,11 +2,11 @@ import { createPublicKey, verify } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { v1Signature } from '../../src/features/events/webhooks/signing.js';
-import { RETRY_SECONDS } from '../../src/features/events/webhooks/worker.js';
+import { DISABLE_AFTER_FAILING_SECONDS, RETRY_SECONDS } from '../../src/features/events/webhooks/worker.js';
 import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createPerson } from '../helpers/identities.js';
-import { admin, createEndpoint, deliveriesOf, type Sink, startSink, worker } from './support.js';
+import { admin, createEndpoint, deliveriesOf, eventCount, type Sink, startSink, worker } from './support.js';
 
 // Delivery, end to end, to a real receiver on loopback: Standard Webhooks headers verified by the
 // published library (v1) and by node:crypto (v1a), the retry schedule on a manual clock,
@@ -111,6 +111,83 @@ describe('delivery', () => {
     expect(await w.runOnce()).toBe(0);
   });
 
+  it('an endpoint failing for 5 days is disabled, with a log line and an event sent to the others, not to it', async () => {
+    sink.answer = () => ({ status: 500 });
+    const healthy = await startSink();
+    try {
+      const e = await createEndpoint(t, { url: sink.url });
+      const other = await createEndpoint(t, { url: healthy.url });
+      const view = async () => (await admin(t, 'GET', `/webhook-endpoints/${e.id}`)).json().data;
+      const w = worker(t);
+      await disableSomeone();
+      const t0 = t.clock.now();
+      expect(await w.runOnce()).toBe(2);
+      expect(await view()).toMatchObject({ failingSince: t0.toISOString(), disabledAt: null });
+      // The whole schedule: the delivery is dead after about 27 hours, the endpoint still enabled.
+      for (const wait of RETRY_SECONDS) {
+        t.clock.advance(wait);
+        expect(await w.runOnce()).toBe(1);
+      }
+      expect((await deliveriesOf(t, e.id))[0]).toMatchObject({ status: 'dead', attempts: 8 });
+      expect(t.logs()).toContain('webhook delivery dead');
+      expect(await view()).toMatchObject({ failingSince: t0.toISOString(), disabledAt: null });
+      // A later event failing one second short of 5 days: still enabled.
+      t.clock.set(new Date(t0.getTime() + DISABLE_AFTER_FAILING_SECONDS * 1000 - 1000));
+      await disableSomeone();
+      expect(await w.runOnce()).toBe(2);
+      expect((await view()).disabledAt).toBeNull();
+      const disabledBefore = await eventCount(t, 'webhook_endpoint.disabled');
+      // Its retry 5 s later, past 5 days of failing: disabled.
+      t.clock.advance(RETRY_SECONDS[0]);
+      expect(await w.runOnce()).toBe(1);
+      const disabled = await view();
+      expect(disabled).toMatchObject({
+        disabledAt: t.clock.now().toISOString(),
+        disabledReason: 'failing',
+        failingSince: t0.toISOString(),
+      });
+      expect(t.logs()).toContain('webhook endpoint failing for 5 days: disabled');
+      expect(await eventCount(t, 'webhook_endpoint.disabled')).toBe(disabledBefore + 1);
+      // The event went to the other endpoint, not to the disabled one; it carries no secret.
+      const mine = await deliveriesOf(t, e.id);
+      expect(mine).toHaveLength(2);
+      const received = healthy.received.length;
+      expect(await w.runOnce()).toBe(1);
+      const told = healthy.received.slice(received).map((r) => JSON.parse(r.body));
+      expect(told).toEqual([
+        expect.objectContaining({ type: 'webhook_endpoint.disabled', actor: null, data: disabled }),
+      ]);
+      expect(JSON.stringify(told)).not.toContain(e.secret.slice('whsec_'.length));
+      expect(JSON.stringify(told)).not.toContain(other.secret.slice('whsec_'.length));
+      // Later events are not queued for it; an operator's enablement starts it afresh.
+      await disableSomeone();
+      expect(await deliveriesOf(t, e.id)).toHaveLength(2);
+      expect((await admin(t, 'DELETE', `/webhook-endpoints/${e.id}/disablements`)).statusCode).toBe(204);
+      expect(await view()).toMatchObject({ disabledAt: null, failingSince: null });
+    } finally {
+      await healthy.close();
+    }
+  });
+
+  it('a success ends the failing spell: failures on both sides of it do not disable', async () => {
+    sink.answer = () => ({ status: 500 });
+    const e = await createEndpoint(t, { url: sink.url, eventTypes: ['identity.disabled'] });
+    const view = async () => (await admin(t, 'GET', `/webhook-endpoints/${e.id}`)).json().data;
+    const w = worker(t);
+    await disableSomeone();
+    await w.runOnce();
+    expect((await view()).failingSince).toBe(t.clock.now().toISOString());
+    t.clock.advance(3 * 86400);
+    sink.answer = () => ({ status: 204 });
+    await w.runOnce(); // the first delivery's retry, due long ago: delivered
+    expect((await view()).failingSince).toBeNull();
+    sink.answer = () => ({ status: 500 });
+    t.clock.advance(3 * 86400);
+    await disableSomeone();
+    await w.runOnce();
+    expect(await view()).toMatchObject({ failingSince: t.clock.now().toISOString(), disabledAt: null });
+  });
+
   it('jitter spreads each wait by at most 10 %', async () => {
     sink.answer = () => ({ status: 500 });
     const e = await createEndpoint(t, { url: sink.url });
@@ -152,6 +229,13 @@ describe('delivery', () => {
     expect((await deliveriesOf(t, e.id))[0]).toMatchObject({ status: 'dead', last_status_code: 410 });
     const read = (await admin(t, 'GET', `/webhook-endpoints/${e.id}`)).json().data;
     expect(read).toMatchObject({ disabledReason: 'gone' });
+    expect(t.logs()).toContain('webhook endpoint answered 410 Gone: disabled');
+    const told = await t.ctx.database.db
+      .selectFrom('events')
+      .select('data')
+      .where('type', '=', 'webhook_endpoint.disabled')
+      .execute();
+    expect(told.map((r) => (typeof r.data === 'string' ? JSON.parse(r.data) : r.data))).toContainEqual(read);
     await disableSomeone();
     expect(await deliveriesOf(t, e.id)).toHaveLength(1);
   });

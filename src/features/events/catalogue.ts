@@ -29,6 +29,7 @@ export const EVENT_TYPES = [
   'oidc.grant.created',
   'oidc.grant.revoked',
   'signing_key.rotated',
+  'webhook_endpoint.disabled',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -61,4 +62,5 @@ export const EMITTED: ReadonlySet<EventType> = new Set<EventType>([
   'oidc.grant.created',
   'oidc.grant.revoked',
   'signing_key.rotated',
+  'webhook_endpoint.disabled',
 ]);

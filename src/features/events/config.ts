@@ -18,6 +18,10 @@ export const eventsSection = section({
       description:
         'days an event is kept (the pull API and the webhook deliveries of it go with it), pruned by each instance about hourly in bounded batches',
     }),
+    WEBHOOK_MAX_PAYLOAD_BYTES: integer(262144, 4096, 16777216, {
+      description:
+        'the most bytes a webhook body may have: an event whose body would be larger is sent with `data` null and `dataOmitted` true, and the receiver reads it whole from `GET /admin/v1/events/{id}`',
+    }),
     WEBHOOK_POLL_MS: integer(1000, 0, 60000, {
       description:
         'how often each instance looks for due webhook deliveries and stamps committed events with their `seq`; `0` never (no delivery from this instance: the pull API still stamps as it reads)',
@@ -29,6 +33,8 @@ export const eventsSection = section({
       privateAddresses: (e.WEBHOOK_PRIVATE_ADDRESSES ?? (shared.production ? 'refuse' : 'allow')) === 'allow',
       /** The delivery worker's poll interval; 0: no worker. */
       pollMs: e.WEBHOOK_POLL_MS,
+      /** A webhook body's most bytes: past it, `data` is left out (docs/events.md, "Delivery"). */
+      maxPayloadBytes: e.WEBHOOK_MAX_PAYLOAD_BYTES,
       /** Seconds an event is kept. */
       retentionSeconds: e.EVENT_RETENTION_DAYS * 86400,
     },

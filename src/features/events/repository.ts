@@ -85,6 +85,18 @@ export async function stampEvents(trx: Executor, limit: number): Promise<number>
   return r.rows.length;
 }
 
+const eventColumns = [
+  'id',
+  'seq',
+  'type',
+  'occurred_at as occurredAt',
+  'actor',
+  'identity_id as identityId',
+  'session_id as sessionId',
+  'organization_id as organizationId',
+  'data',
+] as const;
+
 /** Ascending, `limit` stamped events after `afterSeq`, of the given types (any when empty). */
 export function eventsAfter(
   db: Executor,
@@ -92,22 +104,22 @@ export function eventsAfter(
 ): Promise<StoredEvent[]> {
   let query = db
     .selectFrom('events')
-    .select([
-      'id',
-      'seq',
-      'type',
-      'occurred_at as occurredAt',
-      'actor',
-      'identity_id as identityId',
-      'session_id as sessionId',
-      'organization_id as organizationId',
-      'data',
-    ])
+    .select(eventColumns)
     .where('seq', '>', q.afterSeq)
     .orderBy('seq')
     .limit(q.limit);
   if (q.types.length > 0) query = query.where('type', 'in', q.types);
   return query.execute() as Promise<StoredEvent[]>;
+}
+
+/** One stamped event (one not stamped yet is not shown: the pull API stamps before it reads). */
+export function eventById(db: Executor, id: string): Promise<StoredEvent | undefined> {
+  return db
+    .selectFrom('events')
+    .select(eventColumns)
+    .where('id', '=', id)
+    .where('seq', 'is not', null)
+    .executeTakeFirst() as Promise<StoredEvent | undefined>;
 }
 
 /**

@@ -2,28 +2,15 @@ import type { Executor } from '../../platform/db/database.js';
 import type { EventLog } from '../events/log.js';
 import { invitationById } from './invitations/repository.js';
 import { organizationDetail } from './operators/repository.js';
+import { iso, organizationDetailView } from './operators/view.js';
 
 // The events of organizations, memberships and invitations (docs/events.md): each `data` is the
 // object as the admin API shows it, read in the change's transaction after the change.
 
-const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString());
-
 /** The organization as GET /admin/v1/organizations/{id} shows it, or null once it is gone. */
 export async function organizationData(trx: Executor, organizationId: string) {
   const o = await organizationDetail(trx, organizationId);
-  if (!o) return null;
-  return {
-    id: o.id,
-    name: o.name,
-    slug: o.slug,
-    requireSecondFactor: o.requireSecondFactor,
-    createdBy: o.createdBy,
-    createdAt: new Date(o.createdAt).toISOString(),
-    updatedAt: new Date(o.updatedAt).toISOString(),
-    disabledAt: iso(o.disabledAt),
-    memberCount: Number(o.members),
-    ownerCount: Number(o.owners),
-  };
+  return o ? organizationDetailView(o) : null;
 }
 
 /** `organization.created` or `organization.updated`, with the organization as it is now. */

@@ -420,6 +420,7 @@ export interface WebhookEndpoints {
   disabled_reason: string | null;
   ed25519_public_key: string | null;
   event_types: Generated<string[]>;
+  failing_since: Timestamp | null;
   id: string;
   organization_id: string | null;
   previous_secret_until: Timestamp | null;

@@ -10,6 +10,8 @@ export interface Sampled {
   argon2(): { active: number; waiting: number };
   /** Undefined on PGlite (one connection, no pool). */
   pool(): { total: number; idle: number; waiting: number } | undefined;
+  /** The webhook outbox, read by one query at each scrape: pending deliveries, and how late the oldest due one is. */
+  webhookQueue(): Promise<{ pending: number; oldestDueSeconds: number }>;
 }
 
 const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -57,6 +59,18 @@ export class PrometheusMetrics implements Signals {
     name: 'identity_hook_duration_seconds',
     help: 'Time a synchronous hook call took, by hook.',
     labelNames: ['hook'],
+    buckets: SECONDS,
+    registers: [this.registry],
+  });
+  readonly #webhookAttempts = new Counter({
+    name: 'identity_webhook_attempts_total',
+    help: 'Webhook attempts recorded, by outcome: delivered, retry (another attempt is due) or dead.',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
+  readonly #webhookLatency = new Histogram({
+    name: 'identity_webhook_attempt_duration_seconds',
+    help: 'Time from a webhook request to its answer (attempts the receiver answered).',
     buckets: SECONDS,
     registers: [this.registry],
   });
@@ -111,6 +125,35 @@ export class PrometheusMetrics implements Signals {
         this.set({ state: 'waiting' }, pool.waiting);
       },
     });
+    // One query per scrape feeds both gauges: the registry collects them at once, and the second
+    // is handed the query the first started.
+    type Queue = { pending: number; oldestDueSeconds: number };
+    let reading: Promise<Queue> | undefined;
+    const queue = (): Promise<Queue> => {
+      reading ??= sampled
+        .webhookQueue()
+        .catch(() => ({ pending: Number.NaN, oldestDueSeconds: Number.NaN }))
+        .finally(() => {
+          reading = undefined;
+        });
+      return reading;
+    };
+    new Gauge({
+      name: 'identity_webhook_deliveries_pending',
+      help: 'Webhook deliveries pending (due now or later, those of disabled endpoints included).',
+      registers: [this.registry],
+      async collect() {
+        this.set((await queue()).pending);
+      },
+    });
+    new Gauge({
+      name: 'identity_webhook_oldest_due_seconds',
+      help: 'How long the oldest pending webhook delivery due by now has waited past its due time (0: none).',
+      registers: [this.registry],
+      async collect() {
+        this.set((await queue()).oldestDueSeconds);
+      },
+    });
   }
 
   /** Counts every answer by route pattern (never the path a client sent), method and status. */
@@ -141,6 +184,10 @@ export class PrometheusMetrics implements Signals {
   hookCalled(hook: string, outcome: string, seconds?: number): void {
     this.#hookCalls.inc({ hook, outcome });
     if (seconds !== undefined) this.#hookDuration.observe({ hook }, seconds);
+  }
+  webhookAttempted(outcome: string, latencyMs: number | null): void {
+    this.#webhookAttempts.inc({ outcome });
+    if (latencyMs !== null) this.#webhookLatency.observe(latencyMs / 1000);
   }
   argon2Waited(ms: number): void {
     this.#argon2Wait.observe(ms / 1000);

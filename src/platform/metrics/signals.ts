@@ -19,6 +19,11 @@ export interface Signals {
    * without a duration, a count only (`dropped_claim`: a reserved claim a hook tried to set).
    */
   hookCalled(hook: string, outcome: string, seconds?: number): void;
+  /**
+   * A webhook attempt recorded: `delivered`, `retry` (failed, another attempt is due) or `dead`;
+   * the milliseconds the receiver took to answer (null when it did not answer).
+   */
+  webhookAttempted(outcome: 'delivered' | 'retry' | 'dead', latencyMs: number | null): void;
 }
 
 export const silentSignals: Signals = {
@@ -28,4 +33,5 @@ export const silentSignals: Signals = {
   delivered() {},
   argon2Waited() {},
   hookCalled() {},
+  webhookAttempted() {},
 };

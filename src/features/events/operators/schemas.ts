@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { Instant, Uuid } from '../../../platform/http/schemas.js';
+import { IdInput, Instant, Uuid } from '../../../platform/http/schemas.js';
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from '../../../platform/pagination/page.js';
 
 /** GET /admin/v1/events. Strict. */
@@ -24,6 +24,26 @@ export const EventsQuery = Type.Object(
   { additionalProperties: false },
 );
 export type EventsQuery = Static<typeof EventsQuery>;
+
+/** GET /admin/v1/events/stream. Strict. */
+export const EventsStreamQuery = Type.Object(
+  {
+    after: EventsQuery.properties.after,
+    types: EventsQuery.properties.types,
+    limit: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 10000,
+        default: 1000,
+        description: 'The most lines (events) the stream carries',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type EventsStreamQuery = Static<typeof EventsStreamQuery>;
+
+export const EventIdParams = Type.Object({ id: IdInput }, { additionalProperties: false });
 
 export const EventItem = Type.Object(
   {

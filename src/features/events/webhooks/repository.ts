@@ -18,6 +18,8 @@ export interface EndpointRow {
   ed25519PublicKey: string | null;
   disabledAt: Date | null;
   disabledReason: string | null;
+  /** The first failed attempt since the last success; null while it succeeds. */
+  failingSince: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -35,11 +37,12 @@ const endpointColumns = [
   'ed25519_public_key as ed25519PublicKey',
   'disabled_at as disabledAt',
   'disabled_reason as disabledReason',
+  'failing_since as failingSince',
   'created_at as createdAt',
   'updated_at as updatedAt',
 ] as const;
 
-export async function insertEndpoint(trx: Executor, e: EndpointRow): Promise<void> {
+export async function insertEndpoint(trx: Executor, e: Omit<EndpointRow, 'failingSince'>): Promise<void> {
   await trx
     .insertInto('webhook_endpoints')
     .values({
@@ -93,6 +96,7 @@ export type EndpointChange = Partial<
     | 'ed25519PublicKey'
     | 'disabledAt'
     | 'disabledReason'
+    | 'failingSince'
   >
 > & { updatedAt: Date };
 
@@ -111,6 +115,7 @@ export async function updateEndpoint(trx: Executor, id: string, c: EndpointChang
       ...(c.ed25519PublicKey !== undefined ? { ed25519_public_key: c.ed25519PublicKey } : {}),
       ...(c.disabledAt !== undefined ? { disabled_at: c.disabledAt } : {}),
       ...(c.disabledReason !== undefined ? { disabled_reason: c.disabledReason } : {}),
+      ...(c.failingSince !== undefined ? { failing_since: c.failingSince } : {}),
       updated_at: c.updatedAt,
     })
     .where('id', '=', id)
@@ -124,13 +129,43 @@ export async function deleteEndpoint(trx: Executor, id: string): Promise<boolean
   return Number(r.numDeletedRows) > 0;
 }
 
-/** Disabled by the delivery (410 Gone), unless an operator did so first. */
-export async function disableEndpoint(db: Executor, id: string, now: Date, reason: string): Promise<void> {
-  await db
+/**
+ * Disabled by the delivery (`gone`: a 410; `failing`: 5 days without a success), unless it is
+ * already disabled. The endpoint as it is after, when this call disabled it.
+ */
+export function disableEndpoint(
+  trx: Executor,
+  id: string,
+  now: Date,
+  reason: 'gone' | 'failing',
+  failingBefore?: Date,
+): Promise<EndpointRow | undefined> {
+  let q = trx
     .updateTable('webhook_endpoints')
     .set({ disabled_at: now, disabled_reason: reason, updated_at: now })
     .where('id', '=', id)
-    .where('disabled_at', 'is', null)
+    .where('disabled_at', 'is', null);
+  if (failingBefore) q = q.where('failing_since', '<=', failingBefore);
+  return q.returning(endpointColumns).executeTakeFirst();
+}
+
+/** A failed attempt at `now`: the endpoint is failing since then, unless it already was. */
+export async function markFailing(trx: Executor, id: string, now: Date): Promise<void> {
+  await trx
+    .updateTable('webhook_endpoints')
+    .set({ failing_since: now })
+    .where('id', '=', id)
+    .where('failing_since', 'is', null)
+    .execute();
+}
+
+/** A success: the endpoint is no longer failing (no write when it was not). */
+export async function clearFailing(db: Executor, id: string): Promise<void> {
+  await db
+    .updateTable('webhook_endpoints')
+    .set({ failing_since: null })
+    .where('id', '=', id)
+    .where('failing_since', 'is not', null)
     .execute();
 }
 
@@ -289,6 +324,22 @@ export async function releaseClaim(db: Executor, id: string, leaseId: string): P
     .where('id', '=', id)
     .where('lease_id', '=', leaseId)
     .execute();
+}
+
+/** For the metrics, one statement: pending deliveries, and the earliest due time of those due by `now`. */
+export async function pendingStats(
+  db: Executor,
+  now: Date,
+): Promise<{ pending: number; oldestDue: Date | null }> {
+  const r = await db
+    .selectFrom('webhook_deliveries')
+    .select((eb) => [
+      eb.fn.countAll<string>().as('pending'),
+      eb.fn.min<Date | null>('due_at').filterWhere('due_at', '<=', now).as('oldestDue'),
+    ])
+    .where('status', '=', 'pending')
+    .executeTakeFirstOrThrow();
+  return { pending: Number(r.pending), oldestDue: r.oldestDue === null ? null : new Date(r.oldestDue) };
 }
 
 export interface DeliveryRow {

@@ -4,17 +4,23 @@ import type { Config } from '../../../config.js';
 import type { Clock } from '../../../platform/clock.js';
 import type { Sealer } from '../../../platform/crypto/seal.js';
 import type { Database } from '../../../platform/db/database.js';
+import type { Signals } from '../../../platform/metrics/signals.js';
+import type { EventLog } from '../log.js';
 import { pruneOld, stampCommitted } from '../sequencer.js';
 import {
   type AttemptResult,
   type ClaimedDelivery,
   claimDue,
+  clearFailing,
   disableEndpoint,
+  markFailing,
+  pendingStats,
   recordAttempt,
   releaseClaim,
 } from './repository.js';
 import { postOnce, type Resolve, type SendOutcome, systemResolve } from './send.js';
 import { previousSecretAad, secretAad, signingKeyAad, v1aSignature, v1Signature } from './signing.js';
+import { endpointView } from './view.js';
 
 /**
  * The waits after each failed attempt (Standard Webhooks' schedule): the first attempt is sent at
@@ -32,6 +38,8 @@ export const SEND_TIMEOUT_MS = 15_000;
 const LEASE_SECONDS = 60;
 /** Deliveries claimed (and sent concurrently) per round. */
 const BATCH = 16;
+/** An endpoint with no success for this long since its first failure is disabled (`failing`). */
+export const DISABLE_AFTER_FAILING_SECONDS = 5 * 86_400;
 /** How often an instance prunes events past their retention. */
 const PRUNE_EVERY_MS = 3_600_000;
 
@@ -41,6 +49,9 @@ export interface WebhookWorkerDeps {
   sealer: Sealer;
   log: FastifyBaseLogger;
   config: Pick<Config, 'events'>;
+  /** Where the disablement of an endpoint is told (`webhook_endpoint.disabled`). */
+  events: EventLog;
+  signals: Signals;
 }
 
 export interface WebhookWorkerOptions {
@@ -60,9 +71,13 @@ function retryAfterSeconds(value: string | null, now: Date): number | null {
   return Math.min(Math.max(0, Math.ceil((at - now.getTime()) / 1000)), MAX_RETRY_AFTER_SECONDS);
 }
 
-/** The body every attempt of one delivery sends, byte for byte. */
-export function payloadOf(d: ClaimedDelivery): string {
-  return JSON.stringify({
+/**
+ * The body every attempt of one delivery sends, byte for byte. Past `maxBytes` the event's `data`
+ * is left out (null, `dataOmitted` true): the receiver reads the event whole from
+ * `GET /admin/v1/events/{id}`.
+ */
+export function payloadOf(d: ClaimedDelivery, maxBytes: number): string {
+  const envelope = {
     id: d.eventId,
     type: d.type,
     timestamp: new Date(d.occurredAt).toISOString(),
@@ -70,8 +85,13 @@ export function payloadOf(d: ClaimedDelivery): string {
     identityId: d.identityId,
     sessionId: d.sessionId,
     organizationId: d.organizationId,
+  };
+  const whole = JSON.stringify({
+    ...envelope,
     data: typeof d.data === 'string' ? JSON.parse(d.data) : d.data,
   });
+  if (Buffer.byteLength(whole) <= maxBytes) return whole;
+  return JSON.stringify({ ...envelope, data: null, dataOmitted: true });
 }
 
 /**
@@ -122,6 +142,14 @@ export class WebhookWorker {
     await this.#running?.catch(() => 0);
   }
 
+  /** The outbox for the metrics: pending deliveries, and how late the oldest due one is (seconds). */
+  async queue(): Promise<{ pending: number; oldestDueSeconds: number }> {
+    const now = this.deps.clock.now();
+    const { pending, oldestDue } = await pendingStats(this.deps.database.db, now);
+    const late = oldestDue === null ? 0 : (now.getTime() - oldestDue.getTime()) / 1000;
+    return { pending, oldestDueSeconds: Math.max(0, late) };
+  }
+
   /**
    * One round: stamps committed events, prunes old ones (about hourly), then claims, sends and
    * records due deliveries.
@@ -168,7 +196,7 @@ export class WebhookWorker {
    */
   async #deliver(d: ClaimedDelivery, leaseId: string): Promise<void> {
     const started = this.deps.clock.now();
-    const body = payloadOf(d);
+    const body = payloadOf(d, this.deps.config.events.maxPayloadBytes);
     const timestamp = Math.floor(started.getTime() / 1000);
     let signatures: string[];
     try {
@@ -178,12 +206,11 @@ export class WebhookWorker {
         { errClass: (err as Error)?.name, endpointId: d.endpointId },
         'webhook signing failed',
       );
-      await recordAttempt(
-        this.deps.database.db,
-        d.id,
-        leaseId,
-        this.#result(d, { kind: 'failed', reason: 'internal' }, this.deps.clock.now(), 0),
-      );
+      const now = this.deps.clock.now();
+      const result = this.#result(d, { kind: 'failed', reason: 'internal' }, now, 0);
+      if (await recordAttempt(this.deps.database.db, d.id, leaseId, result)) {
+        await this.#recorded(d, result, null, now);
+      }
       return;
     }
     await this.#send(d, leaseId, body, timestamp, signatures);
@@ -229,15 +256,65 @@ export class WebhookWorker {
     }
     const now = this.deps.clock.now();
     const result = this.#result(d, outcome, now, latencyMs);
-    const recorded = await recordAttempt(db, d.id, leaseId, result);
-    if (recorded && outcome.kind === 'answered' && outcome.status === 410) {
-      await disableEndpoint(db, d.endpointId, now, 'gone');
-      this.deps.log.warn({ endpointId: d.endpointId }, 'webhook endpoint answered 410 Gone: disabled');
+    if (await recordAttempt(db, d.id, leaseId, result)) {
+      await this.#recorded(d, result, outcome.kind === 'answered' ? outcome.status : null, now);
     }
-    if (recorded && result.status === 'dead') {
+  }
+
+  /**
+   * After an attempt was recorded: a success ends the endpoint's failing spell; a failure starts
+   * one, and one that has lasted DISABLE_AFTER_FAILING_SECONDS disables it; a 410 disables it now.
+   */
+  async #recorded(d: ClaimedDelivery, result: AttemptResult, status: number | null, now: Date) {
+    const { db } = this.deps.database;
+    this.deps.signals.webhookAttempted(
+      result.status === 'delivered' ? 'delivered' : result.status === 'dead' ? 'dead' : 'retry',
+      result.latencyMs,
+    );
+    if (result.status === 'dead') {
       this.deps.log.warn(
         { endpointId: d.endpointId, deliveryId: d.id, attempts: d.attempts },
         'webhook delivery dead',
+      );
+    }
+    if (result.status === 'delivered') {
+      await clearFailing(db, d.endpointId);
+      return;
+    }
+    if (status === 410) {
+      await this.#disable(d.endpointId, now, 'gone');
+      return;
+    }
+    await markFailing(db, d.endpointId, now);
+    await this.#disable(d.endpointId, now, 'failing');
+  }
+
+  /**
+   * Disables the endpoint (for `failing`, only once it has failed since 5 days or more) and, in
+   * the same transaction, appends `webhook_endpoint.disabled`: the endpoint is disabled before the
+   * event is appended, so no delivery of it is queued for the endpoint itself.
+   */
+  async #disable(endpointId: string, now: Date, reason: 'gone' | 'failing'): Promise<void> {
+    const failingBefore =
+      reason === 'failing' ? new Date(now.getTime() - DISABLE_AFTER_FAILING_SECONDS * 1000) : undefined;
+    const disabled = await this.deps.database.db.transaction().execute(async (trx) => {
+      const row = await disableEndpoint(trx, endpointId, now, reason, failingBefore);
+      if (row) {
+        await this.deps.events.append(trx, {
+          type: 'webhook_endpoint.disabled',
+          actor: null,
+          data: endpointView(row),
+        });
+      }
+      return row;
+    });
+    if (!disabled) return;
+    if (reason === 'gone') {
+      this.deps.log.warn({ endpointId }, 'webhook endpoint answered 410 Gone: disabled');
+    } else {
+      this.deps.log.warn(
+        { endpointId, failingSince: disabled.failingSince && new Date(disabled.failingSince).toISOString() },
+        'webhook endpoint failing for 5 days: disabled',
       );
     }
   }

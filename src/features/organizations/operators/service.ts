@@ -18,6 +18,7 @@ import * as orgs from '../repository.js';
 import { OrganizationRoles, OWNER_ROLE } from '../roles.js';
 import * as repo from './repository.js';
 import type { CreateOrganizationBody } from './schemas.js';
+import { organizationItem as item, organizationDetailView } from './view.js';
 
 /** What the operators' organization acts use. */
 export interface AdminOrganizationDeps {
@@ -33,21 +34,6 @@ export interface AdminOrganizationDeps {
 const IDENTITY_READ = 'admin.identity.read';
 
 const notFound = () => new Problem('admin.organization_not_found');
-const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString());
-
-function item(o: repo.AdminOrganizationRow) {
-  return {
-    id: o.id,
-    name: o.name,
-    slug: o.slug,
-    requireSecondFactor: o.requireSecondFactor,
-    createdBy: o.createdBy,
-    createdAt: new Date(o.createdAt).toISOString(),
-    updatedAt: new Date(o.updatedAt).toISOString(),
-    disabledAt: iso(o.disabledAt),
-  };
-}
-
 /** Strictly forward, even within one millisecond: a tag names exactly one version. */
 function nextVersion(now: Date, previous: Date): Date {
   const before = new Date(previous);
@@ -81,7 +67,7 @@ export class AdminOrganizations {
     const row = await repo.organizationDetail(this.deps.database.db, organizationId);
     if (!row) throw notFound();
     return {
-      organization: { ...item(row), memberCount: row.members, ownerCount: row.owners },
+      organization: organizationDetailView(row),
       etag: this.#etag(row),
     };
   }

@@ -92,7 +92,16 @@ export const Endpoint = Type.Object(
     ]),
     previousSecretUntil: Type.Union([Instant, Type.Null()]),
     disabledAt: Type.Union([Instant, Type.Null()]),
-    disabledReason: Type.Union([Type.String({ description: '`operator` or `gone` (410)' }), Type.Null()]),
+    disabledReason: Type.Union([
+      Type.String({
+        description: '`operator`, `gone` (a 410 answer) or `failing` (no success for 5 days)',
+      }),
+      Type.Null(),
+    ]),
+    failingSince: Type.Union([Instant, Type.Null()], {
+      description:
+        'The first failed attempt since the last success (null while it succeeds); 5 days of it disable the endpoint',
+    }),
     createdAt: Instant,
     updatedAt: Instant,
   },

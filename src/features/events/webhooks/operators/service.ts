@@ -9,6 +9,7 @@ import { type KeysetWindow, keysetPage, type PageQuery } from '../../../../platf
 import { Problem } from '../../../../platform/problem.js';
 import * as repo from '../repository.js';
 import { newSecret, newSigningKey, previousSecretAad, secretAad, signingKeyAad } from '../signing.js';
+import { iso, endpointView as view } from '../view.js';
 import type { CreateEndpointBody, RecoveryBody, RotateSecretBody, UpdateEndpointBody } from './schemas.js';
 
 /** What the operators' webhook endpoint acts use. */
@@ -22,24 +23,6 @@ export interface WebhookEndpointDeps {
 }
 
 const notFound = () => new Problem('admin.webhook_endpoint_not_found');
-const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString());
-
-/** An endpoint as the admin API shows it: never its secret or private key. */
-function view(e: repo.EndpointRow) {
-  return {
-    id: e.id,
-    url: e.url,
-    description: e.description,
-    eventTypes: e.eventTypes,
-    organizationId: e.organizationId,
-    ed25519PublicKey: e.ed25519PublicKey,
-    previousSecretUntil: iso(e.previousSecretUntil),
-    disabledAt: iso(e.disabledAt),
-    disabledReason: e.disabledReason,
-    createdAt: new Date(e.createdAt).toISOString(),
-    updatedAt: new Date(e.updatedAt).toISOString(),
-  };
-}
 
 /**
  * The operators' webhook endpoints (docs/events.md, "Endpoints"). Every write appends its audit
@@ -82,6 +65,7 @@ export class WebhookEndpoints {
       ed25519PublicKey: key?.publicKey ?? null,
       disabledAt: null,
       disabledReason: null,
+      failingSince: null,
       createdAt: now,
       updatedAt: now,
     };
@@ -118,10 +102,16 @@ export class WebhookEndpoints {
     });
   }
 
+  /** Enabled afresh: its failures before count no more towards the 5 days that disable it. */
   enable(id: string, actor: string) {
     return this.#write(id, actor, 'webhook_endpoint.enabled', async (trx, row, now) => {
       if (row.disabledAt !== null)
-        await repo.updateEndpoint(trx, id, { disabledAt: null, disabledReason: null, updatedAt: now });
+        await repo.updateEndpoint(trx, id, {
+          disabledAt: null,
+          disabledReason: null,
+          failingSince: null,
+          updatedAt: now,
+        });
       return { changed: row.disabledAt !== null };
     });
   }
