@@ -42,6 +42,18 @@ export type SendOutcome =
 class AddressRefused extends Error {}
 
 /**
+ * Connections kept open between attempts, one pool per rule (a socket opened under the permissive
+ * rule is never lent to a call under the strict one). A kept socket stays on the address its
+ * lookup checked when it opened, so reusing it cannot reach a new answer of the DNS. Idle sockets
+ * close after 4 s, before a receiver's usual 5 s keep-alive ends them under a request.
+ */
+const POOL = { keepAlive: true, maxSockets: 64, timeout: 4_000 } as const;
+const agents = {
+  strict: { http: new http.Agent(POOL), https: new https.Agent(POOL) },
+  private: { http: new http.Agent(POOL), https: new https.Agent(POOL) },
+};
+
+/**
  * One POST, no redirect followed, at most `timeoutMs` in all. Under the production rule the URL
  * must be https and every address its host resolves to now must be public; the connection goes
  * to one of those very addresses (the check is the lookup the socket uses), so a second answer of
@@ -83,6 +95,8 @@ export async function postOnce(
   const signals = [AbortSignal.timeout(opts.timeoutMs), ...(opts.signal ? [opts.signal] : [])];
   const signal = AbortSignal.any(signals);
   const client = url.protocol === 'https:' ? https : http;
+  const pool = agents[opts.privateAddresses ? 'private' : 'strict'];
+  const agent = url.protocol === 'https:' ? pool.https : pool.http;
   return new Promise<SendOutcome>((resolve) => {
     let settled = false;
     const done = (o: SendOutcome) => {
@@ -101,7 +115,7 @@ export async function postOnce(
         },
         lookup,
         signal,
-        agent: false,
+        agent,
       },
       (res) => {
         const status = res.statusCode ?? 0;
