@@ -4,7 +4,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { bearer, createPerson, type Person } from '../helpers/identities.js';
 import { messagesTo, waitForCode } from '../helpers/outbox.js';
-import { completeSignIn, DEFAULT_POLICY, expectIdentical, personWithFactor, totp } from '../second-factors/helpers.js';
+import {
+  completeSignIn,
+  DEFAULT_POLICY,
+  expectIdentical,
+  personWithFactor,
+  totp,
+} from '../second-factors/helpers.js';
 
 /*
  * Issue 45, item 1: sign-in by a code sent to a verified address (POST /sign-ins/codes, then
@@ -294,7 +300,8 @@ describe('sign-in by code: settings and limits', () => {
       for (const address of [p.email, unknown]) {
         const seen: number[] = [];
         // Each from a client address of its own: only the destination's window can answer 429.
-        for (let i = 0; i < 4; i++) seen.push((await send(t, address, `10.${i}.${address.length}.9`)).statusCode);
+        for (let i = 0; i < 4; i++)
+          seen.push((await send(t, address, `10.${i}.${address.length}.9`)).statusCode);
         expect(seen).toEqual([201, 201, 201, 429]);
       }
       await waitForCode(t.config.dataDir, p.email, 3);

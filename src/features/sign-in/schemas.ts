@@ -93,7 +93,9 @@ export const SignInCodeParams = Type.Object(
  * POST /sign-ins/codes/{id}: the identifier form the code was sent to, and the code. The address is
  * what the guess budget is charged to, whether or not an account holds it (as for every code).
  */
-export function signInCodeAnswerBody(config: Pick<Config, 'verificationCodeFormat' | 'verificationCodeLength'>) {
+export function signInCodeAnswerBody(
+  config: Pick<Config, 'verificationCodeFormat' | 'verificationCodeLength'>,
+) {
   return IdentifierForm({
     code: Type.String({
       pattern: codePattern(config.verificationCodeFormat, config.verificationCodeLength),

@@ -14,7 +14,11 @@ import {
 } from '../../../platform/rate-limit/guess-budget.js';
 import { findChallenge, revokeChallenges } from '../../challenges/repository.js';
 import type { ChallengeFlow } from '../../challenges/service.js';
-import { type IdentifierInput, type NormalisedIdentifier, normaliseIdentifier } from '../../identities/identifier.js';
+import {
+  type IdentifierInput,
+  type NormalisedIdentifier,
+  normaliseIdentifier,
+} from '../../identities/identifier.js';
 import { findIdentifier, findIdentity, NOBODY } from '../../identities/repository.js';
 import type { Complete, SignInResult, Strategy } from '../strategy.js';
 
@@ -152,6 +156,9 @@ export class CodeStrategy implements Strategy<CodeInput> {
     });
     if (!answer.ok || !mine || !identity || identity.disabledAt !== null) throw refusal();
     if (!this.deps.config.signInCodes.withPassword && identity.passwordHash !== null) throw refusal();
-    return complete({ identityId: mine.identityId, epoch: identity.sessionEpoch, method: 'code', stage: 'first' }, meta);
+    return complete(
+      { identityId: mine.identityId, epoch: identity.sessionEpoch, method: 'code', stage: 'first' },
+      meta,
+    );
   }
 }
