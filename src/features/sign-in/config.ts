@@ -1,9 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import { oneOf, section } from '../../config/schema.js';
-import type { IdentifierType } from '../identities/identifier.js';
 
 /** The channels SIGN_IN_CODES names, and the identifier type each reaches. */
-const CHANNELS: Record<string, IdentifierType> = { email: 'email', sms: 'phone' };
+const CHANNELS: Record<string, 'email' | 'phone'> = { email: 'email', sms: 'phone' };
 
 /** Sign-in without a password (issue 45): which channels may carry a sign-in code, and for whom. */
 export const signInSection = section({
