@@ -148,7 +148,16 @@ describe('sign-in by code', () => {
     expect(newer.id).not.toBe(older.id);
     const old = await answer(t, older.id, p.email, older.code);
     expect(old.statusCode, old.body).toBe(401);
-    expect((await answer(t, newer.id, p.email, newer.code)).statusCode).toBe(201);
+    const signedIn = await answer(t, newer.id, p.email, newer.code);
+    expect(signedIn.statusCode).toBe(201);
+    // The refusal is in the identity's history, beside the success.
+    const history = await t.app.inject({
+      method: 'GET',
+      url: '/api/v1/sign-ins/history',
+      headers: bearer(signedIn.json().data.accessToken),
+    });
+    const entries = history.json().data as { method: string; outcome: string }[];
+    expect(entries.map((e) => `${e.method}:${e.outcome}`).sort()).toEqual(['code:refused', 'code:succeeded']);
   });
 
   it("refuses a code answered at another address's id, or at an id of nothing", async () => {

@@ -20,6 +20,7 @@ import {
   normaliseIdentifier,
 } from '../../identities/identifier.js';
 import { findIdentifier, findIdentity, NOBODY } from '../../identities/repository.js';
+import { recordAttempt } from '../../sessions/repository.js';
 import type { Complete, SignInResult, Strategy } from '../strategy.js';
 
 /** The route name a wrong code is recorded with on the identity-wide lock. */
@@ -154,8 +155,25 @@ export class CodeStrategy implements Strategy<CodeInput> {
       select: async (matches) => matches.find((c) => c.id === mine?.id),
       admit: async () => undefined,
     });
-    if (!answer.ok || !mine || !identity || identity.disabledAt !== null) throw refusal();
-    if (!this.deps.config.signInCodes.withPassword && identity.passwordHash !== null) throw refusal();
+    const refused =
+      !answer.ok ||
+      !mine ||
+      !identity ||
+      identity.disabledAt !== null ||
+      (!this.deps.config.signInCodes.withPassword && identity.passwordHash !== null);
+    if (refused) {
+      // In the history of the identity whose code this id names; keyed to nobody (the same
+      // statement, writing nothing) for an id of nothing, so every refusal costs the same.
+      await recordAttempt(db, {
+        identityId: mine?.identityId ?? NOBODY,
+        now: this.deps.clock.now(),
+        method: 'code',
+        outcome: 'refused',
+        ip: meta.ip,
+        userAgent: meta.userAgent,
+      });
+      throw refusal();
+    }
     return complete(
       { identityId: mine.identityId, epoch: identity.sessionEpoch, method: 'code', stage: 'first' },
       meta,
