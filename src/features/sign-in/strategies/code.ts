@@ -19,7 +19,7 @@ import {
   type NormalisedIdentifier,
   normaliseIdentifier,
 } from '../../identities/identifier.js';
-import { findIdentifier, findIdentity, NOBODY } from '../../identities/repository.js';
+import { findIdentifier, findIdentity, lockIdentity, NOBODY } from '../../identities/repository.js';
 import { recordAttempt } from '../../sessions/repository.js';
 import type { Complete, SignInResult, Strategy } from '../strategy.js';
 
@@ -83,7 +83,9 @@ export class CodeStrategy implements Strategy<CodeInput> {
     const issued = await db.transaction().execute(async (trx) => {
       await this.deps.messages.count([sender, signInCodeDestinationSubject(ident)], trx);
       const identifier = await findIdentifier(trx, ident);
-      const identity = await findIdentity(trx, identifier?.identityId ?? NOBODY);
+      // Locked, so of two sends for one identity (two of its addresses) the later revokes the
+      // earlier's code: one live code at most. Keyed to nobody, the same statement locks nothing.
+      const identity = await lockIdentity(trx, identifier?.identityId ?? NOBODY);
       const eligible =
         identifier?.verifiedAt &&
         identity &&
