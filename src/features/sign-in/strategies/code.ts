@@ -20,7 +20,6 @@ import {
   normaliseIdentifier,
 } from '../../identities/identifier.js';
 import { findIdentifier, findIdentity, lockIdentity, NOBODY } from '../../identities/repository.js';
-import { recordAttempt } from '../../sessions/repository.js';
 import type { Complete, SignInResult, Strategy } from '../strategy.js';
 
 /** The route name a wrong code is recorded with on the identity-wide lock. */
@@ -163,19 +162,9 @@ export class CodeStrategy implements Strategy<CodeInput> {
       !identity ||
       identity.disabledAt !== null ||
       (!this.deps.config.signInCodes.withPassword && identity.passwordHash !== null);
-    if (refused) {
-      // In the history of the identity whose code this id names; keyed to nobody (the same
-      // statement, writing nothing) for an id of nothing, so every refusal costs the same.
-      await recordAttempt(db, {
-        identityId: mine?.identityId ?? NOBODY,
-        now: this.deps.clock.now(),
-        method: 'code',
-        outcome: 'refused',
-        ip: meta.ip,
-        userAgent: meta.userAgent,
-      });
-      throw refusal();
-    }
+    // A refusal is not written to the history: outside the miss's own transaction the write is a
+    // commit of its own, which an id of nothing would not pay (timing/sign-in-code-answer.test.ts).
+    if (refused) throw refusal();
     return complete(
       { identityId: mine.identityId, epoch: identity.sessionEpoch, method: 'code', stage: 'first' },
       meta,
