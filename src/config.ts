@@ -31,6 +31,7 @@ import { oidcSection } from './features/oidc/config.js';
 import { organizationsSection } from './features/organizations/config.js';
 import { passkeysSection } from './features/passkeys/config.js';
 import { providersSection } from './features/providers/config.js';
+import { signInSection } from './features/sign-in/config.js';
 import { purposeKeys } from './platform/crypto/keys.js';
 
 export const { Environment, loadConfig } = compose(
@@ -49,6 +50,7 @@ export const { Environment, loadConfig } = compose(
     hashing,
     operations,
     passkeysSection,
+    signInSection,
     organizationsSection,
     eventsSection,
     hooksSection,

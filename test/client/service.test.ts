@@ -19,7 +19,7 @@ let t: TestApp;
 let baseUrl: string;
 
 beforeAll(async () => {
-  t = await createTestApp({ env: { ACCESS_TOKEN_TTL: '60' } });
+  t = await createTestApp({ env: { ACCESS_TOKEN_TTL: '60', SIGN_IN_CODES: 'email' } });
   const port = await freePort();
   baseUrl = `http://127.0.0.1:${port}`;
   await t.app.listen({ host: '127.0.0.1', port });
@@ -36,6 +36,39 @@ async function sessionRow(sessionId: string) {
 }
 
 describe('client against the service', () => {
+  it('sign in with a code: sendSignInCode, then signInWithCode hands the grant to the session', async () => {
+    const session = new SessionManager({ client: { baseUrl }, store: memoryStore() });
+    const client = session.client;
+    const identifier = 'code.client@example.com';
+    const password = 'correct horse battery staple';
+    await client.signUp({ identifierType: 'email', identifier, password });
+    await client.confirmSignUp({
+      identifierType: 'email',
+      identifier,
+      password,
+      code: lastCode(t.config.dataDir, identifier),
+    });
+
+    const sent = await client.sendSignInCode({ identifierType: 'email', identifier });
+    expect(Object.keys(sent).sort()).toEqual(['codeExpiresAt', 'signInCodeId']);
+    const code = await waitForCode(t.config.dataDir, identifier, 2);
+    const wrong = code === '000000' ? '111111' : '000000';
+    const refused = await client
+      .signInWithCode(sent.signInCodeId, { identifierType: 'email', identifier, code: wrong })
+      .catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(IdentityError);
+    expect((refused as IdentityError).code).toBe('identity.sign_in_refused');
+    const result = await client.signInWithCode(sent.signInCodeId, {
+      identifierType: 'email',
+      identifier,
+      code,
+    });
+    expect(result.kind).toBe('session');
+    expect(await session.isSignedIn()).toBe(true);
+    const history = await client.history({ limit: 1 });
+    expect(history.items[0]).toMatchObject({ method: 'code', outcome: 'succeeded' });
+  });
+
   it('sign up, confirm, sign in, context, renew (asked and on expiry), devices, sign out', async () => {
     const session = new SessionManager({ client: { baseUrl }, store: memoryStore() });
     const events: SessionEvent[] = [];

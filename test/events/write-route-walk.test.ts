@@ -84,6 +84,7 @@ beforeAll(async () => {
       ]),
       // The sweep ends no grant behind a row's back (the rows that end grants call the route).
       OIDC_SWEEP_SECONDS: '60',
+      SIGN_IN_CODES: 'email',
     },
   });
 }, 60_000);
@@ -305,6 +306,27 @@ const ROWS: Record<string, Row> = {
         api('POST', '/sign-ins', {
           payload: { identifierType: 'email', identifier: p.email, password: p.password },
         }),
+      );
+    },
+  },
+  'POST /api/v1/sign-ins/codes': {
+    exempt: CHALLENGE,
+    async run(act) {
+      const p = await createPerson(t.ctx);
+      await act(() =>
+        api('POST', '/sign-ins/codes', { payload: { identifierType: 'email', identifier: p.email } }),
+      );
+    },
+  },
+  'POST /api/v1/sign-ins/codes/{id}': {
+    emits: ['session.created'],
+    async run(act) {
+      const p = await createPerson(t.ctx);
+      const body = { identifierType: 'email', identifier: p.email };
+      const sent = await ok(api('POST', '/sign-ins/codes', { payload: body }));
+      const code = await waitForCode(t.config.dataDir, p.email, 1);
+      await act(() =>
+        api('POST', `/sign-ins/codes/${sent.json().data.signInCodeId}`, { payload: { ...body, code } }),
       );
     },
   },

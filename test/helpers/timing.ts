@@ -85,7 +85,10 @@ export function wrongCode(issued: Set<string>): string {
  * Whether a code of `purpose` is live (could still be answered) now: the equal-time tests keep
  * exactly one in flight, as an address has while its owner waits for a message.
  */
-export async function oneIsLive(ctx: AppContext, purpose: 'sign_up' | 'password_recovery'): Promise<boolean> {
+export async function oneIsLive(
+  ctx: AppContext,
+  purpose: 'sign_up' | 'password_recovery' | 'sign_in',
+): Promise<boolean> {
   const row = await ctx.database.db
     .selectFrom('challenges')
     .select((eb) => eb.fn.countAll<number>().as('live'))
@@ -120,7 +123,7 @@ export function expectEqualTime(
 /** Attempts charged on every code of `purpose`: proof that the misses really were counted. */
 export async function attemptsCharged(
   ctx: AppContext,
-  purpose: 'sign_up' | 'password_recovery',
+  purpose: 'sign_up' | 'password_recovery' | 'sign_in',
 ): Promise<number> {
   const row = await ctx.database.db
     .selectFrom('challenges')

@@ -7,6 +7,7 @@ import { createTestApp, type TestApp } from '../helpers/app.js';
 import { SoftAuthenticator } from '../helpers/authenticator.js';
 import { CHROME_LINUX, SAFARI_IPHONE, signInFrom } from '../helpers/devices.js';
 import { bearer, createPerson, type Grant, type Person } from '../helpers/identities.js';
+import { codeIn } from '../helpers/outbox.js';
 import { bodyOf, mailCode, type SmtpSink, startSmtpSink } from '../helpers/smtp.js';
 import { hostMappingFetch, startUpstream, type Upstream } from '../helpers/upstream.js';
 import {
@@ -90,6 +91,17 @@ function textOf(raw: string): string {
   return bodyOf(raw)
     .replace(/=\r?\n/g, '')
     .replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+}
+
+/** The code of the `count`-th message to `to` whose subject matches, once it arrived. */
+async function mailCodeOf(to: string, subject: RegExp, count: number): Promise<string> {
+  const until = Date.now() + 10_000;
+  for (;;) {
+    const mine = mailsTo(to, subject);
+    if (mine.length >= count) return codeIn(textOf(mine[count - 1].raw));
+    if (Date.now() > until) throw new Error(`no message #${count} for ${to}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
 }
 
 let clients = 0;
@@ -277,6 +289,48 @@ describe('new-sign-in notices after the destination’s message window was spent
     const notices = mailsTo(p.email, SECURITY_CHANGE);
     expect(notices).toHaveLength(1);
     expect(textOf(notices[0].raw)).toContain('Your password was changed.');
+  });
+});
+
+describe('code sign-in after the destination’s message windows were spent by strangers', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp({ env: noticeEnv({ SIGN_IN_CODES: 'email' }) });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('code (POST /sign-ins/codes/{id}): the notice is still sent at once and recorded', async () => {
+    const p = await createPerson(t.ctx);
+    await signInFrom(t, p, FIRST.userAgent, FIRST.ip);
+    const SIGN_IN_CODE = /^Subject: Your sign-in code/m;
+    const stranger = () =>
+      t.app.inject({
+        method: 'POST',
+        url: '/api/v1/sign-ins/codes',
+        payload: emailForm(p.email),
+        remoteAddress: freshClient(),
+      });
+    // Strangers spend all but one of the sign-in codes' window; the last code is asked for from
+    // NEW (whoever reads the mailbox), and then the window is spent: the next send is 429.
+    for (let i = 0; i < SEND_MAX - 1; i++) expect((await stranger()).statusCode).toBe(201);
+    await mailCodeOf(p.email, SIGN_IN_CODE, SEND_MAX - 1);
+    const sent = await postFrom(t, NEW, '/sign-ins/codes', emailForm(p.email));
+    expect(sent.statusCode, sent.body).toBe(201);
+    const code = await mailCodeOf(p.email, SIGN_IN_CODE, SEND_MAX);
+    expect((await stranger()).statusCode).toBe(429);
+    // And the recovery starts' window too.
+    await spendDestinationWindow(t, p.email);
+
+    const grant = await opened(
+      t,
+      await postFrom(t, NEW, `/sign-ins/codes/${sent.json().data.signInCodeId}`, {
+        ...emailForm(p.email),
+        code,
+      }),
+    );
+    await expectToldOfNewSignIn(t, p.email, grant, 'code');
   });
 });
 

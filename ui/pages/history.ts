@@ -8,7 +8,7 @@ import type { PageContent } from '../router.js';
 import { dayHeading, dayKey, timeOfDay } from '../when.js';
 import { methodName } from './home.js';
 
-const METHODS = ['password', 'second_factor', 'recovery_code', 'passkey', 'provider'] as const;
+const METHODS = ['password', 'second_factor', 'recovery_code', 'passkey', 'provider', 'code'] as const;
 type Method = (typeof METHODS)[number];
 
 /** What happened, in plain words: "Signed in with a passkey", "Wrong password". */

@@ -14,6 +14,7 @@ const METHODS = [
   'passkey',
   'recovery_code',
   'second_factor',
+  'code',
 ] as const;
 type MethodKey = `method.${(typeof METHODS)[number]}`;
 

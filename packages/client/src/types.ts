@@ -40,6 +40,11 @@ export type SignUpResult = ResponseData<'/api/v1/sign-ups', 'post'>;
 export type ConfirmSignUpInput = RequestBody<'/api/v1/sign-ups/confirmations', 'post'>;
 export type SignInInput = RequestBody<'/api/v1/sign-ins', 'post'>;
 export type CompleteSecondFactorInput = RequestBody<'/api/v1/sign-ins/second-factors', 'post'>;
+export type SendSignInCodeInput = RequestBody<'/api/v1/sign-ins/codes', 'post'>;
+/** What `sendSignInCode` answers, the same whether or not a code was sent: the id to answer at. */
+export type SentSignInCode = ResponseData<'/api/v1/sign-ins/codes', 'post'>;
+/** The address the code was sent to and the code. */
+export type SignInWithCodeInput = RequestBody<'/api/v1/sign-ins/codes/{id}', 'post'>;
 export type SessionContext = ResponseData<'/api/v1/session/context', 'get'>;
 export type SignInHistoryEntry = Item<ResponseData<'/api/v1/sign-ins/history', 'get'>>;
 export type StepUpInput = RequestBody<'/api/v1/step-ups', 'post'>;

@@ -4,14 +4,14 @@ import type { Executor } from '../../platform/db/database.js';
 import type { DB } from '../../platform/db/schema.js';
 import type { IdentifierType, NormalisedIdentifier } from '../identities/identifier.js';
 
-export type ChallengePurpose = 'sign_up' | 'sign_in_method' | 'password_recovery' | 'step_up';
+export type ChallengePurpose = 'sign_up' | 'sign_in_method' | 'password_recovery' | 'step_up' | 'sign_in';
 export type StepUpChannel = 'second_factor' | 'identifier' | 'recovery_code';
 
 /** One shape for every purpose; the columns a purpose does not use are null (migration 0007). */
 export interface ChallengeRow {
   id: string;
   identityId: string;
-  /** The address the code went to (sign-up, recovery, step-up by identifier). */
+  /** The address the code went to (sign-up, recovery, sign-in, step-up by identifier). */
   identifierId: string | null;
   /** Step-up only: the session that started it. */
   sessionId: string | null;

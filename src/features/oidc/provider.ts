@@ -175,6 +175,9 @@ export function authenticationOf(method: string): { amr: string[]; acr: string }
       return { amr: ['fed'], acr: ACR.singleFactor };
     case 'passkey':
       return { amr: ['hwk'], acr: ACR.singleFactor };
+    // A one-time code sent by email or SMS (POST /sign-ins/codes): one factor.
+    case 'code':
+      return { amr: ['otp'], acr: ACR.singleFactor };
     case 'second_factor':
       return { amr: ['otp', 'mfa'], acr: ACR.multiFactor };
     case 'recovery_code':

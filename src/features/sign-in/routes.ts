@@ -5,7 +5,7 @@ import { guards, requestMeta } from '../../platform/http/auth.js';
 import { envelope } from '../../platform/http/envelope.js';
 import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, responses } from '../../platform/http/schemas.js';
-import { limitFor } from '../../platform/rate-limit/rate-limit.js';
+import { limitFor, senderOf, sendingRouteLimit } from '../../platform/rate-limit/rate-limit.js';
 import * as passkeySchema from '../passkeys/schemas.js';
 import { PasskeyService } from '../passkeys/service.js';
 import { FLOW_COOKIE_NOTE, noStore } from '../providers/flows/routes.js';
@@ -15,6 +15,7 @@ import { sameOriginOnly } from '../sessions/browser-session.js';
 import { SessionGrantSchema } from '../sessions/schemas.js';
 import { SignInCompletion } from './complete.js';
 import * as schema from './schemas.js';
+import { CodeStrategy } from './strategies/code.js';
 import { PasskeyStrategy } from './strategies/passkey.js';
 import { PasswordStrategy } from './strategies/password.js';
 import { ProviderRedirectStrategy } from './strategies/provider-redirect.js';
@@ -63,6 +64,76 @@ export const signInRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext
         body.identifierType === 'provider'
           ? await providerToken.signIn({ provider: body.provider, idToken: body.idToken }, meta, complete)
           : await password.signIn(body, meta, complete);
+      return reply.code(201).send(envelope(result));
+    },
+  );
+
+  // Sign-in by code (SIGN_IN_CODES): registered whatever the setting, so the document and the
+  // client are the same everywhere; a channel the setting does not name is refused by configuration.
+  const code = new CodeStrategy(ctx);
+  const AnswerBody = schema.signInCodeAnswerBody(ctx.config);
+
+  app.post(
+    '/sign-ins/codes',
+    {
+      // Every request counts against the route's wider limiter; only a 201 counts against
+      // SENDS_A_MESSAGE for the client address and the destination (in the strategy's transaction).
+      config: sendingRouteLimit(ctx.config.rateLimits, 'sign-ins/codes'),
+      schema: {
+        tags: ['sessions'],
+        summary: 'Send a one-time sign-in code to a verified address (SIGN_IN_CODES)',
+        description:
+          'Answers the same 201, in the same time, whether or not the address may sign in by code (unknown, ' +
+          'unverified, disabled, or holding a password when SIGN_IN_CODES_WITH_PASSWORD is off): the id is fresh ' +
+          'either way and names nothing when no code was sent. The code is sent only to a verified address of an ' +
+          'enabled identity, just after the answer; a new code ends the earlier ones. Every 201 counts against ' +
+          'RATE_LIMIT_SENDS_A_MESSAGE for the client address and for the destination, known or not; past either, ' +
+          '429 rate_limit.exceeded with Retry-After: nothing is sent. 422 identity.identifier_channel_unavailable ' +
+          'when SIGN_IN_CODES does not name the channel (a matter of configuration, never of the account).',
+        body: schema.SignInCodeBody,
+        response: responses(
+          { 201: Data(schema.SentSignInCodeSchema) },
+          ['identity.identifier_unusable', 'identity.identifier_channel_unavailable'],
+          { body: true, rateLimited: true },
+        ),
+      },
+    },
+    async (request, reply) =>
+      reply.code(201).send(envelope(await code.send(request.body, senderOf(request)))),
+  );
+
+  app.post(
+    '/sign-ins/codes/:id',
+    {
+      config: limitFor(ctx.config.rateLimits.answersAChallenge, 'sign-ins/codes/:id'),
+      schema: {
+        tags: ['sessions'],
+        summary: 'Sign in with the code sent by POST /sign-ins/codes',
+        description:
+          'The body names the address the code was sent to and the code. A code is one factor: 201 with a ' +
+          'session, or a second-factor ticket when the identity holds a second factor. Single use, short-lived ' +
+          '(CHALLENGE_LIFETIME), five attempts, and only the newest code of the identity counts. Every failure ' +
+          '(wrong, spent, expired, replaced or exhausted code, an id of nothing or of another address, a channel ' +
+          'SIGN_IN_CODES does not name, a disabled identity) answers the identical 401 identity.sign_in_refused. ' +
+          "Every attempt is charged to the address's guess budget (RATE_LIMIT_GUESSES) before the code is looked at: " +
+          'past the free failures an early attempt answers 429 rate_limit.exceeded with Retry-After, right or wrong.',
+        params: schema.SignInCodeParams,
+        body: AnswerBody,
+        response: responses(
+          {
+            201: Data(Type.Union([Type.Ref(SessionGrantSchema), Type.Ref(schema.SecondFactorTicketSchema)])),
+          },
+          ['identity.sign_in_refused'],
+          { body: true, rateLimited: true },
+        ),
+      },
+    },
+    async (request, reply) => {
+      const result = await code.signIn(
+        { ...request.body, id: request.params.id },
+        requestMeta(request),
+        complete,
+      );
       return reply.code(201).send(envelope(result));
     },
   );

@@ -1,6 +1,8 @@
 import { Type } from '@sinclair/typebox';
-import { TaggedUnion } from '../../platform/http/schemas.js';
-import { identifierForms } from '../identities/schemas.js';
+import type { Config } from '../../config.js';
+import { codePattern } from '../../platform/crypto/tokens.js';
+import { Instant, TaggedUnion } from '../../platform/http/schemas.js';
+import { IdentifierForm, identifierForms } from '../identities/schemas.js';
 import { providerForm } from '../providers/schemas.js';
 import { totpCode } from '../second-factors/schemas.js';
 import { SessionGrantSchema } from '../sessions/schemas.js';
@@ -68,3 +70,36 @@ export const SignInOptionsBody = Type.Object(
 
 /** A passkey sign-in is two factors: always a session, never a second-factor ticket. */
 export const PasskeyGrantSchema = Type.Object(SessionGrantSchema.properties, { additionalProperties: false });
+
+/** POST /sign-ins/codes: an identifier form, strict. */
+export const SignInCodeBody = IdentifierForm({});
+
+/** What POST /sign-ins/codes answers, the same for every address: no code, ever. */
+export const SentSignInCodeSchema = Type.Object(
+  {
+    signInCodeId: Type.String({ format: 'uuid', description: 'the id to answer the code at' }),
+    codeExpiresAt: Instant,
+  },
+  { additionalProperties: false },
+);
+
+/** POST /sign-ins/codes/{id}: the path's id. */
+export const SignInCodeParams = Type.Object(
+  { id: Type.String({ format: 'uuid' }) },
+  { additionalProperties: false },
+);
+
+/**
+ * POST /sign-ins/codes/{id}: the identifier form the code was sent to, and the code. The address is
+ * what the guess budget is charged to, whether or not an account holds it (as for every code).
+ */
+export function signInCodeAnswerBody(
+  config: Pick<Config, 'verificationCodeFormat' | 'verificationCodeLength'>,
+) {
+  return IdentifierForm({
+    code: Type.String({
+      pattern: codePattern(config.verificationCodeFormat, config.verificationCodeLength),
+      description: 'the code that was sent; lower case is accepted',
+    }),
+  });
+}

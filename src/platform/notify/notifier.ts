@@ -115,7 +115,7 @@ export function createNotifier(opts: NotifierOptions): Notifier {
   };
 }
 
-type Purpose = 'sign_up' | 'sign_in_method' | 'password_recovery' | 'step_up';
+type Purpose = 'sign_up' | 'sign_in_method' | 'password_recovery' | 'step_up' | 'sign_in';
 
 const PURPOSES: Record<Purpose, { subject: string; lead: string }> = {
   sign_up: { subject: 'Your sign-up code', lead: 'Your sign-up verification code is' },
@@ -125,6 +125,7 @@ const PURPOSES: Record<Purpose, { subject: string; lead: string }> = {
   },
   password_recovery: { subject: 'Your password recovery code', lead: 'Your password recovery code is' },
   step_up: { subject: 'Your confirmation code', lead: 'Your code to confirm this sensitive action is' },
+  sign_in: { subject: 'Your sign-in code', lead: 'Your code to sign in is' },
 };
 
 /** Builds the text of a verification message: the code as its own whitespace-separated token. */

@@ -138,6 +138,15 @@ export function recoveryDestinationSubject(to: { type: string; value: string }):
   return messageWindow(`recovery-to:${folded(to)}`);
 }
 
+/**
+ * The subject a sign-in code's send counts against (POST /sign-ins/codes): a window of its own per
+ * destination, that only those sends spend, counted alike whether or not the address may sign in
+ * by code, for the reason the recovery window has one (recoveryDestinationSubject).
+ */
+export function signInCodeDestinationSubject(to: { type: string; value: string }): MessageSubject {
+  return messageWindow(`sign-in-code-to:${folded(to)}`);
+}
+
 /** A destination as its windows name it: the mailbox of an email address, a number as it is. */
 function folded(to: { type: string; value: string }): string {
   return `${to.type}:${to.type === 'email' ? mailbox(to.value) : to.value}`;

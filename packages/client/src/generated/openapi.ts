@@ -5005,6 +5005,254 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/sign-ins/codes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a one-time sign-in code to a verified address (SIGN_IN_CODES)
+         * @description Answers the same 201, in the same time, whether or not the address may sign in by code (unknown, unverified, disabled, or holding a password when SIGN_IN_CODES_WITH_PASSWORD is off): the id is fresh either way and names nothing when no code was sent. The code is sent only to a verified address of an enabled identity, just after the answer; a new code ends the earlier ones. Every 201 counts against RATE_LIMIT_SENDS_A_MESSAGE for the client address and for the destination, known or not; past either, 429 rate_limit.exceeded with Retry-After: nothing is sent. 422 identity.identifier_channel_unavailable when SIGN_IN_CODES does not name the channel (a matter of configuration, never of the account).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        identifier: string;
+                        /** @enum {string} */
+                        identifierType: "email";
+                    } | {
+                        country: string;
+                        identifier: string;
+                        /** @enum {string} */
+                        identifierType: "phone";
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                /** Format: date-time */
+                                codeExpiresAt: string;
+                                /**
+                                 * Format: uuid
+                                 * @description the id to answer the code at
+                                 */
+                                signInCodeId: string;
+                            };
+                        };
+                    };
+                };
+                /** @description validation.failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.body_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.identifier_unusable, identity.identifier_channel_unavailable */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description rate_limit.exceeded */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description internal.unexpected */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description service.unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sign-ins/codes/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign in with the code sent by POST /sign-ins/codes
+         * @description The body names the address the code was sent to and the code. A code is one factor: 201 with a session, or a second-factor ticket when the identity holds a second factor. Single use, short-lived (CHALLENGE_LIFETIME), five attempts, and only the newest code of the identity counts. Every failure (wrong, spent, expired, replaced or exhausted code, an id of nothing or of another address, a channel SIGN_IN_CODES does not name, a disabled identity) answers the identical 401 identity.sign_in_refused. Every attempt is charged to the address's guess budget (RATE_LIMIT_GUESSES) before the code is looked at: past the free failures an early attempt answers 429 rate_limit.exceeded with Retry-After, right or wrong.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description the code that was sent; lower case is accepted */
+                        code: string;
+                        identifier: string;
+                        /** @enum {string} */
+                        identifierType: "email";
+                    } | {
+                        /** @description the code that was sent; lower case is accepted */
+                        code: string;
+                        country: string;
+                        identifier: string;
+                        /** @enum {string} */
+                        identifierType: "phone";
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["SessionGrant"] | components["schemas"]["SecondFactorTicket"];
+                        };
+                    };
+                };
+                /** @description validation.failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.sign_in_refused */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.body_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description rate_limit.exceeded */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description internal.unexpected */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description service.unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/sign-ins/history": {
         parameters: {
             query?: never;

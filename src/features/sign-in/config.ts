@@ -1,0 +1,31 @@
+import { Type } from '@sinclair/typebox';
+import { oneOf, section } from '../../config/schema.js';
+
+/** The channels SIGN_IN_CODES names, and the identifier type each reaches. */
+const CHANNELS: Record<string, 'email' | 'phone'> = { email: 'email', sms: 'phone' };
+
+/** Sign-in without a password (issue 45): which channels may carry a sign-in code, and for whom. */
+export const signInSection = section({
+  variables: {
+    SIGN_IN_CODES: Type.String({
+      default: 'off',
+      pattern: '^(off|(email|sms)(,(email|sms))?)$',
+      refusal: 'must be off or a comma-separated list of email, sms',
+      description:
+        '`off`, or the channels (`email`, `sms`, or `email,sms`) on which `POST /sign-ins/codes` sends a one-time code that signs in without a password. A code is one factor: an identity holding a second factor still gets a second-factor ticket. Off by default, so an existing deployment does not gain a way in its operator never chose (see [API](api.md#sign-in-with-a-code) and [security](security.md#sign-in-codes))',
+    }),
+    SIGN_IN_CODES_WITH_PASSWORD: oneOf('on', ['on', 'off'], {
+      description:
+        '`on` or `off`: whether an identity that has a password may also sign in by code (`off`: only identities without one, such as those that signed up with a provider, may); refused the same way as an unknown address, nothing sent',
+    }),
+  },
+  map: (e) => ({
+    signInCodes: {
+      /** The identifier types a sign-in code may be sent to; empty when SIGN_IN_CODES=off (no routes). */
+      channels:
+        e.SIGN_IN_CODES === 'off' ? [] : [...new Set(e.SIGN_IN_CODES.split(',').map((c) => CHANNELS[c]))],
+      /** Whether an identity with a password may sign in by code (SIGN_IN_CODES_WITH_PASSWORD). */
+      withPassword: e.SIGN_IN_CODES_WITH_PASSWORD === 'on',
+    },
+  }),
+});
