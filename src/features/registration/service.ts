@@ -11,9 +11,9 @@ import { destinationSubject, guessSubject } from '../../platform/rate-limit/gues
 import { revokeChallenges } from '../challenges/repository.js';
 import type { ChallengeFlow } from '../challenges/service.js';
 import { identifierOwner } from '../challenges/service.js';
+import type { Hooks } from '../events/hooks/service.js';
 import type { EventLog } from '../events/log.js';
 import { identityChanged } from '../identities/events.js';
-import type { Hooks } from '../events/hooks/service.js';
 import { type IdentifierInput, normaliseIdentifier } from '../identities/identifier.js';
 import {
   claimIdentifier,

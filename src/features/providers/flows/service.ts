@@ -9,9 +9,9 @@ import type { SessionPrincipal } from '../../../platform/http/auth.js';
 import { Cookies } from '../../../platform/http/cookies.js';
 import { Problem } from '../../../platform/problem.js';
 import { revokeChallenges } from '../../challenges/repository.js';
+import type { Hooks } from '../../events/hooks/service.js';
 import type { EventLog } from '../../events/log.js';
 import { identityChanged } from '../../identities/events.js';
-import type { Hooks } from '../../events/hooks/service.js';
 import { normaliseEmail } from '../../identities/identifier.js';
 import {
   claimIdentifier,
