@@ -68,7 +68,15 @@ export interface Route {
  * Tables a refused request may write by design: the history of refused sign-ins, the audit trail,
  * and the counters of guesses and messages (a refused guess is exactly what a budget counts).
  */
-const WRITTEN_BY_REFUSALS = new Set(['sign_in_attempts', 'audit_records', 'guess_budgets', 'send_windows']);
+const WRITTEN_BY_REFUSALS = new Set([
+  'sign_in_attempts',
+  'audit_records',
+  'guess_budgets',
+  'send_windows',
+  // Checked by type below: a refusal's only events are the lock's and a replay's (docs/events.md).
+  'events',
+  'webhook_deliveries',
+]);
 
 export function routeKey(method: string, path: string): string {
   return `${method.toUpperCase()} ${path}`;
@@ -239,6 +247,7 @@ function sidOf(accessToken: string): string {
 interface Snapshot {
   counts: Record<string, number>;
   auditSeq: string;
+  eventsAppended: string;
   succeededAttempts: number;
   revokedSessions: number;
   epochSum: number;
@@ -314,6 +323,7 @@ export class FuzzApp {
       .map((name) => `(SELECT count(*) FROM "${name}")::int AS "${name}"`)
       .join(', ')},
       (SELECT coalesce(max(seq), 0) FROM audit_records)::text AS "@audit_seq",
+      (SELECT coalesce(max(appended), 0) FROM events)::text AS "@events_appended",
       (SELECT count(*) FROM sign_in_attempts WHERE outcome = 'succeeded')::int AS "@succeeded",
       (SELECT count(*) FROM sessions WHERE revoked_at IS NOT NULL)::int AS "@revoked",
       (SELECT coalesce(sum(session_epoch), 0) FROM identities)::int AS "@epochs"`;
@@ -337,6 +347,7 @@ export class FuzzApp {
     return {
       counts,
       auditSeq: String(row['@audit_seq']),
+      eventsAppended: String(row['@events_appended']),
       succeededAttempts: Number(row['@succeeded']),
       revokedSessions: Number(row['@revoked']),
       epochSum: Number(row['@epochs']),
@@ -669,6 +680,23 @@ export class FuzzApp {
         const unexpected = names.rows.map((r) => r.name).filter((n) => n !== 'identity.account.locked');
         if (unexpected.length > 0) out.push(`refused request wrote audit records ${unexpected.join(', ')}`);
       }
+      // Its only events: the lock tripping, and the session a replayed refresh token ends.
+      const events = await sql<{ type: string; reason: string | null }>`
+        SELECT type, data->>'reason' AS reason FROM events WHERE appended > ${before.eventsAppended}
+        ORDER BY appended`.execute(this.t.db.database.db);
+      const unexpectedEvents = events.rows
+        .filter(
+          (e) =>
+            e.type !== 'identity.locked' &&
+            !(
+              e.type === 'session.ended' &&
+              e.reason === 'refresh_token_replayed' &&
+              code === 'identity.renewal_refused'
+            ),
+        )
+        .map((e) => e.type);
+      if (unexpectedEvents.length > 0)
+        out.push(`refused request appended events ${unexpectedEvents.join(', ')}`);
     }
     return out;
   }
