@@ -21,3 +21,7 @@ export class ManualClock implements Clock {
     this.#ms = new Date(at).getTime();
   }
 }
+
+/** An instant as the API shows it (ISO 8601, UTC), null kept: rows carry Dates or text. */
+export const iso = (d: Date | string | null): string | null =>
+  d === null ? null : new Date(d).toISOString();

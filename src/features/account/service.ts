@@ -1,5 +1,5 @@
 import type { AuditLog } from '../../platform/audit/audit.js';
-import type { Clock } from '../../platform/clock.js';
+import { type Clock, iso } from '../../platform/clock.js';
 import type { Database } from '../../platform/db/database.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
 import { Problem } from '../../platform/problem.js';
@@ -7,8 +7,6 @@ import { invitationsSentBy } from '../organizations/invitations/repository.js';
 import { liveStatus } from '../recovery-codes/repository.js';
 import { describeDevice } from '../sessions/devices.js';
 import * as repo from './repository.js';
-
-const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 
 /** What the account export reads. */
 export interface AccountServiceDeps {

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { AuditEvent, AuditLog, VerifiedRecord } from '../../platform/audit/audit.js';
-import type { Clock } from '../../platform/clock.js';
+import { type Clock, iso } from '../../platform/clock.js';
 import type { Database, Executor } from '../../platform/db/database.js';
 import type { Signals } from '../../platform/metrics/signals.js';
 import type { CursorCodec, CursorScope } from '../../platform/pagination/cursor.js';
@@ -31,6 +31,7 @@ import { deleteIdentityPasskeys } from '../passkeys/repository.js';
 import { deleteIdentityLinks } from '../providers/repository.js';
 import { deleteIdentityCodes } from '../recovery-codes/repository.js';
 import { deleteIdentityFactors } from '../second-factors/repository.js';
+import { sessionsEnded } from '../sessions/events.js';
 import { eraseAttemptOrigins, eraseSessionOrigins } from '../sessions/repository.js';
 import { endAllSessions } from '../sessions/revocations.js';
 import { methodsPage } from '../sign-in-methods/repository.js';
@@ -45,8 +46,6 @@ const IDENTITY_READ = 'admin.identity.read';
 const TRAIL_READ = 'admin.audit.read';
 // Far more methods than any identity holds; the detail lists them all.
 const ALL_METHODS = 1000;
-
-const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString());
 
 /** The identity as the list shows it (the same object its events carry). */
 const listItem = identityJson;
@@ -393,15 +392,7 @@ export class AdminService {
       const now = this.deps.clock.now();
       const { details, ended, changed, sessions } = await act(trx, now, identity);
       const { events } = this.deps;
-      for (const sessionId of sessions?.ids ?? []) {
-        await events.append(trx, {
-          type: 'session.ended',
-          actor,
-          identityId,
-          sessionId,
-          data: { id: sessionId, identityId, reason: sessions?.reason ?? null },
-        });
-      }
+      if (sessions) await sessionsEnded(events, trx, actor, identityId, sessions.ids, sessions.reason);
       const type = IDENTITY_EVENTS[name];
       const after = type && changed !== false ? await identityDetail(trx, identityId, now) : undefined;
       if (type && after) await events.append(trx, { type, actor, identityId, data: listItem(after) });

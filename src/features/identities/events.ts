@@ -1,3 +1,4 @@
+import { iso } from '../../platform/clock.js';
 import type { Executor } from '../../platform/db/database.js';
 import type { EventType } from '../events/catalogue.js';
 import type { EventLog } from '../events/log.js';
@@ -6,8 +7,6 @@ import { type IdentityListRow, identityListed } from './repository.js';
 // The events about an identity as a whole (docs/events.md): `data` is the identity as
 // GET /admin/v1/identities lists it, read in the change's transaction after the change; never a
 // password, hash, code or token.
-
-const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString());
 
 /** The identity as the admin API lists it (GET /admin/v1/identities), from its row. */
 export function identityJson(row: IdentityListRow) {

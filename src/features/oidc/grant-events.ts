@@ -1,3 +1,4 @@
+import { iso } from '../../platform/clock.js';
 import type { Executor } from '../../platform/db/database.js';
 import type { EventLog } from '../events/log.js';
 import { grantById } from './repository.js';
@@ -5,8 +6,6 @@ import { grantById } from './repository.js';
 // The events of the OpenID Provider's grants (docs/events.md): `data` is the grant's link as it
 // is after the change, read in the change's transaction. Never a token, a code or the grant's
 // payload (what the library stores of it).
-
-const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString());
 
 /** `oidc.grant.created` or `oidc.grant.revoked` for one grant, appended in `trx`. */
 export async function grantChanged(

@@ -1,8 +1,9 @@
+import { iso } from '../../platform/clock.js';
 import type { Executor } from '../../platform/db/database.js';
 import type { EventLog } from '../events/log.js';
 import { invitationById } from './invitations/repository.js';
 import { organizationDetail } from './operators/repository.js';
-import { iso, organizationDetailView } from './operators/view.js';
+import { organizationDetailView } from './operators/view.js';
 
 // The events of organizations, memberships and invitations (docs/events.md): each `data` is the
 // object as the admin API shows it, read in the change's transaction after the change.

@@ -1,8 +1,7 @@
+import { iso } from '../../platform/clock.js';
 import type { Executor } from '../../platform/db/database.js';
 import type { EventLog } from '../events/log.js';
 import { passkeyById } from './repository.js';
-
-const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString());
 
 /**
  * `identity.passkey.added` or `.removed` (docs/events.md), in the change's transaction, with the

@@ -1,8 +1,5 @@
+import { iso } from '../../../platform/clock.js';
 import type { EndpointRow } from './repository.js';
-
-/** An instant as the admin API shows it, null kept. */
-export const iso = (d: Date | string | null): string | null =>
-  d === null ? null : new Date(d).toISOString();
 
 /**
  * An endpoint as the admin API shows it, and as the `webhook_endpoint.disabled` event carries it:

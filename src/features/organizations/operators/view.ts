@@ -1,8 +1,5 @@
+import { iso } from '../../../platform/clock.js';
 import type { AdminOrganizationRow } from './repository.js';
-
-/** An instant as the admin API shows it, null kept. */
-export const iso = (d: Date | string | null): string | null =>
-  d === null ? null : new Date(d).toISOString();
 
 /** An organization as the admin API lists it. */
 export function organizationItem(o: AdminOrganizationRow) {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../../../../config.js';
 import type { AuditLog } from '../../../../platform/audit/audit.js';
-import type { Clock } from '../../../../platform/clock.js';
+import { type Clock, iso } from '../../../../platform/clock.js';
 import type { Sealer } from '../../../../platform/crypto/seal.js';
 import type { Database, Executor } from '../../../../platform/db/database.js';
 import type { CursorCodec, CursorScope } from '../../../../platform/pagination/cursor.js';
@@ -9,7 +9,7 @@ import { type KeysetWindow, keysetPage, type PageQuery } from '../../../../platf
 import { Problem } from '../../../../platform/problem.js';
 import * as repo from '../repository.js';
 import { newSecret, newSigningKey, previousSecretAad, secretAad, signingKeyAad } from '../signing.js';
-import { iso, endpointView as view } from '../view.js';
+import { endpointView as view } from '../view.js';
 import type { CreateEndpointBody, RecoveryBody, RotateSecretBody, UpdateEndpointBody } from './schemas.js';
 
 /** What the operators' webhook endpoint acts use. */
