@@ -199,9 +199,9 @@ describe('client against the service', () => {
       challengeId: challenge.challengeId,
       code: await waitForCode(t.config.dataDir, identifier, 2),
     });
-    await expect(session.client.deleteAccount(elevationToken, 'someone.else@example.com')).rejects.toMatchObject(
-      { code: 'identity.account_deletion_refused', status: 422 },
-    );
+    await expect(
+      session.client.deleteAccount(elevationToken, 'someone.else@example.com'),
+    ).rejects.toMatchObject({ code: 'identity.account_deletion_refused', status: 422 });
     expect(await session.isSignedIn()).toBe(true);
     await session.client.deleteAccount(elevationToken, identifier);
     expect(await session.isSignedIn()).toBe(false);

@@ -51,7 +51,10 @@ const members = (organizationId: string) =>
     sql`SELECT count(*)::int AS n FROM organization_memberships WHERE organization_id = ${organizationId}`,
   );
 const erased = (identityId: string) =>
-  scalar(t, sql`SELECT count(*)::int AS n FROM identities WHERE id = ${identityId} AND erased_at IS NOT NULL`);
+  scalar(
+    t,
+    sql`SELECT count(*)::int AS n FROM identities WHERE id = ${identityId} AND erased_at IS NOT NULL`,
+  );
 
 describe('self-deletion races', () => {
   it(`an ownership transfer to the member deleting: one wins, the organization keeps an owner (${ROUNDS} rounds)`, async () => {
@@ -103,7 +106,9 @@ describe('self-deletion races', () => {
       const answers = await race(2, (i) => deleteAccount(i === 0 ? a : b));
       const codes = answers.map((r) => r.statusCode).sort();
       expect(codes, answers.map((r) => r.body).join('\n')).toEqual([204, 409]);
-      expect(answers.find((r) => r.statusCode === 409)?.json().code).toBe('identity.account_deletion_last_owner');
+      expect(answers.find((r) => r.statusCode === 409)?.json().code).toBe(
+        'identity.account_deletion_last_owner',
+      );
       expect(await owners(org.id)).toBe(1);
       expect(await members(org.id)).toBe(2);
     }

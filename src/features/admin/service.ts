@@ -232,15 +232,21 @@ export class AdminService {
 
   /** Clears the identity-wide lock (its failure count and its end), as a correct code would. */
   async clearLock(identityId: string, actor: string): Promise<void> {
-    await this.#write(identityId, actor, 'identity.account.lock_cleared', undefined, async (trx, now, identity) => {
-      const wasLocked = identity.lockedUntil !== null && new Date(identity.lockedUntil) > now;
-      await this.deps.lock.clear(trx, identityId);
-      return {
-        details: { wasLocked, failedAttempts: identity.failedAttempts },
-        ended: 0,
-        changed: wasLocked,
-      };
-    });
+    await this.#write(
+      identityId,
+      actor,
+      'identity.account.lock_cleared',
+      undefined,
+      async (trx, now, identity) => {
+        const wasLocked = identity.lockedUntil !== null && new Date(identity.lockedUntil) > now;
+        await this.deps.lock.clear(trx, identityId);
+        return {
+          details: { wasLocked, failedAttempts: identity.failedAttempts },
+          ended: 0,
+          changed: wasLocked,
+        };
+      },
+    );
   }
 
   /** Ends every session of the identity, including sign-ins still committing (the epoch moves). */

@@ -180,7 +180,11 @@ export class SecurityNotices {
     from: { ip: string | null; userAgent: string | null },
   ): void {
     if (!this.deps.config.securityNotices || destinations.length === 0) return;
-    const email = deletionText(at, from.userAgent ? describeDevice(from.userAgent).description : null, from.ip);
+    const email = deletionText(
+      at,
+      from.userAgent ? describeDevice(from.userAgent).description : null,
+      from.ip,
+    );
     this.track(
       (async () => {
         for (const to of destinations) {
@@ -375,8 +379,7 @@ export function emailText(batch: QueuedNotice[]): { subject: string; text: strin
   };
 }
 
-const DELETION_SMS =
-  'Your account was deleted at your request. Not you? Contact support at once.';
+const DELETION_SMS = 'Your account was deleted at your request. Not you? Contact support at once.';
 
 /** The message after the owner deleted the account: what went, when, from where; no link. */
 export function deletionText(
