@@ -274,7 +274,9 @@ export class AdminService {
    * provider links, elevations and challenges are deleted; sessions are ended and, like the
    * sign-in history, forget their addresses and user agents; the identity keeps its bare id,
    * disabled for good. The audit trail keeps its records under that id (they hold no address), so
-   * the chain still verifies; a later sign-up with the same address makes a new identity.
+   * the chain still verifies; a later sign-up with the same address makes a new identity. The
+   * person's own deletion (account-deletion/service.ts) is this act, with the identity as `actor`
+   * and its `check` run under the row lock first.
    */
   async erase(identityId: string, actor: string, check?: WriteCheck): Promise<void> {
     const ended = await this.#write(identityId, actor, 'identity.erased', check, async (trx, now) => {
