@@ -145,7 +145,7 @@ describe('Delete my account', () => {
     await heading(page, 'Sign in');
   });
 
-  it('in French, the page and its refusal speak French', async () => {
+  it('in French, the page and its refusal speak French, and so does the devices page', async () => {
     const owner = await createPerson(t.ctx, 'proprietaire@example.com');
     const colleague = await createPerson(t.ctx);
     const org = await createOrganization(t, (await signIn(t.app, owner)).accessToken);
@@ -160,6 +160,15 @@ describe('Delete my account', () => {
     await page.locator('.stepup button[type="submit"]').click();
     await page.getByRole('alert').filter({ hasText: 'dernier propriétaire' }).waitFor();
     await axeCheck(page, 'supprimer le compte : refusé');
+    // The devices page's new card, in French too.
+    await page.goto(`${origin}/account/#/devices`);
+    await heading(page, 'Appareils');
+    const others = page.locator('#sign-out-others');
+    await others.getByRole('heading', { name: 'Se déconnecter de tous les autres appareils' }).waitFor();
+    // The session that made the organization is another device.
+    await others.getByRole('button', { name: 'Se déconnecter de tous les autres appareils' }).click();
+    await page.getByRole('group', { name: 'Se déconnecter de tous les autres appareils ?' }).waitFor();
+    await axeCheck(page, 'appareils');
   });
 });
 
