@@ -6,6 +6,7 @@ import { buildAdminApp } from './admin-app.js';
 import type { Config } from './config.js';
 import { type AppContext, createContext } from './context.js';
 import { accountRoutes } from './features/account/routes.js';
+import { accountDeletionRoutes } from './features/account-deletion/routes.js';
 import { accountUiRoutes } from './features/account-ui/routes.js';
 import { installWebhookDelivery } from './features/events/webhooks/worker.js';
 import { healthRoutes } from './features/health/routes.js';
@@ -176,6 +177,7 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
       await api.register(providerFlowRoutes, { ctx });
       await api.register(providerHandoffRoutes, { ctx });
       await api.register(accountRoutes, { ctx });
+      await api.register(accountDeletionRoutes, { ctx });
       await api.register(organizationRoutes, { ctx });
       await api.register(connectedAppRoutes, { ctx });
       // Passkeys only with a WebAuthn relying party (off in production without WEBAUTHN_*).

@@ -238,6 +238,12 @@ export const api = {
     elevation = null;
     await client.signOutEverywhere();
   },
+  signOutOthers: () => client.signOutOthers(),
+  /** Deletes the account: the session ends with it (`account_deleted`), the cookie is cleared. */
+  async deleteAccount(identifier: string, elevationToken: string): Promise<void> {
+    await client.deleteAccount(elevationToken, identifier);
+    elevation = null;
+  },
 
   context: (): Promise<SessionContext> => client.context(),
   exportAccount: () => client.exportAccount(),

@@ -13,6 +13,7 @@ import { organizationPage } from './pages/organizations-members.js';
 import { recoverPage } from './pages/recover.js';
 import {
   addressesPage,
+  deleteAccountPage,
   linkedPage,
   passkeysPage,
   passwordPage,
@@ -49,6 +50,7 @@ const PRIVATE: Record<string, Page> = {
   '/security/recovery-codes': recoveryCodesPage,
   '/security/addresses': addressesPage,
   '/security/linked': linkedPage,
+  '/security/delete': deleteAccountPage,
   '/organizations': organizationsPage,
 };
 /** Pages of the account named by an id in their path (#/organizations/<id>). */
@@ -276,6 +278,7 @@ api.onSignedOut((reason) => {
   // Ended anywhere but by this page's own button: the sign-in page says why it is shown.
   if (reason === 'elsewhere') notice = { text: brandText('ended.elsewhere') };
   else if (reason === 'renewal_refused') notice = { text: brandText('ended.service') };
+  else if (reason === 'account_deleted') notice = { text: brandText('ended.deleted') };
   if (!PUBLIC[path]) go('/sign-in');
   else void render();
 });

@@ -105,6 +105,19 @@ export const CATALOGUE = {
     detail: 'No such second factor.',
     retryable: false,
   },
+  'identity.account_deletion_refused': {
+    status: 422,
+    title: 'Deletion not confirmed',
+    detail: "The identifier typed is not this account's: nothing was deleted.",
+    retryable: false,
+  },
+  'identity.account_deletion_last_owner': {
+    status: 409,
+    title: 'Last owner of an organization',
+    detail:
+      'You are the last owner of an organization that has other members: make another member an owner, or remove the members, before deleting your account. Nothing was deleted.',
+    retryable: false,
+  },
   'identity.session_not_found': {
     status: 404,
     title: 'Session not found',

@@ -172,6 +172,47 @@ describe('client against the service', () => {
     session.close();
   });
 
+  it('signOutOthers keeps this device; deleteAccount refuses a wrong identifier, then deletes and signs out', async () => {
+    const identifier = 'leaving.client@example.com';
+    const password = 'a leaving correct horse';
+    const anonymous = new IdentityClient({ baseUrl });
+    await anonymous.signUp({ identifierType: 'email', identifier, password });
+    await anonymous.confirmSignUp({
+      identifierType: 'email',
+      identifier,
+      password,
+      code: lastCode(t.config.dataDir, identifier),
+    });
+    const other = new SessionManager({ client: new IdentityClient({ baseUrl }), store: memoryStore() });
+    await other.client.signIn({ identifierType: 'email', identifier, password });
+    const session = new SessionManager({ client: new IdentityClient({ baseUrl }), store: memoryStore() });
+    const events: SessionEvent[] = [];
+    session.onChange((e) => events.push(e));
+    await session.client.signIn({ identifierType: 'email', identifier, password });
+
+    await session.client.signOutOthers();
+    expect(await session.isSignedIn()).toBe(true);
+    await expect(other.client.context()).rejects.toMatchObject({ code: 'identity.session_required' });
+
+    const challenge = await session.client.stepUp({ channel: 'identifier' });
+    const { elevationToken } = await session.client.confirmStepUp({
+      challengeId: challenge.challengeId,
+      code: await waitForCode(t.config.dataDir, identifier, 2),
+    });
+    await expect(
+      session.client.deleteAccount(elevationToken, 'someone.else@example.com'),
+    ).rejects.toMatchObject({ code: 'identity.account_deletion_refused', status: 422 });
+    expect(await session.isSignedIn()).toBe(true);
+    await session.client.deleteAccount(elevationToken, identifier);
+    expect(await session.isSignedIn()).toBe(false);
+    expect(events.at(-1)).toEqual({ status: 'signed-out', reason: 'account_deleted' });
+    await expect(anonymous.signIn({ identifierType: 'email', identifier, password })).rejects.toMatchObject({
+      code: 'identity.sign_in_refused',
+    });
+    session.close();
+    other.close();
+  });
+
   it('a refusal is an IdentityError with the Problem Details and the request id', async () => {
     const client = new IdentityClient({ baseUrl });
     const error = await client

@@ -351,6 +351,27 @@ const ROWS: Record<string, Row> = {
       await act(() => api('POST', '/sign-outs/everywhere', { token: s.token }));
     },
   },
+  'POST /api/v1/sign-outs/others': {
+    emits: ['session.ended'],
+    async run(act) {
+      const s = await signedIn();
+      await signIn(t.app, s.person);
+      await act(() => api('POST', '/sign-outs/others', { token: s.token }));
+    },
+  },
+  'POST /api/v1/account/deletions': {
+    emits: ['identity.erased', 'session.ended'],
+    async run(act) {
+      const { person, grant, elevation } = await elevatedPerson(t);
+      await act(() =>
+        api('POST', '/account/deletions', {
+          token: grant.accessToken,
+          elevation,
+          payload: { identifier: person.email },
+        }),
+      );
+    },
+  },
   'POST /api/v1/session/active-organization': {
     exempt:
       'which organization a session acts in: its next access token tells the application; no organization, membership or session begins or ends',

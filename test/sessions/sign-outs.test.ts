@@ -121,6 +121,74 @@ describe('sign-out and sign-out everywhere', () => {
   });
 });
 
+describe('sign-out of all other devices (POST /sign-outs/others)', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+  const others = (accessToken: string) =>
+    t.app.inject({
+      method: 'POST',
+      url: '/api/v1/sign-outs/others',
+      headers: { authorization: `Bearer ${accessToken}` },
+    });
+
+  it('ends every other session of the identity; the caller and other identities keep theirs', async () => {
+    const person = await createPerson(t.ctx);
+    const stranger = await createPerson(t.ctx);
+    const mine = await signIn(t.app, person);
+    const laptop = await signIn(t.app, person);
+    const phone = await signIn(t.app, person);
+    const theirs = await signIn(t.app, stranger);
+
+    const res = await others(mine.accessToken);
+    expect(res.statusCode, res.body).toBe(204);
+    expect(res.body).toBe('');
+
+    expect((await context(t.app, mine.accessToken)).statusCode).toBe(200);
+    expect((await renew(t.app, mine.refreshToken)).statusCode).toBe(201);
+    for (const g of [laptop, phone]) {
+      expectProblem(await context(t.app, g.accessToken), 401, 'identity.session_required');
+      expectProblem(await renew(t.app, g.refreshToken), 401, 'identity.renewal_refused');
+    }
+    expect((await context(t.app, theirs.accessToken)).statusCode).toBe(200);
+    const rows = await sessionsOf(t.ctx.database.db, person.identityId);
+    expect(rows.map((r) => r.revoked_reason)).toEqual([null, 'signed_out_others', 'signed_out_others']);
+
+    const db = t.ctx.database.db;
+    const audit = await sql<{ actor: string; target: string; details: unknown }>`
+      SELECT actor, target, details FROM audit_records WHERE name = 'identity.sessions.revoked_others'
+      AND actor = ${person.identityId}`.execute(db);
+    expect(audit.rows).toEqual([
+      { actor: person.identityId, target: person.identityId, details: { sessionsEnded: 2 } },
+    ]);
+    const events = await sql<{ session_id: string; reason: string }>`
+      SELECT session_id, data->>'reason' AS reason FROM events
+      WHERE identity_id = ${person.identityId} AND type = 'session.ended' ORDER BY session_id`.execute(db);
+    expect(events.rows).toEqual(
+      [sidOf(laptop.accessToken), sidOf(phone.accessToken)]
+        .sort()
+        .map((session_id) => ({ session_id, reason: 'signed_out_others' })),
+    );
+
+    // Nothing else live: still 204, and no session.ended.
+    expect((await others(mine.accessToken)).statusCode).toBe(204);
+    const after = await sql<{ n: number }>`SELECT count(*)::int AS n FROM events
+      WHERE identity_id = ${person.identityId} AND type = 'session.ended'`.execute(db);
+    expect(after.rows[0].n).toBe(2);
+  });
+
+  it('without a live session: 401 identity.session_required', async () => {
+    const person = await createPerson(t.ctx);
+    const g = await signIn(t.app, person);
+    expect((await signOut(t.app, g.accessToken)).statusCode).toBe(204);
+    expectProblem(await others(g.accessToken), 401, 'identity.session_required');
+  });
+});
+
 describe('two instances on one PostgreSQL database', () => {
   let a: TestApp;
   let b: TestApp;

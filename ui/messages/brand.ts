@@ -18,6 +18,7 @@ export const t = messages(
     'nav.signOut': 'Sign out',
     'nav.menu': 'Menu',
     'ended.elsewhere': 'You were signed out in another tab.',
+    'ended.deleted': 'Your account was deleted. We sent a message to your address to confirm it.',
     'ended.service':
       'You were signed out: your session was ended from another device or by a password change, or it expired.',
     'failed.title': 'Something went wrong',
@@ -38,6 +39,8 @@ export const t = messages(
     'nav.signOut': 'Se déconnecter',
     'nav.menu': 'Menu',
     'ended.elsewhere': 'Vous avez été déconnecté dans un autre onglet.',
+    'ended.deleted':
+      'Votre compte a été supprimé. Nous avons envoyé un message à votre adresse pour le confirmer.',
     'ended.service':
       'Vous avez été déconnecté : votre session a été fermée depuis un autre appareil ou par un changement de mot de passe, ou elle a expiré.',
     'failed.title': 'Une erreur est survenue',

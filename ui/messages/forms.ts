@@ -28,6 +28,10 @@ export const t = messages(
     'identity.sign_in_method_confirmation_refused': 'That code was not accepted.',
     'identity.sign_in_method_locked': 'Too many wrong codes: the account is locked for a while.',
     'identity.last_sign_in_method': 'This is your last way in, so it cannot be removed.',
+    'identity.account_deletion_refused':
+      'That is not what was asked: type it exactly as shown. Your account was not deleted.',
+    'identity.account_deletion_last_owner':
+      'You are the last owner of an organization that has other members. Make another member an owner (or remove the members) first. Your account was not deleted.',
     'identity.session_required': 'Your session has ended. Please sign in again.',
     'identity.elevation_required': 'Please confirm it is you first.',
     'identity.cross_site_refused': 'This page could not reach your account. Reload it and try again.',
@@ -93,6 +97,10 @@ export const t = messages(
     'identity.sign_in_method_confirmation_refused': 'Ce code n’a pas été accepté.',
     'identity.sign_in_method_locked': 'Trop de codes erronés : le compte est bloqué pour un moment.',
     'identity.last_sign_in_method': 'C’est votre dernier moyen de connexion : il ne peut pas être supprimé.',
+    'identity.account_deletion_refused':
+      'Ce n’est pas ce qui était demandé : saisissez-le exactement comme indiqué. Votre compte n’a pas été supprimé.',
+    'identity.account_deletion_last_owner':
+      'Vous êtes le dernier propriétaire d’une organisation qui a d’autres membres. Nommez d’abord un autre membre propriétaire (ou retirez les membres). Votre compte n’a pas été supprimé.',
     'identity.session_required': 'Votre session a pris fin. Veuillez vous reconnecter.',
     'identity.elevation_required': 'Veuillez d’abord confirmer que c’est bien vous.',
     'identity.cross_site_refused': 'Cette page n’a pas pu joindre votre compte. Rechargez-la et réessayez.',

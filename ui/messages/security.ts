@@ -163,6 +163,22 @@ export const t = messages(
     'linked.notEnough':
       'Confirm it is you with your authenticator or passkey instead: {Name} alone is not enough on this account.',
     'linked.notConfirmed': 'It could not be confirmed with {Name}. Please try again.',
+    // Delete my account (#/security/delete)
+    'delete.title': 'Delete your account',
+    'delete.hint': 'Delete your account and everything it holds, for good.',
+    'delete.open': 'Delete your account…',
+    'delete.intro': 'This cannot be undone. Deleting your account:',
+    'delete.what.methods':
+      'removes your email addresses and phone numbers, password, passkeys, authenticator apps, recovery codes and linked accounts;',
+    'delete.what.sessions': 'signs you out on every device, this one included;',
+    'delete.what.organizations':
+      'removes you from your organizations (an organization where you are the only member is deleted).',
+    'delete.owner':
+      'If you are the last owner of an organization that has other members, make another member an owner first.',
+    'delete.notice': 'We send a message to your address to confirm it.',
+    'delete.typeLabel': 'To confirm, type {identifier}',
+    'delete.typeHint': 'Your account is deleted once you have confirmed it is you.',
+    'delete.submit': 'Delete my account',
   },
   {
     title: 'Sécurité',
@@ -325,5 +341,21 @@ export const t = messages(
     'linked.notEnough':
       'Confirmez que c’est bien vous avec votre application d’authentification ou votre clé d’accès : {Name} seul ne suffit pas pour ce compte.',
     'linked.notConfirmed': 'La confirmation avec {Name} n’a pas abouti. Veuillez réessayer.',
+    // Delete my account (#/security/delete)
+    'delete.title': 'Supprimer votre compte',
+    'delete.hint': 'Supprimer votre compte et tout ce qu’il contient, définitivement.',
+    'delete.open': 'Supprimer votre compte…',
+    'delete.intro': 'Cette action est irréversible. Supprimer votre compte :',
+    'delete.what.methods':
+      'efface vos adresses e-mail et numéros de téléphone, votre mot de passe, vos clés d’accès, vos applications d’authentification, vos codes de récupération et vos comptes associés ;',
+    'delete.what.sessions': 'vous déconnecte de tous vos appareils, y compris celui-ci ;',
+    'delete.what.organizations':
+      'vous retire de vos organisations (une organisation dont vous êtes le seul membre est supprimée).',
+    'delete.owner':
+      'Si vous êtes le dernier propriétaire d’une organisation qui a d’autres membres, nommez d’abord un autre membre propriétaire.',
+    'delete.notice': 'Nous envoyons un message à votre adresse pour le confirmer.',
+    'delete.typeLabel': 'Pour confirmer, saisissez {identifier}',
+    'delete.typeHint': 'Votre compte est supprimé une fois que vous avez confirmé votre identité.',
+    'delete.submit': 'Supprimer mon compte',
   },
 );

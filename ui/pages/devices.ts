@@ -6,6 +6,7 @@ import { t } from '../messages/activity.js';
 import { go, type PageContent } from '../router.js';
 import { ACTIVE_NOW_MS, ago } from '../when.js';
 import { methodName } from './home.js';
+import { confirmButton } from './security/common.js';
 
 function describe(s: DeviceSession): string {
   const d = s.device;
@@ -105,10 +106,48 @@ export async function devicesPage(): Promise<PageContent> {
     },
     'danger',
   );
+  // Every other device at once, confirmed first; this one stays signed in (POST /sign-outs/others).
+  const othersAlert = alertBox();
+  const othersDone = h('p', { class: 'success', role: 'status', hidden: true });
+  const othersActions = h('div', { class: 'actions' });
+  const othersCard = h(
+    'section',
+    { class: 'card', 'aria-labelledby': 'others-title', id: 'sign-out-others' },
+    h('h2', { id: 'others-title', tabindex: '-1' }, t('devices.others')),
+    h('p', null, t('devices.othersHint')),
+    othersAlert,
+    othersDone,
+    othersActions,
+  );
+  if (sessions.some((s) => !s.current)) {
+    othersActions.append(
+      confirmButton({
+        label: t('devices.others'),
+        question: t('devices.othersQuestion'),
+        detail: t('devices.othersDetail'),
+        confirm: t('devices.othersConfirm'),
+        alert: othersAlert,
+        async run() {
+          await api.signOutOthers();
+          for (const item of [...list.children]) {
+            if (!item.querySelector('.badge')) item.remove();
+          }
+          othersActions.replaceChildren();
+          othersDone.textContent = t('devices.othersDone');
+          othersDone.hidden = false;
+          announce(othersDone.textContent);
+          (othersCard.querySelector('h2') as HTMLElement).focus();
+        },
+      }),
+    );
+  } else {
+    othersActions.append(h('p', { class: 'hint' }, t('devices.othersNone')));
+  }
   return {
     title: t('devices.title'),
     body: [
       h('section', { class: 'card', 'aria-label': t('devices.listLabel') }, intro, done, alert, list),
+      othersCard,
       h(
         'section',
         { class: 'card', 'aria-labelledby': 'everywhere-title' },

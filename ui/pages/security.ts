@@ -7,6 +7,7 @@ import { ago } from '../when.js';
 import { takeReturn } from './security/common.js';
 
 export { addressesPage } from './security/addresses.js';
+export { deleteAccountPage } from './security/delete.js';
 export { linkedPage } from './security/linked.js';
 export { passkeysPage } from './security/passkeys.js';
 export { passwordPage } from './security/password.js';
@@ -104,6 +105,13 @@ export async function securityPage(): Promise<PageContent> {
         { class: 'card' },
         h('p', { class: 'hint' }, t('hint')),
         h('ul', { class: 'items overview', id: 'security-overview' }, rows),
+      ),
+      h(
+        'section',
+        { class: 'card', 'aria-labelledby': 'delete-account-title' },
+        h('h2', { id: 'delete-account-title' }, t('delete.title')),
+        h('p', { class: 'hint' }, t('delete.hint')),
+        h('p', null, h('a', { href: '#/security/delete', id: 'delete-account-link' }, t('delete.open'))),
       ),
     ],
   };

@@ -107,7 +107,12 @@ export interface CallOptions {
 }
 
 /** Why a session holder is told its session ended. */
-export type EndReason = 'signed_out' | 'signed_out_everywhere' | 'renewal_refused' | 'elsewhere';
+export type EndReason =
+  | 'signed_out'
+  | 'signed_out_everywhere'
+  | 'renewal_refused'
+  | 'elsewhere'
+  | 'account_deleted';
 
 /**
  * What an `IdentityClient` asks of the holder of its session (`SessionManager` implements it; an
@@ -354,6 +359,15 @@ export class IdentityClient {
     await this.endSession(`${API}/sign-outs/everywhere`, 'signed_out_everywhere', options);
   }
 
+  /**
+   * Ends every other session of the identity; this one keeps working. POST /sign-outs/others.
+   */
+  async signOutOthers(options?: CallOptions): Promise<void> {
+    await this.authed(true, options, (headers, signal) =>
+      this.api.POST(`${API}/sign-outs/others`, { headers, signal }),
+    );
+  }
+
   /** The caller's identity, masked identifiers and methods. GET /session/context. */
   async context(options?: CallOptions): Promise<SessionContext> {
     const body = await this.authed<Envelope<SessionContext>>(true, options, (headers, signal) =>
@@ -437,6 +451,26 @@ export class IdentityClient {
       this.api.GET(`${API}/account/export`, { headers, signal }),
     );
     return body.data;
+  }
+
+  /**
+   * Deletes the caller's account for good: the operator's erasure, acted by its owner. Needs an
+   * elevation of this session and one of the account's verified identifiers typed by the person
+   * (`DELETE` when it has none). POST /account/deletions. Never repeated (a repeat after a lost
+   * answer is refused with 401: the session ended with the account). The session is forgotten
+   * (`account_deleted`); the answer also clears the hosted pages' cookie. The last owner of an
+   * organization with other members: `identity.account_deletion_last_owner`.
+   */
+  async deleteAccount(elevationToken: string, identifier: string, options?: CallOptions): Promise<void> {
+    await this.authed(false, options, (headers, signal) =>
+      this.api.POST(`${API}/account/deletions`, {
+        body: { identifier },
+        headers: elevated(headers, elevationToken),
+        credentials: 'same-origin',
+        signal,
+      }),
+    );
+    if (!options?.accessToken) await this.session?.ended('account_deleted');
   }
 
   // ---- Step-up ----------------------------------------------------------------------------------

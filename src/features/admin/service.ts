@@ -111,6 +111,13 @@ const IDENTITY_EVENTS: Record<string, EventType | undefined> = {
   'identity.sessions.ended_by_operator': undefined,
 };
 
+/**
+ * A condition of the caller's own, checked under the identity row lock before anything changes:
+ * the person's own deletion (account-deletion/service.ts) proves there that its session is still
+ * live and the identifier typed is the account's. It throws to refuse; nothing is written then.
+ */
+export type WriteCheck = (trx: Executor, identity: IdentityRow | undefined) => Promise<void>;
+
 /** What an operator write did, beside its audit details. */
 interface WriteOutcome {
   details: NonNullable<AuditEvent['details']>;
@@ -201,7 +208,7 @@ export class AdminService {
 
   /** Sign-ins of every kind refused from now on; every session ended at its next request. */
   async disable(identityId: string, actor: string): Promise<void> {
-    const ended = await this.#write(identityId, actor, 'identity.disabled', async (trx, now) => {
+    const ended = await this.#write(identityId, actor, 'identity.disabled', undefined, async (trx, now) => {
       const ids = await endingSessionIds(trx, identityId, now);
       const changed = await disableIdentity(trx, identityId, now);
       const sessionsEnded = await endAllSessions(trx, identityId, 'disabled', now);
@@ -217,7 +224,7 @@ export class AdminService {
 
   /** Sign-ins admitted again; the sessions the disablement ended stay ended. */
   async enable(identityId: string, actor: string): Promise<void> {
-    await this.#write(identityId, actor, 'identity.enabled', async (trx) => {
+    await this.#write(identityId, actor, 'identity.enabled', undefined, async (trx) => {
       const changed = await enableIdentity(trx, identityId);
       return { details: { changed }, ended: 0, changed };
     });
@@ -225,15 +232,21 @@ export class AdminService {
 
   /** Clears the identity-wide lock (its failure count and its end), as a correct code would. */
   async clearLock(identityId: string, actor: string): Promise<void> {
-    await this.#write(identityId, actor, 'identity.account.lock_cleared', async (trx, now, identity) => {
-      const wasLocked = identity.lockedUntil !== null && new Date(identity.lockedUntil) > now;
-      await this.deps.lock.clear(trx, identityId);
-      return {
-        details: { wasLocked, failedAttempts: identity.failedAttempts },
-        ended: 0,
-        changed: wasLocked,
-      };
-    });
+    await this.#write(
+      identityId,
+      actor,
+      'identity.account.lock_cleared',
+      undefined,
+      async (trx, now, identity) => {
+        const wasLocked = identity.lockedUntil !== null && new Date(identity.lockedUntil) > now;
+        await this.deps.lock.clear(trx, identityId);
+        return {
+          details: { wasLocked, failedAttempts: identity.failedAttempts },
+          ended: 0,
+          changed: wasLocked,
+        };
+      },
+    );
   }
 
   /** Ends every session of the identity, including sign-ins still committing (the epoch moves). */
@@ -242,6 +255,7 @@ export class AdminService {
       identityId,
       actor,
       'identity.sessions.ended_by_operator',
+      undefined,
       async (trx, now) => {
         const ids = await endingSessionIds(trx, identityId, now);
         const sessionsEnded = await endAllSessions(trx, identityId, 'ended_by_operator', now);
@@ -260,10 +274,12 @@ export class AdminService {
    * provider links, elevations and challenges are deleted; sessions are ended and, like the
    * sign-in history, forget their addresses and user agents; the identity keeps its bare id,
    * disabled for good. The audit trail keeps its records under that id (they hold no address), so
-   * the chain still verifies; a later sign-up with the same address makes a new identity.
+   * the chain still verifies; a later sign-up with the same address makes a new identity. The
+   * person's own deletion (account-deletion/service.ts) is this act, with the identity as `actor`
+   * and its `check` run under the row lock first.
    */
-  async erase(identityId: string, actor: string): Promise<void> {
-    const ended = await this.#write(identityId, actor, 'identity.erased', async (trx, now) => {
+  async erase(identityId: string, actor: string, check?: WriteCheck): Promise<void> {
+    const ended = await this.#write(identityId, actor, 'identity.erased', check, async (trx, now) => {
       // Organizations first (docs/decisions.md, "Organizations", erasure): refused while the
       // identity is the last owner of an organization others still belong to; an organization it
       // is the only member of goes with it; every other membership is removed.
@@ -383,10 +399,12 @@ export class AdminService {
     identityId: string,
     actor: string,
     name: string,
+    check: WriteCheck | undefined,
     act: (trx: Executor, now: Date, identity: IdentityRow) => Promise<WriteOutcome>,
   ): Promise<number> {
     return this.deps.database.db.transaction().execute(async (trx) => {
       const identity = await lockIdentity(trx, identityId);
+      if (check) await check(trx, identity);
       if (!identity) throw new Problem('admin.identity_not_found');
       if (identity.erasedAt !== null) throw new Problem('admin.identity_erased');
       const now = this.deps.clock.now();

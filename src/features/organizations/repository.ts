@@ -370,36 +370,45 @@ export async function clearActiveRequiringSecondFactor(trx: Executor, identityId
 }
 
 /**
- * Erasure: the organizations the identity owns, each with its owner and member counts, locked
- * (FOR UPDATE, in id order so two erasures never deadlock) so nobody joins, leaves or is promoted
- * while the erasure decides.
+ * Erasure: the organizations the identity owns, each with its owner and member counts. Every
+ * organization the identity belongs to is locked first (FOR UPDATE, in id order so two erasures
+ * never deadlock), owned or not: an ownership transfer to the identity locks its organization too,
+ * so it either commits before (and the counts below, a new statement, see it) or waits and then
+ * finds the membership gone. Nobody joins, leaves or is promoted while the erasure decides.
  */
 export async function ownedOrganizations(trx: Executor, identityId: string) {
-  const owned = await trx
+  const memberOf = await trx
     .selectFrom('organizations as o')
     .innerJoin('organization_memberships as m', 'm.organization_id', 'o.id')
     .select('o.id')
     .where('m.identity_id', '=', identityId)
-    .where('m.role', '=', 'owner')
     .orderBy('o.id')
     .forUpdate('o')
     .execute();
-  if (owned.length === 0) return [];
+  if (memberOf.length === 0) return [];
   return trx
     .selectFrom('organization_memberships as m')
     .select((eb) => [
       'm.organization_id as id',
       eb.fn.countAll<string>().as('members'),
       eb.fn.count<string>('m.identity_id').filterWhere('m.role', '=', 'owner').as('owners'),
+      eb.fn
+        .count<string>('m.identity_id')
+        .filterWhere((eb) => eb.and([eb('m.identity_id', '=', identityId), eb('m.role', '=', 'owner')]))
+        .as('mine'),
     ])
     .where(
       'm.organization_id',
       'in',
-      owned.map((o) => o.id),
+      memberOf.map((o) => o.id),
     )
     .groupBy('m.organization_id')
     .execute()
-    .then((rows) => rows.map((r) => ({ id: r.id, members: Number(r.members), owners: Number(r.owners) })));
+    .then((rows) =>
+      rows
+        .filter((r) => Number(r.mine) > 0)
+        .map((r) => ({ id: r.id, members: Number(r.members), owners: Number(r.owners) })),
+    );
 }
 
 /**

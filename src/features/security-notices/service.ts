@@ -167,6 +167,41 @@ export class SecurityNotices {
     return true;
   }
 
+  /**
+   * The owner deleted the account (docs/security.md, "Notices"): one message to each verified
+   * address it had, read under the erasure's lock before they were deleted and handed here after
+   * the commit. Sent at once, never queued: the erasure takes the identity's queued notices with
+   * it, and no row may keep the addresses. SECURITY_NOTICES governs it like every change notice.
+   * Returns at once; `idle()` waits for it.
+   */
+  accountDeleted(
+    destinations: ReadonlyArray<{ type: ChannelType; value: string }>,
+    at: Date,
+    from: { ip: string | null; userAgent: string | null },
+  ): void {
+    if (!this.deps.config.securityNotices || destinations.length === 0) return;
+    const email = deletionText(
+      at,
+      from.userAgent ? describeDevice(from.userAgent).description : null,
+      from.ip,
+    );
+    this.track(
+      (async () => {
+        for (const to of destinations) {
+          if (!this.deps.notifier.canDeliver(to.type)) continue;
+          const result = await this.deps.notifier.send(
+            to.type === 'email'
+              ? { to: to.value, type: 'email', subject: email.subject, text: email.text }
+              : { to: to.value, type: 'phone', subject: email.subject, text: DELETION_SMS },
+          );
+          if (result.status !== 'DELIVERED') {
+            this.deps.log.warn({ channel: to.type }, 'account deletion notice not delivered');
+          }
+        }
+      })(),
+    );
+  }
+
   /** One pass of the dispatcher: every window that has ended with notices behind it. */
   async dispatchDue(): Promise<number> {
     const { db } = this.deps.database;
@@ -342,6 +377,26 @@ export function emailText(batch: QueuedNotice[]): { subject: string; text: strin
     subject: one ? 'A security change to your account' : 'Security changes to your account',
     text: lines.join('\n'),
   };
+}
+
+const DELETION_SMS = 'Your account was deleted at your request. Not you? Contact support at once.';
+
+/** The message after the owner deleted the account: what went, when, from where; no link. */
+export function deletionText(
+  at: Date,
+  device: string | null,
+  ip: string | null,
+): { subject: string; text: string } {
+  const lines = ['Your account was deleted at your request.', '', `When: ${utc(at)}`];
+  if (device) lines.push(`Device: ${device}`);
+  if (ip) lines.push(`From address: ${ip}`);
+  lines.push(
+    '',
+    'Its addresses, password, passkeys, authenticators, recovery codes, linked accounts and sessions are gone, and its memberships of organizations ended.',
+    'Signing up again with this address makes a new, empty account.',
+    "If this wasn't you, contact support at once.",
+  );
+  return { subject: 'Your account was deleted', text: lines.join('\n') };
 }
 
 /**

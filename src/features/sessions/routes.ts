@@ -72,6 +72,28 @@ export const sessionRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContex
     },
   );
 
+  app.post(
+    '/sign-outs/others',
+    {
+      preHandler: guard,
+      schema: {
+        tags: ['sessions'],
+        summary: 'End every other session of the identity; the calling one stays (audited)',
+        description:
+          "Every session of the identity but the caller's ends at its very next request on every instance, " +
+          'sign-ins still committing included, and their refresh tokens stop working; one session.ended ' +
+          'event each (reason signed_out_others). Not an error when no other session is live. The calling ' +
+          'session keeps working with the tokens it holds.',
+        security: security.session,
+        response: responses({ 204: NoContent }, ['identity.session_required']),
+      },
+    },
+    async (request, reply) => {
+      await service.signOutOthers(principalOf(request));
+      return reply.code(204).send();
+    },
+  );
+
   app.get(
     '/session/context',
     {

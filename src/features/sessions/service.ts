@@ -14,14 +14,14 @@ import { Problem, type ProblemCode } from '../../platform/problem.js';
 import type { GuessBudgets } from '../../platform/rate-limit/guess-budget.js';
 import { guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import type { EventLog } from '../events/log.js';
-import { type SummaryColumns, toSummary } from '../identities/repository.js';
+import { lockIdentity, type SummaryColumns, toSummary } from '../identities/repository.js';
 import { switchTarget } from '../organizations/repository.js';
 import { OrganizationRoles } from '../organizations/roles.js';
 import type { AccessTokens, OrganizationClaims } from './access-tokens.js';
 import { describeDevice } from './devices.js';
 import { sessionsEnded } from './events.js';
 import * as repo from './repository.js';
-import { endAllSessionsListed } from './revocations.js';
+import { endAllSessionsListed, endOtherSessions, lockCallerSession } from './revocations.js';
 import type { SessionGrantSchema } from './schemas.js';
 
 /** What a sign-in or a renewal answers with a session: the routes send it as SessionGrantSchema. */
@@ -230,6 +230,29 @@ export class SessionService {
       return revoked.count;
     });
     this.deps.signals.sessionsRevoked('signed_out_everywhere', ended);
+  }
+
+  /**
+   * POST /sign-outs/others: ends every session of the identity but the caller's (docs/api.md,
+   * "Sign out of all other devices"). The identity row, then the caller's session, are locked (the
+   * order every such write follows); the epoch moves on, so a sign-in still committing elsewhere is
+   * dead on arrival, and the caller's session alone adopts the new epoch. A caller whose own
+   * session ended while it waited is refused with 401 and nothing ends.
+   */
+  async signOutOthers(principal: { identityId: string; sessionId: string }): Promise<void> {
+    const { identityId, sessionId } = principal;
+    const now = this.deps.clock.now();
+    const ended = await this.deps.database.db.transaction().execute(async (trx) => {
+      const identity = await lockIdentity(trx, identityId);
+      await lockCallerSession(trx, identity, sessionId);
+      const revoked = await endOtherSessions(trx, principal, 'signed_out_others', now);
+      await sessionsEnded(this.deps.events, trx, identityId, identityId, revoked.live, 'signed_out_others');
+      await this.deps.audit.appendOwn(trx, 'identity.sessions.revoked_others', identityId, {
+        sessionsEnded: revoked.count,
+      });
+      return revoked.count;
+    });
+    this.deps.signals.sessionsRevoked('signed_out_others', ended);
   }
 
   /**

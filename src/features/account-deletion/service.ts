@@ -1,0 +1,66 @@
+import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
+import type { RequestMeta, SessionPrincipal } from '../../platform/http/auth.js';
+import { sessionRequired } from '../../platform/http/problem.js';
+import { Problem } from '../../platform/problem.js';
+import { AdminService, type AdminServiceDeps } from '../admin/service.js';
+import { normaliseEmail, normalisePhone } from '../identities/identifier.js';
+import { type IdentifierRow, verifiedIdentifiers } from '../identities/repository.js';
+import type { SecurityNotices } from '../security-notices/service.js';
+import { lockCallerSession } from '../sessions/revocations.js';
+
+/** What an account without any identifier types to confirm its deletion (docs/decisions.md). */
+export const NO_IDENTIFIER_CONFIRMATION = 'DELETE';
+
+/** What the deletion uses: the erasure's own dependencies, and the notices. */
+export interface AccountDeletionDeps extends AdminServiceDeps {
+  securityNotices: SecurityNotices;
+}
+
+/** Whether `typed` names one of `identifiers` (or is the word an account without any types). */
+export function confirms(typed: string, identifiers: readonly IdentifierRow[]): boolean {
+  const value = typed.trim();
+  if (identifiers.length === 0) return value === NO_IDENTIFIER_CONFIRMATION;
+  return identifiers.some((i) => {
+    if (i.type === 'email') return normaliseEmail(value) === i.value;
+    // The number's own country reads a national form ("06 12 34 56 78") as the person wrote it.
+    const country = parsePhoneNumberFromString(i.value)?.country;
+    return country !== undefined && normalisePhone(value, country) === i.value;
+  });
+}
+
+/**
+ * The person's own deletion of their account (docs/api.md, "Delete my account"): the operator's
+ * erasure (AdminService.erase, docs/admin.md), with the same rules and effects, acted by the
+ * identity itself. Under the erasure's identity row lock, before anything is erased, the caller's
+ * session must still be live (a second deletion racing the first finds it ended: 401) and the
+ * identifier typed must be one of the account's; the last owner of an organization with other
+ * members is refused by the erasure itself, in the person's words here. Once committed, a notice
+ * goes to every verified address the account had.
+ */
+export class AccountDeletionService {
+  readonly #erasure: AdminService;
+
+  constructor(private readonly deps: AccountDeletionDeps) {
+    this.#erasure = new AdminService(deps);
+  }
+
+  async delete(principal: SessionPrincipal, typed: string, meta: RequestMeta): Promise<void> {
+    const { identityId, sessionId } = principal;
+    let told: IdentifierRow[] = [];
+    try {
+      await this.#erasure.erase(identityId, identityId, async (trx, identity) => {
+        if (!identity || identity.erasedAt !== null) throw sessionRequired();
+        await lockCallerSession(trx, identity, sessionId);
+        const identifiers = await verifiedIdentifiers(trx, identityId);
+        if (!confirms(typed, identifiers)) throw new Problem('identity.account_deletion_refused');
+        told = identifiers;
+      });
+    } catch (err) {
+      if (err instanceof Problem && err.code === 'organization.last_owner_erasure') {
+        throw new Problem('identity.account_deletion_last_owner');
+      }
+      throw err;
+    }
+    this.deps.securityNotices.accountDeleted(told, this.deps.clock.now(), meta);
+  }
+}
