@@ -9,10 +9,11 @@ import type { Database, Executor } from '../../platform/db/database.js';
 import { requestMeta } from '../../platform/http/auth.js';
 import { onlySafeMethods } from '../../platform/http/safe-methods.js';
 import type { ChannelType, Notifier } from '../../platform/notify/notifier.js';
-import { verifiedIdentifiers } from '../identities/repository.js';
+import { changesEmail, changesSms, signInEmail } from '../../platform/notify/templates.js';
+import { identityLocale, verifiedIdentifiers } from '../identities/repository.js';
 import { describeDevice } from '../sessions/devices.js';
 import { markNoticeSent } from '../sessions/repository.js';
-import { noticeFor, shortWordingOf, wordingOf } from './kinds.js';
+import { noticeFor } from './kinds.js';
 import {
   claimWindow,
   dueStreams,
@@ -42,7 +43,7 @@ export interface SecurityNoticesDeps {
   log: FastifyBaseLogger;
   notifier: Notifier;
   sealer: Sealer;
-  config: Pick<Config, 'securityNotices'>;
+  config: Pick<Config, 'securityNotices' | 'brand'>;
 }
 
 /** A sign-in from a device and network the identity has not used lately (sign-ins.ts). */
@@ -263,7 +264,9 @@ export class SecurityNotices {
     const { db } = this.deps.database;
     const to = (await verifiedIdentifiers(db, identityId)).find((i) => this.deps.notifier.canDeliver(i.type));
     if (!to) return;
-    const { subject, text } = signInText(batch);
+    // In the identity's language (identities.locale), as every message to it.
+    const locale = await identityLocale(db, identityId);
+    const { subject, text } = signInEmail(locale, this.deps.config.brand, batch);
     const result = await this.deps.notifier.send({ to: to.value, type: to.type, subject, text });
     if (result.status !== 'DELIVERED') {
       this.deps.log.warn({ channel: to.type }, 'new sign-in notice not delivered');
@@ -292,8 +295,10 @@ export class SecurityNotices {
       if (type === 'email' || type === 'phone')
         destinations.set(opened, { type, value: opened.slice(at + 1) });
     }
-    const email = emailText(batch);
-    const sms = smsText(batch);
+    // In the identity's language, a removed address's notice included: it was the owner's.
+    const locale = await identityLocale(this.deps.database.db, identityId);
+    const email = changesEmail(locale, this.deps.config.brand, batch);
+    const sms = changesSms(locale, this.deps.config.brand, batch);
     for (const to of destinations.values()) {
       if (!this.deps.notifier.canDeliver(to.type)) continue;
       const result = await this.deps.notifier.send(
@@ -312,69 +317,6 @@ const scopes = new WeakMap<FastifyRequest, RequestScope>();
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
-}
-
-function utc(when: Date): string {
-  return `${when.toISOString().replace('T', ' ').slice(0, 16)} UTC`;
-}
-
-/** The message: what changed, when, from which device and address; what to do if it was not you. */
-export function emailText(batch: QueuedNotice[]): { subject: string; text: string } {
-  const one = batch.length === 1;
-  const lines = [
-    one
-      ? 'A security setting of your account was changed:'
-      : `${batch.length} security settings of your account were changed:`,
-    '',
-  ];
-  for (const n of batch) {
-    lines.push(`- ${wordingOf(n.kind)}`);
-    lines.push(`  When: ${utc(n.occurredAt)}`);
-    if (n.device) lines.push(`  Device: ${n.device}`);
-    if (n.ipAddress) lines.push(`  From address: ${n.ipAddress}`);
-  }
-  lines.push(
-    '',
-    'If this was you, there is nothing to do.',
-    "If this wasn't you, sign in and secure your account (change your password and sign out everywhere), or contact support.",
-  );
-  return {
-    subject: one ? 'A security change to your account' : 'Security changes to your account',
-    text: lines.join('\n'),
-  };
-}
-
-/**
- * The message about new sign-ins: when, which device, from which address, and how to end a
- * session that was not the owner's. No link in it signs anyone in.
- */
-export function signInText(batch: QueuedNotice[]): { subject: string; text: string } {
-  const one = batch.length === 1;
-  const lines = [
-    one
-      ? 'Someone signed in to your account from a device or network not seen in the last 90 days.'
-      : `${batch.length} sign-ins to your account came from devices or networks not seen in the last 90 days.`,
-  ];
-  for (const n of batch) {
-    if (!one) lines.push('');
-    lines.push(`When: ${utc(n.occurredAt)}`, `Device: ${n.device ?? 'Unknown device'}`);
-    lines.push(`From: ${n.ipAddress ?? 'unknown address'}`);
-  }
-  if (!one) lines.push('');
-  lines.push(
-    'If this was you, there is nothing to do.',
-    'If it was not, sign in, end that session under Devices (or sign out everywhere), and change your password.',
-  );
-  return {
-    subject: one ? 'New sign-in to your account' : 'New sign-ins to your account',
-    text: lines.join('\n'),
-  };
-}
-
-/** One short line. */
-export function smsText(batch: QueuedNotice[]): string {
-  const what = [...new Set(batch.map((n) => shortWordingOf(n.kind)))].join(', ');
-  return `Security change to your account: ${what}. Not you? Sign in and secure your account or contact support.`;
 }
 
 /**
