@@ -135,6 +135,7 @@ export async function createContext(
       format: config.verificationCodeFormat,
       length: config.verificationCodeLength,
       lifetime: config.lifetimes.challenge,
+      brand: config.brand,
     },
     notifier,
     guesses,

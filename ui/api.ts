@@ -16,6 +16,7 @@ import {
   type SignInHistoryEntry,
   type SignInMethod,
 } from '../packages/client/src/index.js';
+import { type Locale, locale } from './i18n.js';
 import type { IdentifierForm } from './identifier.js';
 import { t as passkeyText } from './messages/passkeys.js';
 import type { ProblemLike } from './problems.js';
@@ -153,6 +154,9 @@ function outcome(result: Awaited<ReturnType<IdentityClient['signIn']>>): SignInO
   return { kind: 'session' };
 }
 
+/** The language last said to the service (api.sayLanguage), in this page load. */
+let languageSaid: Locale | null = null;
+
 /** The provider list, asked once per page load (a failure is asked again next time). */
 let providersAsked: Promise<IdentityProvider[]> | null = null;
 
@@ -184,7 +188,9 @@ export const api = {
     elevation && elevation.expiresAt > Date.now() ? elevation.token : undefined,
 
   /** Sign-up, sign-in and recovery take an email address or a phone number (ui/identifier.ts). */
-  signUp: (identifier: IdentifierForm, password: string) => client.signUp({ ...identifier, password }),
+  /** The page's language goes with it: the code's message and the new identity's language. */
+  signUp: (identifier: IdentifierForm, password: string) =>
+    client.signUp({ ...identifier, password, locale: locale() }),
   confirmSignUp: (identifier: IdentifierForm, password: string, code: string) =>
     client.confirmSignUp({ ...identifier, password, code }),
   async signIn(identifier: IdentifierForm, password: string): Promise<SignInOutcome> {
@@ -245,6 +251,19 @@ export const api = {
     elevation = null;
   },
 
+  /**
+   * The pages' language becomes the signed-in identity's, so its emails and SMS speak it too: said
+   * once per page load and per switch of language (the service writes nothing when it is the same;
+   * a failure is said again at the next page).
+   */
+  sayLanguage(): void {
+    const current = locale();
+    if (languageSaid === current) return;
+    languageSaid = current;
+    client.updateAccount({ locale: current }).catch(() => {
+      languageSaid = null;
+    });
+  },
   context: (): Promise<SessionContext> => client.context(),
   exportAccount: () => client.exportAccount(),
   /** The person's own account, identifiers unmasked: for their own pages only. */

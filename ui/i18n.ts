@@ -10,8 +10,10 @@
  * see any text on a page that did not come from a catalogue.
  */
 
-export const LOCALES = ['en', 'fr'] as const;
-export type Locale = (typeof LOCALES)[number];
+import { LOCALES, type Locale } from '../src/shared/locales.js';
+
+// One list for the pages, the service's messages and the identity's kept language.
+export { LOCALES, type Locale };
 const PSEUDO = 'en-xa';
 
 /** A message that depends on a count: Intl.PluralRules picks the form ("one", "other", …). */

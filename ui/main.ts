@@ -202,6 +202,8 @@ async function render(): Promise<void> {
     return;
   }
   const interaction = interactionPage(path);
+  // The pages' language is the identity's: its messages follow (once per load and per switch).
+  if (signedIn) api.sayLanguage();
   let page =
     interaction ??
     OPEN[path] ??

@@ -27,6 +27,7 @@ describe('GET /account', () => {
     expect(doc).toEqual({
       id: who.person.identityId,
       createdAt: expect.any(String),
+      locale: 'en',
       identifiers: [
         { id: expect.any(String), type: 'email', value: who.person.email, verifiedAt: expect.any(String) },
       ],

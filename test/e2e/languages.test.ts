@@ -228,6 +228,19 @@ describe('the hosted pages in French (a fr-FR browser)', () => {
     await box.getByText('Nous avons envoyé un code à votre adresse. Saisissez-le pour continuer.').waitFor();
     await box.getByRole('button', { name: 'Utiliser un code de secours' }).waitFor();
     await axeCheck(page, 'step-up in French');
+    // The pages' language became the identity's (PATCH /account): the code came in French too.
+    const row = await t.ctx.database.db
+      .selectFrom('identities')
+      .select('locale')
+      .where('id', '=', person.identityId)
+      .executeTakeFirstOrThrow();
+    expect(row.locale).toBe('fr');
+    await expect
+      .poll(() => messagesTo(t.config.dataDir, person.email).at(-1)?.subject)
+      .toBe('Votre code de confirmation');
+    expect(messagesTo(t.config.dataDir, person.email).at(-1)?.text).toContain(
+      'Votre code pour confirmer cette action sensible est',
+    );
   });
 });
 

@@ -556,6 +556,13 @@ const ROWS: Record<string, Row> = {
       await act(() => api('POST', `/sign-in-methods/${added?.id}/removals`, { headers: who.headers }));
     },
   },
+  'PATCH /api/v1/account': {
+    emits: ['identity.updated'],
+    async run(act) {
+      const s = await signedIn();
+      await act(() => api('PATCH', '/account', { token: s.token, payload: { locale: 'fr' } }));
+    },
+  },
   'POST /api/v1/password-changes': {
     emits: ['identity.password_changed'],
     async run(act) {

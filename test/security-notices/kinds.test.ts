@@ -2,8 +2,20 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { noticeFor } from '../../src/features/security-notices/kinds.js';
-import { emailText, signInText, smsText } from '../../src/features/security-notices/service.js';
 import type { AuditEvent } from '../../src/platform/audit/audit.js';
+import {
+  changesEmail,
+  changesSms,
+  type NoticeLine,
+  signInEmail,
+} from '../../src/platform/notify/templates.js';
+
+// The English messages as an unbranded service sends them (test/platform/message-templates.test.ts
+// walks every kind in every language).
+const UNBRANDED = { name: 'Your account', named: false };
+const emailText = (batch: NoticeLine[]) => changesEmail('en', UNBRANDED, batch);
+const signInText = (batch: NoticeLine[]) => signInEmail('en', UNBRANDED, batch);
+const smsText = (batch: NoticeLine[]) => changesSms('en', UNBRANDED, batch);
 
 const ME = '0b6f4c2e-6a0e-4d8e-9d6b-0c7f3f1d2a11';
 const own = (name: string, details?: AuditEvent['details']): AuditEvent => ({

@@ -65,6 +65,7 @@ import type {
   StartPasswordRecoveryInput,
   StepUpChallenge,
   StepUpInput,
+  UpdateAccountInput,
   UpdateOrganizationInput,
 } from './types.js';
 
@@ -441,6 +442,17 @@ export class IdentityClient {
   async getAccount(options?: CallOptions): Promise<AccountOverview> {
     const body = await this.authed<Envelope<AccountOverview>>(true, options, (headers, signal) =>
       this.api.GET(`${API}/account`, { headers, signal }),
+    );
+    return body.data;
+  }
+
+  /**
+   * Changes the caller's own settings: their language (`en` or `fr`), which every email and SMS
+   * the service sends them is written in. Idempotent. PATCH /account.
+   */
+  async updateAccount(input: UpdateAccountInput, options?: CallOptions): Promise<AccountOverview> {
+    const body = await this.authed<Envelope<AccountOverview>>(true, options, (headers, signal) =>
+      this.api.PATCH(`${API}/account`, { body: input, headers, signal }),
     );
     return body.data;
   }

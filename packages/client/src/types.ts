@@ -108,6 +108,9 @@ export type AccountExport = ResponseData<'/api/v1/account/export', 'get'>;
 /** The caller's own account at a glance, identifiers unmasked (GET /account). */
 export type AccountOverview = ResponseData<'/api/v1/account', 'get'>;
 
+/** What `updateAccount` takes: the caller's language (PATCH /account). */
+export type UpdateAccountInput = RequestBody<'/api/v1/account', 'patch'>;
+
 // ---- Organizations (docs/organizations.md) ------------------------------------------------------
 
 /** One organization as the caller sees it: with the caller's role and permissions there. */

@@ -2,9 +2,10 @@ import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
 import type { RequestMeta, SessionPrincipal } from '../../platform/http/auth.js';
 import { sessionRequired } from '../../platform/http/problem.js';
 import { Problem } from '../../platform/problem.js';
+import type { Locale } from '../../shared/locales.js';
 import { AdminService, type AdminServiceDeps } from '../admin/service.js';
 import { normaliseEmail, normalisePhone } from '../identities/identifier.js';
-import { type IdentifierRow, verifiedIdentifiers } from '../identities/repository.js';
+import { type IdentifierRow, identityLocale, verifiedIdentifiers } from '../identities/repository.js';
 import type { SecurityNotices } from '../security-notices/service.js';
 import { lockCallerSession } from '../sessions/revocations.js';
 
@@ -47,6 +48,7 @@ export class AccountDeletionService {
   async delete(principal: SessionPrincipal, typed: string, meta: RequestMeta): Promise<void> {
     const { identityId, sessionId } = principal;
     let told: IdentifierRow[] = [];
+    let locale: Locale = 'en';
     try {
       await this.#erasure.erase(identityId, identityId, async (trx, identity) => {
         if (!identity || identity.erasedAt !== null) throw sessionRequired();
@@ -54,6 +56,7 @@ export class AccountDeletionService {
         const identifiers = await verifiedIdentifiers(trx, identityId);
         if (!confirms(typed, identifiers)) throw new Problem('identity.account_deletion_refused');
         told = identifiers;
+        locale = await identityLocale(trx, identityId);
       });
     } catch (err) {
       if (err instanceof Problem && err.code === 'organization.last_owner_erasure') {
@@ -61,6 +64,6 @@ export class AccountDeletionService {
       }
       throw err;
     }
-    this.deps.securityNotices.accountDeleted(told, this.deps.clock.now(), meta);
+    this.deps.securityNotices.accountDeleted(told, locale, this.deps.clock.now(), meta);
   }
 }

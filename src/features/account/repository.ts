@@ -9,6 +9,8 @@ import type { Executor } from '../../platform/db/database.js';
 export interface IdentityFacts {
   id: string;
   createdAt: Date;
+  /** The identity's language (migration 0027). */
+  locale: string;
   hasPassword: boolean;
   passwordChangedAt: Date | null;
   failedAttempts: number;
@@ -23,6 +25,7 @@ export async function identityFacts(trx: Executor, identityId: string): Promise<
     .select((eb) => [
       'id',
       'created_at as createdAt',
+      'locale',
       eb('password_hash', 'is not', null).$castTo<boolean>().as('hasPassword'),
       'password_changed_at as passwordChangedAt',
       'failed_attempts as failedAttempts',

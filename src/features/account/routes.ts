@@ -5,7 +5,7 @@ import { envelope } from '../../platform/http/envelope.js';
 import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, responses } from '../../platform/http/schemas.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
-import { AccountExportSchema, AccountOverviewSchema } from './schemas.js';
+import { AccountExportSchema, AccountOverviewSchema, AccountUpdateBody } from './schemas.js';
 import { AccountService } from './service.js';
 
 export const accountRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }) => {
@@ -31,6 +31,28 @@ export const accountRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContex
       },
     },
     async (request) => envelope(await service.overview(principalOf(request).identityId)),
+  );
+
+  app.patch(
+    '/account',
+    {
+      preHandler: session,
+      schema: {
+        tags: ['account'],
+        summary: 'Change the caller’s own settings: their language',
+        description:
+          '`locale` (`en` or `fr`, the hosted pages’ languages) is the language of every email and SMS the ' +
+          'service sends the identity. The hosted pages send theirs when a signed-in person opens them. ' +
+          'The same language again changes nothing (no audit record, no event); a new one is audited ' +
+          '(identity.locale.changed) and emits identity.updated. Answers the account at a glance, as GET /account.',
+        security: security.session,
+        body: AccountUpdateBody,
+        response: responses({ 200: Data(Type.Ref(AccountOverviewSchema)) }, ['identity.session_required'], {
+          body: true,
+        }),
+      },
+    },
+    async (request) => envelope(await service.update(principalOf(request).identityId, request.body)),
   );
 
   app.get(

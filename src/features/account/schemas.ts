@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { Instant } from '../../platform/http/schemas.js';
+import { LocaleSchema } from '../identities/schemas.js';
 import { DeviceSchema } from '../sessions/schemas.js';
 
 const Uuid = Type.String({ format: 'uuid' });
@@ -13,6 +14,7 @@ export const AccountExportSchema = Type.Object(
     identity: Type.Object({
       id: Uuid,
       createdAt: Instant,
+      locale: LocaleSchema,
       password: Type.Object({ set: Type.Boolean(), changedAt: MaybeInstant }),
       lock: Type.Object({ failedAttempts: Type.Integer(), lockedUntil: MaybeInstant }),
     }),
@@ -141,6 +143,7 @@ export const AccountOverviewSchema = Type.Object(
   {
     id: Uuid,
     createdAt: Instant,
+    locale: LocaleSchema,
     identifiers: Type.Array(
       Type.Object({
         id: Uuid,
@@ -159,4 +162,10 @@ export const AccountOverviewSchema = Type.Object(
     providerLinks: Type.Array(Type.Object({ id: Uuid, provider: Type.String(), createdAt: Instant })),
   },
   { $id: 'AccountOverview' },
+);
+
+/** PATCH /account: the person's own settings; every field optional, none other allowed. */
+export const AccountUpdateBody = Type.Object(
+  { locale: Type.Optional(LocaleSchema) },
+  { additionalProperties: false },
 );

@@ -3,6 +3,10 @@ import { type Clock, iso } from '../../platform/clock.js';
 import type { Database } from '../../platform/db/database.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
 import { Problem } from '../../platform/problem.js';
+import type { Locale } from '../../shared/locales.js';
+import type { EventLog } from '../events/log.js';
+import { identityChanged } from '../identities/events.js';
+import { setIdentityLocale } from '../identities/repository.js';
 import { invitationsSentBy } from '../organizations/invitations/repository.js';
 import { liveStatus } from '../recovery-codes/repository.js';
 import { describeDevice } from '../sessions/devices.js';
@@ -13,6 +17,7 @@ export interface AccountServiceDeps {
   database: Database;
   clock: Clock;
   audit: AuditLog;
+  events: EventLog;
 }
 
 /**
@@ -45,6 +50,7 @@ export class AccountService {
       return {
         id: identity.id,
         createdAt: iso(identity.createdAt),
+        locale: identity.locale,
         identifiers: identifiers.map((i) => ({
           id: i.id,
           type: i.type,
@@ -62,6 +68,23 @@ export class AccountService {
         })),
       };
     });
+  }
+
+  /**
+   * PATCH /account: the person's own settings; today their language (docs/api.md, "Your language").
+   * A language the identity already has writes nothing (no audit record, no event), so the hosted
+   * pages can say theirs on every visit; a new one is kept, audited and told (identity.updated).
+   */
+  async update(identityId: string, change: { locale?: Locale }) {
+    if (change.locale) {
+      const locale = change.locale;
+      await this.deps.database.db.transaction().execute(async (trx) => {
+        if (!(await setIdentityLocale(trx, identityId, locale))) return;
+        await identityChanged(this.deps.events, trx, 'identity.updated', identityId, identityId);
+        await this.deps.audit.appendOwn(trx, 'identity.locale.changed', identityId, { locale });
+      });
+    }
+    return this.overview(identityId);
   }
 
   /**
@@ -102,6 +125,7 @@ export class AccountService {
         identity: {
           id: identity.id,
           createdAt: iso(identity.createdAt),
+          locale: identity.locale,
           password: { set: identity.hasPassword, changedAt: iso(identity.passwordChangedAt) },
           lock: { failedAttempts: identity.failedAttempts, lockedUntil: iso(identity.lockedUntil) },
         },

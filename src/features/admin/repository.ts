@@ -43,6 +43,7 @@ export async function identitiesPage(
     .select((eb) => [
       'i.id',
       'i.created_at as createdAt',
+      'i.locale',
       'i.disabled_at as disabledAt',
       'i.erased_at as erasedAt',
       liveIdentifiers(eb),
@@ -75,6 +76,7 @@ export async function identityDetail(
     .select((eb) => [
       'i.id',
       'i.created_at as createdAt',
+      'i.locale',
       'i.disabled_at as disabledAt',
       'i.erased_at as erasedAt',
       liveIdentifiers(eb),

@@ -3,16 +3,18 @@ import type { CodeFormat } from '../../config.js';
 import type { Clock } from '../../platform/clock.js';
 import { type CodeHasher, generateCode, safeEqual } from '../../platform/crypto/tokens.js';
 import type { Db, Executor } from '../../platform/db/database.js';
-import { type DeliveryResult, type Notifier, verificationText } from '../../platform/notify/notifier.js';
+import type { DeliveryResult, Notifier } from '../../platform/notify/notifier.js';
+import { codeMessage, type MessageBrand } from '../../platform/notify/templates.js';
 import { Problem } from '../../platform/problem.js';
 import type { GuessBudgets } from '../../platform/rate-limit/guess-budget.js';
+import type { Locale } from '../../shared/locales.js';
 import {
   type IdentifierInput,
   type NormalisedIdentifier,
   normaliseIdentifier,
 } from '../identities/identifier.js';
 import type { AccountLock, FailureOutcome } from '../identities/lock.js';
-import { lockIdentity, NOBODY } from '../identities/repository.js';
+import { identityLocale, lockIdentity, NOBODY } from '../identities/repository.js';
 import {
   type ChallengeOwner,
   type ChallengePurpose,
@@ -38,7 +40,15 @@ export interface ChallengeSettings {
   length: number;
   /** Seconds. */
   lifetime: number;
+  /** The product's name and support link every message carries (BRAND_*). */
+  brand: MessageBrand;
 }
+
+/**
+ * Whose language a code is written in: the identity's own (identities.locale), or, for an address
+ * no identity has confirmed yet (a sign-up), the request's.
+ */
+export type Recipient = { identityId: string } | { locale: Locale };
 
 export type IssueSpec = Omit<NewChallenge, 'id' | 'codeHash' | 'maxAttempts' | 'now' | 'expiresAt'> & {
   /** False for a step-up answered by the authenticator: no code of its own. */
@@ -148,10 +158,21 @@ export class ChallengeFlow {
     return address;
   }
 
-  /** Sends an issued challenge's code to its address; after the commit, never inside it. */
-  deliver(purpose: ChallengePurpose, to: NormalisedIdentifier, code: string): Promise<DeliveryResult> {
+  /**
+   * Sends an issued challenge's code to its address, in the recipient's language; after the
+   * commit, never inside it.
+   */
+  async deliver(
+    purpose: ChallengePurpose,
+    to: NormalisedIdentifier,
+    code: string,
+    recipient: Recipient,
+  ): Promise<DeliveryResult> {
     const minutes = this.settings.lifetime / 60;
-    return this.notifier.send({ to: to.value, type: to.type, ...verificationText(purpose, code, minutes) });
+    const locale =
+      'locale' in recipient ? recipient.locale : await identityLocale(this.db, recipient.identityId);
+    const message = codeMessage(locale, this.settings.brand, purpose, code, minutes);
+    return this.notifier.send({ to: to.value, type: to.type, ...message });
   }
 
   /** Writes a challenge in the caller's transaction and returns its code for delivery. */

@@ -13,6 +13,7 @@ export function identityJson(row: IdentityListRow) {
   return {
     id: row.id,
     createdAt: new Date(row.createdAt).toISOString(),
+    locale: row.locale,
     identifiers: row.identifiers.map((f) => ({
       id: f.id,
       type: f.type,

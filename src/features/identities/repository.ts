@@ -3,6 +3,7 @@ import { jsonBuildObject } from 'kysely/helpers/postgres';
 import { changedOne } from '../../platform/db/compare-and-set.js';
 import type { Executor } from '../../platform/db/database.js';
 import type { DB } from '../../platform/db/schema.js';
+import { isLocale, type Locale } from '../../shared/locales.js';
 import type { IdentifierType, NormalisedIdentifier } from './identifier.js';
 
 export interface IdentifierRow {
@@ -58,6 +59,8 @@ export interface IdentifierJson {
 export interface IdentityListRow {
   id: string;
   createdAt: Date;
+  /** The identity's language (migration 0027). */
+  locale: string;
   disabledAt: Date | null;
   erasedAt: Date | null;
   identifiers: IdentifierJson[];
@@ -101,6 +104,7 @@ export function identityListed(trx: Executor, identityId: string): Promise<Ident
     .select((eb) => [
       'i.id',
       'i.created_at as createdAt',
+      'i.locale',
       'i.disabled_at as disabledAt',
       'i.erased_at as erasedAt',
       liveIdentifiers(eb),
@@ -255,9 +259,41 @@ export function toSummary(identityId: string, row: SummaryColumns): IdentitySumm
 
 export async function insertIdentity(
   trx: Executor,
-  identity: { id: string; createdAt: Date },
+  identity: { id: string; createdAt: Date; locale?: Locale },
 ): Promise<void> {
-  await trx.insertInto('identities').values({ id: identity.id, created_at: identity.createdAt }).execute();
+  await trx
+    .insertInto('identities')
+    .values({
+      id: identity.id,
+      created_at: identity.createdAt,
+      ...(identity.locale ? { locale: identity.locale } : {}),
+    })
+    .execute();
+}
+
+/** The identity's language (identities.locale): its messages are written in it. English when unknown. */
+export async function identityLocale(exec: Executor, identityId: string): Promise<Locale> {
+  const row = await exec
+    .selectFrom('identities')
+    .select('locale')
+    .where('id', '=', identityId)
+    .executeTakeFirst();
+  return isLocale(row?.locale) ? row.locale : 'en';
+}
+
+/**
+ * Keeps `locale` as the identity's language; true when it changed (an unchanged language writes
+ * nothing, so the hosted pages may say theirs on every visit).
+ */
+export async function setIdentityLocale(trx: Executor, identityId: string, locale: Locale): Promise<boolean> {
+  const result = await trx
+    .updateTable('identities')
+    .set({ locale })
+    .where('id', '=', identityId)
+    .where('locale', '<>', locale)
+    .where('erased_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
 }
 
 /** Only for an identity this transaction created and that lost the race for its identifier or link. */

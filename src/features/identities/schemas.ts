@@ -1,5 +1,6 @@
 import { type TProperties, Type } from '@sinclair/typebox';
 import { TaggedUnion } from '../../platform/http/schemas.js';
+import { LOCALES } from '../../shared/locales.js';
 
 /** An identifier is 1..320 characters; country two upper-case letters, phone only. */
 const identifier = Type.String({ minLength: 1, maxLength: 320 });
@@ -30,3 +31,9 @@ export function identifierForms<P extends TProperties>(extra: P) {
 export function IdentifierForm<P extends TProperties>(extra: P) {
   return TaggedUnion('identifierType', [...identifierForms(extra)]);
 }
+
+/** The identity's language (migration 0027): one the hosted pages speak (src/shared/locales.ts). */
+export const LocaleSchema = Type.Union(
+  LOCALES.map((l) => Type.Literal(l)),
+  { description: "the identity's language: every email and SMS it receives is written in it" },
+);

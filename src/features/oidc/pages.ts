@@ -15,18 +15,6 @@ export function page(title: string, body: string, lang: PageLocale = 'en'): stri
   return `<!doctype html><html lang="${lang}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${escapeHtml(title)}</title><style>body{font:16px/1.5 system-ui,sans-serif;max-width:28rem;margin:4rem auto;padding:0 1rem;color:#1b1f24}h1{font-size:1.4rem}button{font:inherit;padding:.5rem 1rem;border-radius:.4rem;border:1px solid #0b5cad;background:#0b5cad;color:#fff;cursor:pointer}button.secondary{background:#fff;color:#0b5cad}form{display:flex;gap:.5rem;margin-top:1.5rem}label{display:block;font-weight:600}input{font:inherit;font-size:1.4rem;letter-spacing:.15em;text-transform:uppercase;padding:.4rem .6rem;width:11ch;border:1px solid #57606a;border-radius:.4rem}p.error{color:#a40e26}code.user-code{font-size:1.6rem;letter-spacing:.15em}</style></head><body><main>${body}</main></body></html>`;
 }
 
-/**
- * The provider's error page (renderError), which the bridge also answers with for what it refuses
- * before the library sees the request: a person in a browser reads it, an RP never does.
- */
-export function errorPage(heading: string, error: string, description?: string): string {
-  const detail = description ? `<p>${escapeHtml(description)}</p>` : '';
-  return page(
-    'Sign-in error',
-    `<h1>${escapeHtml(heading)}</h1><p><code>${escapeHtml(error)}</code></p>${detail}`,
-  );
-}
-
 export const PAGE_LOCALES = ['en', 'fr'] as const;
 export type PageLocale = (typeof PAGE_LOCALES)[number];
 

@@ -12,12 +12,12 @@ import type {
 } from 'oidc-provider';
 import type { Config, OidcClientConfig } from '../../config.js';
 import type { Clock } from '../../platform/clock.js';
+import { errorPage } from './error-page.js';
 import {
   type DeviceInputError,
   deviceConfirmPage,
   deviceInputPage,
   deviceSuccessPage,
-  errorPage,
   escapeHtml,
   page,
   pageLocale,
@@ -741,6 +741,39 @@ export class OpenIdProvider {
     return ((await store.find(id)) ?? claim) as AdapterPayload;
   }
 
+  /**
+   * renderError's page (src/features/oidc/error-page.ts): in the request's language (its
+   * ui_locales, else Accept-Language), naming the application when the request named a registered
+   * one (the library's resolved client, else the client_id asked for, looked up), with its
+   * client_uri as the way back.
+   */
+  async #errorPage(
+    ctx: KoaContextWithOIDC,
+    out: { error?: unknown; error_description?: unknown },
+    error: unknown,
+  ): Promise<string> {
+    const params = (ctx.oidc?.params ?? {}) as Record<string, unknown>;
+    const query = (ctx.query ?? {}) as Record<string, unknown>;
+    const lang = pageLocale(params.ui_locales ?? query.ui_locales, (langs) => ctx.acceptsLanguages(langs));
+    const asked = ctx.oidc?.client?.clientId ?? params.client_id ?? query.client_id;
+    let client: { name: string; uri?: string } | undefined;
+    if (typeof asked === 'string' && asked.length > 0 && asked.length <= 200) {
+      const found = await this.deps.findClient(asked).catch(() => undefined);
+      if (found) client = { name: found.clientName, ...(found.clientUri ? { uri: found.clientUri } : {}) };
+    }
+    const { config } = this.deps;
+    return errorPage({
+      lang,
+      error: String(out.error ?? 'server_error'),
+      ...(out.error_description ? { description: String(out.error_description) } : {}),
+      errorName: (error as Error | undefined)?.name,
+      signOut: ctx.path === OIDC_PATHS.endSession || ctx.path.startsWith(`${OIDC_PATHS.endSession}/`),
+      ...(client ? { client } : {}),
+      brand: config.brand,
+      ...(config.accountUi ? { accountUrl: `${config.publicOrigin}${config.accountUi.path}` } : {}),
+    });
+  }
+
   async #clientMetadata(clientId: string): Promise<AdapterPayload | undefined> {
     const c = await this.deps.findClient(clientId);
     if (!c) return undefined;
@@ -997,13 +1030,9 @@ export class OpenIdProvider {
       // client metadata documents are off). Their URIs come from the operator alone (dynamic
       // registration is off), so loopback and private addresses are allowed (docs/security.md).
       fetch: (url, options) => globalThis.fetch(url, { ...options, dispatcher: undefined } as RequestInit),
-      async renderError(ctx, out) {
+      async renderError(ctx, out, error) {
         ctx.type = 'html';
-        ctx.body = errorPage(
-          'This sign-in cannot continue',
-          String(out.error),
-          out.error_description ? String(out.error_description) : undefined,
-        );
+        ctx.body = await self.#errorPage(ctx, out, error);
       },
     };
   }

@@ -4,7 +4,8 @@ import type { AppContext } from '../../context.js';
 import { installPrune } from '../../platform/db/prune.js';
 import { Problem } from '../../platform/problem.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
-import { acceptedLanguages, deviceLimitPage, errorPage, pageLocale, signInLimitPage } from './pages.js';
+import { errorPage } from './error-page.js';
+import { acceptedLanguages, deviceLimitPage, pageLocale, signInLimitPage } from './pages.js';
 import { END_SESSION_PARAMS, OIDC_PATHS, overCap, SILENT_PARAM } from './provider.js';
 
 const BODY_LIMIT = 64 * 1024;
@@ -74,6 +75,21 @@ export async function oidcRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
   const oidc = ctx.oidc;
   const uiPath = ctx.config.accountUi?.path ?? '/account/';
 
+  /** The bridge's own refusal of a browser request (invalid_request), as the provider's error page. */
+  function refusal(request: FastifyRequest, signOut: boolean, description: string): string {
+    const query = (request.query ?? {}) as Record<string, unknown>;
+    return errorPage({
+      lang: pageLocale(query.ui_locales, acceptedLanguages(request.headers['accept-language'])),
+      error: 'invalid_request',
+      description,
+      signOut,
+      brand: ctx.config.brand,
+      ...(ctx.config.accountUi
+        ? { accountUrl: `${ctx.config.publicOrigin}${ctx.config.accountUi.path}` }
+        : {}),
+    });
+  }
+
   // The provider reads its own bodies: they arrive here as text and are handed over untouched.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(
@@ -141,9 +157,9 @@ export async function oidcRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
       return pageReply(
         reply,
         400,
-        errorPage(
-          path === OIDC_PATHS.endSession ? 'This sign-out cannot continue' : 'This sign-in cannot continue',
-          'invalid_request',
+        refusal(
+          request,
+          path === OIDC_PATHS.endSession,
           'The request must be a form (application/x-www-form-urlencoded).',
         ),
       );
@@ -186,7 +202,7 @@ export async function oidcRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
     const named = new Set<string>(END_SESSION_PARAMS);
     const over = overCap([...query].filter(([name]) => named.has(name)));
     if (over) {
-      return pageReply(reply, 400, errorPage('This sign-out cannot continue', 'invalid_request', over));
+      return pageReply(reply, 400, refusal(request, true, over));
     }
     return forward(request, reply);
   }

@@ -160,9 +160,11 @@ export class PasswordService {
     if (known && code) {
       // After the answer is on its way; the notifier reports failures as results and logs them.
       setImmediate(() => {
-        this.deps.challenges.deliver('password_recovery', ident, code).catch((err: unknown) => {
-          this.deps.log.error({ errClass: (err as Error)?.name }, 'recovery message failed');
-        });
+        this.deps.challenges
+          .deliver('password_recovery', ident, code, { identityId: known.identityId })
+          .catch((err: unknown) => {
+            this.deps.log.error({ errClass: (err as Error)?.name }, 'recovery message failed');
+          });
       });
     }
     return { challengeExpiresAt: issued.expiresAt.toISOString() };

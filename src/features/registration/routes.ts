@@ -4,6 +4,7 @@ import { envelope } from '../../platform/http/envelope.js';
 import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, responses } from '../../platform/http/schemas.js';
 import { limitFor, senderOf, sendingRouteLimit } from '../../platform/rate-limit/rate-limit.js';
+import { localeOfRequest } from '../../shared/locales.js';
 import * as schema from './schemas.js';
 import { RegistrationService } from './service.js';
 
@@ -50,7 +51,10 @@ export const registrationRoutes = featureRoutes(async (app, { ctx }: { ctx: AppC
       },
     },
     async (request, reply) => {
-      const result = await service.signUp(request.body, senderOf(request));
+      // The page's language when it says one, else the request's (docs/messages.md, "Which language").
+      const locale =
+        request.body.locale ?? localeOfRequest(request.headers['accept-language'], ctx.config.defaultLocale);
+      const result = await service.signUp(request.body, senderOf(request), locale);
       return reply.code(201).send(envelope(result));
     },
   );

@@ -3,11 +3,21 @@ import type { Config } from '../../config.js';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../platform/crypto/password-policy.js';
 import { codePattern } from '../../platform/crypto/tokens.js';
 import { Instant } from '../../platform/http/schemas.js';
+import { LOCALES } from '../../shared/locales.js';
 import { IdentifierForm } from '../identities/schemas.js';
 
 /** POST /sign-ups (docs/api.md, "1. Sign up"): identifier form + the password of this registration. */
 export const SignUpBody = IdentifierForm({
   password: Type.String({ minLength: MIN_PASSWORD_LENGTH, maxLength: MAX_PASSWORD_LENGTH }),
+  locale: Type.Optional(
+    Type.Union(
+      LOCALES.map((l) => Type.Literal(l)),
+      {
+        description:
+          "the language of the page the person signs up on: the code's message and the new identity's language; absent, the request's Accept-Language (else DEFAULT_LOCALE)",
+      },
+    ),
+  ),
 });
 export type SignUpBody = Static<typeof SignUpBody>;
 

@@ -8,6 +8,7 @@ import { maskIdentifier } from '../../platform/notify/mask.js';
 import { Problem } from '../../platform/problem.js';
 import type { MessageLimits, MessageSubject } from '../../platform/rate-limit/guess-budget.js';
 import { destinationSubject, guessSubject } from '../../platform/rate-limit/guess-budget.js';
+import type { Locale } from '../../shared/locales.js';
 import { revokeChallenges } from '../challenges/repository.js';
 import type { ChallengeFlow } from '../challenges/service.js';
 import { identifierOwner } from '../challenges/service.js';
@@ -62,7 +63,7 @@ export class RegistrationService {
    * before the transaction, so a refused request writes nothing and sends nothing. `sender` is the
    * client address's subject (senderSubject): the code counts against it with its destination.
    */
-  async signUp(input: SignUpInput, sender: MessageSubject): Promise<SignUpResult> {
+  async signUp(input: SignUpInput, sender: MessageSubject, locale: Locale): Promise<SignUpResult> {
     await assertPasswordPolicy(
       input.password,
       'password',
@@ -80,7 +81,7 @@ export class RegistrationService {
 
     const challenge = await this.deps.database.db.transaction().execute(async (trx) => {
       const newIdentityId = randomUUID();
-      await insertIdentity(trx, { id: newIdentityId, createdAt: now });
+      await insertIdentity(trx, { id: newIdentityId, createdAt: now, locale });
       let identityId: string = newIdentityId;
       let identifierId = await claimIdentifier(trx, {
         id: randomUUID(),
@@ -131,7 +132,7 @@ export class RegistrationService {
 
     // After the commit: a failed delivery still leaves the registration in place (`NOT_DELIVERED`,
     // docs/api.md, "1. Sign up"), and a slow channel never holds a transaction open.
-    const delivery = await this.deps.challenges.deliver('sign_up', ident, challenge.code!);
+    const delivery = await this.deps.challenges.deliver('sign_up', ident, challenge.code!, { locale });
 
     return {
       identity: { identifierType: ident.type, identifier: maskIdentifier(ident.type, ident.value) },

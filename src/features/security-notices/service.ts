@@ -9,10 +9,18 @@ import type { Database, Executor } from '../../platform/db/database.js';
 import { requestMeta } from '../../platform/http/auth.js';
 import { onlySafeMethods } from '../../platform/http/safe-methods.js';
 import type { ChannelType, Notifier } from '../../platform/notify/notifier.js';
-import { verifiedIdentifiers } from '../identities/repository.js';
+import {
+  changesEmail,
+  changesSms,
+  deletionEmail,
+  deletionSms,
+  signInEmail,
+} from '../../platform/notify/templates.js';
+import type { Locale } from '../../shared/locales.js';
+import { identityLocale, verifiedIdentifiers } from '../identities/repository.js';
 import { describeDevice } from '../sessions/devices.js';
 import { markNoticeSent } from '../sessions/repository.js';
-import { noticeFor, shortWordingOf, wordingOf } from './kinds.js';
+import { noticeFor } from './kinds.js';
 import {
   claimWindow,
   dueStreams,
@@ -42,7 +50,7 @@ export interface SecurityNoticesDeps {
   log: FastifyBaseLogger;
   notifier: Notifier;
   sealer: Sealer;
-  config: Pick<Config, 'securityNotices'>;
+  config: Pick<Config, 'securityNotices' | 'brand'>;
 }
 
 /** A sign-in from a device and network the identity has not used lately (sign-ins.ts). */
@@ -176,15 +184,18 @@ export class SecurityNotices {
    */
   accountDeleted(
     destinations: ReadonlyArray<{ type: ChannelType; value: string }>,
+    locale: Locale,
     at: Date,
     from: { ip: string | null; userAgent: string | null },
   ): void {
     if (!this.deps.config.securityNotices || destinations.length === 0) return;
-    const email = deletionText(
+    const { brand } = this.deps.config;
+    const email = deletionEmail(locale, brand, {
       at,
-      from.userAgent ? describeDevice(from.userAgent).description : null,
-      from.ip,
-    );
+      device: from.userAgent ? describeDevice(from.userAgent).description : null,
+      ipAddress: from.ip,
+    });
+    const sms = deletionSms(locale, brand);
     this.track(
       (async () => {
         for (const to of destinations) {
@@ -192,7 +203,7 @@ export class SecurityNotices {
           const result = await this.deps.notifier.send(
             to.type === 'email'
               ? { to: to.value, type: 'email', subject: email.subject, text: email.text }
-              : { to: to.value, type: 'phone', subject: email.subject, text: DELETION_SMS },
+              : { to: to.value, type: 'phone', subject: email.subject, text: sms },
           );
           if (result.status !== 'DELIVERED') {
             this.deps.log.warn({ channel: to.type }, 'account deletion notice not delivered');
@@ -298,7 +309,9 @@ export class SecurityNotices {
     const { db } = this.deps.database;
     const to = (await verifiedIdentifiers(db, identityId)).find((i) => this.deps.notifier.canDeliver(i.type));
     if (!to) return;
-    const { subject, text } = signInText(batch);
+    // In the identity's language (identities.locale), as every message to it.
+    const locale = await identityLocale(db, identityId);
+    const { subject, text } = signInEmail(locale, this.deps.config.brand, batch);
     const result = await this.deps.notifier.send({ to: to.value, type: to.type, subject, text });
     if (result.status !== 'DELIVERED') {
       this.deps.log.warn({ channel: to.type }, 'new sign-in notice not delivered');
@@ -327,8 +340,10 @@ export class SecurityNotices {
       if (type === 'email' || type === 'phone')
         destinations.set(opened, { type, value: opened.slice(at + 1) });
     }
-    const email = emailText(batch);
-    const sms = smsText(batch);
+    // In the identity's language, a removed address's notice included: it was the owner's.
+    const locale = await identityLocale(this.deps.database.db, identityId);
+    const email = changesEmail(locale, this.deps.config.brand, batch);
+    const sms = changesSms(locale, this.deps.config.brand, batch);
     for (const to of destinations.values()) {
       if (!this.deps.notifier.canDeliver(to.type)) continue;
       const result = await this.deps.notifier.send(
@@ -347,89 +362,6 @@ const scopes = new WeakMap<FastifyRequest, RequestScope>();
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
-}
-
-function utc(when: Date): string {
-  return `${when.toISOString().replace('T', ' ').slice(0, 16)} UTC`;
-}
-
-/** The message: what changed, when, from which device and address; what to do if it was not you. */
-export function emailText(batch: QueuedNotice[]): { subject: string; text: string } {
-  const one = batch.length === 1;
-  const lines = [
-    one
-      ? 'A security setting of your account was changed:'
-      : `${batch.length} security settings of your account were changed:`,
-    '',
-  ];
-  for (const n of batch) {
-    lines.push(`- ${wordingOf(n.kind)}`);
-    lines.push(`  When: ${utc(n.occurredAt)}`);
-    if (n.device) lines.push(`  Device: ${n.device}`);
-    if (n.ipAddress) lines.push(`  From address: ${n.ipAddress}`);
-  }
-  lines.push(
-    '',
-    'If this was you, there is nothing to do.',
-    "If this wasn't you, sign in and secure your account (change your password and sign out everywhere), or contact support.",
-  );
-  return {
-    subject: one ? 'A security change to your account' : 'Security changes to your account',
-    text: lines.join('\n'),
-  };
-}
-
-const DELETION_SMS = 'Your account was deleted at your request. Not you? Contact support at once.';
-
-/** The message after the owner deleted the account: what went, when, from where; no link. */
-export function deletionText(
-  at: Date,
-  device: string | null,
-  ip: string | null,
-): { subject: string; text: string } {
-  const lines = ['Your account was deleted at your request.', '', `When: ${utc(at)}`];
-  if (device) lines.push(`Device: ${device}`);
-  if (ip) lines.push(`From address: ${ip}`);
-  lines.push(
-    '',
-    'Its addresses, password, passkeys, authenticators, recovery codes, linked accounts and sessions are gone, and its memberships of organizations ended.',
-    'Signing up again with this address makes a new, empty account.',
-    "If this wasn't you, contact support at once.",
-  );
-  return { subject: 'Your account was deleted', text: lines.join('\n') };
-}
-
-/**
- * The message about new sign-ins: when, which device, from which address, and how to end a
- * session that was not the owner's. No link in it signs anyone in.
- */
-export function signInText(batch: QueuedNotice[]): { subject: string; text: string } {
-  const one = batch.length === 1;
-  const lines = [
-    one
-      ? 'Someone signed in to your account from a device or network not seen in the last 90 days.'
-      : `${batch.length} sign-ins to your account came from devices or networks not seen in the last 90 days.`,
-  ];
-  for (const n of batch) {
-    if (!one) lines.push('');
-    lines.push(`When: ${utc(n.occurredAt)}`, `Device: ${n.device ?? 'Unknown device'}`);
-    lines.push(`From: ${n.ipAddress ?? 'unknown address'}`);
-  }
-  if (!one) lines.push('');
-  lines.push(
-    'If this was you, there is nothing to do.',
-    'If it was not, sign in, end that session under Devices (or sign out everywhere), and change your password.',
-  );
-  return {
-    subject: one ? 'New sign-in to your account' : 'New sign-ins to your account',
-    text: lines.join('\n'),
-  };
-}
-
-/** One short line. */
-export function smsText(batch: QueuedNotice[]): string {
-  const what = [...new Set(batch.map((n) => shortWordingOf(n.kind)))].join(', ');
-  return `Security change to your account: ${what}. Not you? Sign in and secure your account or contact support.`;
 }
 
 /**

@@ -127,7 +127,9 @@ export class SignInMethodService {
       return issued;
     });
     // After the commit, so a slow channel never holds a transaction open.
-    const delivery = await this.deps.challenges.deliver('sign_in_method', ident, challenge.code!);
+    const delivery = await this.deps.challenges.deliver('sign_in_method', ident, challenge.code!, {
+      identityId,
+    });
     return {
       challengeExpiresAt: challenge.expiresAt.toISOString(),
       challengeDelivery: { status: delivery.status, resendable: delivery.resendable },

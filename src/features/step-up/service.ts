@@ -145,7 +145,7 @@ export class StepUpService {
     });
     if (recipient && challenge.code) {
       // Delivery failures are logged by the notifier; the caller may start again.
-      await this.deps.challenges.deliver('step_up', recipient, challenge.code);
+      await this.deps.challenges.deliver('step_up', recipient, challenge.code, { identityId });
     }
     return { challengeId: challenge.id, channel, challengeExpiresAt: challenge.expiresAt.toISOString() };
   }

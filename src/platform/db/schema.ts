@@ -108,6 +108,7 @@ export interface Identities {
   erased_at: Timestamp | null;
   failed_attempts: Generated<number>;
   id: string;
+  locale: Generated<string>;
   locked_until: Timestamp | null;
   password_changed_at: Timestamp | null;
   password_hash: string | null;

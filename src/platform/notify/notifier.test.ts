@@ -7,7 +7,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SMTPServer } from 'smtp-server';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createNotifier, maskRecipient, type OutboundMessage, verificationText } from './notifier.js';
+import { createNotifier, maskRecipient, type OutboundMessage } from './notifier.js';
+import { type CodePurpose, codeMessage } from './templates.js';
+
+/** A code message in English from an unbranded service (templates.test.ts walks every language). */
+const verificationText = (purpose: CodePurpose, code: string, minutes: number) =>
+  codeMessage('en', { name: 'Your account', named: false }, purpose, code, minutes);
 
 const cleanups: Array<() => Promise<void>> = [];
 let dir: string;

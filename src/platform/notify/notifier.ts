@@ -114,34 +114,3 @@ export function createNotifier(opts: NotifierOptions): Notifier {
     },
   };
 }
-
-type Purpose = 'sign_up' | 'sign_in_method' | 'password_recovery' | 'step_up' | 'sign_in';
-
-const PURPOSES: Record<Purpose, { subject: string; lead: string }> = {
-  sign_up: { subject: 'Your sign-up code', lead: 'Your sign-up verification code is' },
-  sign_in_method: {
-    subject: 'Your verification code',
-    lead: 'Your code to confirm this new sign-in method is',
-  },
-  password_recovery: { subject: 'Your password recovery code', lead: 'Your password recovery code is' },
-  step_up: { subject: 'Your confirmation code', lead: 'Your code to confirm this sensitive action is' },
-  sign_in: { subject: 'Your sign-in code', lead: 'Your code to sign in is' },
-};
-
-/** Builds the text of a verification message: the code as its own whitespace-separated token. */
-export function verificationText(
-  purpose: Purpose,
-  code: string,
-  expiresInMinutes: number,
-): { subject: string; text: string } {
-  const wording = PURPOSES[purpose];
-  if (!wording) throw new TypeError('unknown verification purpose');
-  if (code.length === 0 || /\s/.test(code)) throw new TypeError('a verification code is one non-empty token');
-  if (!Number.isFinite(expiresInMinutes)) throw new TypeError('expiresInMinutes must be a finite number');
-  const minutes = Math.max(1, Math.ceil(expiresInMinutes));
-  const unit = minutes === 1 ? 'minute' : 'minutes';
-  return {
-    subject: wording.subject,
-    text: `${wording.lead}\n\n${code}\n\nIt expires in ${minutes} ${unit}. If you did not ask for it, ignore this message.`,
-  };
-}

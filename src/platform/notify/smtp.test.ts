@@ -3,7 +3,12 @@ import net from 'node:net';
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../../../test/helpers/net.js';
-import { createNotifier, type Notifier, verificationText } from './notifier.js';
+import { createNotifier, type Notifier } from './notifier.js';
+import { type CodePurpose, codeMessage } from './templates.js';
+
+/** A code message in English from an unbranded service (templates.test.ts walks every language). */
+const verificationText = (purpose: CodePurpose, code: string, minutes: number) =>
+  codeMessage('en', { name: 'Your account', named: false }, purpose, code, minutes);
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {

@@ -117,7 +117,93 @@ export type paths = {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change the caller’s own settings: their language
+         * @description `locale` (`en` or `fr`, the hosted pages’ languages) is the language of every email and SMS the service sends the identity. The hosted pages send theirs when a signed-in person opens them. The same language again changes nothing (no audit record, no event); a new one is audited (identity.locale.changed) and emits identity.updated. Answers the account at a glance, as GET /account.
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description the identity's language: every email and SMS it receives is written in it */
+                        locale?: "en" | "fr";
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["AccountOverview"];
+                        };
+                    };
+                };
+                /** @description validation.failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.session_required */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.body_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description internal.unexpected */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description service.unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
         trace?: never;
     };
     "/api/v1/account/deletions": {
@@ -6242,12 +6328,16 @@ export type paths = {
                         identifier: string;
                         /** @enum {string} */
                         identifierType: "email";
+                        /** @description the language of the page the person signs up on: the code's message and the new identity's language; absent, the request's Accept-Language (else DEFAULT_LOCALE) */
+                        locale?: "en" | "fr";
                         password: string;
                     } | {
                         country: string;
                         identifier: string;
                         /** @enum {string} */
                         identifierType: "phone";
+                        /** @description the language of the page the person signs up on: the code's message and the new identity's language; absent, the request's Accept-Language (else DEFAULT_LOCALE) */
+                        locale?: "en" | "fr";
                         password: string;
                     };
                 };
@@ -7288,6 +7378,8 @@ export type components = {
                 createdAt: string;
                 /** Format: uuid */
                 id: string;
+                /** @description the identity's language: every email and SMS it receives is written in it */
+                locale: "en" | "fr";
                 lock: {
                     failedAttempts: number;
                     /** Format: date-time */
@@ -7428,6 +7520,8 @@ export type components = {
                 /** Format: date-time */
                 verifiedAt: string | null;
             }[];
+            /** @description the identity's language: every email and SMS it receives is written in it */
+            locale: "en" | "fr";
             passkeys: {
                 count: number;
                 /** Format: date-time */

@@ -8,6 +8,7 @@ import { Data, IdInput, Instant, NoContent, responses, Uuid } from '../../../pla
 import { Page } from '../../../platform/pagination/page.js';
 import type { ProblemCode } from '../../../platform/problem.js';
 import { limitFor, senderOf, sendingRouteLimit } from '../../../platform/rate-limit/rate-limit.js';
+import { acceptLanguageTags, firstSpoken } from '../../../shared/locales.js';
 import { IdentifierForm } from '../../identities/schemas.js';
 import { OrganizationParams, RoleName } from '../schemas.js';
 import { InvitationService } from './service.js';
@@ -132,6 +133,7 @@ export function invitationRoutes(app: RouteApp, ctx: AppContext): void {
         request.params.organizationId,
         request.body,
         senderOf(request),
+        firstSpoken(acceptLanguageTags(request.headers['accept-language'])),
       );
       return reply.code(201).send(envelope(sent));
     },

@@ -6,14 +6,17 @@ import { hmacHex, opaqueToken } from '../../../platform/crypto/tokens.js';
 import type { Database, Executor } from '../../../platform/db/database.js';
 import { maskIdentifier } from '../../../platform/notify/mask.js';
 import type { DeliveryResult, Notifier } from '../../../platform/notify/notifier.js';
+import { invitationMessage } from '../../../platform/notify/templates.js';
 import type { CursorCodec, CursorScope } from '../../../platform/pagination/cursor.js';
 import { type KeysetWindow, keysetPage, type PageQuery } from '../../../platform/pagination/page.js';
 import { Problem } from '../../../platform/problem.js';
 import type { MessageLimits, MessageSubject } from '../../../platform/rate-limit/guess-budget.js';
 import { destinationSubject } from '../../../platform/rate-limit/guess-budget.js';
+import type { Locale } from '../../../shared/locales.js';
 import type { ChallengeFlow } from '../../challenges/service.js';
 import type { EventLog } from '../../events/log.js';
 import type { IdentifierInput, IdentifierType } from '../../identities/identifier.js';
+import { findIdentifier, identityLocale } from '../../identities/repository.js';
 import { invitationChanged, membershipChanged } from '../events.js';
 import * as repo from '../repository.js';
 import { OrganizationRoles } from '../roles.js';
@@ -29,7 +32,7 @@ export interface InvitationServiceDeps {
   messages: MessageLimits;
   /** The house's normalisation and channel check of an address to be written to. */
   challenges: Pick<ChallengeFlow, 'reachableAddress'>;
-  config: Pick<Config, 'organizations' | 'publicOrigin'> & {
+  config: Pick<Config, 'organizations' | 'publicOrigin' | 'brand'> & {
     keys: Pick<Config['keys'], 'organizationInvitations'>;
   };
   events: EventLog;
@@ -47,33 +50,6 @@ export interface SentInvitation {
 const notFound = () => new Problem('organization.not_found');
 const denied = () => new Problem('organization.permission_denied');
 const unknownInvitation = () => new Problem('organization.invitation_not_found');
-
-/**
- * The invitation message: the organization's name, the role and the hosted acceptance link, which
- * carries the token. Like the house's other messages it names no address and no person; the
- * token is its only secret (it goes in the link's fragment, which a browser never sends).
- */
-export function invitationText(
-  organization: string,
-  role: string,
-  link: string,
-  token: string,
-  expiresInDays: number,
-): { subject: string; text: string } {
-  if (!link.endsWith(`/${token}`) || /\s/.test(link)) throw new TypeError('the link carries the token');
-  const days = Math.max(1, Math.ceil(expiresInDays));
-  return {
-    subject: `You are invited to join ${organization}`,
-    text: [
-      `You are invited to join the organization "${organization}" as ${role}.`,
-      '',
-      'Open this link to accept (sign in, or sign up, with this address first):',
-      link,
-      '',
-      `It expires in ${days} ${days === 1 ? 'day' : 'days'}. If you did not expect it, ignore this message.`,
-    ].join('\n'),
-  };
-}
 
 /**
  * Organization invitations (docs/organizations.md, "Invitations"). A token is a 256-bit bearer
@@ -104,6 +80,7 @@ export class InvitationService {
     organizationId: string,
     input: IdentifierInput & { role: string },
     sender: MessageSubject,
+    requestLocale?: Locale,
   ): Promise<SentInvitation> {
     const to = this.deps.challenges.reachableAddress(input);
     if (!this.#roles.known(input.role)) throw new Problem('organization.role_unknown');
@@ -147,10 +124,17 @@ export class InvitationService {
     });
     // After the commit: a slow channel never holds the organization lock.
     const link = `${this.deps.config.publicOrigin}/account/#/invitations/${token}`;
+    const locale = await this.#invitationLocale(to, identityId, requestLocale);
     const delivery = await this.deps.notifier.send({
       to: to.value,
       type: to.type,
-      ...invitationText(organization.name, input.role, link, token, ttl / 86400),
+      ...invitationMessage(locale, this.deps.config.brand, {
+        organization: organization.name,
+        role: input.role,
+        link,
+        token,
+        expiresInDays: ttl / 86400,
+      }),
     });
     return {
       id,
@@ -160,6 +144,23 @@ export class InvitationService {
       expiresAt: expiresAt.toISOString(),
       delivery: { status: delivery.status, resendable: delivery.resendable },
     };
+  }
+
+  /**
+   * The invitation's language (docs/messages.md, "Which language"): the invitee's own when the
+   * address is already an identity's verified one; else the request's (the inviter's pages,
+   * Accept-Language); else the inviter's own language. Read after the commit, by the same
+   * statements whoever holds the address, and never told in the answer.
+   */
+  async #invitationLocale(
+    to: { type: IdentifierType; value: string },
+    inviter: string,
+    requestLocale: Locale | undefined,
+  ): Promise<Locale> {
+    const { db } = this.deps.database;
+    const holder = await findIdentifier(db, to);
+    if (holder?.verifiedAt) return identityLocale(db, holder.identityId);
+    return requestLocale ?? identityLocale(db, inviter);
   }
 
   /** GET /organizations/{id}/invitations: the pending ones, newest first (`members:invite`). */

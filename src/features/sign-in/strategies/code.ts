@@ -111,14 +111,19 @@ export class CodeStrategy implements Strategy<CodeInput> {
         outcome: eligible ? 'success' : 'failure',
         details: { identifierType: ident.type, challengeId: eligible ? challenge.id : null },
       });
-      return { ...challenge, sendTo: eligible ? ident : undefined };
+      return {
+        ...challenge,
+        sendTo: eligible ? { address: ident, identityId: eligible.identityId } : undefined,
+      };
     });
     const { code, sendTo } = issued;
     if (sendTo && code) {
       setImmediate(() => {
-        this.deps.challenges.deliver('sign_in', sendTo, code).catch((err: unknown) => {
-          this.deps.log.error({ errClass: (err as Error)?.name }, 'sign-in code message failed');
-        });
+        this.deps.challenges
+          .deliver('sign_in', sendTo.address, code, { identityId: sendTo.identityId })
+          .catch((err: unknown) => {
+            this.deps.log.error({ errClass: (err as Error)?.name }, 'sign-in code message failed');
+          });
       });
     }
     return { signInCodeId: issued.id, codeExpiresAt: issued.expiresAt.toISOString() };
