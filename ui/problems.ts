@@ -80,6 +80,8 @@ export function fieldMessage(error: { field?: string; code?: string; message?: s
     if (advice) return strength('refusedWeak', { advice });
     return serverWordsFit() && error.message ? error.message : t('weakPassword');
   }
+  // Found in a breach (the bundled list or the range API): the page's own sentence in its language.
+  if (error.code === 'breached_password') return t('breachedPassword');
   if (error.code === 'minLength') return t('tooShort');
   if (error.code === 'maxLength') return t('tooLong');
   if (error.code === 'pattern') return t('pattern');

@@ -42,6 +42,8 @@ export const t = messages(
     somethingWrong: 'Something went wrong. Try again.',
     // A field's refusal (ui/problems.ts fieldMessage).
     weakPassword: 'This password is too easy to guess. Add more words or make it longer.',
+    breachedPassword:
+      'This password has appeared in data breaches, so attackers try it first. Choose another one.',
     tooShort: 'This is too short.',
     tooLong: 'This is too long.',
     pattern: 'This does not have the expected format.',
@@ -107,6 +109,8 @@ export const t = messages(
     correctFields: 'Veuillez corriger les champs signalés.',
     somethingWrong: 'Un problème est survenu. Réessayez.',
     weakPassword: 'Ce mot de passe est trop facile à deviner. Ajoutez des mots ou allongez-le.',
+    breachedPassword:
+      'Ce mot de passe figure dans des fuites de données : les attaquants l’essaient en premier. Choisissez-en un autre.',
     tooShort: 'C’est trop court.',
     tooLong: 'C’est trop long.',
     pattern: 'Le format n’est pas celui attendu.',
