@@ -45,6 +45,8 @@ interface Settings {
   code: CodeShape;
   /** An authenticator's digits at enrolment (TOTP_DIGITS). */
   authenticatorDigits: number;
+  /** How long a code sent by message stays valid, in seconds (CHALLENGE_TTL). */
+  codeLifetimeSeconds: number;
 }
 let settings: Settings = {
   api: '/api/v1',
@@ -52,7 +54,11 @@ let settings: Settings = {
   brand: { name: null, logoUrl: null, supportUrl: null },
   code: { length: 6, format: 'numeric' },
   authenticatorDigits: 6,
+  codeLifetimeSeconds: 900,
 };
+
+/** How long a code sent by message stays valid, in seconds (CHALLENGE_TTL, from the service). */
+export const codeLifetimeSeconds = (): number => settings.codeLifetimeSeconds;
 
 /** The shape of the codes the page asks for: a message's, or an authenticator app's. */
 export function codeShape(kind: 'message' | 'authenticator'): CodeShape {

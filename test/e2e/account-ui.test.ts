@@ -402,7 +402,7 @@ describe('the hosted account UI in Chromium', () => {
     await axe(page, 'sign-in refused');
     await page.getByLabel('Password', { exact: true }).fill(password);
     await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-    await heading(page, 'Second step');
+    await heading(page, '2-step verification');
     await page.getByLabel('Authenticator code').fill(totp());
     await axe(page, 'second step');
     await shot(page, 'sign-in-second-factor');
@@ -416,7 +416,7 @@ describe('the hosted account UI in Chromium', () => {
     await page.getByLabel('Email or phone number').fill(EMAIL);
     await page.getByLabel('Password', { exact: true }).fill(password);
     await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-    await heading(page, 'Second step');
+    await heading(page, '2-step verification');
     await page.getByRole('button', { name: 'Use a recovery code instead' }).click();
     await page.getByLabel('Recovery code').fill(recoveryCodes[0]);
     await page.getByRole('button', { name: 'Continue' }).click();
@@ -580,7 +580,7 @@ describe('the hosted account UI in Chromium', () => {
     await page.getByLabel('Email or phone number').fill(EMAIL);
     await page.getByLabel('Password', { exact: true }).fill(password);
     await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-    await heading(page, 'Second step');
+    await heading(page, '2-step verification');
     await page.getByLabel('Authenticator code').fill(totp());
     await page.getByRole('button', { name: 'Continue' }).click();
     await heading(page, 'Your account');
@@ -595,7 +595,7 @@ describe('the hosted account UI in Chromium', () => {
       await m.getByLabel('Email or phone number').fill(EMAIL);
       await m.getByLabel('Password', { exact: true }).fill(password);
       await m.getByRole('button', { name: 'Sign in', exact: true }).click();
-      await heading(m, 'Second step');
+      await heading(m, '2-step verification');
       await m.getByLabel('Authenticator code').fill(totp());
       await m.getByRole('button', { name: 'Continue' }).click();
       await heading(m, 'Your account');

@@ -7,7 +7,7 @@ export const t = messages(
     preparing: 'Preparing…',
     'prompt.identifier': 'We sent a code to your address. Enter it to continue.',
     'prompt.second_factor': 'Enter the code your authenticator app shows now.',
-    'prompt.recovery_code': 'Enter one of your unused recovery codes. It will be used up.',
+    'prompt.recovery_code': 'Enter one of your recovery codes. Each code works once.',
     unavailable: 'That way is not available on this account.',
     cannotStart: 'The step-up could not start.',
     code: 'Code',
@@ -25,7 +25,7 @@ export const t = messages(
     'prompt.identifier': 'Nous avons envoyé un code à votre adresse. Saisissez-le pour continuer.',
     'prompt.second_factor':
       'Saisissez le code affiché en ce moment par votre application d’authentification.',
-    'prompt.recovery_code': 'Saisissez l’un de vos codes de secours inutilisés. Il sera consommé.',
+    'prompt.recovery_code': 'Saisissez l’un de vos codes de secours. Chaque code ne fonctionne qu’une fois.',
     unavailable: 'Ce moyen n’est pas disponible pour ce compte.',
     cannotStart: 'La confirmation n’a pas pu démarrer.',
     code: 'Code',
