@@ -32,6 +32,7 @@ const KNOWN = new Set([
   'hooks.refused',
   'hooks.unavailable',
   'ui.passkey_cancelled',
+  'ui.passkey_none',
   'ui.code_expired',
 ] as const);
 type Known = typeof KNOWN extends Set<infer K> ? K : never;

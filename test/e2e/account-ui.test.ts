@@ -296,6 +296,13 @@ describe('the hosted account UI in Chromium', () => {
     await heading(page, '2-step verification');
     await page.getByRole('button', { name: 'Set up an authenticator app' }).click();
     await page.getByRole('heading', { name: 'Confirm it is you' }).first().waitFor();
+    // Where the code went, masked; and only the ways this account has (no factor, no passkey yet:
+    // neither a recovery code nor a passkey is offered).
+    const masked = `${EMAIL[0]}***${EMAIL.slice(EMAIL.indexOf('@'))}`;
+    await page.locator('.stepup').getByText(`We sent a code to ${masked}. Enter it to continue.`).waitFor();
+    await page.locator('.stepup .stepup-ways[data-ready]').waitFor({ state: 'attached' });
+    expect(await page.locator('.stepup .stepup-ways button').count()).toBe(0);
+    await axe(page, 'step-up by mail, naming the masked address');
     const code = await mailCode(EMAIL, before + 1);
     await page.locator('.stepup').getByLabel('Code').fill(code);
     await page.locator('.stepup').getByRole('button', { name: 'Confirm' }).click();

@@ -2,7 +2,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { axeCheck, launchChromium } from '../helpers/browser.js';
+import { addVirtualAuthenticator, axeCheck, launchChromium } from '../helpers/browser.js';
 import { freePort } from '../helpers/net.js';
 import { mailCode, mailCount, type SmtpSink, startSmtpSink } from '../helpers/smtp.js';
 
@@ -11,7 +11,8 @@ import { mailCode, mailCount, type SmtpSink, startSmtpSink } from '../helpers/sm
  * says how long the code lasts from the configured lifetime, and a code refused after it says it
  * expired (not "not accepted"), with the next step, in English and in French, light and dark. The
  * service answers an expired code like a wrong one (docs/api.md); the page knows when it sent the
- * code. The service's clock and the page's are both moved, never waited for.
+ * code. The service's clock and the page's are both moved, never waited for. And a passkey
+ * sign-in on a device with none for this site says so, with the next step.
  */
 const EMAIL = 'ines@example.com';
 const PASSWORD = 'juniper-cobalt-lantern-58';
@@ -54,6 +55,9 @@ beforeAll(async () => {
       SMTP_URL: `smtp://127.0.0.1:${smtp.port}`,
       ACCOUNT_UI: 'on',
       CHALLENGE_TTL: String(TTL),
+      WEBAUTHN_RP_ID: 'localhost',
+      WEBAUTHN_RP_NAME: 'Identity e2e',
+      WEBAUTHN_ORIGINS: origin,
     },
   });
   await t.app.listen({ host: '127.0.0.1', port });
@@ -149,4 +153,42 @@ describe('an expired code says it expired (CHALLENGE_TTL=60)', () => {
     await axeCheck(page, 'recovery in French, expired code (dark)');
     expect(pageErrors).toEqual([]);
   });
+});
+
+describe('no passkey for this site on this device', () => {
+  for (const [locale, scheme, button, text] of [
+    [
+      'en-US',
+      'light',
+      'Sign in with a passkey',
+      'There is no passkey for this site on this device. Sign in another way (your password or a code), then add a passkey in Security.',
+    ],
+    [
+      'fr-FR',
+      'dark',
+      'Se connecter avec une clé d’accès',
+      'Cet appareil n’a pas de clé d’accès pour ce site. Connectez-vous autrement (mot de passe ou code), puis ajoutez une clé d’accès dans Sécurité.',
+    ],
+  ] as const) {
+    it(`${locale}, ${scheme}: says so, with the next step`, async () => {
+      const context = await browser.newContext({
+        viewport: { width: 1000, height: 800 },
+        locale,
+        colorScheme: scheme,
+      });
+      contexts.push(context);
+      const page = await context.newPage();
+      page.setDefaultTimeout(8000);
+      page.on('pageerror', (e) => pageErrors.push(String(e)));
+      await page.goto(`${origin}/account/#/sign-in`);
+      // An authenticator with no credential: the browser answers NotAllowedError without asking.
+      await addVirtualAuthenticator(page);
+      await page.getByRole('button', { name: button }).click();
+      const alert = page.getByRole('alert').filter({ hasText: text });
+      await alert.waitFor();
+      expect(await page.locator('main').innerText()).not.toMatch(/closed or timed out|a été fermée/);
+      await axeCheck(page, `no passkey here (${locale}, ${scheme})`);
+      expect(pageErrors).toEqual([]);
+    });
+  }
 });

@@ -6328,6 +6328,8 @@ export type paths = {
                                 /** Format: uuid */
                                 challengeId: string;
                                 channel: "second_factor" | "recovery_code" | "identifier";
+                                /** @description the identifier channel only: where the code went, masked as in the sign-in methods list (a***@example.com, +33******78) */
+                                sentTo?: string;
                             };
                         };
                     };
