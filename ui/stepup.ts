@@ -1,6 +1,14 @@
-import { api, asProblem, passkeyStatus, type StepUpChannel } from './api.js';
+import {
+  api,
+  asProblem,
+  codeLifetimeSeconds,
+  InteractionError,
+  passkeyStatus,
+  type StepUpChannel,
+} from './api.js';
 import { field, h, uid } from './dom.js';
 import { makeForm } from './forms.js';
+import { t as otp } from './messages/otp.js';
 import { t } from './messages/stepup.js';
 import { Cancelled, messageFor } from './problems.js';
 import { goToProvider } from './providers.js';
@@ -106,6 +114,7 @@ export function stepUp(slot: HTMLElement): Promise<string> {
         return;
       }
       if (!channel) hasFactor = challenge.channel !== 'identifier';
+      const startedAt = Date.now();
       const code = field({
         label: challenge.channel === 'recovery_code' ? t('recoveryCode') : t('code'),
         name: 'code',
@@ -115,9 +124,28 @@ export function stepUp(slot: HTMLElement): Promise<string> {
       const form = makeForm({
         fields: [code],
         submit: t('confirm'),
-        buttons: [cancelButton()],
+        // A code by message: a new one on demand (a new step-up retires the earlier one).
+        buttons: challenge.channel === 'identifier' ? [resendButton(), cancelButton()] : [cancelButton()],
         async onSubmit() {
-          const token = await api.confirmStepUp(challenge.challengeId, code.input.value.trim());
+          let token: string;
+          try {
+            token = await api.confirmStepUp(challenge.challengeId, code.input.value.trim());
+          } catch (error) {
+            // A code sent by message, refused after its lifetime: said so (the service answers
+            // alike for every cause); "Send a new code" is the box's own retry (docs/decisions.md).
+            const late = Date.now() >= startedAt + codeLifetimeSeconds() * 1000;
+            if (challenge.channel === 'identifier' && late) {
+              const p = asProblem(error);
+              if (p.code === 'identity.step_up_confirmation_refused') {
+                throw new InteractionError({
+                  code: 'ui.code_expired',
+                  status: 403,
+                  errors: [{ field: 'code', code: 'code_expired' }],
+                });
+              }
+            }
+            throw error;
+          }
           close();
           resolve(token);
         },
@@ -125,6 +153,12 @@ export function stepUp(slot: HTMLElement): Promise<string> {
       status.textContent = prompt(challenge.channel, challenge.sentTo);
       box.append(form.el, h('div', { class: 'actions' }, others(challenge.channel)));
       code.input.focus();
+    };
+
+    const resendButton = () => {
+      const b = h('button', { type: 'button', class: 'secondary' }, otp('resend'));
+      b.addEventListener('click', () => void draw('identifier'));
+      return b;
     };
 
     const cancelButton = () => {
