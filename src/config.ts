@@ -9,6 +9,7 @@
  */
 
 import { admin } from './config/admin.js';
+import { breachedPasswords } from './config/breached-passwords.js';
 import { codes } from './config/codes.js';
 import { database } from './config/database.js';
 import { hashing } from './config/hashing.js';
@@ -48,6 +49,7 @@ export const { Environment, loadConfig } = compose(
     logging,
     lifetimes,
     hashing,
+    breachedPasswords,
     operations,
     passkeysSection,
     signInSection,

@@ -17,6 +17,7 @@ import { SessionService } from './features/sessions/service.js';
 import { findElevation } from './features/step-up/repository.js';
 import { AuditLog } from './platform/audit/audit.js';
 import type { Clock } from './platform/clock.js';
+import { type BreachCheck, BreachRange, noBreachRange } from './platform/crypto/breached-passwords.js';
 import { checkSecretsKey } from './platform/crypto/key-check.js';
 import { createPasswordHasher, type PasswordHasher } from './platform/crypto/passwords.js';
 import { Sealer } from './platform/crypto/seal.js';
@@ -41,6 +42,8 @@ export interface AppContext {
   clock: Clock;
   log: FastifyBaseLogger;
   passwords: PasswordHasher;
+  /** The range API's check of new passwords (BREACHED_PASSWORDS_RANGE_URL), or one that finds none. */
+  breaches: BreachCheck;
   audit: AuditLog;
   lock: AccountLock;
   /** Issues and answers every out-of-band and step-up challenge. */
@@ -126,6 +129,13 @@ export async function createContext(
     nice: config.argon2Nice,
     onWait: (ms) => signals.argon2Waited(ms),
   });
+  const breaches = config.breachedPasswords
+    ? new BreachRange({
+        url: config.breachedPasswords.rangeUrl,
+        timeoutMs: config.breachedPasswords.timeoutMs,
+        log,
+      })
+    : noBreachRange;
   const challenges = new ChallengeFlow(
     database.db,
     codes,
@@ -193,6 +203,7 @@ export async function createContext(
     clock,
     log,
     passwords,
+    breaches,
     audit,
     lock,
     challenges,

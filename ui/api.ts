@@ -46,6 +46,8 @@ interface Settings {
   code: CodeShape;
   /** An authenticator's digits at enrolment (TOTP_DIGITS). */
   authenticatorDigits: number;
+  /** How long a code sent by message stays valid, in seconds (CHALLENGE_TTL). */
+  codeLifetimeSeconds: number;
 }
 let settings: Settings = {
   api: '/api/v1',
@@ -53,7 +55,11 @@ let settings: Settings = {
   brand: { name: null, logoUrl: null, supportUrl: null },
   code: { length: 6, format: 'numeric' },
   authenticatorDigits: 6,
+  codeLifetimeSeconds: 900,
 };
+
+/** How long a code sent by message stays valid, in seconds (CHALLENGE_TTL, from the service). */
+export const codeLifetimeSeconds = (): number => settings.codeLifetimeSeconds;
 
 /** The shape of the codes the page asks for: a message's, or an authenticator app's. */
 export function codeShape(kind: 'message' | 'authenticator'): CodeShape {
@@ -100,6 +106,7 @@ export function asProblem(error: unknown): ProblemLike {
     };
   }
   if (error instanceof InteractionError) return error.problem;
+  if (error instanceof NoPasskeyHere) return { code: 'ui.passkey_none' };
   if (error instanceof DOMException && error.name === 'NotAllowedError') {
     return { code: 'ui.passkey_cancelled', detail: 'The passkey prompt was closed or timed out.' };
   }
@@ -137,10 +144,32 @@ export function passkeyStatus(): PasskeyStatus {
 
 type Json = Parameters<typeof PublicKeyCredential.parseRequestOptionsFromJSON>[0];
 
+/**
+ * A NotAllowedError faster than anyone could answer a prompt: the browser asked no one, which is
+ * what it does when this device holds no passkey for this site (WebAuthn hides the reason; a person
+ * who closes a prompt takes far longer). Said as such, with the next step (docs/decisions.md).
+ */
+const NO_PROMPT_MS = 400;
+export class NoPasskeyHere extends Error {
+  constructor() {
+    super('no passkey for this site on this device');
+  }
+}
+
 async function assertion(options: unknown): Promise<unknown> {
-  const credential = (await navigator.credentials.get({
-    publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(options as Json),
-  })) as PublicKeyCredential | null;
+  const asked = performance.now();
+  let credential: PublicKeyCredential | null;
+  try {
+    credential = (await navigator.credentials.get({
+      publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(options as Json),
+    })) as PublicKeyCredential | null;
+  } catch (error) {
+    const unanswered = performance.now() - asked < NO_PROMPT_MS;
+    if (error instanceof DOMException && error.name === 'NotAllowedError' && unanswered) {
+      throw new NoPasskeyHere();
+    }
+    throw error;
+  }
   if (!credential) throw new DOMException('no credential', 'NotAllowedError');
   return credential.toJSON();
 }
@@ -279,9 +308,11 @@ export const api = {
   changePassword: (currentPassword: string, newPassword: string) =>
     client.changePassword({ currentPassword, newPassword }),
 
-  async startStepUp(channel?: StepUpChannel): Promise<{ challengeId: string; channel: StepUpChannel }> {
+  async startStepUp(
+    channel?: StepUpChannel,
+  ): Promise<{ challengeId: string; channel: StepUpChannel; sentTo: string | null }> {
     const c = await client.stepUp(channel ? { channel } : {});
-    return { challengeId: c.challengeId, channel: c.channel as StepUpChannel };
+    return { challengeId: c.challengeId, channel: c.channel as StepUpChannel, sentTo: c.sentTo ?? null };
   },
   confirmStepUp: async (challengeId: string, code: string): Promise<string> =>
     keep(await client.confirmStepUp({ challengeId, code })),

@@ -1,4 +1,4 @@
-import { type CodeShape, codeShape } from './api.js';
+import { type CodeShape, codeLifetimeSeconds, codeShape, InteractionError } from './api.js';
 import { type Field, field, h } from './dom.js';
 import type { IdentifierField, IdentifierForm } from './identifier.js';
 import { t } from './messages/otp.js';
@@ -153,6 +153,26 @@ export interface CodeSent {
   resend: HTMLButtonElement;
   /** After a send: says so, and holds the resend button back for RESEND_COOLDOWN seconds. */
   sent(): void;
+  /**
+   * When the last code was sent (this browser's clock, ms), for the page to keep across a reload;
+   * null when this page did not see it sent.
+   */
+  sentAt(): number | null;
+  /** A send seen earlier (before a reload): its time, kept by the page. */
+  sentEarlier(at: number): void;
+  /**
+   * A refusal of the code: when the last code's lifetime (CHALLENGE_TTL) has passed, the page's own
+   * "This code has expired" on `field` and in the alert, else the refusal as it came. The service
+   * answers expired and wrong codes alike (docs/api.md); the page knows when it sent the code.
+   */
+  explain(error: unknown, field: string): unknown;
+}
+
+/** "It expires in 15 minutes.": the configured lifetime of a code sent by message (CHALLENGE_TTL). */
+export function codeExpiresText(): string {
+  const seconds = codeLifetimeSeconds();
+  if (seconds >= 7200 && seconds % 3600 === 0) return t('expiresIn.hours', { count: seconds / 3600 });
+  return t('expiresIn.minutes', { count: Math.max(1, Math.floor(seconds / 60)) });
 }
 
 /**
@@ -163,10 +183,24 @@ export function codeSent(who: IdentifierForm, sentText?: string): CodeSent {
   const status = h('p', { class: 'code-sent', role: 'status' });
   const resend = h('button', { type: 'button', class: 'secondary' }, t('resend'));
   let timer: number | undefined;
+  let last: number | null = null;
   return {
     status,
     resend,
+    sentAt: () => last,
+    sentEarlier(at) {
+      last = at;
+    },
+    explain(error, field) {
+      if (last === null || Date.now() < last + codeLifetimeSeconds() * 1000) return error;
+      return new InteractionError({
+        code: 'ui.code_expired',
+        status: 422,
+        errors: [{ field, code: 'code_expired' }],
+      });
+    },
     sent() {
+      last = Date.now();
       // Emptied, then written after a tick: a screen reader announces a second "Code sent" too.
       status.textContent = '';
       window.clearTimeout(timer);

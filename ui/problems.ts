@@ -34,6 +34,8 @@ const KNOWN = new Set([
   'hooks.refused',
   'hooks.unavailable',
   'ui.passkey_cancelled',
+  'ui.passkey_none',
+  'ui.code_expired',
 ] as const);
 type Known = typeof KNOWN extends Set<infer K> ? K : never;
 const isKnown = (code: string | undefined): code is Known => !!code && KNOWN.has(code as Known);
@@ -82,6 +84,9 @@ export function fieldMessage(error: { field?: string; code?: string; message?: s
     if (advice) return strength('refusedWeak', { advice });
     return serverWordsFit() && error.message ? error.message : t('weakPassword');
   }
+  // Found in a breach (the bundled list or the range API): the page's own sentence in its language.
+  if (error.code === 'breached_password') return t('breachedPassword');
+  if (error.code === 'code_expired') return t('codeExpired');
   if (error.code === 'minLength') return t('tooShort');
   if (error.code === 'maxLength') return t('tooLong');
   if (error.code === 'pattern') return t('pattern');

@@ -4,7 +4,8 @@ import { t } from './messages/strength.js';
 
 /*
  * The strength meter under a new password. It judges by the service's own rule
- * (src/shared/password-policy.ts: length 12..200 and a zxcvbn score of 3 or more), loaded
+ * (src/shared/password-policy.ts: length 12..200, not in the bundled breach list, and a zxcvbn
+ * score of 3 or more), loaded
  * on the first keystroke as a separate script: zxcvbn's dictionaries are most of its weight and
  * the pages do not need them until someone types a new password.
  */
@@ -55,6 +56,8 @@ async function verdictOf(p: Policy, password: string, userInputs: readonly strin
     p.passwordUserInputs(userInputs, product ? [product] : []),
   );
   if (result.ok) return { level: result.score === 4 ? 4 : 3, label: t(LABELS[result.score]), advice: '' };
+  // In the bundled breach list: the meter says so, as the service's refusal will.
+  if (result.reason === 'breached') return { level: 1, label: t('tooWeak'), advice: t('breached') };
   if (result.reason !== 'weak') {
     const advice =
       result.reason === 'too_short'

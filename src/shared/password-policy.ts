@@ -21,10 +21,23 @@ const ESTIMATED_LENGTH = 64;
 export type PasswordPolicyResult =
   | { ok: true; score: Score }
   | { ok: false; reason: 'too_short' | 'too_long' }
+  /** In the bundled list of passwords seen in breaches (breachedOffline): `message` says so. */
+  | { ok: false; reason: 'breached'; message: string }
   /** `advice`: zxcvbn's warning and first suggestion; `message`: the refusal's sentence with it. */
   | { ok: false; reason: 'weak'; score: Score; advice: string; message: string };
 
 let estimator: Promise<ZxcvbnFactory> | undefined;
+/**
+ * The bundled breach list: the entries of zxcvbn's own common-password list (@zxcvbn-ts/language-
+ * common, `passwords-common`, ranked by how often they appear in leaked password dumps) that are
+ * long enough to pass the length rule, about 300 of its 49,000; shorter ones are refused by length
+ * anyway. Filled with the estimator (docs/security.md, "Breached passwords").
+ */
+let breachList: ReadonlySet<string> = new Set();
+
+/** The sentence of a breached password's refusal (the page words its own, ui/messages/forms.ts). */
+export const BREACHED_PASSWORD_MESSAGE =
+  'This password has appeared in data breaches, so attackers try it first. Choose another one.';
 
 /**
  * The word lists with every word that fits in Latin-1 as a one-byte string. Each list is decoded
@@ -68,6 +81,11 @@ function zxcvbn(): Promise<ZxcvbnFactory> {
       import('@zxcvbn-ts/language-common'),
       import('@zxcvbn-ts/language-en'),
     ]);
+    breachList = new Set(
+      common.dictionary['passwords-common'].filter(
+        (word): word is string => typeof word === 'string' && [...word].length >= MIN_PASSWORD_LENGTH,
+      ),
+    );
     return new ZxcvbnFactory({
       dictionary: oneByteWords({ ...common.dictionary, ...english.dictionary }),
       graphs: common.adjacencyGraphs,
@@ -146,8 +164,9 @@ function adviceFrom(warning: string | null, suggestions: readonly string[]): str
 }
 
 /**
- * 12..200 characters counted by Unicode code points ([...s].length), no composition rules, and a
- * zxcvbn score of at least MIN_PASSWORD_SCORE with the person's identifiers as their own data.
+ * 12..200 characters counted by Unicode code points ([...s].length), no composition rules, not
+ * exactly one of the bundled breached passwords (breachList), and a zxcvbn score of at least
+ * MIN_PASSWORD_SCORE with the person's identifiers as their own data.
  */
 export async function checkNewPassword(
   password: string,
@@ -156,7 +175,10 @@ export async function checkNewPassword(
   const length = [...password].length;
   if (length < MIN_PASSWORD_LENGTH) return { ok: false, reason: 'too_short' };
   if (length > MAX_PASSWORD_LENGTH) return { ok: false, reason: 'too_long' };
-  const result = (await zxcvbn()).check(password, [...userInputs]);
+  const estimator = await zxcvbn();
+  // Before the estimate: a listed password is refused for what it is, not as merely guessable.
+  if (breachList.has(password)) return { ok: false, reason: 'breached', message: BREACHED_PASSWORD_MESSAGE };
+  const result = estimator.check(password, [...userInputs]);
   if (result.score >= MIN_PASSWORD_SCORE) return { ok: true, score: result.score };
   const advice = adviceFrom(result.feedback.warning, result.feedback.suggestions);
   return {

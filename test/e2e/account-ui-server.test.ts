@@ -44,6 +44,7 @@ describe('the account UI plugin', () => {
       brand: { name: null, logoUrl: null, supportUrl: null },
       code: { length: 6, format: 'numeric' },
       authenticatorDigits: 6,
+      codeLifetimeSeconds: 900,
     });
     expect((await t.app.inject({ url: '/account/nothing.js' })).statusCode).toBe(404);
   });
@@ -67,6 +68,7 @@ describe('the account UI plugin', () => {
         VERIFICATION_CODE_FORMAT: 'alphanumeric',
         VERIFICATION_CODE_LENGTH: '8',
         TOTP_DIGITS: '8',
+        CHALLENGE_TTL: '3600',
       },
     });
     const settings = (await t.app.inject({ url: '/account/settings.json' })).json();
@@ -74,6 +76,8 @@ describe('the account UI plugin', () => {
     // The code input follows the configured codes.
     expect(settings.code).toEqual({ length: 8, format: 'alphanumeric' });
     expect(settings.authenticatorDigits).toBe(8);
+    // "It expires in …" follows the configured lifetime.
+    expect(settings.codeLifetimeSeconds).toBe(3600);
   });
 
   it('refuses a path under /api/, without its final slash, or with odd characters', () => {

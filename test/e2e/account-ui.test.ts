@@ -296,6 +296,13 @@ describe('the hosted account UI in Chromium', () => {
     await heading(page, '2-step verification');
     await page.getByRole('button', { name: 'Set up an authenticator app' }).click();
     await page.getByRole('heading', { name: 'Confirm it is you' }).first().waitFor();
+    // Where the code went, masked; and only the ways this account has (no factor, no passkey yet:
+    // neither a recovery code nor a passkey is offered).
+    const masked = `${EMAIL[0]}***${EMAIL.slice(EMAIL.indexOf('@'))}`;
+    await page.locator('.stepup').getByText(`We sent a code to ${masked}. Enter it to continue.`).waitFor();
+    await page.locator('.stepup .stepup-ways[data-ready]').waitFor({ state: 'attached' });
+    expect(await page.locator('.stepup .stepup-ways button').count()).toBe(0);
+    await axe(page, 'step-up by mail, naming the masked address');
     const code = await mailCode(EMAIL, before + 1);
     await page.locator('.stepup').getByLabel('Code').fill(code);
     await page.locator('.stepup').getByRole('button', { name: 'Confirm' }).click();
@@ -402,7 +409,7 @@ describe('the hosted account UI in Chromium', () => {
     await axe(page, 'sign-in refused');
     await page.getByLabel('Password', { exact: true }).fill(password);
     await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-    await heading(page, 'Second step');
+    await heading(page, '2-step verification');
     await page.getByLabel('Authenticator code').fill(totp());
     await axe(page, 'second step');
     await shot(page, 'sign-in-second-factor');
@@ -416,7 +423,7 @@ describe('the hosted account UI in Chromium', () => {
     await page.getByLabel('Email or phone number').fill(EMAIL);
     await page.getByLabel('Password', { exact: true }).fill(password);
     await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-    await heading(page, 'Second step');
+    await heading(page, '2-step verification');
     await page.getByRole('button', { name: 'Use a recovery code instead' }).click();
     await page.getByLabel('Recovery code').fill(recoveryCodes[0]);
     await page.getByRole('button', { name: 'Continue' }).click();
@@ -580,7 +587,7 @@ describe('the hosted account UI in Chromium', () => {
     await page.getByLabel('Email or phone number').fill(EMAIL);
     await page.getByLabel('Password', { exact: true }).fill(password);
     await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-    await heading(page, 'Second step');
+    await heading(page, '2-step verification');
     await page.getByLabel('Authenticator code').fill(totp());
     await page.getByRole('button', { name: 'Continue' }).click();
     await heading(page, 'Your account');
@@ -595,7 +602,7 @@ describe('the hosted account UI in Chromium', () => {
       await m.getByLabel('Email or phone number').fill(EMAIL);
       await m.getByLabel('Password', { exact: true }).fill(password);
       await m.getByRole('button', { name: 'Sign in', exact: true }).click();
-      await heading(m, 'Second step');
+      await heading(m, '2-step verification');
       await m.getByLabel('Authenticator code').fill(totp());
       await m.getByRole('button', { name: 'Continue' }).click();
       await heading(m, 'Your account');

@@ -13,7 +13,13 @@ import { type SmtpSink, startSmtpSink } from '../helpers/smtp.js';
  * refuses a weak password with its reason on the field, and a strong one goes on to the code step.
  * In French, the meter's advice and the refusal's reason are zxcvbn's French sentences
  * (@zxcvbn-ts/language-fr), loaded as a small script of their own on French pages only.
+ * `password1234` itself is in the bundled breach list now: the meter and the refusal say so
+ * (docs/security.md, "Breached passwords"); `password12345` is weak for the same reason it was.
  */
+const BREACHED_EN =
+  'This password has appeared in data breaches, so attackers try it first. Choose another one.';
+const BREACHED_FR =
+  'Ce mot de passe figure dans des fuites de données : les attaquants l’essaient en premier. Choisissez-en un autre.';
 const EMAIL = 'grace@example.com';
 
 let t: TestApp;
@@ -69,14 +75,14 @@ async function typePassword(value: string): Promise<void> {
 }
 
 describe('the password strength meter and the refusal of a weak password', () => {
-  it('loads the rule on the first keystroke and calls password1234 too weak, like the service', async () => {
+  it('loads the rule on the first keystroke and calls password12345 too weak, like the service', async () => {
     await page.goto(`${origin}/account/#/sign-up`);
     await page.getByRole('heading', { level: 1, name: 'Create an account' }).waitFor();
     // zxcvbn's dictionaries are not part of the page's own script.
     expect(policyScripts()).toEqual([]);
     expect(zxcvbnScripts()).toEqual([]);
     await page.getByLabel('Email or phone number').fill(EMAIL);
-    await typePassword('password1234');
+    await typePassword('password12345');
     await expect.poll(() => meter().getAttribute('aria-valuetext')).toBe('Too weak');
     expect(policyScripts()).toHaveLength(1);
     expect(zxcvbnScripts()).toHaveLength(3);
@@ -95,14 +101,14 @@ describe('the password strength meter and the refusal of a weak password', () =>
   });
 
   it('shows the service’s reason on the field when a weak password is sent anyway', async () => {
-    await typePassword('password1234');
+    await typePassword('password12345');
     await page.getByRole('button', { name: 'Create account' }).click();
     const input = passwordInput();
     await expect.poll(() => input.getAttribute('aria-invalid')).toBe('true');
     const error = page.locator('.field-error:not([hidden])');
     const reason = await error.textContent();
     expect(reason).toMatch(/^This password is too easy to guess\. \S/);
-    expect(reason).not.toContain('password1234');
+    expect(reason).not.toContain('password12345');
     const describedBy = (await input.getAttribute('aria-describedby'))?.split(' ') ?? [];
     expect(describedBy).toContain(await error.getAttribute('id'));
     // Still described by the meter too.
@@ -110,6 +116,23 @@ describe('the password strength meter and the refusal of a weak password', () =>
     // Refused before anything was sent.
     expect(smtp.received.filter((m) => m.to.includes(EMAIL))).toHaveLength(0);
     await axeCheck(page, 'sign-up, weak password refused');
+  });
+
+  it('names a password of the breach list as breached, on the meter and on the refused field', async () => {
+    await typePassword('password1234');
+    await expect.poll(() => strengthText().textContent()).toBe(`Too weak. ${BREACHED_EN}`);
+    expect(await meter().getAttribute('aria-valuenow')).toBe('1');
+    const refusal = page.waitForResponse((r) => r.url().includes('/api/v1/') && r.status() === 400);
+    await page.getByRole('button', { name: 'Create account' }).click();
+    expect((await (await refusal).json()).errors[0].code).toBe('breached_password');
+    const input = passwordInput();
+    const error = page.locator('.field-error:not([hidden])');
+    await expect.poll(() => error.textContent()).toBe(BREACHED_EN);
+    expect(await input.getAttribute('aria-invalid')).toBe('true');
+    const describedBy = (await input.getAttribute('aria-describedby'))?.split(' ') ?? [];
+    expect(describedBy).toContain(await error.getAttribute('id'));
+    expect(smtp.received.filter((m) => m.to.includes(EMAIL))).toHaveLength(0);
+    await axeCheck(page, 'sign-up, breached password refused');
   });
 
   it('calls a passphrase strong, and sign-up goes on to the code step', async () => {
@@ -142,7 +165,7 @@ describe('the password strength meter and the refusal of a weak password', () =>
       await fr_.goto(`${origin}/account/#/sign-up`);
       await fr_.getByRole('heading', { level: 1, name: 'Créer un compte' }).waitFor();
       await fr_.getByLabel('Adresse e-mail ou numéro de téléphone').fill('chloe@example.com');
-      await frPassword().pressSequentially('password1234');
+      await frPassword().pressSequentially('password12345');
       await expect.poll(() => frMeter().getAttribute('aria-valuetext')).toBe('Trop faible');
       // zxcvbn's warning and suggestion, in language-fr's words; not a word of language-en's.
       const warning = fr.warnings.similarToCommon;
@@ -165,7 +188,7 @@ describe('the password strength meter and the refusal of a weak password', () =>
       // Sent anyway: the service refuses with its English reason (for API clients); the field says
       // why in French, with the same advice as the meter.
       await frPassword().fill('');
-      await frPassword().pressSequentially('password1234');
+      await frPassword().pressSequentially('password12345');
       await expect.poll(() => frText().textContent()).toContain(warning);
       const refusal = fr_.waitForResponse((r) => r.url().includes('/api/v1/') && r.status() === 400);
       await fr_.getByRole('button', { name: 'Créer le compte' }).click();
@@ -178,6 +201,17 @@ describe('the password strength meter and the refusal of a weak password', () =>
       );
       expect(await fr_.locator('main').innerText()).not.toMatch(/too easy to guess|commonly used password/);
       await axeCheck(fr_, 'sign-up in French, weak password refused');
+
+      // In the breach list: said in French on the meter and on the refused field.
+      await frPassword().fill('');
+      await frPassword().pressSequentially('password1234');
+      await expect.poll(() => frText().textContent()).toBe(`Trop faible. ${BREACHED_FR}`);
+      await fr_.getByRole('button', { name: 'Créer le compte' }).click();
+      await expect.poll(() => error.textContent()).toBe(BREACHED_FR);
+      expect(await frPassword().getAttribute('aria-invalid')).toBe('true');
+      expect(await frPassword().getAttribute('aria-describedby')).toContain(await error.getAttribute('id'));
+      expect(await fr_.locator('main').innerText()).not.toMatch(/data breaches/);
+      await axeCheck(fr_, 'sign-up in French, breached password refused');
     } finally {
       await context.close();
     }
@@ -193,7 +227,7 @@ describe('the password strength meter and the refusal of a weak password', () =>
       await xa.goto(`${origin}/account/#/sign-up`);
       await xa.getByRole('heading', { level: 1, name: '⟦Create an account⟧' }).waitFor();
       await xa.getByLabel('⟦Email or phone number⟧').fill('chloe@example.com');
-      await xa.getByLabel('⟦Password⟧', { exact: true }).pressSequentially('password1234');
+      await xa.getByLabel('⟦Password⟧', { exact: true }).pressSequentially('password12345');
       const advice = `${en.warnings.similarToCommon} ${en.suggestions.anotherWord}`;
       await expect.poll(() => xa.locator('.strength-text').textContent()).toBe(`⟦Too weak⟧. ⟦${advice}⟧`);
     } finally {

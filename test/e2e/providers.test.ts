@@ -273,7 +273,7 @@ describe('"Continue with …" on the hosted pages in Chromium', () => {
     await heading(page, 'Sign in');
     await page.getByRole('button', { name: 'Continue with Acme' }).click();
     await acme.signInIfAsked(page);
-    await heading(page, 'Second step');
+    await heading(page, '2-step verification');
     await expectCleanReturn(page);
     await page
       .getByText('You signed in with Acme. Now confirm it is you with your authenticator app.')
@@ -338,7 +338,7 @@ describe('"Continue with …" on the hosted pages in Chromium', () => {
     await page.getByRole('button', { name: 'Continue with Acme' }).click();
     await acme.signInIfAsked(page);
     // Back on the interaction's page, then its second step (the authenticator), then the application.
-    await heading(page, 'Second step');
+    await heading(page, '2-step verification');
     await expectCleanReturn(page);
     expect(await historyUrls(page)).toContain(at);
     await page.getByLabel('Authenticator code').fill(totp());

@@ -185,7 +185,7 @@ describe('the sign-in card (issue 27)', () => {
     await through;
     await page.unroute('**/api/v1/sign-ins');
 
-    await heading('Second step');
+    await heading('2-step verification');
     const code = page.getByLabel('Authenticator code');
     await expect.poll(focusedId).toBe(await code.getAttribute('id'));
     await page.getByRole('button', { name: 'Use a passkey instead' }).waitFor();
@@ -212,7 +212,7 @@ describe('the sign-in card (issue 27)', () => {
     await identifier().fill(person.email);
     await password().fill(person.password);
     await signInButton().click();
-    await heading('Second step');
+    await heading('2-step verification');
     await page.getByRole('button', { name: 'Use a recovery code instead' }).click();
     await page.getByLabel('Recovery code').fill(recoveryCodes[0]);
     await page.getByRole('button', { name: 'Continue' }).click();

@@ -187,10 +187,10 @@ describe('sign-in flows in Chromium (issue 27)', () => {
     expect(await country().isVisible()).toBe(false);
     await page.getByLabel('Password', { exact: true }).fill(phonePassword);
     await signInButton().click();
-    await heading('Second step');
+    await heading('2-step verification');
 
     await page.reload();
-    await heading('Second step');
+    await heading('2-step verification');
     expect(await page.getByText('Your sign-in has expired').count()).toBe(0);
     expect(page.url()).toMatch(/#\/sign-in\/second-factor$/);
     expect((await storage()).local).not.toMatch(/ticket/i);
@@ -205,7 +205,7 @@ describe('sign-in flows in Chromium (issue 27)', () => {
     await identifier().fill(PHONE);
     await page.getByLabel('Password', { exact: true }).fill(phonePassword);
     await signInButton().click();
-    await heading('Second step');
+    await heading('2-step verification');
     const code = page.getByLabel('Authenticator code');
     const recovery = page.getByLabel('Recovery code');
     const toggle = (name: string) => page.getByRole('button', { name }).click();
@@ -262,7 +262,7 @@ describe('sign-in flows in Chromium (issue 27)', () => {
     await identifier().fill(PHONE);
     await page.getByLabel('Password', { exact: true }).fill(phonePassword);
     await signInButton().click();
-    await heading('Second step');
+    await heading('2-step verification');
     await toggle('Use a recovery code instead');
     await recovery.fill(recoveryCodes[0]);
     await submit();
@@ -283,7 +283,7 @@ describe('sign-in flows in Chromium (issue 27)', () => {
     await identifier().fill(PHONE);
     await page.getByLabel('Password', { exact: true }).fill(phonePassword);
     await signInButton().click();
-    await heading('Second step');
+    await heading('2-step verification');
     // The ticket's expiry passes (the browser judges it by its own clock).
     await page.evaluate(() => {
       for (const key of Object.keys(sessionStorage)) {
@@ -293,7 +293,7 @@ describe('sign-in flows in Chromium (issue 27)', () => {
       }
     });
     await page.reload();
-    await heading('Second step');
+    await heading('2-step verification');
     await page.getByText('Your sign-in has expired').waitFor();
     expect((await storage()).session).not.toMatch(/ticket/i);
     await page.getByRole('link', { name: 'Sign in again' }).click();
@@ -302,7 +302,7 @@ describe('sign-in flows in Chromium (issue 27)', () => {
     await identifier().fill(PHONE);
     await page.getByLabel('Password', { exact: true }).fill(phonePassword);
     await signInButton().click();
-    await heading('Second step');
+    await heading('2-step verification');
     await page.getByRole('link', { name: 'Start again' }).click();
     await heading('Sign in');
     expect((await storage()).session).not.toMatch(/ticket/i);
@@ -378,7 +378,7 @@ describe('sign-in flows in Chromium (issue 27)', () => {
     await identifier().fill(PHONE);
     await page.getByLabel('Password', { exact: true }).fill(phonePassword);
     await signInButton().click();
-    await heading('Second step');
+    await heading('2-step verification');
     await page.getByLabel('Authenticator code').fill(totp());
     await page.getByRole('button', { name: 'Continue' }).click();
     await heading('Your account');

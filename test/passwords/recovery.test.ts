@@ -6,6 +6,7 @@ import { bearer, createPerson, signIn } from '../helpers/identities.js';
 import { messagesTo, waitForCode } from '../helpers/outbox.js';
 import {
   auditNames,
+  COMMON_PASSWORD,
   NEW_PASSWORD,
   otherCode,
   PASSWORD_RECOVERY_REFUSED,
@@ -155,9 +156,12 @@ describe('POST /password-recoveries/confirmations', () => {
   });
 
   it('refuses a weak new password with 400 before any lookup', async () => {
-    const res = await confirm('someone@example.com', '123456', 'unbelievable');
+    const res = await confirm('someone@example.com', '123456', COMMON_PASSWORD);
     expect(res.statusCode).toBe(400);
     expect(res.json().errors[0]).toMatchObject({ field: 'newPassword', code: 'weak_password' });
+    // In the bundled breach list: named as breached.
+    const listed = await confirm('someone@example.com', '123456', 'unbelievable');
+    expect(listed.json().errors[0]).toMatchObject({ field: 'newPassword', code: 'breached_password' });
     // Built on the address given: weak too, whether or not an account holds it.
     const own = await confirm('someone@example.com', '123456', 'someone@example.com1');
     expect(own.json().errors[0]).toMatchObject({ field: 'newPassword', code: 'weak_password' });

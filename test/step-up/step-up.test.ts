@@ -41,8 +41,11 @@ describe('POST /step-ups', () => {
     });
     expect(res.statusCode, res.body).toBe(201);
     const data = res.json().data;
-    expect(Object.keys(data).sort()).toEqual(['challengeExpiresAt', 'challengeId', 'channel']);
+    expect(Object.keys(data).sort()).toEqual(['challengeExpiresAt', 'challengeId', 'channel', 'sentTo']);
     expect(data.channel).toBe('identifier');
+    // Where the code went, masked: the page names it.
+    expect(data.sentTo).toBe(`${person.email[0]}***${person.email.slice(person.email.indexOf('@'))}`);
+    expect(res.body).not.toContain(person.email);
     expect(new Date(data.challengeExpiresAt).getTime() - t.clock.now().getTime()).toBe(
       t.config.lifetimes.challenge * 1000,
     );

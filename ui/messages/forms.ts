@@ -41,11 +41,19 @@ export const t = messages(
     'hooks.refused': 'This service does not allow this. Contact its administrator if you think it should.',
     'hooks.unavailable': 'This cannot be checked right now. Try again in a moment.',
     'ui.passkey_cancelled': 'The passkey prompt was closed or timed out.',
+    // NotAllowedError at once: the browser found no passkey to offer (ui/api.ts, NoPasskeyHere).
+    'ui.passkey_none':
+      'There is no passkey for this site on this device. Sign in another way (your password or a code), then add a passkey in Security.',
+    // A code refused after the lifetime it was sent with (ui/otp.ts codeSent): the next step.
+    'ui.code_expired': 'This code has expired. Send a new code, then enter it here.',
     tooManyWait: 'Too many attempts. Try again in {wait}.',
     correctFields: 'Please correct the highlighted fields.',
     somethingWrong: 'Something went wrong. Try again.',
     // A field's refusal (ui/problems.ts fieldMessage).
     weakPassword: 'This password is too easy to guess. Add more words or make it longer.',
+    breachedPassword:
+      'This password has appeared in data breaches, so attackers try it first. Choose another one.',
+    codeExpired: 'This code has expired.',
     tooShort: 'This is too short.',
     tooLong: 'This is too long.',
     pattern: 'This does not have the expected format.',
@@ -111,10 +119,16 @@ export const t = messages(
       'Ce service ne le permet pas. Contactez son administrateur si vous pensez que c’est une erreur.',
     'hooks.unavailable': 'Impossible de le vérifier pour le moment. Réessayez dans un instant.',
     'ui.passkey_cancelled': 'La fenêtre de la clé d’accès a été fermée ou a expiré.',
+    'ui.passkey_none':
+      'Cet appareil n’a pas de clé d’accès pour ce site. Connectez-vous autrement (mot de passe ou code), puis ajoutez une clé d’accès dans Sécurité.',
+    'ui.code_expired': 'Ce code a expiré. Envoyez-en un nouveau, puis saisissez-le ici.',
     tooManyWait: 'Trop de tentatives. Réessayez dans {wait}.',
     correctFields: 'Veuillez corriger les champs signalés.',
     somethingWrong: 'Un problème est survenu. Réessayez.',
     weakPassword: 'Ce mot de passe est trop facile à deviner. Ajoutez des mots ou allongez-le.',
+    breachedPassword:
+      'Ce mot de passe figure dans des fuites de données : les attaquants l’essaient en premier. Choisissez-en un autre.',
+    codeExpired: 'Ce code a expiré.',
     tooShort: 'C’est trop court.',
     tooLong: 'C’est trop long.',
     pattern: 'Le format n’est pas celui attendu.',

@@ -15,6 +15,9 @@ export const t = messages(
     resend: 'Send a new code',
     'different.email': 'Use a different address',
     'different.phone': 'Use a different phone number',
+    // The configured lifetime of a code (CHALLENGE_TTL), under the code field.
+    'expiresIn.minutes': { one: 'It expires in {count} minute.', other: 'It expires in {count} minutes.' },
+    'expiresIn.hours': { one: 'It expires in {count} hour.', other: 'It expires in {count} hours.' },
   },
   {
     'hint.numeric': 'Le code à {count} chiffres du message que nous vous avons envoyé.',
@@ -30,5 +33,13 @@ export const t = messages(
     resend: 'Envoyer un nouveau code',
     'different.email': 'Utiliser une autre adresse',
     'different.phone': 'Utiliser un autre numéro de téléphone',
+    'expiresIn.minutes': {
+      one: 'Il expire dans {count}\u00a0minute.',
+      other: 'Il expire dans {count}\u00a0minutes.',
+    },
+    'expiresIn.hours': {
+      one: 'Il expire dans {count}\u00a0heure.',
+      other: 'Il expire dans {count}\u00a0heures.',
+    },
   },
 );

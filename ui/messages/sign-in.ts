@@ -24,20 +24,24 @@ export const t = messages(
     passkeyBrowser: 'This browser cannot use passkeys here.',
     passkeyHost: 'Passkeys work only when this page is opened on {rp} (it is on {host}).',
     // The second step.
-    'second.title': 'Second step',
+    'second.title': '2-step verification',
     'second.expired': 'Your sign-in has expired.',
     'second.signInAgain': 'Sign in again',
     'second.intro': 'Your password is right. Now confirm it is you with your authenticator app.',
     'second.introVia': 'You signed in with {via}. Now confirm it is you with your authenticator app.',
     'second.code': 'Authenticator code',
     'second.recoveryCode': 'Recovery code',
-    'second.recoveryHint': 'One of the recovery codes you saved, like ABCD-EFGH-JKLM-NPQR. It is used up.',
+    'second.recoveryHint':
+      'One of the recovery codes you saved when you turned on 2-step verification, like ABCD-EFGH-JKLM-NPQR. Each code works once.',
+    // The intro once the person chose a recovery code instead of the authenticator.
+    'second.introRecovery':
+      'No authenticator app at hand? Enter one of your recovery codes instead. Each code works once.',
     'second.useRecovery': 'Use a recovery code instead',
     'second.useAuthenticator': 'Use an authenticator code instead',
     'second.usePasskey': 'Use a passkey instead',
     'second.submit': 'Continue',
     'second.startAgain': 'Start again',
-    'second.cardLabel': 'Second step',
+    'second.cardLabel': '2-step verification',
     'second.recoveryRefused':
       'That recovery code was not accepted. Each code works only once: if you used it before, try another.',
     'second.signedIn': 'Signed in.',
@@ -69,7 +73,7 @@ export const t = messages(
     passkeyBrowser: 'Ce navigateur ne peut pas utiliser de clé d’accès ici.',
     passkeyHost:
       'Les clés d’accès ne fonctionnent que si cette page est ouverte sur {rp} (elle est sur {host}).',
-    'second.title': 'Deuxième étape',
+    'second.title': 'Validation en deux étapes',
     'second.expired': 'Votre connexion a expiré.',
     'second.signInAgain': 'Se reconnecter',
     'second.intro':
@@ -79,13 +83,15 @@ export const t = messages(
     'second.code': 'Code d’authentification',
     'second.recoveryCode': 'Code de secours',
     'second.recoveryHint':
-      'L’un des codes de secours que vous avez conservés, comme ABCD-EFGH-JKLM-NPQR. Il sera consommé.',
+      'L’un des codes de secours que vous avez conservés en activant la validation en deux étapes, comme ABCD-EFGH-JKLM-NPQR. Chaque code ne fonctionne qu’une fois.',
+    'second.introRecovery':
+      'Votre application d’authentification n’est pas à portée de main ? Saisissez plutôt l’un de vos codes de secours. Chaque code ne fonctionne qu’une fois.',
     'second.useRecovery': 'Utiliser plutôt un code de secours',
     'second.useAuthenticator': 'Utiliser plutôt un code d’authentification',
     'second.usePasskey': 'Utiliser plutôt une clé d’accès',
     'second.submit': 'Continuer',
     'second.startAgain': 'Recommencer',
-    'second.cardLabel': 'Deuxième étape',
+    'second.cardLabel': 'Validation en deux étapes',
     'second.recoveryRefused':
       'Ce code de secours n’a pas été accepté. Chaque code ne fonctionne qu’une fois : si vous l’avez déjà utilisé, essayez-en un autre.',
     'second.signedIn': 'Vous êtes connecté.',

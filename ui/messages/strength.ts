@@ -19,6 +19,8 @@ export const t = messages(
     advice: '{advice}',
     // A weak password refused by the service, with the advice the meter gave for it.
     refusedWeak: 'This password is too easy to guess. {advice}',
+    // In the bundled list of passwords seen in data breaches (src/shared/password-policy.ts).
+    breached: 'This password has appeared in data breaches, so attackers try it first. Choose another one.',
   },
   {
     meter: 'Robustesse du mot de passe',
@@ -31,5 +33,7 @@ export const t = messages(
     atMost: 'Utilisez au plus {count} caractères.',
     advice: '{advice}',
     refusedWeak: 'Ce mot de passe est trop facile à deviner. {advice}',
+    breached:
+      'Ce mot de passe figure dans des fuites de données : les attaquants l’essaient en premier. Choisissez-en un autre.',
   },
 );

@@ -207,7 +207,14 @@ export function secondFactorPage(): PageContent {
     recoveryCode.input.value = '';
     code.setError(null);
     recoveryCode.setError(null);
+    // The intro speaks of the way in use: the authenticator, or recovery codes.
+    intro.textContent = recovery
+      ? t('second.introRecovery')
+      : via
+        ? t('second.introVia', { via })
+        : t('second.intro');
   };
+  const intro = h('p');
   show(false);
   const toggle = h('button', { type: 'button', class: 'link' }, t('second.useRecovery'));
   toggle.addEventListener('click', () => {
@@ -217,7 +224,6 @@ export function secondFactorPage(): PageContent {
     (recovery ? recoveryCode : code).input.focus();
   });
   const card = h('section', { class: 'card sign-in-card', 'aria-label': t('second.cardLabel') });
-  const intro = h('p', null, via ? t('second.introVia', { via }) : t('second.intro'));
   const below = h(
     'p',
     { class: 'sign-in-below' },

@@ -4,7 +4,7 @@ import { makeForm } from '../forms.js';
 import { type IdentifierForm, identifierField, pendingStep } from '../identifier.js';
 import { t } from '../messages/sign-up.js';
 import { newPasswordField } from '../new-password.js';
-import { codeField, codeHint, codeSent, differentAddress, refill } from '../otp.js';
+import { codeExpiresText, codeField, codeHint, codeSent, differentAddress, refill } from '../otp.js';
 import { continueWith } from '../providers.js';
 import { go, type PageContent } from '../router.js';
 import { isHeld } from '../wait.js';
@@ -20,6 +20,8 @@ import { swap } from './steps.js';
 interface Pending {
   step: 'confirm';
   identifier: IdentifierForm;
+  /** When the last code was sent (this browser's clock): a refusal after its lifetime says expired. */
+  sentAt?: number | null;
 }
 const PENDING = 'sign-up';
 
@@ -43,7 +45,7 @@ export function signUpPage(): PageContent {
     const password =
       handedOver && same(handedOver.identifier, pending.identifier) ? handedOver.password : null;
     // A password handed over in memory comes with a code just sent; after a reload, none was.
-    confirmStep(card, pending.identifier, password, password !== null);
+    confirmStep(card, pending.identifier, password, password !== null, pending.sentAt ?? null);
   } else {
     firstStep(card);
   }
@@ -105,13 +107,14 @@ function confirmStep(
   who: IdentifierForm,
   password: string | null,
   justSent: boolean,
+  sentAt: number | null = null,
 ): void {
   const phone = who.identifierType === 'phone';
   const code = codeField({
     label: t('code'),
     name: 'code',
     kind: 'message',
-    hint: `${codeHint('message')} ${t('code.expires')}`,
+    hint: `${codeHint('message')} ${codeExpiresText()}`,
   });
   const again =
     password === null
@@ -126,6 +129,14 @@ function confirmStep(
   const chosen = () => password ?? again?.input.value ?? '';
   const sending = codeSent(who);
   const { resend } = sending;
+  // The time of the last send survives a reload with the step, so that "expired" still holds.
+  const remember = () =>
+    pendingStep.write(PENDING, {
+      step: 'confirm',
+      identifier: who,
+      sentAt: sending.sentAt(),
+    } satisfies Pending);
+  if (sentAt !== null) sending.sentEarlier(sentAt);
   const different = differentAddress(who, () => {
     pendingStep.clear(PENDING);
     firstStep(card, { who, password: password ?? (again?.input.value || null) });
@@ -139,9 +150,12 @@ function confirmStep(
       try {
         await api.confirmSignUp(who, chosen(), code.value());
       } catch (error) {
-        // After a reload the password was typed again: the refusal may be about either.
-        if (again && asProblem(error).code === 'identity.verification_refused') {
-          throw new InteractionError({ code: 'ui.sign_up_confirmation_refused', status: 422 });
+        if (asProblem(error).code === 'identity.verification_refused') {
+          // Past the code's lifetime: the page says it expired (the service answers alike).
+          const explained = sending.explain(error, 'code');
+          if (explained !== error) throw explained;
+          // After a reload the password was typed again: the refusal may be about either.
+          if (again) throw new InteractionError({ code: 'ui.sign_up_confirmation_refused', status: 422 });
         }
         throw error;
       }
@@ -161,6 +175,8 @@ function confirmStep(
       await api.signUp(who, chosen());
       form.alert.hidden = true;
       sending.sent();
+      remember();
+      code.setError(null);
       code.input.focus();
     } catch (error) {
       // A 429 holds the resend button (not Confirm) until the wait is over.
@@ -169,8 +185,10 @@ function confirmStep(
       if (!isHeld(resend)) resend.disabled = false;
     }
   });
-  if (justSent) sending.sent();
-  else sending.status.textContent = t('sentEarlier', { identifier: who.identifier });
+  if (justSent) {
+    sending.sent();
+    remember();
+  } else sending.status.textContent = t('sentEarlier', { identifier: who.identifier });
   swap(
     card,
     h('h2', { id: 'signup-step', tabindex: '-1' }, t(phone ? 'confirm.phone' : 'confirm.email')),

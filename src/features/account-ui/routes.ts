@@ -52,6 +52,8 @@ export interface UiSettings {
    */
   code: { length: number; format: CodeFormat };
   authenticatorDigits: number;
+  /** How long a code sent by message stays valid, in seconds (CHALLENGE_TTL): "It expires in …". */
+  codeLifetimeSeconds: number;
 }
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -127,6 +129,7 @@ export const accountUiRoutes: FastifyPluginAsync<{ ctx: AppContext; api: string 
       format: opts.ctx.config.verificationCodeFormat,
     },
     authenticatorDigits: opts.ctx.config.totpDigits,
+    codeLifetimeSeconds: opts.ctx.config.lifetimes.challenge,
   };
   const settingsAsset = asset(
     'settings',

@@ -25,7 +25,8 @@ export const passwordRoutes = featureRoutes(async (app, { ctx }: { ctx: AppConte
           'Every failure (wrong current password, an identity without a password, a password changed meanwhile) ' +
           'answers the identical 422 identity.password_change_refused. A new password outside 12..200 characters ' +
           "or too easy to guess (zxcvbn score under 3, the caller's own addresses counted as guessable) is 400 " +
-          'validation.failed (code weak_password with the reason in plain words), decided before the current ' +
+          'validation.failed (code weak_password with the reason in plain words; breached_password for a ' +
+          'password known from data breaches), decided before the current ' +
           'password is checked. ' +
           "Wrong current passwords count against the identity's guess budget (RATE_LIMIT_GUESSES) and lock: past " +
           'the free failures an early attempt answers 429 rate_limit.exceeded with Retry-After, right or wrong, unchecked.',
@@ -82,7 +83,8 @@ export const passwordRoutes = featureRoutes(async (app, { ctx }: { ctx: AppConte
           'Every failure (unknown or unusable address, wrong, spent, expired or exhausted code) answers the ' +
           'identical 422 identity.password_recovery_refused. Wrong codes count toward the account lock. A new ' +
           'password outside 12..200 characters or too easy to guess (zxcvbn score under 3, the address given ' +
-          'counted as guessable) is 400 validation.failed (code weak_password with the reason in plain words), ' +
+          'counted as guessable) is 400 validation.failed (code weak_password with the reason in plain words; ' +
+          'breached_password for a password known from data breaches), ' +
           'decided before the code is looked at.',
         body: ConfirmationBody,
         response: responses({ 204: NoContent }, ['identity.password_recovery_refused'], {

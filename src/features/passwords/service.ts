@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { AuditLog } from '../../platform/audit/audit.js';
 import type { Clock } from '../../platform/clock.js';
+import type { BreachCheck } from '../../platform/crypto/breached-passwords.js';
 import { assertPasswordPolicy } from '../../platform/crypto/password-policy.js';
 import type { PasswordHasher } from '../../platform/crypto/passwords.js';
 import type { Database } from '../../platform/db/database.js';
@@ -37,6 +38,8 @@ export interface PasswordServiceDeps {
   clock: Clock;
   log: FastifyBaseLogger;
   passwords: PasswordHasher;
+  /** The range API's breach check of a new password (BREACHED_PASSWORDS_RANGE_URL). */
+  breaches: BreachCheck;
   audit: AuditLog;
   lock: AccountLock;
   challenges: ChallengeFlow;
@@ -72,6 +75,7 @@ export class PasswordService {
       'newPassword',
       own.map((i) => i.value),
       this.deps.config.brand.name,
+      this.deps.breaches,
     );
     // Shed before anything is written when the Argon2id queue is past its bound (503).
     this.deps.passwords.admit();
@@ -183,6 +187,7 @@ export class PasswordService {
       'newPassword',
       [input.identifier, normaliseIdentifier(input)?.value ?? ''],
       this.deps.config.brand.name,
+      this.deps.breaches,
     );
     // Shed before anything is written when the Argon2id queue is past its bound (503).
     this.deps.passwords.admit();

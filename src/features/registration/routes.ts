@@ -35,7 +35,9 @@ export const registrationRoutes = featureRoutes(async (app, { ctx }: { ctx: AppC
           'only against the wider per-address RATE_LIMIT_ANSWERS_A_CHALLENGE. Past either, 429 ' +
           'rate_limit.exceeded with Retry-After (whole seconds until the window frees a slot): nothing is ' +
           'sent or written. A password too easy to guess (zxcvbn score under 3, the identifier counted as ' +
-          'guessable) is 400 validation.failed, code weak_password, with the reason in plain words.',
+          'guessable) is 400 validation.failed, code weak_password, with the reason in plain words; a ' +
+          'password known from data breaches (the bundled list, or the range API of ' +
+          'BREACHED_PASSWORDS_RANGE_URL) is 400 validation.failed, code breached_password.',
         body: schema.SignUpBody,
         response: responses(
           { 201: Data(schema.SignUpResult) },

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AuditLog } from '../../platform/audit/audit.js';
 import type { Clock } from '../../platform/clock.js';
+import type { BreachCheck } from '../../platform/crypto/breached-passwords.js';
 import { assertPasswordPolicy } from '../../platform/crypto/password-policy.js';
 import type { PasswordHasher } from '../../platform/crypto/passwords.js';
 import type { Database } from '../../platform/db/database.js';
@@ -43,6 +44,8 @@ export interface RegistrationServiceDeps {
   database: Database;
   clock: Clock;
   passwords: PasswordHasher;
+  /** The range API's breach check of a new password (BREACHED_PASSWORDS_RANGE_URL). */
+  breaches: BreachCheck;
   audit: AuditLog;
   challenges: ChallengeFlow;
   messages: MessageLimits;
@@ -69,6 +72,7 @@ export class RegistrationService {
       'password',
       [input.identifier, normaliseIdentifier(input)?.value ?? ''],
       this.deps.config.brand.name,
+      this.deps.breaches,
     );
     const ident = this.deps.challenges.reachableAddress(input);
     await this.deps.hooks.beforeIdentityCreated({ via: 'sign_up', identifier: ident });

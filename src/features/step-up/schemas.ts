@@ -15,7 +15,17 @@ const channel = Type.Union([
 export const StepUpBody = Type.Object({ channel: Type.Optional(channel) }, { additionalProperties: false });
 
 export const StepUpChallengeSchema = Type.Object(
-  { challengeId: Uuid, channel, challengeExpiresAt: Instant },
+  {
+    challengeId: Uuid,
+    channel,
+    challengeExpiresAt: Instant,
+    sentTo: Type.Optional(
+      Type.String({
+        description:
+          'the identifier channel only: where the code went, masked as in the sign-in methods list (a***@example.com, +33******78)',
+      }),
+    ),
+  },
   { additionalProperties: false },
 );
 

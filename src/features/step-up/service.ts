@@ -4,6 +4,7 @@ import type { Clock } from '../../platform/clock.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
 import type { Database, Executor } from '../../platform/db/database.js';
 import type { RequestMeta, SessionPrincipal } from '../../platform/http/auth.js';
+import { maskIdentifier } from '../../platform/notify/mask.js';
 import type { Notifier } from '../../platform/notify/notifier.js';
 import { Problem } from '../../platform/problem.js';
 import type { GuessBudgets, MessageLimits } from '../../platform/rate-limit/guess-budget.js';
@@ -147,7 +148,13 @@ export class StepUpService {
       // Delivery failures are logged by the notifier; the caller may start again.
       await this.deps.challenges.deliver('step_up', recipient, challenge.code, { identityId });
     }
-    return { challengeId: challenge.id, channel, challengeExpiresAt: challenge.expiresAt.toISOString() };
+    return {
+      challengeId: challenge.id,
+      channel,
+      challengeExpiresAt: challenge.expiresAt.toISOString(),
+      // The person's own address, masked: the page says where to look for the code.
+      ...(recipient ? { sentTo: maskIdentifier(recipient.type, recipient.value) } : {}),
+    };
   }
 
   /**

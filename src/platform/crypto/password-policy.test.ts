@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { isOneByte } from '../../../test/helpers/strings.js';
 import { Problem } from '../problem.js';
+import type { BreachCheck } from './breached-passwords.js';
 import {
   assertPasswordPolicy,
   checkNewPassword,
@@ -12,9 +13,14 @@ import {
 /** A strong start, then filler: only the first 64 characters are estimated. */
 const strongOfLength = (n: number) => 'violet-anchor-meadow-42 '.padEnd(n, 'x');
 
-const refusal = async (password: string, identifiers: string[] = [], product?: string) => {
+const refusal = async (
+  password: string,
+  identifiers: string[] = [],
+  product?: string,
+  breaches?: BreachCheck,
+) => {
   try {
-    await assertPasswordPolicy(password, 'password', identifiers, product);
+    await assertPasswordPolicy(password, 'password', identifiers, product, breaches);
   } catch (err) {
     expect(err).toBeInstanceOf(Problem);
     return (err as Problem).extra.errors?.[0];
@@ -52,19 +58,38 @@ describe('checkNewPassword', () => {
 
   it('refuses guessable passwords of any length allowed (the 10,000-word list let these through)', async () => {
     for (const password of [
-      'password1234',
+      'password12345',
       'Password12345!',
       'P@ssw0rd1234',
-      'unbelievable',
+      'Unbelievable',
       'UnBelievABLE',
-      'qwertyuiop123',
+      'qwertyuiop1234',
       'zzzzzzzzzzzzzzzzz',
-      '123456789012',
+      '1234567890123',
     ]) {
       const result = await checkNewPassword(password);
       expect(result, password).toMatchObject({ ok: false, reason: 'weak' });
       expect((result as { score: number }).score).toBeLessThan(MIN_PASSWORD_SCORE);
     }
+  });
+
+  it('refuses a password of the bundled breach list as breached, exactly as listed', async () => {
+    for (const password of [
+      'password1234',
+      'unbelievable',
+      'qwertyuiop123',
+      '123456789012',
+      '1qaz2wsx3edc',
+    ]) {
+      expect(await checkNewPassword(password), password).toEqual({
+        ok: false,
+        reason: 'breached',
+        message:
+          'This password has appeared in data breaches, so attackers try it first. Choose another one.',
+      });
+    }
+    // Another case is another password in a breach corpus: left to the estimate (weak here).
+    expect(await checkNewPassword('Password1234')).toMatchObject({ ok: false, reason: 'weak' });
   });
 
   it('refuses a password built on the person’s own address, which alone would pass', async () => {
@@ -131,10 +156,10 @@ describe('passwordUserInputs', () => {
 
 describe('assertPasswordPolicy', () => {
   it('refuses a weak password with weak_password and zxcvbn’s reason, never the password', async () => {
-    const entry = await refusal('password1234');
+    const entry = await refusal('password12345');
     expect(entry).toMatchObject({ location: 'body', field: 'password', code: 'weak_password' });
     expect(entry?.message).toMatch(/^This password is too easy to guess\. \S/);
-    expect(entry?.message).not.toContain('password1234');
+    expect(entry?.message).not.toContain('password12345');
     expect(await refusal('Password12345!')).toMatchObject({ code: 'weak_password' });
   });
 
@@ -149,6 +174,34 @@ describe('assertPasswordPolicy', () => {
     const entry = await refusal('ada@example.com2024', ['ada@example.com']);
     expect(entry).toMatchObject({ code: 'weak_password' });
     expect(entry?.message).not.toContain('ada@example.com');
+  });
+
+  it('refuses a password of the bundled breach list with breached_password, never the password', async () => {
+    const entry = await refusal('unbelievable');
+    expect(entry).toEqual({
+      location: 'body',
+      field: 'password',
+      code: 'breached_password',
+      message: 'This password has appeared in data breaches, so attackers try it first. Choose another one.',
+    });
+  });
+
+  it('asks the range check only of a password every local rule accepts, and refuses what it finds', async () => {
+    const asked: string[] = [];
+    const found = {
+      isBreached: async (p: string) => {
+        asked.push(p);
+        return true;
+      },
+    };
+    expect(await refusal('violet-anchor-meadow-42', [], undefined, found)).toMatchObject({
+      code: 'breached_password',
+    });
+    expect(await refusal('password12345', [], undefined, found)).toMatchObject({ code: 'weak_password' });
+    expect(await refusal('unbelievable', [], undefined, found)).toMatchObject({ code: 'breached_password' });
+    expect(asked).toEqual(['violet-anchor-meadow-42']);
+    const none = { isBreached: async () => false };
+    expect(await refusal('violet-anchor-meadow-42', [], undefined, none)).toBeUndefined();
   });
 
   it('keeps the length refusals and accepts a passphrase', async () => {

@@ -1,5 +1,10 @@
-import { checkNewPassword, passwordUserInputs } from '../../shared/password-policy.js';
+import {
+  BREACHED_PASSWORD_MESSAGE,
+  checkNewPassword,
+  passwordUserInputs,
+} from '../../shared/password-policy.js';
 import { Problem } from '../problem.js';
+import type { BreachCheck } from './breached-passwords.js';
 
 // The rule itself is shared with the hosted page (src/shared/password-policy.ts); the service adds
 // its refusal here.
@@ -20,23 +25,29 @@ const RULES = {
 /**
  * The one refusal of a new password (sign-up, change, recovery): 400 validation.failed whose entry
  * names the field and the rule, never the value; a weak password's entry (`weak_password`) carries
- * zxcvbn's reason. It runs before anything secret is consulted, so it says nothing about the
- * account, the current password or a code.
+ * zxcvbn's reason; a password known from breaches (the bundled list, then the range API when one is
+ * configured, `breaches`) has the entry `breached_password`. It runs before anything secret is
+ * consulted, so it says nothing about the account, the current password or a code.
  */
 export async function assertPasswordPolicy(
   password: string,
   field: string,
   identifiers: readonly string[] = [],
   productName?: string,
+  breaches?: BreachCheck,
 ): Promise<void> {
   const policy = await checkNewPassword(
     password,
     passwordUserInputs(identifiers, productName ? [productName] : []),
   );
-  if (policy.ok) return;
-  const entry =
-    policy.reason === 'weak'
+  // Asked only of a password that passes every local rule: nothing leaves for one refused anyway.
+  if (policy.ok && !(await breaches?.isBreached(password))) return;
+  const entry = policy.ok
+    ? { code: 'breached_password', message: BREACHED_PASSWORD_MESSAGE }
+    : policy.reason === 'weak'
       ? { code: 'weak_password', message: policy.message }
-      : { code: RULES[policy.reason].code, message: `${field} is ${RULES[policy.reason].rule}` };
+      : policy.reason === 'breached'
+        ? { code: 'breached_password', message: policy.message }
+        : { code: RULES[policy.reason].code, message: `${field} is ${RULES[policy.reason].rule}` };
   throw new Problem('validation.failed', { errors: [{ location: 'body', field, ...entry }] });
 }

@@ -2780,7 +2780,7 @@ export type paths = {
         put?: never;
         /**
          * Change the password; every other session ends, the calling one stays
-         * @description Every failure (wrong current password, an identity without a password, a password changed meanwhile) answers the identical 422 identity.password_change_refused. A new password outside 12..200 characters or too easy to guess (zxcvbn score under 3, the caller's own addresses counted as guessable) is 400 validation.failed (code weak_password with the reason in plain words), decided before the current password is checked. Wrong current passwords count against the identity's guess budget (RATE_LIMIT_GUESSES) and lock: past the free failures an early attempt answers 429 rate_limit.exceeded with Retry-After, right or wrong, unchecked.
+         * @description Every failure (wrong current password, an identity without a password, a password changed meanwhile) answers the identical 422 identity.password_change_refused. A new password outside 12..200 characters or too easy to guess (zxcvbn score under 3, the caller's own addresses counted as guessable) is 400 validation.failed (code weak_password with the reason in plain words; breached_password for a password known from data breaches), decided before the current password is checked. Wrong current passwords count against the identity's guess budget (RATE_LIMIT_GUESSES) and lock: past the free failures an early attempt answers 429 rate_limit.exceeded with Retry-After, right or wrong, unchecked.
          */
         post: {
             parameters: {
@@ -3016,7 +3016,7 @@ export type paths = {
         put?: never;
         /**
          * Set a new password with the recovery code; every session of the identity ends
-         * @description Every failure (unknown or unusable address, wrong, spent, expired or exhausted code) answers the identical 422 identity.password_recovery_refused. Wrong codes count toward the account lock. A new password outside 12..200 characters or too easy to guess (zxcvbn score under 3, the address given counted as guessable) is 400 validation.failed (code weak_password with the reason in plain words), decided before the code is looked at.
+         * @description Every failure (unknown or unusable address, wrong, spent, expired or exhausted code) answers the identical 422 identity.password_recovery_refused. Wrong codes count toward the account lock. A new password outside 12..200 characters or too easy to guess (zxcvbn score under 3, the address given counted as guessable) is 400 validation.failed (code weak_password with the reason in plain words; breached_password for a password known from data breaches), decided before the code is looked at.
          */
         post: {
             parameters: {
@@ -6313,7 +6313,7 @@ export type paths = {
         put?: never;
         /**
          * Register an email address or phone number with a password; a verification code is sent
-         * @description Answers 201 for a new address and for a repeat of an address still unverified, with the same bytes apart from challengeExpiresAt. Each registration gets its own code and keeps its own password; earlier codes stay valid. A failed delivery still registers (challengeDelivery.status NOT_DELIVERED). Only sign-ups that send a code count against RATE_LIMIT_SENDS_A_MESSAGE for the client address (and the destination); a refusal (400, 409, 422) sends nothing and spends nothing of it, and counts only against the wider per-address RATE_LIMIT_ANSWERS_A_CHALLENGE. Past either, 429 rate_limit.exceeded with Retry-After (whole seconds until the window frees a slot): nothing is sent or written. A password too easy to guess (zxcvbn score under 3, the identifier counted as guessable) is 400 validation.failed, code weak_password, with the reason in plain words.
+         * @description Answers 201 for a new address and for a repeat of an address still unverified, with the same bytes apart from challengeExpiresAt. Each registration gets its own code and keeps its own password; earlier codes stay valid. A failed delivery still registers (challengeDelivery.status NOT_DELIVERED). Only sign-ups that send a code count against RATE_LIMIT_SENDS_A_MESSAGE for the client address (and the destination); a refusal (400, 409, 422) sends nothing and spends nothing of it, and counts only against the wider per-address RATE_LIMIT_ANSWERS_A_CHALLENGE. Past either, 429 rate_limit.exceeded with Retry-After (whole seconds until the window frees a slot): nothing is sent or written. A password too easy to guess (zxcvbn score under 3, the identifier counted as guessable) is 400 validation.failed, code weak_password, with the reason in plain words; a password known from data breaches (the bundled list, or the range API of BREACHED_PASSWORDS_RANGE_URL) is 400 validation.failed, code breached_password.
          */
         post: {
             parameters: {
@@ -6616,6 +6616,8 @@ export type paths = {
                                 /** Format: uuid */
                                 challengeId: string;
                                 channel: "second_factor" | "recovery_code" | "identifier";
+                                /** @description the identifier channel only: where the code went, masked as in the sign-in methods list (a***@example.com, +33******78) */
+                                sentTo?: string;
                             };
                         };
                     };
