@@ -3,7 +3,12 @@ import type { CodeFormat } from '../../config.js';
 import type { Clock } from '../../platform/clock.js';
 import { type CodeHasher, generateCode, safeEqual } from '../../platform/crypto/tokens.js';
 import type { Db, Executor } from '../../platform/db/database.js';
-import { type DeliveryResult, type Notifier, verificationText } from '../../platform/notify/notifier.js';
+import {
+  type DeliveryResult,
+  type Notifier,
+  noticeText,
+  verificationText,
+} from '../../platform/notify/notifier.js';
 import { Problem } from '../../platform/problem.js';
 import type { GuessBudgets } from '../../platform/rate-limit/guess-budget.js';
 import {
@@ -152,6 +157,11 @@ export class ChallengeFlow {
   deliver(purpose: ChallengePurpose, to: NormalisedIdentifier, code: string): Promise<DeliveryResult> {
     const minutes = this.settings.lifetime / 60;
     return this.notifier.send({ to: to.value, type: to.type, ...verificationText(purpose, code, minutes) });
+  }
+
+  /** Sends a notice without a code to an address; after the commit, like a code. */
+  notify(to: NormalisedIdentifier, notice: Parameters<typeof noticeText>[0]): Promise<DeliveryResult> {
+    return this.notifier.send({ to: to.value, type: to.type, ...noticeText(notice) });
   }
 
   /** Writes a challenge in the caller's transaction and returns its code for delivery. */

@@ -145,3 +145,23 @@ export function verificationText(
     text: `${wording.lead}\n\n${code}\n\nIt expires in ${minutes} ${unit}. If you did not ask for it, ignore this message.`,
   };
 }
+
+type Notice = 'sign_up_existing';
+
+const NOTICES: Record<Notice, { subject: string; text: string }> = {
+  // A sign-up by code for an address whose owner may not sign in by code: no code, only the facts.
+  sign_up_existing: {
+    subject: 'You already have an account',
+    text:
+      'Someone asked to create an account with this address, but it already has one. ' +
+      'Sign in with your password, or recover it if you have forgotten it. ' +
+      'If you did not ask for this, ignore this message.',
+  },
+};
+
+/** The text of a notice that carries no code (a sign-up by code for an existing account). */
+export function noticeText(notice: Notice): { subject: string; text: string } {
+  const wording = NOTICES[notice];
+  if (!wording) throw new TypeError('unknown notice');
+  return { ...wording };
+}
