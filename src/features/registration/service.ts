@@ -29,6 +29,7 @@ import {
   insertIdentity,
   lockIdentity,
   markIdentifierVerified,
+  NOBODY,
   setPassword,
 } from '../identities/repository.js';
 import type { Complete, SignInResult } from '../sign-in/strategy.js';
@@ -182,24 +183,22 @@ export class RegistrationService {
     const issued = await this.deps.database.db.transaction().execute(async (trx) => {
       const newIdentityId = randomUUID();
       await insertIdentity(trx, { id: newIdentityId, createdAt: now });
-      let identityId: string = newIdentityId;
-      let identifierId = await claimIdentifier(trx, {
+      const claimed = await claimIdentifier(trx, {
         id: randomUUID(),
         identityId: newIdentityId,
         identifier: ident,
         now,
         verified: false,
       });
-      let verified = false;
-      if (!identifierId) {
-        await deleteFreshIdentity(trx, newIdentityId);
-        const existing = await findIdentifier(trx, ident);
-        if (!existing) throw new Problem('service.unavailable');
-        identityId = existing.identityId;
-        identifierId = existing.id;
-        verified = existing.verifiedAt !== null;
-      }
-      // Read on every path (the new identity's own row too), so the work is alike.
+      // The same statements whether the claim was won or lost (a lost one drops its fresh identity;
+      // a won one deletes nothing, keyed to nobody), then the address's row is read either way: so
+      // neither the answer nor its time tells a new address from one an account holds.
+      await deleteFreshIdentity(trx, claimed ? NOBODY : newIdentityId);
+      const existing = await findIdentifier(trx, ident);
+      // The winner's row was removed between the conflict and this read: a rare race; retry.
+      if (!existing) throw new Problem('service.unavailable');
+      const { identityId, id: identifierId } = existing;
+      const verified = existing.verifiedAt !== null;
       const identity = await findIdentity(trx, identityId);
       const message: SignUpMessage = !verified
         ? 'sign_up'
