@@ -8,7 +8,11 @@ import type { RequestMeta } from '../../platform/http/auth.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
 import { Problem } from '../../platform/problem.js';
 import type { MessageLimits, MessageSubject } from '../../platform/rate-limit/guess-budget.js';
-import { destinationSubject, guessSubject } from '../../platform/rate-limit/guess-budget.js';
+import {
+  destinationSubject,
+  guessSubject,
+  signInCodeDestinationSubject,
+} from '../../platform/rate-limit/guess-budget.js';
 import { revokeChallenges } from '../challenges/repository.js';
 import type { ChallengeFlow } from '../challenges/service.js';
 import { identifierOwner } from '../challenges/service.js';
@@ -205,9 +209,10 @@ export class RegistrationService {
         : identity && mayUseCode(identity, withPassword)
           ? 'sign_in'
           : 'notice';
-      // Counted as every sign-up's code is (the client address and the destination), a verified
-      // address's included: its answer is a 201 like any other, and a message does leave.
-      await this.deps.messages.count([sender, destinationSubject(ident)], trx);
+      // Counted for the client address and in the destination's sign-in-code window (the one
+      // POST /sign-ins/codes spends), on every path alike, so a 429 tells no address from another;
+      // never in the window the owner's step-up codes share, which a stranger must not spend.
+      await this.deps.messages.count([sender, signInCodeDestinationSubject(ident)], trx);
       // A challenge without a password: only a confirmation without one answers it. Written for the
       // notice too (its code is never sent, so nobody can answer it), to keep the statements alike.
       const challenge = await this.deps.challenges.issue(trx, {
