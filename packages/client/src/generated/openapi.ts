@@ -4232,7 +4232,7 @@ export type paths = {
                                  * @description the last renewal, else the sign-in
                                  */
                                 lastActiveAt: string;
-                                /** @description how the session was opened: password, provider, passkey, ... */
+                                /** @description how the session was opened: password, provider, passkey, code, ... */
                                 method: string;
                                 /** Format: date-time */
                                 sessionExpiresAt: string;
@@ -5418,6 +5418,7 @@ export type paths = {
                                 /** Format: uuid */
                                 id: string;
                                 ipAddress: string | null;
+                                /** @description how the sign-in proved who it was: password, provider, passkey, code (a one-time code by email or SMS: a code sign-in or a sign-up by code), second_factor, recovery_code, ... */
                                 method: string;
                                 /**
                                  * Format: date-time
