@@ -19,6 +19,23 @@ afterAll(async () => {
 
 const ANSWERS = 10;
 
+describe('concurrent sign-ups by code for one new address', () => {
+  it(`10 at once: all 201 alike, one identity, one identifier, no orphan identity (${ROUNDS} rounds)`, async () => {
+    const identitiesBefore = await scalar(t, sql`SELECT count(*)::int AS n FROM identities`);
+    for (let round = 0; round < ROUNDS; round++) {
+      const address = uniqueEmail(`race-code-signup-${round}`);
+      const answers = await race(ANSWERS, () => signUp(t.app, emailForm(address)));
+      expect(
+        answers.map((r) => r.statusCode),
+        `round ${round}`,
+      ).toEqual(Array(ANSWERS).fill(201));
+      expect(new Set(answers.map((r) => r.body)).size).toBe(1);
+      expect(await identifierRow(t.ctx.database.db, address)).toHaveLength(1);
+    }
+    expect(await scalar(t, sql`SELECT count(*)::int AS n FROM identities`)).toBe(identitiesBefore + ROUNDS);
+  });
+});
+
 describe('concurrent confirmations of one sign-up code', () => {
   it(`10 at once: one 201 with a session, nine identical 422, one identity, one session (${ROUNDS} rounds)`, async () => {
     const db = t.ctx.database.db;

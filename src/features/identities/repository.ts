@@ -390,6 +390,41 @@ export async function claimIdentifier(
 }
 
 /**
+ * Claims an unverified address together with a new identity, in one statement: both rows are
+ * written when the address is free, neither when a live row holds it (false). Nothing is written
+ * and dropped when the claim is lost, so a lost claim and a won one cost alike (the identity's
+ * foreign key is checked at the end of the statement, once both rows exist).
+ */
+export async function claimAddressWithIdentity(
+  trx: Executor,
+  row: { identityId: string; identifierId: string; identifier: NormalisedIdentifier; now: Date },
+): Promise<boolean> {
+  const inserted = await trx
+    .with('claimed', (db) =>
+      db
+        .insertInto('identifiers')
+        .values({
+          id: row.identifierId,
+          identity_id: row.identityId,
+          type: row.identifier.type,
+          value: row.identifier.value,
+          created_at: row.now,
+          verified_at: null,
+        })
+        .onConflict((oc) => oc.columns(['type', 'value']).where('removed_at', 'is', null).doNothing())
+        .returning('id'),
+    )
+    .insertInto('identities')
+    .columns(['id', 'created_at'])
+    .expression((eb) =>
+      eb.selectFrom('claimed').select([eb.val(row.identityId).as('id'), eb.val(row.now).as('created_at')]),
+    )
+    .returning('id')
+    .executeTakeFirst();
+  return inserted !== undefined;
+}
+
+/**
  * False when the identifier was verified or removed meanwhile (or, with `identityId`, belongs to
  * another identity): the confirmation must not proceed.
  */

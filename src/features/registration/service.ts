@@ -25,6 +25,7 @@ import {
   normaliseIdentifier,
 } from '../identities/identifier.js';
 import {
+  claimAddressWithIdentity,
   claimIdentifier,
   deleteFreshIdentity,
   findIdentifier,
@@ -33,7 +34,6 @@ import {
   insertIdentity,
   lockIdentity,
   markIdentifierVerified,
-  NOBODY,
   setPassword,
 } from '../identities/repository.js';
 import type { Complete, SignInResult } from '../sign-in/strategy.js';
@@ -168,7 +168,7 @@ export class RegistrationService {
    * The answer is the same 201, with the same bytes apart from the expiry, for a new address, a
    * pending one and one already verified by its owner: no 409 here, so nobody learns who has an
    * account (docs/decisions.md, "Sign-up by code"). Every path runs the same statements (a fresh
-   * identity tried and dropped, the identifier read, the identity read, the counts, a challenge
+   * identity claimed with the address or nothing written, the identifier read, the identity read, the counts, a challenge
    * written, the audit record) and awaits one real delivery: to a new or pending address the
    * sign-up code; to an owner who may sign in by code a code that signs in; to an owner who may
    * not (a password with SIGN_IN_CODES_WITH_PASSWORD=off, a disabled account) a notice without
@@ -185,19 +185,15 @@ export class RegistrationService {
     const { withPassword } = this.deps.config.signInCodes;
 
     const issued = await this.deps.database.db.transaction().execute(async (trx) => {
-      const newIdentityId = randomUUID();
-      await insertIdentity(trx, { id: newIdentityId, createdAt: now });
-      const claimed = await claimIdentifier(trx, {
-        id: randomUUID(),
-        identityId: newIdentityId,
+      // One statement claims the address with a new identity, or writes nothing when a live row
+      // holds it; then the address's row is read either way. Nothing is written and dropped on a
+      // lost claim, so neither the answer nor its time tells a new address from an owner's.
+      await claimAddressWithIdentity(trx, {
+        identityId: randomUUID(),
+        identifierId: randomUUID(),
         identifier: ident,
         now,
-        verified: false,
       });
-      // The same statements whether the claim was won or lost (a lost one drops its fresh identity;
-      // a won one deletes nothing, keyed to nobody), then the address's row is read either way: so
-      // neither the answer nor its time tells a new address from one an account holds.
-      await deleteFreshIdentity(trx, claimed ? NOBODY : newIdentityId);
       const existing = await findIdentifier(trx, ident);
       // The winner's row was removed between the conflict and this read: a rare race; retry.
       if (!existing) throw new Problem('service.unavailable');
