@@ -305,6 +305,28 @@ describe('sign-up by code, SIGN_IN_CODES_SIGN_UP on', () => {
     expect(erased.statusCode, erased.body).toBe(204);
   });
 
+  it('password recovery of a passwordless identity sets its first password (the same mailbox proof)', async () => {
+    const address = fresh();
+    const confirmed = await signUpByCode(t, address);
+    const identityId = decodeJwt(confirmed.json().data.accessToken).sub as string;
+    const before = messagesTo(t.config.dataDir, address).length;
+    const start = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/password-recoveries',
+      payload: email(address),
+    });
+    expect(start.statusCode, start.body).toBe(201);
+    const code = await waitForCode(t.config.dataDir, address, before + 1);
+    const done = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/password-recoveries/confirmations',
+      payload: { ...email(address), code, newPassword: 'harbour-quill-meadow-64' },
+    });
+    expect(done.statusCode, done.body).toBe(204);
+    const grant = await signIn(t.app, { email: address, password: 'harbour-quill-meadow-64' });
+    expect(decodeJwt(grant.accessToken).sub).toBe(identityId);
+  });
+
   it('refuses a channel SIGN_IN_CODES does not name with 422 identity.identifier_channel_unavailable', async () => {
     const res = await signUp(t, { identifierType: 'phone', identifier: '06 12 34 56 78', country: 'FR' });
     expect(res.statusCode).toBe(422);
@@ -312,10 +334,13 @@ describe('sign-up by code, SIGN_IN_CODES_SIGN_UP on', () => {
   });
 });
 
-describe('sign-up by code on SMS', () => {
+describe('sign-up by code on SMS, and its destination window', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await createTestApp({ env: { SIGN_IN_CODES: 'email,sms', SIGN_IN_CODES_SIGN_UP: 'on' } });
+    // Three messages per destination window: the sign-in-code window is tried below.
+    t = await createTestApp({
+      env: { SIGN_IN_CODES: 'email,sms', SIGN_IN_CODES_SIGN_UP: 'on', RATE_LIMIT_SENDS_A_MESSAGE: '3/900' },
+    });
   });
   afterAll(async () => {
     await t.close();
@@ -335,5 +360,37 @@ describe('sign-up by code on SMS', () => {
       .where('id', '=', sid)
       .executeTakeFirstOrThrow();
     expect(session).toEqual({ method: 'code', channel: 'phone' });
+  });
+
+  it("an owner's address and a new one reach the 429 at the same count, and the owner's step-up codes are not held back", async () => {
+    const owner = await createPerson(t.ctx);
+    const address = fresh();
+    const from = (i: number) => `192.0.2.${i}`;
+    let i = 0;
+    const attempt = (identifier: string) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/api/v1/sign-ups',
+        payload: email(identifier),
+        remoteAddress: from(++i),
+      });
+    for (let n = 0; n < 3; n++) {
+      expect((await attempt(owner.email)).statusCode).toBe(201);
+      expect((await attempt(address)).statusCode).toBe(201);
+    }
+    const [known, unknown] = [await attempt(owner.email), await attempt(address)];
+    expect(known.statusCode).toBe(429);
+    expect(unknown.statusCode).toBe(429);
+    expect(known.body).toBe(unknown.body);
+    expect(known.headers['retry-after']).toBe(unknown.headers['retry-after']);
+    // The window the owner's step-up codes share was not spent by a stranger's sign-ups.
+    const grant = await signIn(t.app, owner);
+    const stepUp = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/step-ups',
+      headers: bearer(grant.accessToken),
+      payload: { channel: 'identifier' },
+    });
+    expect(stepUp.statusCode, stepUp.body).toBe(201);
   });
 });
