@@ -385,6 +385,12 @@ export const CATALOGUE = {
     detail: 'The client metadata is not acceptable; the errors member says which field and why.',
     retryable: false,
   },
+  'identity.password_exists': {
+    status: 409,
+    title: 'Password already set',
+    detail: 'The account already has a password; change it instead.',
+    retryable: false,
+  },
   'identity.password_change_refused': {
     status: 422,
     title: 'Password change refused',

@@ -532,6 +532,21 @@ const ROWS: Record<string, Row> = {
       );
     },
   },
+  'POST /api/v1/sign-in-methods/passwords': {
+    emits: ['identity.password_changed'],
+    async run(act) {
+      // A first password: for an identity that has none (a sign-up by code, a provider sign-up).
+      const who = await elevatedPerson(t);
+      await t.ctx.database.db
+        .updateTable('identities')
+        .set({ password_hash: null })
+        .where('id', '=', who.person.identityId)
+        .execute();
+      await act(() =>
+        api('POST', '/sign-in-methods/passwords', { headers: who.headers, payload: { newPassword: STRONG } }),
+      );
+    },
+  },
   'POST /api/v1/sign-in-methods/{id}/removals': {
     emits: ['identity.updated'],
     async run(act) {

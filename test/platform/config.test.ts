@@ -696,16 +696,29 @@ describe('loadConfig', () => {
 
   it('sign-in codes: off by default; SIGN_IN_CODES names channels (sms is a phone number); junk is refused', () => {
     const base = { SECRETS_KEY: key(), DATA_DIR: tmp() };
-    expect(loadConfig(base).signInCodes).toEqual({ channels: [], withPassword: true });
+    expect(loadConfig(base).signInCodes).toEqual({ channels: [], withPassword: true, signUp: false });
     expect(
       loadConfig({ ...base, SIGN_IN_CODES: 'sms,email', SIGN_IN_CODES_WITH_PASSWORD: 'off' }).signInCodes,
-    ).toEqual({ channels: ['phone', 'email'], withPassword: false });
+    ).toEqual({ channels: ['phone', 'email'], withPassword: false, signUp: false });
     expect(loadConfig({ ...base, SIGN_IN_CODES: 'email,email' }).signInCodes.channels).toEqual(['email']);
     for (const junk of ['on', 'push', 'email,', 'off,email']) {
       expect(() => loadConfig({ ...base, SIGN_IN_CODES: junk })).toThrow(
         'invalid configuration: SIGN_IN_CODES must be off or a comma-separated list of email, sms',
       );
     }
+  });
+
+  it('sign-up by code: off by default; on needs SIGN_IN_CODES; anything but on or off is refused', () => {
+    const base = { SECRETS_KEY: key(), DATA_DIR: tmp() };
+    expect(
+      loadConfig({ ...base, SIGN_IN_CODES: 'email', SIGN_IN_CODES_SIGN_UP: 'on' }).signInCodes.signUp,
+    ).toBe(true);
+    expect(() => loadConfig({ ...base, SIGN_IN_CODES_SIGN_UP: 'on' })).toThrow(
+      'invalid configuration: SIGN_IN_CODES_SIGN_UP needs SIGN_IN_CODES to name a channel',
+    );
+    expect(() => loadConfig({ ...base, SIGN_IN_CODES: 'email', SIGN_IN_CODES_SIGN_UP: 'yes' })).toThrow(
+      'invalid configuration: SIGN_IN_CODES_SIGN_UP must be one of on, off',
+    );
   });
 
   it.each(INVALID)('refuses %s, naming the variable', (_name, env, variable) => {

@@ -89,6 +89,19 @@ export const IdentityDetail = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    hasPassword: Type.Boolean({
+      description: 'Whether the identity has a password (an account may have none)',
+    }),
+    codeSignIn: Type.Object(
+      {
+        channels: Type.Array(Type.Union([Type.Literal('email'), Type.Literal('sms')]), {
+          description:
+            'The channels on which the identity can sign in by code now (SIGN_IN_CODES, SIGN_IN_CODES_WITH_PASSWORD, ' +
+            'its verified addresses); empty when it cannot',
+        }),
+      },
+      { additionalProperties: false },
+    ),
     recoveryCodesRemaining: Type.Integer({ minimum: 0 }),
     lock: Type.Object(
       {

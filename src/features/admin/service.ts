@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import type { Config } from '../../config.js';
 import type { AuditEvent, AuditLog, VerifiedRecord } from '../../platform/audit/audit.js';
 import { type Clock, iso } from '../../platform/clock.js';
 import type { Database, Executor } from '../../platform/db/database.js';
@@ -97,6 +98,8 @@ export interface AdminServiceDeps {
   cursors: CursorCodec;
   signals: Signals;
   events: EventLog;
+  /** Which channels may sign in by code, and whether with a password (the detail's codeSignIn). */
+  config: Pick<Config, 'signInCodes'>;
 }
 
 /**
@@ -178,6 +181,19 @@ export class AdminService {
       secondFactorFacts(db, identityId),
     ]);
     const lockedUntil = row.lockedUntil === null ? null : new Date(row.lockedUntil);
+    // The password has a row among the methods only while it is set (sign-in-methods/repository.ts).
+    const hasPassword = methods.some((m) => m.kind === 'password');
+    const codes = this.deps.config.signInCodes;
+    // The channels a code sign-in would reach now: a verified address on a channel SIGN_IN_CODES
+    // names, for an enabled identity without a password or with SIGN_IN_CODES_WITH_PASSWORD on.
+    const codeChannels =
+      row.disabledAt === null && row.erasedAt === null && (codes.withPassword || !hasPassword)
+        ? (['email', 'phone'] as const).filter(
+            (type) =>
+              codes.channels.includes(type) &&
+              row.identifiers.some((i) => i.type === type && i.verifiedAt !== null),
+          )
+        : [];
     const detail = {
       ...listItem(row),
       methods: methods.map((m) => ({
@@ -193,6 +209,8 @@ export class AdminService {
         verifiedAt: new Date(f.verifiedAt).toISOString(),
         lastUsedAt: iso(f.lastUsedAt),
       })),
+      hasPassword,
+      codeSignIn: { channels: codeChannels.map((type) => (type === 'phone' ? 'sms' : 'email')) },
       recoveryCodesRemaining: row.recoveryCodes,
       lock: {
         failedAttempts: row.failedAttempts,

@@ -4,7 +4,7 @@ import type { Clock } from '../../platform/clock.js';
 import { type CodeHasher, generateCode, safeEqual } from '../../platform/crypto/tokens.js';
 import type { Db, Executor } from '../../platform/db/database.js';
 import type { DeliveryResult, Notifier } from '../../platform/notify/notifier.js';
-import { codeMessage, type MessageBrand } from '../../platform/notify/templates.js';
+import { codeMessage, existingAccountMessage, type MessageBrand } from '../../platform/notify/templates.js';
 import { Problem } from '../../platform/problem.js';
 import type { GuessBudgets } from '../../platform/rate-limit/guess-budget.js';
 import type { Locale } from '../../shared/locales.js';
@@ -172,6 +172,15 @@ export class ChallengeFlow {
     const locale =
       'locale' in recipient ? recipient.locale : await identityLocale(this.db, recipient.identityId);
     const message = codeMessage(locale, this.settings.brand, purpose, code, minutes);
+    return this.notifier.send({ to: to.value, type: to.type, ...message });
+  }
+
+  /**
+   * Tells an address that it already has an account (a sign-up by code its owner may not answer by
+   * code), without a code, in the owner's language; after the commit, like a code.
+   */
+  notifyExistingAccount(to: NormalisedIdentifier, locale: Locale): Promise<DeliveryResult> {
+    const message = existingAccountMessage(locale, this.settings.brand);
     return this.notifier.send({ to: to.value, type: to.type, ...message });
   }
 

@@ -24,6 +24,8 @@ export interface IdentityRow {
   disabledAt: Date | null;
   /** Set by an operator's erasure: nothing but the bare id is left, and nothing changes it again. */
   erasedAt: Date | null;
+  /** The identity's language (identities.locale): its messages are written in it. */
+  locale: string;
 }
 
 /** An identifiers row under the domain's names (IdentifierRow). */
@@ -44,6 +46,7 @@ const identityColumns = [
   'locked_until as lockedUntil',
   'disabled_at as disabledAt',
   'erased_at as erasedAt',
+  'locale',
 ] as const;
 
 /** One identifier as the admin API lists it (json_build_object's shape). */
@@ -423,6 +426,49 @@ export async function claimIdentifier(
     .returning('id')
     .executeTakeFirst();
   return inserted?.id;
+}
+
+/**
+ * Claims an unverified address together with a new identity, in one statement: both rows are
+ * written when the address is free, neither when a live row holds it (false). Nothing is written
+ * and dropped when the claim is lost, so a lost claim and a won one cost alike (the identity's
+ * foreign key is checked at the end of the statement, once both rows exist).
+ */
+export async function claimAddressWithIdentity(
+  trx: Executor,
+  row: {
+    identityId: string;
+    identifierId: string;
+    identifier: NormalisedIdentifier;
+    now: Date;
+    locale: Locale;
+  },
+): Promise<boolean> {
+  const inserted = await trx
+    .with('claimed', (db) =>
+      db
+        .insertInto('identifiers')
+        .values({
+          id: row.identifierId,
+          identity_id: row.identityId,
+          type: row.identifier.type,
+          value: row.identifier.value,
+          created_at: row.now,
+          verified_at: null,
+        })
+        .onConflict((oc) => oc.columns(['type', 'value']).where('removed_at', 'is', null).doNothing())
+        .returning('id'),
+    )
+    .insertInto('identities')
+    .columns(['id', 'created_at', 'locale'])
+    .expression((eb) =>
+      eb
+        .selectFrom('claimed')
+        .select([eb.val(row.identityId).as('id'), eb.val(row.now).as('created_at'), eb.val(row.locale).as('locale')]),
+    )
+    .returning('id')
+    .executeTakeFirst();
+  return inserted !== undefined;
 }
 
 /**

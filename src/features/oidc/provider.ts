@@ -39,6 +39,8 @@ export interface HostedSession {
   /** When the session was opened: the sign-in's auth_time. */
   signedInAt: Date;
   method: string;
+  /** The channel of a code sign-in's code ('email' or 'phone'), else null. */
+  channel: string | null;
   epoch: number;
 }
 
@@ -167,7 +169,10 @@ export const ACR = {
 } as const;
 
 /** RFC 8176 values for how the session was opened (docs/oidc.md, "Claims"). */
-export function authenticationOf(method: string): { amr: string[]; acr: string } {
+export function authenticationOf(
+  method: string,
+  channel: string | null = null,
+): { amr: string[]; acr: string } {
   switch (method) {
     case 'password':
       return { amr: ['pwd'], acr: ACR.singleFactor };
@@ -175,9 +180,13 @@ export function authenticationOf(method: string): { amr: string[]; acr: string }
       return { amr: ['fed'], acr: ACR.singleFactor };
     case 'passkey':
       return { amr: ['hwk'], acr: ACR.singleFactor };
-    // A one-time code sent by email or SMS (POST /sign-ins/codes): one factor.
+    // A one-time code sent by email or SMS (POST /sign-ins/codes, a sign-up by code): one factor,
+    // with the channel it went out on (RFC 8176 `email`, `sms`).
     case 'code':
-      return { amr: ['otp'], acr: ACR.singleFactor };
+      return {
+        amr: channel === 'email' ? ['otp', 'email'] : channel === 'phone' ? ['otp', 'sms'] : ['otp'],
+        acr: ACR.singleFactor,
+      };
     case 'second_factor':
       return { amr: ['otp', 'mfa'], acr: ACR.multiFactor };
     case 'recovery_code':
@@ -516,7 +525,7 @@ export class OpenIdProvider {
         await interaction.save((interaction.exp ?? 0) - Math.floor(Date.now() / 1000));
       }
     }
-    const { amr, acr } = authenticationOf(hosted.method);
+    const { amr, acr } = authenticationOf(hosted.method, hosted.channel);
     return this.interactionResult(req, res, {
       login: {
         accountId: hosted.identityId,

@@ -42,10 +42,16 @@ export interface OidcServiceDeps {
   /** Ends one of the service's sessions as a sign-out does (RP-initiated logout). */
   signOut(sessionId: string): Promise<void>;
   /** The live session whose current refresh token this is, read without rotating it. */
-  liveSessionOf(
-    refreshToken: string,
-  ): Promise<
-    { identityId: string; sessionId: string; createdAt: Date; method: string; epoch: number } | undefined
+  liveSessionOf(refreshToken: string): Promise<
+    | {
+        identityId: string;
+        sessionId: string;
+        createdAt: Date;
+        method: string;
+        channel: string | null;
+        epoch: number;
+      }
+    | undefined
   >;
   /** The custom_claims hook (docs/events.md, "Synchronous hooks"): reserved names already dropped. */
   customClaims(request: {
@@ -196,6 +202,7 @@ export class OidcService {
       sessionId: live.sessionId,
       signedInAt: live.createdAt,
       method: live.method,
+      channel: live.channel,
       epoch: live.epoch,
     };
   }

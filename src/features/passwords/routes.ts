@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.js';
-import { guards, principalOf } from '../../platform/http/auth.js';
+import { ELEVATION_REFUSALS, guards, principalOf } from '../../platform/http/auth.js';
 import { envelope } from '../../platform/http/envelope.js';
 import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, NoContent, responses } from '../../platform/http/schemas.js';
@@ -8,7 +8,7 @@ import * as schema from './schemas.js';
 import { PasswordService } from './service.js';
 
 export const passwordRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }) => {
-  const { session, security } = guards(ctx.auth);
+  const { session, elevated, security } = guards(ctx.auth);
   const service = new PasswordService(ctx);
   const ConfirmationBody = schema.recoveryConfirmationBody(ctx.config);
 
@@ -41,6 +41,33 @@ export const passwordRoutes = featureRoutes(async (app, { ctx }: { ctx: AppConte
     },
     async (request, reply) => {
       await service.change(principalOf(request), request.body);
+      return reply.code(204).send();
+    },
+  );
+
+  app.post(
+    '/sign-in-methods/passwords',
+    {
+      preHandler: elevated,
+      config: limitFor(ctx.config.rateLimits.answersAChallenge, 'sign-in-methods/passwords'),
+      schema: {
+        tags: ['sign-in-methods'],
+        summary: 'Add a password to an account that has none (a sign-up by code, a provider sign-up)',
+        description:
+          'Requires a session and an elevation (the step-up stands in for the current password there is not). ' +
+          'The password then appears among the sign-in methods; other sessions go on. An account that already has ' +
+          'a password answers 409 identity.password_exists (change it with POST /password-changes). A new ' +
+          'password outside 12..200 characters or too easy to guess is 400 validation.failed (code weak_password).',
+        security: security.elevated,
+        body: schema.PasswordAddBody,
+        response: responses({ 204: NoContent }, [...ELEVATION_REFUSALS, 'identity.password_exists'], {
+          body: true,
+          rateLimited: true,
+        }),
+      },
+    },
+    async (request, reply) => {
+      await service.add(principalOf(request), request.body);
       return reply.code(204).send();
     },
   );

@@ -16,6 +16,9 @@ export const PasswordChangeBody = Type.Object(
   { additionalProperties: false },
 );
 
+/** POST /sign-in-methods/passwords (docs/api.md, "Add a password"): strict. */
+export const PasswordAddBody = Type.Object({ newPassword }, { additionalProperties: false });
+
 /** POST /password-recoveries: an identifier form. */
 export const RecoveryStartBody = IdentifierForm({});
 

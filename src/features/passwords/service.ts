@@ -123,6 +123,40 @@ export class PasswordService {
   }
 
   /**
+   * POST /sign-in-methods/passwords: a first password for an identity that has none (a sign-up by
+   * code, a provider sign-up). The elevation stands in for the current password: the person proved
+   * a factor moments ago, in this session. Set only while none is set (compare-and-set under the
+   * identity's row lock), so two additions racing leave one password and the other is 409. Other
+   * sessions go on: nothing was revoked, a way in was added (docs/decisions.md, "Sign-up by code").
+   */
+  async add(principal: SessionPrincipal, input: { newPassword: string }): Promise<void> {
+    const { identityId } = principal;
+    const { db } = this.deps.database;
+    const own = await verifiedIdentifiers(db, identityId);
+    await assertPasswordPolicy(
+      input.newPassword,
+      'newPassword',
+      own.map((i) => i.value),
+      this.deps.config.brand.name,
+    );
+    // Refused before Argon2 when one is set already; re-checked under the lock below.
+    if ((await findIdentity(db, identityId))?.passwordHash) throw new Problem('identity.password_exists');
+    this.deps.passwords.admit();
+    const newHash = await this.deps.passwords.hash(input.newPassword);
+    const now = this.deps.clock.now();
+    await db.transaction().execute(async (trx) => {
+      await lockIdentity(trx, identityId);
+      if (!(await setPassword(trx, identityId, newHash, now, { onlyIfUnset: true }))) {
+        throw new Problem('identity.password_exists');
+      }
+      await identityChanged(this.deps.events, trx, 'identity.password_changed', identityId, identityId, {
+        via: 'added',
+      });
+      await this.deps.audit.appendOwn(trx, 'identity.password.added', identityId, {});
+    });
+  }
+
+  /**
    * POST /password-recoveries. The answer is the same whether or not the address belongs to an
    * account: one transaction always writes an audit record (a challenge row too for a verified
    * address), and the message leaves after the answer, so a slow channel cannot be timed.

@@ -18,6 +18,7 @@ export interface NewSession {
   identityId: string;
   epoch: number;
   method: string;
+  channel: 'email' | 'phone' | null;
   now: Date;
   expiresAt: Date;
   refreshHash: string;
@@ -39,6 +40,7 @@ export async function insertSession(trx: Executor, s: NewSession): Promise<boole
       'identity_id',
       'epoch',
       'method',
+      'channel',
       'created_at',
       'expires_at',
       'generation',
@@ -53,6 +55,7 @@ export async function insertSession(trx: Executor, s: NewSession): Promise<boole
           'id as identity_id',
           eb.val(s.epoch).as('epoch'),
           eb.val(s.method).as('method'),
+          eb.val(s.channel).as('channel'),
           eb.val(s.now).as('created_at'),
           eb.val(s.expiresAt).as('expires_at'),
           eb.lit(1).as('generation'),
@@ -663,6 +666,7 @@ export interface LiveSessionByToken {
   sessionId: string;
   identityId: string;
   method: string;
+  channel: string | null;
   createdAt: Date;
   expiresAt: Date;
   epoch: number;
@@ -687,6 +691,7 @@ export async function liveSessionByRefreshHash(
       's.id as sessionId',
       's.identity_id as identityId',
       's.method',
+      's.channel',
       's.created_at as createdAt',
       's.expires_at as expiresAt',
       's.epoch',

@@ -91,7 +91,11 @@ export const DeviceSchema = Type.Object(
 export const HistoryEntrySchema = Type.Object({
   id: Type.String({ format: 'uuid' }),
   occurredAt: Type.String({ format: 'date-time' }),
-  method: Type.String(),
+  method: Type.String({
+    description:
+      'how the sign-in proved who it was: password, provider, passkey, code (a one-time code by email or SMS: ' +
+      'a code sign-in or a sign-up by code), second_factor, recovery_code, ...',
+  }),
   outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('refused')]),
   ipAddress: Type.Union([Type.String(), Type.Null()]),
   userAgent: Type.Union([Type.String(), Type.Null()]),
@@ -108,7 +112,7 @@ export const LiveSessionSchema = Type.Object({
   createdAt: Type.String({ format: 'date-time' }),
   lastActiveAt: Type.String({ format: 'date-time', description: 'the last renewal, else the sign-in' }),
   sessionExpiresAt: Type.String({ format: 'date-time' }),
-  method: Type.String({ description: 'how the session was opened: password, provider, passkey, ...' }),
+  method: Type.String({ description: 'how the session was opened: password, provider, passkey, code, ...' }),
   device: DeviceSchema,
   ipAddress: Type.Union([Type.String(), Type.Null()], {
     description: 'the address the session started from',

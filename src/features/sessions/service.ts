@@ -32,6 +32,8 @@ export interface SessionOpening {
   identityId: string;
   epoch: number;
   method: string;
+  /** The channel of a code sign-in's code (amr `email` or `sms`); absent for every other method. */
+  channel?: 'email' | 'phone';
   meta: RequestMeta;
   now: Date;
 }
@@ -88,7 +90,7 @@ export class SessionService {
    * failure rolls the session back. A disabled (or erased) identity is `refusal`.
    */
   async create(trx: Executor, opening: SessionOpening, refusal: ProblemCode): Promise<OpenedSession> {
-    const { identityId, epoch, method, meta, now } = opening;
+    const { identityId, epoch, method, channel, meta, now } = opening;
     const sessionId = randomUUID();
     const refreshToken = opaqueToken();
     const expiresAt = new Date(now.getTime() + this.deps.config.lifetimes.session * 1000);
@@ -97,6 +99,7 @@ export class SessionService {
       identityId,
       epoch,
       method,
+      channel: channel ?? null,
       now,
       expiresAt,
       refreshHash: sha256Hex(refreshToken),

@@ -53,7 +53,7 @@ export interface SignInMethodServiceDeps extends ProviderServiceDeps {
   cursors: CursorCodec;
   providers: ProviderVerifier;
   signals: Signals;
-  config: Pick<Config, 'lifetimes' | 'webauthn'>;
+  config: Pick<Config, 'lifetimes' | 'webauthn' | 'signInCodes'>;
 }
 
 export class SignInMethodService {
@@ -236,12 +236,26 @@ export class SignInMethodService {
 
       // A way in (docs/api.md, "4.3 Remove a method") is the password with at least one verified
       // identifier, a linked provider that is configured now (a link to a disabled provider cannot
-      // open a session), or a passkey while passkeys are on (a relying party is configured).
+      // open a session), a passkey while passkeys are on (a relying party is configured), or a
+      // verified address that may sign in by code now (SIGN_IN_CODES names its channel, and the
+      // identity has no password left or SIGN_IN_CODES_WITH_PASSWORD is on).
       const passwordLeft = hasPassword && kind !== 'password';
       const identifiersLeft = identifiers.filter((i) => i.id !== methodId).length;
+      const codes = this.deps.config.signInCodes;
+      const codeAddressesLeft =
+        passwordLeft && !codes.withPassword
+          ? 0
+          : identifiers.filter((i) => i.id !== methodId && codes.channels.includes(i.type)).length;
       const providersLeft = links.filter((l) => l.id !== methodId && enabled.has(l.provider)).length;
       const passkeysLeft = this.deps.config.webauthn ? passkeys.filter((p) => p.id !== methodId).length : 0;
-      if (!((passwordLeft && identifiersLeft > 0) || providersLeft > 0 || passkeysLeft > 0)) {
+      if (
+        !(
+          (passwordLeft && identifiersLeft > 0) ||
+          providersLeft > 0 ||
+          passkeysLeft > 0 ||
+          codeAddressesLeft > 0
+        )
+      ) {
         throw new Problem('identity.last_sign_in_method');
       }
 

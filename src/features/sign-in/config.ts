@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { oneOf, section } from '../../config/schema.js';
+import { ConfigError, oneOf, section } from '../../config/schema.js';
 
 /** The channels SIGN_IN_CODES names, and the identifier type each reaches. */
 const CHANNELS: Record<string, 'email' | 'phone'> = { email: 'email', sms: 'phone' };
@@ -18,6 +18,10 @@ export const signInSection = section({
       description:
         '`on` or `off`: whether an identity that has a password may also sign in by code (`off`: only identities without one, such as those that signed up with a provider, may); refused the same way as an unknown address, nothing sent',
     }),
+    SIGN_IN_CODES_SIGN_UP: oneOf('off', ['on', 'off'], {
+      description:
+        '`on` or `off`: whether `POST /sign-ups` may omit the password, for an account that signs in by code only (on a channel `SIGN_IN_CODES` names; the code sent then opens the first session at `POST /sign-ups/confirmations`). Off by default; `on` needs `SIGN_IN_CODES` (an account without a password needs a way back in). See [API](api.md#sign-up-by-code)',
+    }),
   },
   map: (e) => ({
     signInCodes: {
@@ -26,6 +30,14 @@ export const signInSection = section({
         e.SIGN_IN_CODES === 'off' ? [] : [...new Set(e.SIGN_IN_CODES.split(',').map((c) => CHANNELS[c]))],
       /** Whether an identity with a password may sign in by code (SIGN_IN_CODES_WITH_PASSWORD). */
       withPassword: e.SIGN_IN_CODES_WITH_PASSWORD === 'on',
+      /** Whether POST /sign-ups may omit the password (SIGN_IN_CODES_SIGN_UP). */
+      signUp: e.SIGN_IN_CODES_SIGN_UP === 'on',
     },
   }),
+  /** A passwordless account signs in by code: sign-up by code without code sign-in has no way back. */
+  check: (config: { signInCodes: { channels: string[]; signUp: boolean } }) => {
+    if (config.signInCodes.signUp && config.signInCodes.channels.length === 0) {
+      throw new ConfigError('SIGN_IN_CODES_SIGN_UP', 'needs SIGN_IN_CODES to name a channel');
+    }
+  },
 });

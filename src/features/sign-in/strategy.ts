@@ -27,6 +27,8 @@ export interface ProvenIdentity {
   epoch: number;
   /** Recorded on the session and in the sign-in history: 'password', 'provider', 'passkey', … */
   method: string;
+  /** The channel a one-time code went out on (method 'code'): amr `email` or `sms` (RFC 8176). */
+  channel?: 'email' | 'phone';
   /**
    * 'first': one factor (a password, an upstream account), so an identity holding a second factor
    * gets a ticket for the second step. 'final': nothing is left to prove (a passkey with user

@@ -353,6 +353,7 @@ export interface SendWindows {
 
 export interface Sessions {
   active_organization_id: string | null;
+  channel: string | null;
   created_at: Timestamp;
   epoch: number;
   expires_at: Timestamp;

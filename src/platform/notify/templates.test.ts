@@ -6,6 +6,7 @@ import {
   codeMessage,
   deletionEmail,
   deletionSms,
+  existingAccountMessage,
   invitationMessage,
   MESSAGE_KINDS,
   type Message,
@@ -64,6 +65,8 @@ function render(kind: MessageKind, locale: Locale, brand: MessageBrand): Message
       return { subject: '', text: changesSms(locale, brand, [change('password_changed')]) };
     case 'notice.sign_in':
       return signInEmail(locale, brand, [change('new_sign_in')]);
+    case 'notice.sign_up_existing':
+      return existingAccountMessage(locale, brand);
     case 'notice.account_deleted.email':
       return deletionEmail(locale, brand, {
         at: new Date('2026-03-01T12:00:00Z'),

@@ -55,6 +55,7 @@ export const MESSAGE_KINDS = [
   'notice.changes.email',
   'notice.changes.sms',
   'notice.sign_in',
+  'notice.sign_up_existing',
   'notice.account_deleted.email',
   'notice.account_deleted.sms',
 ] as const;
@@ -97,6 +98,7 @@ interface Wording {
     signInSubjectMany: string;
     sms: (what: string) => string;
   };
+  existingAccount: { subject: string; text: string };
   deletion: {
     subject: string;
     lead: string;
@@ -186,6 +188,13 @@ const en: Wording = {
     signInSubjectMany: 'New sign-ins to your account',
     sms: (what) =>
       `Security change to your account: ${what}. Not you? Sign in and secure your account or contact support.`,
+  },
+  existingAccount: {
+    subject: 'You already have an account',
+    text:
+      'Someone asked to create an account with this address, but it already has one. ' +
+      'Sign in with your password, or recover it if you have forgotten it. ' +
+      'If you did not ask for this, ignore this message.',
   },
   deletion: {
     subject: 'Your account was deleted',
@@ -287,6 +296,13 @@ const fr: Wording = {
       `Changement de sécurité sur votre compte : ${what}. Pas vous ? Connectez-vous et sécurisez votre compte.`,
   },
   // The words describeDevice writes (its browser and system names are names, the same in French).
+  existingAccount: {
+    subject: 'Vous avez déjà un compte',
+    text:
+      'Quelqu’un a demandé à créer un compte avec cette adresse, mais elle en a déjà un. ' +
+      'Connectez-vous avec votre mot de passe, ou récupérez-le si vous l’avez oublié. ' +
+      'Si vous n’êtes pas à l’origine de cette demande, ignorez ce message.',
+  },
   deletion: {
     subject: 'Votre compte a été supprimé',
     lead: 'Votre compte a été supprimé à votre demande.',
@@ -455,4 +471,10 @@ export function deletionSms(locale: Locale, brand: MessageBrand): string {
   const name = brand.named ? `${brand.name}: ` : '';
   const help = brand.supportUrl ? ` ${brand.supportUrl}` : '';
   return `${name}${wording(locale).deletion.sms}${help}`;
+}
+
+/** A sign-up by code for an address whose owner may not sign in by code: no code, only the facts. */
+export function existingAccountMessage(locale: Locale, brand: MessageBrand): Message {
+  const w = wording(locale).existingAccount;
+  return { subject: w.subject, text: signed([w.text], brand, locale) };
 }

@@ -4443,7 +4443,7 @@ export type paths = {
                                  * @description the last renewal, else the sign-in
                                  */
                                 lastActiveAt: string;
-                                /** @description how the session was opened: password, provider, passkey, ... */
+                                /** @description how the session was opened: password, provider, passkey, code, ... */
                                 method: string;
                                 /** Format: date-time */
                                 sessionExpiresAt: string;
@@ -5086,6 +5086,130 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/sign-in-methods/passwords": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add a password to an account that has none (a sign-up by code, a provider sign-up)
+         * @description Requires a session and an elevation (the step-up stands in for the current password there is not). The password then appears among the sign-in methods; other sessions go on. An account that already has a password answers 409 identity.password_exists (change it with POST /password-changes). A new password outside 12..200 characters or too easy to guess is 400 validation.failed (code weak_password).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        newPassword: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description No content */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description validation.failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.session_required */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.elevation_required */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.password_exists */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.body_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description rate_limit.exceeded */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description internal.unexpected */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description service.unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/sign-ins": {
         parameters: {
             query?: never;
@@ -5505,6 +5629,7 @@ export type paths = {
                                 /** Format: uuid */
                                 id: string;
                                 ipAddress: string | null;
+                                /** @description how the sign-in proved who it was: password, provider, passkey, code (a one-time code by email or SMS: a code sign-in or a sign-up by code), second_factor, recovery_code, ... */
                                 method: string;
                                 /**
                                  * Format: date-time
@@ -6497,6 +6622,17 @@ export type paths = {
                 };
             };
             responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["SessionGrant"] | components["schemas"]["SecondFactorTicket"];
+                        };
+                    };
+                };
                 /** @description No content: the identifier is verified and the password set */
                 204: {
                     headers: {
@@ -6506,6 +6642,15 @@ export type paths = {
                 };
                 /** @description validation.failed */
                 400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description hooks.refused */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6558,7 +6703,7 @@ export type paths = {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description service.unavailable */
+                /** @description hooks.unavailable, service.unavailable */
                 503: {
                     headers: {
                         [name: string]: unknown;

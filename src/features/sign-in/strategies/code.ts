@@ -171,7 +171,14 @@ export class CodeStrategy implements Strategy<CodeInput> {
     // commit of its own, which an id of nothing would not pay (timing/sign-in-code-answer.test.ts).
     if (refused) throw refusal();
     return complete(
-      { identityId: mine.identityId, epoch: identity.sessionEpoch, method: 'code', stage: 'first' },
+      {
+        identityId: mine.identityId,
+        epoch: identity.sessionEpoch,
+        method: 'code',
+        // allowed: the channel is one SIGN_IN_CODES names, so the address was normalised.
+        channel: ident!.type,
+        stage: 'first',
+      },
       meta,
     );
   }
