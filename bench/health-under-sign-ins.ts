@@ -45,7 +45,7 @@ async function start(
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; i++) {
+  for (let i = 0; i < 1200; i++) {
     try {
       if ((await fetch(`${base}/health/ready`)).status === 200)
         return { proc, base, metrics: `http://127.0.0.1:${metricsPort}/metrics` };

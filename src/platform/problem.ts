@@ -486,7 +486,14 @@ export class Problem extends Error {
       hookMessage?: string;
     } = {},
   ) {
+    // No stack: a Problem is an answer, never logged as a failure (only what is not a Problem is,
+    // errors.ts), and capturing one costs the event loop 20-60 µs per refusal deep in a route's
+    // promise chain, which load shedding (503) multiplies (docs/performance.md, "Health during
+    // sign-in load").
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(code);
+    Error.stackTraceLimit = limit;
     this.status = CATALOGUE[code].status;
   }
 }

@@ -3,7 +3,8 @@ import { mkdtempSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { seedDataDir } from '../helpers/database.js';
 import { freePort } from '../helpers/net.js';
 import { type Spawned, spawnTs, tryConnect, waitFor, within } from './support.js';
 
@@ -44,15 +45,30 @@ function waitForLive(proc: Spawned, port: number) {
   );
 }
 
+/**
+ * The embedded database on disk, already migrated (the snapshot the PGlite tests start from): the
+ * subject here is the shutdown, and a child that runs initdb and every migration first (as
+ * `memory://` does) spends most of the file's time there.
+ */
+async function seededDir(): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'idsvc-shutdown-'));
+  await seedDataDir(dir);
+  return dir;
+}
+
 describe('graceful shutdown of src/main.ts', () => {
+  const dirs: string[] = [];
+  beforeAll(async () => {
+    dirs.push(await seededDir(), await seededDir());
+  });
+
   it('on SIGTERM finishes the request in flight, refuses new connections and exits 0', async () => {
     const port = await freePort();
     running = spawnTs('src/main.ts', {
       NODE_ENV: 'development',
       HOST: '127.0.0.1',
       PORT: String(port),
-      DATABASE_URL: 'memory://',
-      DATA_DIR: mkdtempSync(join(tmpdir(), 'idsvc-shutdown-')),
+      DATA_DIR: dirs.shift()!,
       SECRETS_KEY: randomBytes(32).toString('base64'),
       // The arrival of each request is a debug line (the access line comes with the answer).
       LOG_LEVEL: 'debug',
@@ -94,8 +110,7 @@ describe('graceful shutdown of src/main.ts', () => {
       NODE_ENV: 'development',
       HOST: '127.0.0.1',
       PORT: String(port),
-      DATABASE_URL: 'memory://',
-      DATA_DIR: mkdtempSync(join(tmpdir(), 'idsvc-shutdown-')),
+      DATA_DIR: dirs.shift()!,
       SECRETS_KEY: randomBytes(32).toString('base64'),
     });
     const proc = running;
