@@ -23,6 +23,7 @@ const KNOWN = new Set([
   'identity.sign_in_method_confirmation_refused',
   'identity.sign_in_method_locked',
   'identity.last_sign_in_method',
+  'identity.password_exists',
   'identity.account_deletion_refused',
   'identity.account_deletion_last_owner',
   'identity.session_required',

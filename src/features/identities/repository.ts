@@ -464,7 +464,11 @@ export async function claimAddressWithIdentity(
     .expression((eb) =>
       eb
         .selectFrom('claimed')
-        .select([eb.val(row.identityId).as('id'), eb.val(row.now).as('created_at'), eb.val(row.locale).as('locale')]),
+        .select([
+          eb.val(row.identityId).as('id'),
+          eb.val(row.now).as('created_at'),
+          eb.val(row.locale).as('locale'),
+        ]),
     )
     .returning('id')
     .executeTakeFirst();

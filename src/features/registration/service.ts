@@ -179,11 +179,7 @@ export class RegistrationService {
    * not (a password with SIGN_IN_CODES_WITH_PASSWORD=off, a disabled account) a notice without
    * a code, that an account already exists.
    */
-  async #signUpByCode(
-    input: IdentifierInput,
-    sender: MessageSubject,
-    locale: Locale,
-  ): Promise<SignUpResult> {
+  async #signUpByCode(input: IdentifierInput, sender: MessageSubject, locale: Locale): Promise<SignUpResult> {
     const ident = this.deps.challenges.reachableAddress(input);
     // Which channels may sign in by code is configuration, never the account: refused before anything.
     if (!this.deps.config.signInCodes.channels.includes(ident.type)) {
