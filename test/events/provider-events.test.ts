@@ -93,6 +93,7 @@ describe('redirect sign-up: identity.created', () => {
       id: identityId,
       createdAt: detail.createdAt,
       identifiers: detail.identifiers,
+      locale: 'en',
       disabledAt: null,
       erasedAt: null,
       via: 'provider',

@@ -221,7 +221,11 @@ export const PLACEHOLDER = {
 } as const;
 
 /** The routes whose success answers the caller's own identifiers unmasked (to that caller only). */
-const OWN_DATA_ROUTES = new Set(['GET /api/v1/account/export', 'GET /api/v1/account']);
+const OWN_DATA_ROUTES = new Set([
+  'GET /api/v1/account/export',
+  'GET /api/v1/account',
+  'PATCH /api/v1/account',
+]);
 
 /** Distinctive strings the generators embed as secrets: `fzS` + 12 hex digits. */
 export const MARKER = /fz[SI][0-9a-f]{12}/gi;
@@ -380,11 +384,20 @@ export class FuzzApp {
     return r.rows[0]?.ok === true;
   }
 
+  private async isErased(identityId: string): Promise<boolean> {
+    const r = await sql<{ erased: boolean }>`
+      SELECT erased_at IS NOT NULL AS erased FROM identities WHERE id = ${identityId}`.execute(
+      this.t.db.database.db,
+    );
+    return r.rows[0]?.erased !== false;
+  }
+
   /** The signed-in person; a new session (or person) when a fuzzed request ended the old one. */
   private async liveActor(): Promise<Actor> {
     const a = this.actor;
     if (a && (await this.isLive(a.sessionId)) && (await this.isLive(a.otherSessionId))) return a;
-    const person = a?.person ?? (await createPerson(this.t.ctx));
+    // A fuzzed POST /account/deletions may have erased the person: then a new one signs in.
+    const person = a && !(await this.isErased(a.person.identityId)) ? a.person : await createPerson(this.t.ctx);
     const main = await signIn(this.t.app, person);
     const other = await signIn(this.t.app, person);
     const sessionId = sidOf(main.accessToken);
