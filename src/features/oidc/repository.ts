@@ -99,29 +99,46 @@ const notExpired = (now: Date) => (eb: ExpressionBuilder<DB, 'oidc_payloads'>) =
  * grant linked while the replay commits (its consent read the session just before) is refused all
  * the same, and no grant of the session can be missed (docs/decisions.md, "A stolen session ends
  * its offline grants").
+ *
+ * Read through left joins by primary key (withGrantLink: the link `gl`, its identity `gli`, its
+ * session `gls`), not an EXISTS under the OR: PostgreSQL turns such an EXISTS into a "hashed
+ * SubPlan" whenever its estimates are small (tables never analyzed: a new deployment, a bulk
+ * import, the bench's server with autovacuum off), which builds the set of every live grant
+ * joined with every session on each read: O(grants × sessions) per request (docs/performance.md,
+ * "OpenID Provider reads"). Joins by key leave the planner nothing else to choose.
  */
-const grantLive = (now: Date) => (eb: ExpressionBuilder<DB, 'oidc_payloads'>) =>
-  eb.or([
-    eb('oidc_payloads.grant_id', 'is', null),
-    eb.exists(
-      eb
-        .selectFrom('oidc_grants as g')
-        .innerJoin('identities as i', 'i.id', 'g.identity_id')
-        .innerJoin('sessions as s', 's.id', 'g.session_id')
-        .select('g.grant_id')
-        .whereRef('g.grant_id', '=', 'oidc_payloads.grant_id')
-        .where('g.ended_at', 'is', null)
-        .where('i.disabled_at', 'is', null)
-        .whereRef('i.session_epoch', '=', 'g.epoch')
-        .where('s.theft_detected_at', 'is', null)
-        .where((w) =>
-          w.or([
-            w('g.offline', '=', true),
-            w.and([w('s.revoked_at', 'is', null), w('s.expires_at', '>', now)]),
-          ]),
-        ),
-    ),
-  ]);
+const grantLive =
+  (now: Date) => (eb: ExpressionBuilder<LinkedPayload, 'oidc_payloads' | 'gl' | 'gli' | 'gls'>) =>
+    eb.or([
+      eb('oidc_payloads.grant_id', 'is', null),
+      eb.and([
+        eb('gl.grant_id', 'is not', null),
+        eb('gl.ended_at', 'is', null),
+        eb('gli.disabled_at', 'is', null),
+        eb('gli.session_epoch', '=', eb.ref('gl.epoch')),
+        eb('gls.id', 'is not', null),
+        eb('gls.theft_detected_at', 'is', null),
+        eb.or([
+          eb('gl.offline', '=', true),
+          eb.and([eb('gls.revoked_at', 'is', null), eb('gls.expires_at', '>', now)]),
+        ]),
+      ]),
+    ]);
+
+/** The tables a payload's grant liveness is read from (grantLive), as withGrantLink names them. */
+type LinkedPayload = DB & {
+  gl: DB['oidc_grants'];
+  gli: DB['identities'];
+  gls: DB['sessions'];
+};
+
+/** oidc_payloads with its grant's link, identity and session, each by key (grantLive reads them). */
+const withGrantLink = (db: Executor) =>
+  db
+    .selectFrom('oidc_payloads')
+    .leftJoin('oidc_grants as gl', 'gl.grant_id', 'oidc_payloads.grant_id')
+    .leftJoin('identities as gli', 'gli.id', 'gl.identity_id')
+    .leftJoin('sessions as gls', 'gls.id', 'gl.session_id');
 
 /** A stored payload, only while unexpired and while the grant it belongs to is live. */
 export async function findLivePayload(
@@ -130,11 +147,10 @@ export async function findLivePayload(
   id: string,
   now: Date,
 ): Promise<StoredPayload | undefined> {
-  const row = await db
-    .selectFrom('oidc_payloads')
-    .select(['payload', 'consumed_at as consumedAt'])
-    .where('kind', '=', kind)
-    .where('id', '=', id)
+  const row = await withGrantLink(db)
+    .select(['oidc_payloads.payload', 'oidc_payloads.consumed_at as consumedAt'])
+    .where('oidc_payloads.kind', '=', kind)
+    .where('oidc_payloads.id', '=', id)
     .where(notExpired(now))
     .where(grantLive(now))
     .executeTakeFirst();
@@ -150,41 +166,37 @@ export interface TokenWithGrant extends StoredPayload {
   account?: { identityId: string; email: string | null; phone: string | null };
 }
 
-/** The statement of findTokensWithGrant, as the builder writes it (compiled once, below). */
+/**
+ * The statement of findTokensWithGrant, as the builder writes it (compiled once, below). The
+ * grant's identifiers come as rows of a join on the identity alone, filtered and ordered here
+ * (findTokensWithGrant): a condition on their type, verification or removal in the statement
+ * would let a planner without statistics walk the (type, value) index or the live-value index
+ * across every identity's identifiers instead of the identity's own few (docs/performance.md,
+ * "OpenID Provider reads").
+ */
 const tokensWithGrant = (db: Executor, kinds: readonly string[], id: string, now: Date) =>
-  db
-    .selectFrom('oidc_payloads')
+  withGrantLink(db)
     .leftJoin('oidc_payloads as gp', (join) =>
       join
         .onRef('gp.id', '=', 'oidc_payloads.grant_id')
         .on('gp.kind', '=', 'Grant')
         .on((eb) => eb.or([eb('gp.expires_at', 'is', null), eb('gp.expires_at', '>', now)])),
     )
-    .leftJoin('oidc_grants as g', 'g.grant_id', 'oidc_payloads.grant_id')
-    .select((eb) => {
-      const verified = (type: 'email' | 'phone') =>
-        eb
-          .selectFrom('identifiers as v')
-          .select('v.value')
-          .whereRef('v.identity_id', '=', 'g.identity_id')
-          .where('v.type', '=', type)
-          .where('v.verified_at', 'is not', null)
-          .where('v.removed_at', 'is', null)
-          .orderBy('v.verified_at')
-          .orderBy('v.id')
-          .limit(1);
-      return [
-        'oidc_payloads.kind',
-        'oidc_payloads.payload',
-        'oidc_payloads.consumed_at as consumedAt',
-        'oidc_payloads.grant_id as grantId',
-        'gp.payload as grantPayload',
-        'gp.consumed_at as grantConsumedAt',
-        'g.identity_id as identityId',
-        verified('email').as('email'),
-        verified('phone').as('phone'),
-      ];
-    })
+    .leftJoin('identifiers as v', 'v.identity_id', 'gl.identity_id')
+    .select([
+      'oidc_payloads.kind',
+      'oidc_payloads.payload',
+      'oidc_payloads.consumed_at as consumedAt',
+      'oidc_payloads.grant_id as grantId',
+      'gp.payload as grantPayload',
+      'gp.consumed_at as grantConsumedAt',
+      'gl.identity_id as identityId',
+      'v.id as identifierId',
+      'v.type as identifierType',
+      'v.value as identifierValue',
+      'v.verified_at as verifiedAt',
+      'v.removed_at as removedAt',
+    ])
     .where('oidc_payloads.kind', 'in', kinds)
     .where('oidc_payloads.id', '=', id)
     .where(notExpired(now))
@@ -234,16 +246,35 @@ export async function findTokensWithGrant(
   now: Date,
 ): Promise<TokenWithGrant[]> {
   const { rows } = await db.executeQuery(tokensWithGrantQuery(db, kinds, id, now));
-  return rows.map((row) => {
-    const found: TokenWithGrant = { kind: row.kind, ...asStored(row) };
-    if (row.grantId === null) return found;
-    found.grant =
-      row.grantPayload === null
-        ? null
-        : asStored({ payload: row.grantPayload, consumedAt: row.grantConsumedAt });
-    if (row.identityId !== null) {
-      found.account = { identityId: row.identityId, email: row.email, phone: row.phone };
+  const byKind = new Map<
+    string,
+    { found: TokenWithGrant; identityId: string | null; identifiers: TokenRow[] }
+  >();
+  for (const row of rows) {
+    let entry = byKind.get(row.kind);
+    if (!entry) {
+      const found: TokenWithGrant = { kind: row.kind, ...asStored(row) };
+      if (row.grantId !== null) {
+        found.grant =
+          row.grantPayload === null
+            ? null
+            : asStored({ payload: row.grantPayload, consumedAt: row.grantConsumedAt });
+      }
+      entry = { found, identityId: row.grantId === null ? null : row.identityId, identifiers: [] };
+      byKind.set(row.kind, entry);
     }
+    if (row.identifierId !== null && row.verifiedAt !== null && row.removedAt === null) {
+      entry.identifiers.push(row);
+    }
+  }
+  return [...byKind.values()].map(({ found, identityId, identifiers }) => {
+    if (identityId === null) return found;
+    // verifiedIdentifiers' first of each type: the earliest verified, then the lowest id.
+    const at = (row: TokenRow) => new Date(row.verifiedAt as Date | string).getTime();
+    identifiers.sort((a, b) => at(a) - at(b) || (String(a.identifierId) < String(b.identifierId) ? -1 : 1));
+    const first = (type: string) =>
+      identifiers.find((i) => i.identifierType === type)?.identifierValue ?? null;
+    found.account = { identityId, email: first('email'), phone: first('phone') };
     return found;
   });
 }
