@@ -397,7 +397,8 @@ export class FuzzApp {
     const a = this.actor;
     if (a && (await this.isLive(a.sessionId)) && (await this.isLive(a.otherSessionId))) return a;
     // A fuzzed POST /account/deletions may have erased the person: then a new one signs in.
-    const person = a && !(await this.isErased(a.person.identityId)) ? a.person : await createPerson(this.t.ctx);
+    const person =
+      a && !(await this.isErased(a.person.identityId)) ? a.person : await createPerson(this.t.ctx);
     const main = await signIn(this.t.app, person);
     const other = await signIn(this.t.app, person);
     const sessionId = sidOf(main.accessToken);
