@@ -123,7 +123,11 @@ describe('checkNewPassword', () => {
     ];
     for (const password of adversarial) await checkNewPassword(password, inputs);
     // CPU time, the best of three runs of each: other processes on a busy machine are not the
-    // estimator's cost. About 20 ms on the 2-core CI machine when it is idle.
+    // estimator's cost. About 20 ms on the 2-core CI machine when it is idle, but the process's
+    // CPU time also counts the other worker threads of the suite (Node 20 has no per-thread
+    // figure), which took it to 55 ms under the full suite's load. The bound is what this guards:
+    // the length cap keeps the estimate linear-ish; an input the estimator handles
+    // super-linearly costs whole seconds, far past it.
     let worst = 0;
     for (const password of adversarial) {
       let best = Number.POSITIVE_INFINITY;
@@ -136,7 +140,7 @@ describe('checkNewPassword', () => {
       worst = Math.max(worst, best);
     }
     console.log(`password policy: worst 200-character estimate ${worst.toFixed(1)} ms`);
-    expect(worst).toBeLessThan(50);
+    expect(worst).toBeLessThan(150);
   });
 });
 
