@@ -35,6 +35,7 @@ import { deleteIdentityFactors } from '../second-factors/repository.js';
 import { sessionsEnded } from '../sessions/events.js';
 import { eraseAttemptOrigins, eraseSessionOrigins } from '../sessions/repository.js';
 import { endAllSessions } from '../sessions/revocations.js';
+import { maySignInByCode } from '../sign-in/config.js';
 import { methodsPage } from '../sign-in-methods/repository.js';
 import { deleteIdentityElevations } from '../step-up/repository.js';
 import { endingSessionIds, type IdentityFilter, identitiesPage, identityDetail } from './repository.js';
@@ -186,14 +187,13 @@ export class AdminService {
     const codes = this.deps.config.signInCodes;
     // The channels a code sign-in would reach now: a verified address on a channel SIGN_IN_CODES
     // names, for an enabled identity without a password or with SIGN_IN_CODES_WITH_PASSWORD on.
-    const codeChannels =
-      row.disabledAt === null && row.erasedAt === null && (codes.withPassword || !hasPassword)
-        ? (['email', 'phone'] as const).filter(
-            (type) =>
-              codes.channels.includes(type) &&
-              row.identifiers.some((i) => i.type === type && i.verifiedAt !== null),
-          )
-        : [];
+    const codeChannels = maySignInByCode({ ...row, hasPassword }, codes)
+      ? (['email', 'phone'] as const).filter(
+          (type) =>
+            codes.channels.includes(type) &&
+            row.identifiers.some((i) => i.type === type && i.verifiedAt !== null),
+        )
+      : [];
     const detail = {
       ...listItem(row),
       methods: methods.map((m) => ({

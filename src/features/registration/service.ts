@@ -32,12 +32,12 @@ import {
   deleteFreshIdentity,
   findIdentifier,
   findIdentity,
-  type IdentityRow,
   insertIdentity,
   lockIdentity,
   markIdentifierVerified,
   setPassword,
 } from '../identities/repository.js';
+import { maySignInByCode } from '../sign-in/config.js';
 import type { Complete, SignInResult } from '../sign-in/strategy.js';
 import type { SignUpResult } from './schemas.js';
 
@@ -208,7 +208,8 @@ export class RegistrationService {
       const identity = await findIdentity(trx, identityId);
       const message: SignUpMessage = !verified
         ? 'sign_up'
-        : identity && mayUseCode(identity, withPassword)
+        : identity &&
+            maySignInByCode({ ...identity, hasPassword: identity.passwordHash !== null }, { withPassword })
           ? 'sign_in'
           : 'notice';
       // Counted for the client address and in the destination's sign-in-code window (the one
@@ -323,7 +324,10 @@ export class RegistrationService {
       if (
         identifier?.id !== identifierId ||
         identifier.verifiedAt === null ||
-        !mayUseCode(identity, this.deps.config.signInCodes.withPassword)
+        !maySignInByCode(
+          { ...identity, hasPassword: identity.passwordHash !== null },
+          this.deps.config.signInCodes,
+        )
       ) {
         throw new Problem('identity.verification_refused');
       }
@@ -393,13 +397,4 @@ export class RegistrationService {
     // Locked or not, a failure is the same 422: the lock only stops guessing.
     if (!answer.ok) throw new Problem('identity.verification_refused');
   }
-}
-
-/** Whether an identity may sign in by code now (as POST /sign-ins/codes decides it). */
-function mayUseCode(identity: IdentityRow, withPassword: boolean): boolean {
-  return (
-    identity.disabledAt === null &&
-    identity.erasedAt === null &&
-    (withPassword || identity.passwordHash === null)
-  );
 }

@@ -20,6 +20,7 @@ import {
   normaliseIdentifier,
 } from '../../identities/identifier.js';
 import { findIdentifier, findIdentity, lockIdentity, NOBODY } from '../../identities/repository.js';
+import { maySignInByCode } from '../config.js';
 import type { Complete, SignInResult, Strategy } from '../strategy.js';
 
 /** The route name a wrong code is recorded with on the identity-wide lock. */
@@ -88,9 +89,7 @@ export class CodeStrategy implements Strategy<CodeInput> {
       const eligible =
         identifier?.verifiedAt &&
         identity &&
-        identity.disabledAt === null &&
-        identity.erasedAt === null &&
-        (withPassword || identity.passwordHash === null)
+        maySignInByCode({ ...identity, hasPassword: identity.passwordHash !== null }, { withPassword })
           ? identifier
           : undefined;
       const now = this.deps.clock.now();
@@ -165,8 +164,10 @@ export class CodeStrategy implements Strategy<CodeInput> {
       !answer.ok ||
       !mine ||
       !identity ||
-      identity.disabledAt !== null ||
-      (!this.deps.config.signInCodes.withPassword && identity.passwordHash !== null);
+      !maySignInByCode(
+        { ...identity, hasPassword: identity.passwordHash !== null },
+        this.deps.config.signInCodes,
+      );
     // A refusal is not written to the history: outside the miss's own transaction the write is a
     // commit of its own, which an id of nothing would not pay (timing/sign-in-code-answer.test.ts).
     if (refused) throw refusal();
