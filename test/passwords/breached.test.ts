@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { elevatedPerson } from '../helpers/elevation.js';
 import { bearer, createPerson, signIn } from '../helpers/identities.js';
 import { post } from './support.js';
 
@@ -195,5 +196,16 @@ describe('new passwords against a k-anonymity range API', () => {
       `/pwned/range/${STRONG_SHA1.slice(0, 5)}`,
       `/pwned/range/${STRONG_SHA1.slice(0, 5)}`,
     ]);
+  });
+
+  it('applies to a first password added after a step-up (POST /sign-in-methods/passwords)', async () => {
+    answer = (_req, res) => res.end(rangeBody([`${STRONG_SHA1.slice(5)}:5`]));
+    // The policy is met before the "already has one" check: a breached password is 400 either way.
+    const { headers } = await elevatedPerson(t);
+    seen.length = 0;
+    const added = await post(t.app, '/sign-in-methods/passwords', { newPassword: STRONG }, headers);
+    expect(added.statusCode).toBe(400);
+    expect(added.json().errors).toEqual([{ ...BREACHED_ENTRY, field: 'newPassword' }]);
+    expect(seen.map((s) => s.url)).toEqual([`/pwned/range/${STRONG_SHA1.slice(0, 5)}`]);
   });
 });

@@ -68,15 +68,7 @@ export class PasswordService {
   ): Promise<void> {
     const { identityId, sessionId } = principal;
     const { db } = this.deps.database;
-    // The caller's own addresses are the personal data a new password must not be built on.
-    const own = await verifiedIdentifiers(db, identityId);
-    await assertPasswordPolicy(
-      input.newPassword,
-      'newPassword',
-      own.map((i) => i.value),
-      this.deps.config.brand.name,
-      this.deps.breaches,
-    );
+    await this.#assertNewPassword(identityId, input.newPassword);
     // Shed before anything is written when the Argon2id queue is past its bound (503).
     this.deps.passwords.admit();
     const refusal = () => new Problem('identity.password_change_refused');
@@ -123,6 +115,22 @@ export class PasswordService {
   }
 
   /**
+   * The policy a signed-in person's new password meets (a change, a first password): strength,
+   * not built on the caller's own addresses or the product's name, not known from breaches.
+   */
+  async #assertNewPassword(identityId: string, newPassword: string): Promise<void> {
+    // The caller's own addresses are the personal data a new password must not be built on.
+    const own = await verifiedIdentifiers(this.deps.database.db, identityId);
+    await assertPasswordPolicy(
+      newPassword,
+      'newPassword',
+      own.map((i) => i.value),
+      this.deps.config.brand.name,
+      this.deps.breaches,
+    );
+  }
+
+  /**
    * POST /sign-in-methods/passwords: a first password for an identity that has none (a sign-up by
    * code, a provider sign-up). The elevation stands in for the current password: the person proved
    * a factor moments ago, in this session. Set only while none is set (compare-and-set under the
@@ -132,13 +140,7 @@ export class PasswordService {
   async add(principal: SessionPrincipal, input: { newPassword: string }): Promise<void> {
     const { identityId } = principal;
     const { db } = this.deps.database;
-    const own = await verifiedIdentifiers(db, identityId);
-    await assertPasswordPolicy(
-      input.newPassword,
-      'newPassword',
-      own.map((i) => i.value),
-      this.deps.config.brand.name,
-    );
+    await this.#assertNewPassword(identityId, input.newPassword);
     // Refused before Argon2 when one is set already; re-checked under the lock below.
     if ((await findIdentity(db, identityId))?.passwordHash) throw new Problem('identity.password_exists');
     this.deps.passwords.admit();
