@@ -226,7 +226,7 @@ export class AdminService {
 
   /** Sign-ins of every kind refused from now on; every session ended at its next request. */
   async disable(identityId: string, actor: string): Promise<void> {
-    const ended = await this.#write(identityId, actor, 'identity.disabled', undefined, async (trx, now) => {
+    const ended = await this.#write(identityId, actor, 'identity.disabled', async (trx, now) => {
       const ids = await endingSessionIds(trx, identityId, now);
       const changed = await disableIdentity(trx, identityId, now);
       const sessionsEnded = await endAllSessions(trx, identityId, 'disabled', now);
@@ -242,7 +242,7 @@ export class AdminService {
 
   /** Sign-ins admitted again; the sessions the disablement ended stay ended. */
   async enable(identityId: string, actor: string): Promise<void> {
-    await this.#write(identityId, actor, 'identity.enabled', undefined, async (trx) => {
+    await this.#write(identityId, actor, 'identity.enabled', async (trx) => {
       const changed = await enableIdentity(trx, identityId);
       return { details: { changed }, ended: 0, changed };
     });
@@ -250,21 +250,15 @@ export class AdminService {
 
   /** Clears the identity-wide lock (its failure count and its end), as a correct code would. */
   async clearLock(identityId: string, actor: string): Promise<void> {
-    await this.#write(
-      identityId,
-      actor,
-      'identity.account.lock_cleared',
-      undefined,
-      async (trx, now, identity) => {
-        const wasLocked = identity.lockedUntil !== null && new Date(identity.lockedUntil) > now;
-        await this.deps.lock.clear(trx, identityId);
-        return {
-          details: { wasLocked, failedAttempts: identity.failedAttempts },
-          ended: 0,
-          changed: wasLocked,
-        };
-      },
-    );
+    await this.#write(identityId, actor, 'identity.account.lock_cleared', async (trx, now, identity) => {
+      const wasLocked = identity.lockedUntil !== null && new Date(identity.lockedUntil) > now;
+      await this.deps.lock.clear(trx, identityId);
+      return {
+        details: { wasLocked, failedAttempts: identity.failedAttempts },
+        ended: 0,
+        changed: wasLocked,
+      };
+    });
   }
 
   /** Ends every session of the identity, including sign-ins still committing (the epoch moves). */
@@ -273,7 +267,6 @@ export class AdminService {
       identityId,
       actor,
       'identity.sessions.ended_by_operator',
-      undefined,
       async (trx, now) => {
         const ids = await endingSessionIds(trx, identityId, now);
         const sessionsEnded = await endAllSessions(trx, identityId, 'ended_by_operator', now);
@@ -297,44 +290,50 @@ export class AdminService {
    * and its `check` run under the row lock first.
    */
   async erase(identityId: string, actor: string, check?: WriteCheck): Promise<void> {
-    const ended = await this.#write(identityId, actor, 'identity.erased', check, async (trx, now) => {
-      // Organizations first (docs/decisions.md, "Organizations", erasure): refused while the
-      // identity is the last owner of an organization others still belong to; an organization it
-      // is the only member of goes with it; every other membership is removed.
-      const owned = await ownedOrganizations(trx, identityId);
-      if (owned.some((o) => o.owners === 1 && o.members > 1))
-        throw new Problem('organization.last_owner_erasure');
-      const alone = owned.filter((o) => o.members === 1).map((o) => o.id);
-      await deleteOrganizations(trx, alone);
-      const memberships = await deleteIdentityMemberships(trx, identityId);
-      const ids = await endingSessionIds(trx, identityId, now);
-      const sessionsEnded = await endAllSessions(trx, identityId, 'erased', now);
-      await eraseSessionOrigins(trx, identityId);
-      await eraseAttemptOrigins(trx, identityId);
-      await deleteIdentityElevations(trx, identityId);
-      await deleteIdentityPasskeys(trx, identityId);
-      await deleteIdentityFactors(trx, identityId);
-      await deleteIdentityCodes(trx, identityId);
-      await deleteIdentityLinks(trx, identityId);
-      // Remembered consents name the identity's apps; its grants end with its sessions (the sweep).
-      await eraseConsents(trx, identityId);
-      // Challenges name the identifiers (foreign key): they go first.
-      await deleteIdentityChallenges(trx, identityId);
-      const identifiers = await eraseIdentity(trx, identityId, now);
-      // Its earlier events named its addresses: only their envelopes stay (identity.erased and its
-      // session.ended, appended after this act, hold none).
-      await redactIdentityEvents(trx, identityId);
-      return {
-        details: {
-          sessionsEnded,
-          identifiersDeleted: identifiers,
-          organizationsDeleted: alone.length,
-          membershipsRemoved: memberships,
-        },
-        ended: sessionsEnded,
-        sessions: { ids, reason: 'erased' },
-      };
-    });
+    const ended = await this.#write(
+      identityId,
+      actor,
+      'identity.erased',
+      async (trx, now) => {
+        // Organizations first (docs/decisions.md, "Organizations", erasure): refused while the
+        // identity is the last owner of an organization others still belong to; an organization it
+        // is the only member of goes with it; every other membership is removed.
+        const owned = await ownedOrganizations(trx, identityId);
+        if (owned.some((o) => o.owners === 1 && o.members > 1))
+          throw new Problem('organization.last_owner_erasure');
+        const alone = owned.filter((o) => o.members === 1).map((o) => o.id);
+        await deleteOrganizations(trx, alone);
+        const memberships = await deleteIdentityMemberships(trx, identityId);
+        const ids = await endingSessionIds(trx, identityId, now);
+        const sessionsEnded = await endAllSessions(trx, identityId, 'erased', now);
+        await eraseSessionOrigins(trx, identityId);
+        await eraseAttemptOrigins(trx, identityId);
+        await deleteIdentityElevations(trx, identityId);
+        await deleteIdentityPasskeys(trx, identityId);
+        await deleteIdentityFactors(trx, identityId);
+        await deleteIdentityCodes(trx, identityId);
+        await deleteIdentityLinks(trx, identityId);
+        // Remembered consents name the identity's apps; its grants end with its sessions (the sweep).
+        await eraseConsents(trx, identityId);
+        // Challenges name the identifiers (foreign key): they go first.
+        await deleteIdentityChallenges(trx, identityId);
+        const identifiers = await eraseIdentity(trx, identityId, now);
+        // Its earlier events named its addresses: only their envelopes stay (identity.erased and its
+        // session.ended, appended after this act, hold none).
+        await redactIdentityEvents(trx, identityId);
+        return {
+          details: {
+            sessionsEnded,
+            identifiersDeleted: identifiers,
+            organizationsDeleted: alone.length,
+            membershipsRemoved: memberships,
+          },
+          ended: sessionsEnded,
+          sessions: { ids, reason: 'erased' },
+        };
+      },
+      check,
+    );
     this.deps.signals.sessionsRevoked('erased', ended);
   }
 
@@ -410,15 +409,16 @@ export class AdminService {
   }
 
   /**
-   * One operator write: lock the identity row, refuse an unknown (404) or erased (409) identity,
-   * act, and append the audit record last (it holds the chain's head lock until commit).
+   * One operator write: lock the identity row, run the caller's `check` (the person's own
+   * deletion), refuse an unknown (404) or erased (409) identity, act, and append the audit record
+   * last (it holds the chain's head lock until commit).
    */
   async #write(
     identityId: string,
     actor: string,
     name: string,
-    check: WriteCheck | undefined,
     act: (trx: Executor, now: Date, identity: IdentityRow) => Promise<WriteOutcome>,
+    check?: WriteCheck,
   ): Promise<number> {
     return this.deps.database.db.transaction().execute(async (trx) => {
       const identity = await lockIdentity(trx, identityId);
