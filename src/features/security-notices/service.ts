@@ -14,6 +14,7 @@ import {
   changesSms,
   deletionEmail,
   deletionSms,
+  type Message,
   signInEmail,
 } from '../../platform/notify/templates.js';
 import type { Locale } from '../../shared/locales.js';
@@ -196,21 +197,7 @@ export class SecurityNotices {
       ipAddress: from.ip,
     });
     const sms = deletionSms(locale, brand);
-    this.track(
-      (async () => {
-        for (const to of destinations) {
-          if (!this.deps.notifier.canDeliver(to.type)) continue;
-          const result = await this.deps.notifier.send(
-            to.type === 'email'
-              ? { to: to.value, type: 'email', subject: email.subject, text: email.text }
-              : { to: to.value, type: 'phone', subject: email.subject, text: sms },
-          );
-          if (result.status !== 'DELIVERED') {
-            this.deps.log.warn({ channel: to.type }, 'account deletion notice not delivered');
-          }
-        }
-      })(),
-    );
+    this.track(this.sendToEach(destinations, email, sms, 'account deletion notice not delivered'));
   }
 
   /** One pass of the dispatcher: every window that has ended with notices behind it. */
@@ -344,16 +331,24 @@ export class SecurityNotices {
     const locale = await identityLocale(this.deps.database.db, identityId);
     const email = changesEmail(locale, this.deps.config.brand, batch);
     const sms = changesSms(locale, this.deps.config.brand, batch);
-    for (const to of destinations.values()) {
+    await this.sendToEach(destinations.values(), email, sms, 'security notice not delivered');
+  }
+
+  /** One message to each address a channel reaches: the email, or its short form by SMS. */
+  private async sendToEach(
+    destinations: Iterable<{ type: ChannelType; value: string }>,
+    email: Message,
+    sms: string,
+    notDelivered: string,
+  ): Promise<void> {
+    for (const to of destinations) {
       if (!this.deps.notifier.canDeliver(to.type)) continue;
       const result = await this.deps.notifier.send(
         to.type === 'email'
           ? { to: to.value, type: 'email', subject: email.subject, text: email.text }
           : { to: to.value, type: 'phone', subject: email.subject, text: sms },
       );
-      if (result.status !== 'DELIVERED') {
-        this.deps.log.warn({ channel: to.type }, 'security notice not delivered');
-      }
+      if (result.status !== 'DELIVERED') this.deps.log.warn({ channel: to.type }, notDelivered);
     }
   }
 }
