@@ -415,14 +415,19 @@ export function changesEmail(locale: Locale, brand: MessageBrand, batch: readonl
 }
 
 /**
- * The changes as one short text message: the product's name first when it has one (an SMS has no
+ * A notice as one short text message: the product's name first when it has one (an SMS has no
  * sender's name; unnamed, the message already says "your account"), the support link last.
  */
-export function changesSms(locale: Locale, brand: MessageBrand, batch: readonly NoticeLine[]): string {
-  const what = [...new Set(batch.map((line) => changeShortWording(locale, line.kind)))].join(', ');
+function signedSms(brand: MessageBrand, text: string): string {
   const name = brand.named ? `${brand.name}: ` : '';
   const help = brand.supportUrl ? ` ${brand.supportUrl}` : '';
-  return `${name}${wording(locale).notices.sms(what)}${help}`;
+  return `${name}${text}${help}`;
+}
+
+/** The changes as one short text message. */
+export function changesSms(locale: Locale, brand: MessageBrand, batch: readonly NoticeLine[]): string {
+  const what = [...new Set(batch.map((line) => changeShortWording(locale, line.kind)))].join(', ');
+  return signedSms(brand, wording(locale).notices.sms(what));
 }
 
 /**
@@ -466,11 +471,9 @@ export function deletionEmail(
   return { subject: d.subject, text: signed(lines, brand, locale) };
 }
 
-/** The deletion as one short text message, named like every other SMS. */
+/** The deletion as one short text message. */
 export function deletionSms(locale: Locale, brand: MessageBrand): string {
-  const name = brand.named ? `${brand.name}: ` : '';
-  const help = brand.supportUrl ? ` ${brand.supportUrl}` : '';
-  return `${name}${wording(locale).deletion.sms}${help}`;
+  return signedSms(brand, wording(locale).deletion.sms);
 }
 
 /** A sign-up by code for an address whose owner may not sign in by code: no code, only the facts. */
