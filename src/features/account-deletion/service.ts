@@ -5,7 +5,7 @@ import { Problem } from '../../platform/problem.js';
 import type { Locale } from '../../shared/locales.js';
 import { AdminService, type AdminServiceDeps } from '../admin/service.js';
 import { normaliseEmail, normalisePhone } from '../identities/identifier.js';
-import { type IdentifierRow, identityLocale, verifiedIdentifiers } from '../identities/repository.js';
+import { type IdentifierRow, localeOf, verifiedIdentifiers } from '../identities/repository.js';
 import type { SecurityNotices } from '../security-notices/service.js';
 import { lockCallerSession } from '../sessions/revocations.js';
 
@@ -56,7 +56,7 @@ export class AccountDeletionService {
         const identifiers = await verifiedIdentifiers(trx, identityId);
         if (!confirms(typed, identifiers)) throw new Problem('identity.account_deletion_refused');
         told = identifiers;
-        locale = await identityLocale(trx, identityId);
+        locale = localeOf(identity);
       });
     } catch (err) {
       if (err instanceof Problem && err.code === 'organization.last_owner_erasure') {

@@ -35,7 +35,7 @@ import { deleteIdentityFactors } from '../second-factors/repository.js';
 import { sessionsEnded } from '../sessions/events.js';
 import { eraseAttemptOrigins, eraseSessionOrigins } from '../sessions/repository.js';
 import { endAllSessions } from '../sessions/revocations.js';
-import { maySignInByCode } from '../sign-in/config.js';
+import { maySignInByCode } from '../sign-in/code-rule.js';
 import { methodsPage } from '../sign-in-methods/repository.js';
 import { deleteIdentityElevations } from '../step-up/repository.js';
 import { endingSessionIds, type IdentityFilter, identitiesPage, identityDetail } from './repository.js';

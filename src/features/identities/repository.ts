@@ -281,6 +281,11 @@ export async function identityLocale(exec: Executor, identityId: string): Promis
     .select('locale')
     .where('id', '=', identityId)
     .executeTakeFirst();
+  return localeOf(row);
+}
+
+/** The language of an identity row already read (English when unknown). */
+export function localeOf(row: { locale: string } | undefined): Locale {
   return isLocale(row?.locale) ? row.locale : 'en';
 }
 

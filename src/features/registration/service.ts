@@ -37,7 +37,7 @@ import {
   markIdentifierVerified,
   setPassword,
 } from '../identities/repository.js';
-import { maySignInByCode } from '../sign-in/config.js';
+import { maySignInByCode } from '../sign-in/code-rule.js';
 import type { Complete, SignInResult } from '../sign-in/strategy.js';
 import type { SignUpResult } from './schemas.js';
 

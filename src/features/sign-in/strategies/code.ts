@@ -20,7 +20,7 @@ import {
   normaliseIdentifier,
 } from '../../identities/identifier.js';
 import { findIdentifier, findIdentity, lockIdentity, NOBODY } from '../../identities/repository.js';
-import { maySignInByCode } from '../config.js';
+import { maySignInByCode } from '../code-rule.js';
 import type { Complete, SignInResult, Strategy } from '../strategy.js';
 
 /** The route name a wrong code is recorded with on the identity-wide lock. */
