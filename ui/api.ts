@@ -48,6 +48,8 @@ interface Settings {
   authenticatorDigits: number;
   /** How long a code sent by message stays valid, in seconds (CHALLENGE_TTL). */
   codeLifetimeSeconds: number;
+  /** The identifier types that may sign in by code (SIGN_IN_CODES); empty when off. */
+  signInCodes: ('email' | 'phone')[];
 }
 let settings: Settings = {
   api: '/api/v1',
@@ -56,10 +58,14 @@ let settings: Settings = {
   code: { length: 6, format: 'numeric' },
   authenticatorDigits: 6,
   codeLifetimeSeconds: 900,
+  signInCodes: [],
 };
 
 /** How long a code sent by message stays valid, in seconds (CHALLENGE_TTL, from the service). */
 export const codeLifetimeSeconds = (): number => settings.codeLifetimeSeconds;
+
+/** Whether an identifier of this type may ask for a sign-in code (SIGN_IN_CODES, from the service). */
+export const signInByCode = (type: 'email' | 'phone'): boolean => (settings.signInCodes ?? []).includes(type);
 
 /** The shape of the codes the page asks for: a message's, or an authenticator app's. */
 export function codeShape(kind: 'message' | 'authenticator'): CodeShape {
@@ -224,6 +230,16 @@ export const api = {
     client.confirmSignUp({ ...identifier, password, code }),
   async signIn(identifier: IdentifierForm, password: string): Promise<SignInOutcome> {
     return outcome(await client.signIn({ ...identifier, password }));
+  },
+  /**
+   * Sends a sign-in code to the identifier (answered alike whether or not it may sign in by code):
+   * the id to answer it at, and when it expires.
+   */
+  sendSignInCode: (identifier: IdentifierForm): Promise<{ signInCodeId: string; codeExpiresAt: string }> =>
+    client.sendSignInCode(identifier),
+  /** Signs in with the code sent: a session (handed to the cookie) or a second-factor ticket. */
+  async signInWithCode(id: string, identifier: IdentifierForm, code: string): Promise<SignInOutcome> {
+    return outcome(await client.signInWithCode(id, { ...identifier, code }));
   },
   /** The providers offering "Continue with …" (none when the list cannot be had: nothing is shown). */
   providers(): Promise<IdentityProvider[]> {

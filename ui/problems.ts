@@ -37,6 +37,7 @@ const KNOWN = new Set([
   'ui.passkey_cancelled',
   'ui.passkey_none',
   'ui.code_expired',
+  'ui.sign_in_code_refused',
 ] as const);
 type Known = typeof KNOWN extends Set<infer K> ? K : never;
 const isKnown = (code: string | undefined): code is Known => !!code && KNOWN.has(code as Known);

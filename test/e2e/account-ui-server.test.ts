@@ -45,6 +45,7 @@ describe('the account UI plugin', () => {
       code: { length: 6, format: 'numeric' },
       authenticatorDigits: 6,
       codeLifetimeSeconds: 900,
+      signInCodes: [],
     });
     expect((await t.app.inject({ url: '/account/nothing.js' })).statusCode).toBe(404);
   });
@@ -69,6 +70,7 @@ describe('the account UI plugin', () => {
         VERIFICATION_CODE_LENGTH: '8',
         TOTP_DIGITS: '8',
         CHALLENGE_TTL: '3600',
+        SIGN_IN_CODES: 'sms,email',
       },
     });
     const settings = (await t.app.inject({ url: '/account/settings.json' })).json();
@@ -78,6 +80,8 @@ describe('the account UI plugin', () => {
     expect(settings.authenticatorDigits).toBe(8);
     // "It expires in …" follows the configured lifetime.
     expect(settings.codeLifetimeSeconds).toBe(3600);
+    // The channels that may sign in by code, as identifier types (sms: phone).
+    expect(settings.signInCodes).toEqual(['phone', 'email']);
   });
 
   it('refuses a path under /api/, without its final slash, or with odd characters', () => {

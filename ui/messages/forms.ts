@@ -47,6 +47,9 @@ export const t = messages(
       'There is no passkey for this site on this device. Sign in another way (your password or a code), then add a passkey in Security.',
     // A code refused after the lifetime it was sent with (ui/otp.ts codeSent): the next step.
     'ui.code_expired': 'This code has expired. Send a new code, then enter it here.',
+    // A sign-in code refused (ui/pages/sign-in.ts): wrong, expired or ended by a newer one, alike.
+    'ui.sign_in_code_refused':
+      'That code is not right, or it has expired. Check the newest message we sent, or send a new code.',
     tooManyWait: 'Too many attempts. Try again in {wait}.',
     correctFields: 'Please correct the highlighted fields.',
     somethingWrong: 'Something went wrong. Try again.',
@@ -124,6 +127,8 @@ export const t = messages(
     'ui.passkey_none':
       'Cet appareil n’a pas de clé d’accès pour ce site. Connectez-vous autrement (mot de passe ou code), puis ajoutez une clé d’accès dans Sécurité.',
     'ui.code_expired': 'Ce code a expiré. Envoyez-en un nouveau, puis saisissez-le ici.',
+    'ui.sign_in_code_refused':
+      'Ce code n’est pas le bon, ou il a expiré. Vérifiez le dernier message que nous avons envoyé, ou demandez un nouveau code.',
     tooManyWait: 'Trop de tentatives. Réessayez dans {wait}.',
     correctFields: 'Veuillez corriger les champs signalés.',
     somethingWrong: 'Un problème est survenu. Réessayez.',

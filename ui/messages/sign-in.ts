@@ -23,12 +23,23 @@ export const t = messages(
     passkey: 'Sign in with a passkey',
     passkeyBrowser: 'This browser cannot use passkeys here.',
     passkeyHost: 'Passkeys work only when this page is opened on {rp} (it is on {host}).',
+    // Sign-in by code (SIGN_IN_CODES): the button beside the password, then the code step.
+    emailCode: 'Email me a code',
+    textCode: 'Text me a code',
+    'code.heading.email': 'Check your email',
+    'code.heading.phone': 'Check your phone',
+    'code.sent': 'We sent a code to {identifier}.',
+    'code.label': 'Code',
+    'code.link': 'Or open the link in the message, in this browser.',
+    'code.submit': 'Sign in',
+    'code.anotherWay': 'Use another way',
     // The second step.
     'second.title': '2-step verification',
     'second.expired': 'Your sign-in has expired.',
     'second.signInAgain': 'Sign in again',
     'second.intro': 'Your password is right. Now confirm it is you with your authenticator app.',
     'second.introVia': 'You signed in with {via}. Now confirm it is you with your authenticator app.',
+    'second.introCode': 'Your code is right. Now confirm it is you with your authenticator app.',
     'second.code': 'Authenticator code',
     'second.recoveryCode': 'Recovery code',
     'second.recoveryHint':
@@ -73,6 +84,15 @@ export const t = messages(
     passkeyBrowser: 'Ce navigateur ne peut pas utiliser de clé d’accès ici.',
     passkeyHost:
       'Les clés d’accès ne fonctionnent que si cette page est ouverte sur {rp} (elle est sur {host}).',
+    emailCode: 'M’envoyer un code par e-mail',
+    textCode: 'M’envoyer un code par SMS',
+    'code.heading.email': 'Consultez vos e-mails',
+    'code.heading.phone': 'Consultez votre téléphone',
+    'code.sent': 'Nous avons envoyé un code à {identifier}.',
+    'code.label': 'Code',
+    'code.link': 'Ou ouvrez le lien du message, dans ce navigateur.',
+    'code.submit': 'Se connecter',
+    'code.anotherWay': 'Se connecter autrement',
     'second.title': 'Validation en deux étapes',
     'second.expired': 'Votre connexion a expiré.',
     'second.signInAgain': 'Se reconnecter',
@@ -80,6 +100,8 @@ export const t = messages(
       'Votre mot de passe est le bon. Confirmez maintenant que c’est bien vous avec votre application d’authentification.',
     'second.introVia':
       'Vous vous êtes connecté avec {via}. Confirmez maintenant que c’est bien vous avec votre application d’authentification.',
+    'second.introCode':
+      'Votre code est le bon. Confirmez maintenant que c’est bien vous avec votre application d’authentification.',
     'second.code': 'Code d’authentification',
     'second.recoveryCode': 'Code de secours',
     'second.recoveryHint':

@@ -20,6 +20,8 @@ export interface Pending {
   expiresAt: string;
   uid: string | null;
   via: string | null;
+  /** The first step was a code sent by message (sign-in by code), not a password. */
+  byCode?: boolean;
 }
 export const PENDING = 'sign-in';
 
@@ -30,16 +32,22 @@ export function finish(uid: string | null): void {
 }
 
 /**
- * A first step accepted (password or provider): done, or on to the second step. `via` is the
- * provider's name when the first step was "Continue with …".
+ * A first step accepted (password, provider or code): done, or on to the second step. `via` is the
+ * provider's name when the first step was "Continue with …"; `byCode` when it was a sign-in code.
  */
-export function afterFirstStep(result: SignInOutcome, uid: string | null, via: string | null = null): void {
+export function afterFirstStep(
+  result: SignInOutcome,
+  uid: string | null,
+  via: string | null = null,
+  byCode = false,
+): void {
   if (result.kind === 'second_factor_required') {
     pendingStep.write(PENDING, {
       ticket: result.ticket,
       expiresAt: result.expiresAt,
       uid,
       via,
+      ...(byCode ? { byCode } : {}),
     } satisfies Pending);
     go('/sign-in/second-factor');
   } else {

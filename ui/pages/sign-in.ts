@@ -1,5 +1,5 @@
 import { api, asProblem, passkeyStatus } from '../api.js';
-import { field, h, passwordToggle } from '../dom.js';
+import { append, field, h, passwordToggle } from '../dom.js';
 import { actionButton, alertBox, makeForm } from '../forms.js';
 import { type IdentifierForm, identifierField, pendingStep } from '../identifier.js';
 import { t } from '../messages/sign-in.js';
@@ -7,6 +7,7 @@ import { codeField } from '../otp.js';
 import { continueWith } from '../providers.js';
 import type { PageContent } from '../router.js';
 import { afterFirstStep, finish, PENDING, type Pending } from './second-step.js';
+import { codeButton } from './sign-in-code.js';
 import { startConfirmation } from './sign-up.js';
 
 /**
@@ -69,6 +70,10 @@ export function signInBody(uid: string | null): (Node | string)[] {
   });
   form.el.querySelector('button[type="submit"]')?.classList.add('primary', 'wide');
   form.alert.after(way);
+  const card = h('section', { class: 'card sign-in-card', 'aria-label': t('cardLabel') });
+  // "Email me a code" / "Text me a code" under the password's button, when the service has them.
+  const byCode = codeButton({ card, identifier, alert: form.alert, uid, back: password.input });
+  if (byCode) form.el.querySelector('.actions')?.append(byCode);
   // A provider flow started here comes back here (#/authorize/<uid> for an application's sign-in).
   const providers = continueWith({
     route: uid ? `/authorize/${encodeURIComponent(uid)}` : '/sign-in',
@@ -83,16 +88,10 @@ export function signInBody(uid: string | null): (Node | string)[] {
   showOr();
   new MutationObserver(showOr).observe(providers.card, { attributes: true, attributeFilter: ['hidden'] });
   focusWhenShown(identifier.input);
+  append(card, [form.el, or, passkey?.el ?? null, providers.card]);
   return [
     providers.notice,
-    h(
-      'section',
-      { class: 'card sign-in-card', 'aria-label': t('cardLabel') },
-      form.el,
-      or,
-      passkey?.el ?? null,
-      providers.card,
-    ),
+    card,
     h('p', { class: 'sign-in-below' }, `${t('newHere')} `, h('a', { href: '#/sign-up' }, t('createAccount'))),
   ];
 }
@@ -180,7 +179,7 @@ export function secondFactorPage(): PageContent {
       ],
     };
   }
-  const { ticket, uid, via } = pending;
+  const { ticket, uid, via, byCode } = pending;
   const restart = uid ? `#/authorize/${encodeURIComponent(uid)}` : '#/sign-in';
   let recovery = false;
   // The authenticator's code in the shared one-time-code input (ui/otp.ts: autocomplete
@@ -212,7 +211,9 @@ export function secondFactorPage(): PageContent {
       ? t('second.introRecovery')
       : via
         ? t('second.introVia', { via })
-        : t('second.intro');
+        : byCode
+          ? t('second.introCode')
+          : t('second.intro');
   };
   const intro = h('p');
   show(false);

@@ -54,6 +54,11 @@ export interface UiSettings {
   authenticatorDigits: number;
   /** How long a code sent by message stays valid, in seconds (CHALLENGE_TTL): "It expires in …". */
   codeLifetimeSeconds: number;
+  /**
+   * The identifier types that may sign in by code (SIGN_IN_CODES: `sms` is `phone`); empty when
+   * off. The sign-in card offers "Email me a code" / "Text me a code" for these.
+   */
+  signInCodes: ('email' | 'phone')[];
 }
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -130,6 +135,7 @@ export const accountUiRoutes: FastifyPluginAsync<{ ctx: AppContext; api: string 
     },
     authenticatorDigits: opts.ctx.config.totpDigits,
     codeLifetimeSeconds: opts.ctx.config.lifetimes.challenge,
+    signInCodes: [...opts.ctx.config.signInCodes.channels],
   };
   const settingsAsset = asset(
     'settings',
