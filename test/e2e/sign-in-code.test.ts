@@ -159,6 +159,13 @@ describe('sign-in by code on the hosted pages (issue 45)', () => {
     expect(await page.getByRole('button', { name: 'Send a new code' }).isDisabled()).toBe(true);
     expect(await page.getByRole('timer').textContent()).toMatch(/00:(29|30)$/);
     await axeCheck(page, 'code step, just sent');
+    // The step survives a reload (this tab's sessionStorage: the address and the id, no code).
+    await page.reload();
+    await step(page, 'Check your email');
+    await expect.poll(() => status(page).textContent()).toBe(`We sent a code to ${person.email}.`);
+    const kept = await page.evaluate(() => JSON.stringify(sessionStorage));
+    expect(kept).toContain(person.email);
+    expect(kept).not.toContain(await mailCode(smtp, person.email, before + 1));
     // The way back puts the first step back as it was, the address kept.
     await page.getByRole('button', { name: 'Use another way' }).click();
     await heading(page, 'Sign in');
@@ -274,6 +281,46 @@ describe('sign-in by code on the hosted pages (issue 45)', () => {
       await heading(p, 'Votre compte');
     } finally {
       await fr.close();
+    }
+  });
+
+  it('a send past the limit says how long to wait, on the first step and on the resend', async () => {
+    // An app of its own with one send per window.
+    const port = await freePort();
+    const limitedOrigin = `http://localhost:${port}`;
+    const limited = await createTestApp({
+      clock,
+      env: {
+        PUBLIC_ORIGIN: limitedOrigin,
+        SMTP_URL: `smtp://127.0.0.1:${smtp.port}`,
+        ACCOUNT_UI: 'on',
+        SIGN_IN_CODES: 'email',
+        RATE_LIMIT_SENDS_A_MESSAGE: '1/900',
+      },
+    });
+    try {
+      await limited.app.listen({ host: '127.0.0.1', port });
+      await page.goto(`${limitedOrigin}/account/#/sign-in`);
+      await heading(page, 'Sign in');
+      await askForCode(page, 'limit@example.com');
+      await step(page, 'Check your email');
+      await page.clock.runFor(31_000);
+      const resend = page.getByRole('button', { name: 'Send a new code' });
+      await expect.poll(() => resend.isEnabled()).toBe(true);
+      await resend.click();
+      await expect.poll(() => alertText(page)).toBe('Too many attempts. Try again in about 15 minutes.');
+      // The resend is held with a countdown; Sign in is not.
+      await expect.poll(() => resend.isDisabled()).toBe(true);
+      expect(await page.getByRole('timer').textContent()).toMatch(/1[45]:\d\d$/);
+      expect(await page.getByRole('button', { name: 'Sign in', exact: true }).isEnabled()).toBe(true);
+      await axeCheck(page, 'code step, resend refused (429)');
+      // Back on the first step, the same limit says the same.
+      await page.getByRole('button', { name: 'Use another way' }).click();
+      await page.getByRole('button', { name: 'Email me a code' }).click();
+      await expect.poll(() => alertText(page)).toBe('Too many attempts. Try again in about 15 minutes.');
+      await axeCheck(page, 'sign-in card, code send refused (429)');
+    } finally {
+      await limited.close();
     }
   });
 

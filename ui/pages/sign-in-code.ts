@@ -1,9 +1,9 @@
-import { api, asProblem, InteractionError, signInByCode } from '../api.js';
+import { api, asProblem, codeLifetimeSeconds, InteractionError, signInByCode } from '../api.js';
 import { h } from '../dom.js';
 import { actionButton, makeForm } from '../forms.js';
-import { type IdentifierField, type IdentifierForm, kindOf } from '../identifier.js';
+import { type IdentifierField, type IdentifierForm, kindOf, pendingStep } from '../identifier.js';
 import { t } from '../messages/sign-in.js';
-import { codeExpiresText, codeField, codeHint, codeSent } from '../otp.js';
+import { codeExpiresText, codeField, codeHint, codeSent, refill } from '../otp.js';
 import { isHeld } from '../wait.js';
 import { afterFirstStep } from './second-step.js';
 import { swap } from './steps.js';
@@ -14,6 +14,20 @@ import { swap } from './steps.js';
  * the address may sign in by code, so the step shows for every address; the code's answer is the
  * password's (a session handed to the cookie, or the same second step), and goes where it goes.
  */
+
+/**
+ * The code step survives a reload (this tab's sessionStorage, as every pending step): the address
+ * typed, the id the code is answered at, when it was sent (this browser's clock) and the
+ * interaction it is for; never the code. Dropped on success, on "Use another way", and once the
+ * code's lifetime is over.
+ */
+const PENDING = 'sign-in-code';
+interface Pending {
+  identifier: IdentifierForm;
+  signInCodeId: string;
+  sentAt: number;
+  uid: string | null;
+}
 
 export interface CodeWay {
   /** The card whose content the code step replaces (and "Use another way" puts back). */
@@ -29,9 +43,10 @@ export interface CodeWay {
 
 /**
  * The button, shown while the identifier typed is of a type that may sign in by code (an email
- * address, a phone number); null when the service has sign-in codes off.
+ * address, a phone number); null when the service has sign-in codes off. `resume()`, once the card
+ * holds the first step: back on a code step this tab had open before a reload, if there is one.
  */
-export function codeButton(o: CodeWay): HTMLButtonElement | null {
+export function codeButton(o: CodeWay): { button: HTMLButtonElement; resume(): void } | null {
   if (!signInByCode('email') && !signInByCode('phone')) return null;
   const button = actionButton(
     t('emailCode'),
@@ -50,14 +65,30 @@ export function codeButton(o: CodeWay): HTMLButtonElement | null {
   };
   o.identifier.input.addEventListener('input', update);
   update();
-  return button;
+  const resume = () => {
+    const kept = pendingStep.read<Pending>(PENDING);
+    if (!kept) return;
+    if (kept.uid !== o.uid || !(Date.now() < kept.sentAt + codeLifetimeSeconds() * 1000)) {
+      pendingStep.clear(PENDING);
+      return;
+    }
+    refill(o.identifier, kept.identifier);
+    codeStep(o, kept.identifier, kept.signInCodeId, button, kept.sentAt);
+  };
+  return { button, resume };
 }
 
 /**
  * The code step: where the code went (the address as typed), the one-time-code input, the resend
  * with its cooldown (ui/otp.ts codeSent), the link the message carries too, and the way back.
  */
-function codeStep(o: CodeWay, who: IdentifierForm, sentId: string, asked: HTMLButtonElement): void {
+function codeStep(
+  o: CodeWay,
+  who: IdentifierForm,
+  sentId: string,
+  asked: HTMLButtonElement,
+  sentEarlier: number | null = null,
+): void {
   const { card } = o;
   let signInCodeId = sentId;
   const first = [...card.childNodes];
@@ -69,8 +100,16 @@ function codeStep(o: CodeWay, who: IdentifierForm, sentId: string, asked: HTMLBu
   });
   const sending = codeSent(who, t('code.sent', { identifier: who.identifier }));
   const { resend } = sending;
+  const remember = () =>
+    pendingStep.write(PENDING, {
+      identifier: who,
+      signInCodeId,
+      sentAt: sending.sentAt() ?? Date.now(),
+      uid: o.uid,
+    } satisfies Pending);
   const another = h('button', { type: 'button', class: 'link' }, t('code.anotherWay'));
   another.addEventListener('click', () => {
+    pendingStep.clear(PENDING);
     card.replaceChildren(...first);
     o.alert.hidden = true;
     // Its action ended off the page (the step had replaced it): usable again.
@@ -96,6 +135,7 @@ function codeStep(o: CodeWay, who: IdentifierForm, sentId: string, asked: HTMLBu
         }
         throw error;
       }
+      pendingStep.clear(PENDING);
       afterFirstStep(result, o.uid, null, true);
     },
   });
@@ -107,6 +147,7 @@ function codeStep(o: CodeWay, who: IdentifierForm, sentId: string, asked: HTMLBu
       signInCodeId = (await api.sendSignInCode(who)).signInCodeId;
       form.alert.hidden = true;
       sending.sent();
+      remember();
       code.setError(null);
       code.input.value = '';
       code.input.focus();
@@ -117,7 +158,14 @@ function codeStep(o: CodeWay, who: IdentifierForm, sentId: string, asked: HTMLBu
       if (!isHeld(resend)) resend.disabled = false;
     }
   });
-  sending.sent();
+  if (sentEarlier === null) {
+    sending.sent();
+    remember();
+  } else {
+    // After a reload: the code went a while ago (its time kept, so "expired" still holds).
+    sending.sentEarlier(sentEarlier);
+    sending.status.textContent = t('code.sent', { identifier: who.identifier });
+  }
   swap(
     card,
     h(

@@ -73,7 +73,7 @@ export function signInBody(uid: string | null): (Node | string)[] {
   const card = h('section', { class: 'card sign-in-card', 'aria-label': t('cardLabel') });
   // "Email me a code" / "Text me a code" under the password's button, when the service has them.
   const byCode = codeButton({ card, identifier, alert: form.alert, uid, back: password.input });
-  if (byCode) form.el.querySelector('.actions')?.append(byCode);
+  if (byCode) form.el.querySelector('.actions')?.append(byCode.button);
   // A provider flow started here comes back here (#/authorize/<uid> for an application's sign-in).
   const providers = continueWith({
     route: uid ? `/authorize/${encodeURIComponent(uid)}` : '/sign-in',
@@ -89,6 +89,7 @@ export function signInBody(uid: string | null): (Node | string)[] {
   new MutationObserver(showOr).observe(providers.card, { attributes: true, attributeFilter: ['hidden'] });
   focusWhenShown(identifier.input);
   append(card, [form.el, or, passkey?.el ?? null, providers.card]);
+  byCode?.resume();
   return [
     providers.notice,
     card,
