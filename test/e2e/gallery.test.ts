@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Browser } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { axeCheck, launchChromium, signInPage } from '../helpers/browser.js';
@@ -22,13 +22,40 @@ const SCREENS = { desktop: { width: 1280, height: 800 }, phone: { width: 375, he
 const THEMES = ['light', 'dark'] as const;
 const LANGUAGES = { en: 'en-GB', fr: 'fr-FR' } as const;
 
-/** Each page's route and its heading in each language. */
-const PAGES = [
+/**
+ * Each page's route and its heading in each language; `reach` opens a state of the page that has
+ * no route of its own, and `step` is its <h2> in each language.
+ */
+interface GalleryPage {
+  name: string;
+  route: string;
+  signedIn: boolean;
+  heading: { en: string; fr: string };
+  reach?: (page: Page, language: 'en' | 'fr') => Promise<void>;
+  step?: { en: string; fr: string };
+}
+const PAGES: readonly GalleryPage[] = [
   { name: 'sign-in', route: '#/sign-in', signedIn: false, heading: { en: 'Sign in', fr: 'Connexion' } },
+  // Sign-in by code (SIGN_IN_CODES=email): the code step, a code just sent to an address typed.
+  {
+    name: 'sign-in-code',
+    route: '#/sign-in',
+    signedIn: false,
+    heading: { en: 'Sign in', fr: 'Connexion' },
+    async reach(page, language) {
+      await page.locator('input[name="identifier"]').fill('someone@example.com');
+      await page
+        .getByRole('button', { name: language === 'en' ? 'Email me a code' : 'M’envoyer un code par e-mail' })
+        .click();
+      // "We sent a code to …" is written a moment after the step is drawn.
+      await page.locator('.code-sent').filter({ hasText: 'someone@example.com' }).waitFor();
+    },
+    step: { en: 'Check your email', fr: 'Consultez vos e-mails' },
+  },
   { name: 'home', route: '#/', signedIn: true, heading: { en: 'Your account', fr: 'Votre compte' } },
   { name: 'security', route: '#/security', signedIn: true, heading: { en: 'Security', fr: 'Sécurité' } },
   { name: 'devices', route: '#/devices', signedIn: true, heading: { en: 'Devices', fr: 'Appareils' } },
-] as const;
+];
 
 let t: TestApp;
 let browser: Browser;
@@ -39,7 +66,7 @@ beforeAll(async () => {
   mkdirSync(GALLERY, { recursive: true });
   const port = await freePort();
   origin = `http://localhost:${port}`;
-  t = await createTestApp({ env: { PUBLIC_ORIGIN: origin, ACCOUNT_UI: 'on' } });
+  t = await createTestApp({ env: { PUBLIC_ORIGIN: origin, ACCOUNT_UI: 'on', SIGN_IN_CODES: 'email' } });
   await t.app.listen({ host: '127.0.0.1', port });
   person = await createPerson(t.ctx);
   browser = await launchChromium();
@@ -68,6 +95,8 @@ describe('the hosted pages on every screen, theme and language', () => {
               await page.goto(`${origin}/account/${p.route}`);
               await page.getByRole('heading', { level: 1, name: p.heading[language] }).waitFor();
               await page.locator('.page-loading').waitFor({ state: 'hidden' });
+              if (p.reach) await p.reach(page, language);
+              if (p.step) await page.getByRole('heading', { level: 2, name: p.step[language] }).waitFor();
               expect(await page.evaluate(() => document.documentElement.lang)).toBe(language);
               await axeCheck(page, `${p.name} (${language}, ${theme}, ${screen})`);
               await page.screenshot({ path: join(GALLERY, `${p.name}.${language}.${theme}.${screen}.png`) });
