@@ -16,7 +16,7 @@ export const secrets = section({
   variables: {
     SECRETS_KEY: formatted('base64-32-bytes', 'must be 32 bytes in base64', {
       description:
-        '32 bytes in base64. Every use goes through its own key derived by HMAC-SHA256 with a named purpose (`purposeKeys` in `src/platform/crypto/keys.ts`): sealing TOTP secrets and generated signing keys (AES-256-GCM), the audit seals, the code hashes, the guess-budget subjects, the organization invitation tokens, the OpenID Provider cookies and DPoP nonces, the cursor key and the key check. The first start stores a key check; a start under another key stops. Cannot be rotated yet (see [operations](operations.md#key-rotation))',
+        '32 bytes in base64. Every use goes through its own key derived by HMAC-SHA256 with a named purpose (`purposeKeys` in `src/platform/crypto/keys.ts`): sealing TOTP secrets and generated signing keys (AES-256-GCM), the audit seals, the code hashes, the guess-budget subjects, the organization invitation tokens, the sign-in links, the OpenID Provider cookies and DPoP nonces, the cursor key and the key check. The first start stores a key check; a start under another key stops. Cannot be rotated yet (see [operations](operations.md#key-rotation))',
       shown:
         'required in production; outside production generated once into `DATA_DIR/secrets.key` at start-up',
     }),

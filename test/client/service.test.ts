@@ -9,7 +9,7 @@ import {
 } from '../../packages/client/src/index.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { freePort } from '../helpers/net.js';
-import { lastCode, waitForCode } from '../helpers/outbox.js';
+import { lastCode, messagesTo, waitForCode } from '../helpers/outbox.js';
 
 /**
  * The client against a real service over real HTTP (fetch to a loopback listener): every journey
@@ -19,7 +19,8 @@ let t: TestApp;
 let baseUrl: string;
 
 beforeAll(async () => {
-  t = await createTestApp({ env: { ACCESS_TOKEN_TTL: '60', SIGN_IN_CODES: 'email' } });
+  // ACCOUNT_UI on: a sign-in code's message carries its link to the hosted pages.
+  t = await createTestApp({ env: { ACCESS_TOKEN_TTL: '60', SIGN_IN_CODES: 'email', ACCOUNT_UI: 'on' } });
   const port = await freePort();
   baseUrl = `http://127.0.0.1:${port}`;
   await t.app.listen({ host: '127.0.0.1', port });
@@ -67,6 +68,37 @@ describe('client against the service', () => {
     expect(await session.isSignedIn()).toBe(true);
     const history = await client.history({ limit: 1 });
     expect(history.items[0]).toMatchObject({ method: 'code', outcome: 'succeeded' });
+  });
+
+  it("sign in with a code's link: lookUpSignInLink shows the masked address, signInWithLink signs in", async () => {
+    const session = new SessionManager({ client: { baseUrl }, store: memoryStore() });
+    const client = session.client;
+    const identifier = 'link.client@example.com';
+    const password = 'correct horse battery staple';
+    await client.signUp({ identifierType: 'email', identifier, password });
+    await client.confirmSignUp({
+      identifierType: 'email',
+      identifier,
+      password,
+      code: lastCode(t.config.dataDir, identifier),
+    });
+    const sent = await client.sendSignInCode({ identifierType: 'email', identifier });
+    await waitForCode(t.config.dataDir, identifier, 2);
+    const token =
+      messagesTo(t.config.dataDir, identifier)[1].text.match(/#\/sign-in\/link\/\S+\/(\S+)/)?.[1] ?? '';
+    const link = { signInCodeId: sent.signInCodeId, token };
+    // Node's fetch keeps no cookie: this is another browser than the one that asked.
+    expect(await client.lookUpSignInLink(link)).toMatchObject({
+      identifierType: 'email',
+      maskedIdentifier: 'l***@example.com',
+      sameBrowser: false,
+    });
+    const status = await client.signInCodeStatus(sent.signInCodeId).catch((e: unknown) => e);
+    expect((status as IdentityError).code).toBe('identity.sign_in_refused');
+    expect((await client.signInWithLink(link)).kind).toBe('session');
+    expect(await session.isSignedIn()).toBe(true);
+    const again = await client.signInWithLink(link).catch((e: unknown) => e);
+    expect((again as IdentityError).code).toBe('identity.sign_in_refused');
   });
 
   it('sign up, confirm, sign in, context, renew (asked and on expiry), devices, sign out', async () => {

@@ -85,6 +85,8 @@ beforeAll(async () => {
       // The sweep ends no grant behind a row's back (the rows that end grants call the route).
       OIDC_SWEEP_SECONDS: '60',
       SIGN_IN_CODES: 'email',
+      // The hosted pages a sign-in code's link opens (SIGN_IN_LINKS, on by default).
+      ACCOUNT_UI: 'on',
     },
   });
 }, 60_000);
@@ -137,6 +139,16 @@ async function ok(res: Promise<LightMyRequestResponse>): Promise<LightMyRequestR
 
 const email = (label = 'w') => `${label}-${randomBytes(5).toString('hex')}@example.com`;
 const slug = () => `walk-${randomBytes(5).toString('hex')}`;
+
+/** A sign-in code's link for a new person, as its message carries it. */
+async function signInLink(): Promise<{ signInCodeId: string; token: string }> {
+  const p = await createPerson(t.ctx);
+  await ok(api('POST', '/sign-ins/codes', { payload: { identifierType: 'email', identifier: p.email } }));
+  await waitForCode(t.config.dataDir, p.email, 1);
+  const [, signInCodeId, token] =
+    messagesTo(t.config.dataDir, p.email)[0].text.match(/#\/sign-in\/link\/([0-9a-f-]{36})\/(\S+)/) ?? [];
+  return { signInCodeId, token };
+}
 
 async function signedIn(): Promise<{ person: Person; token: string; refreshToken: string }> {
   const person = await createPerson(t.ctx);
@@ -328,6 +340,20 @@ const ROWS: Record<string, Row> = {
       await act(() =>
         api('POST', `/sign-ins/codes/${sent.json().data.signInCodeId}`, { payload: { ...body, code } }),
       );
+    },
+  },
+  'POST /api/v1/sign-ins/links/lookups': {
+    exempt: 'reads what a sign-in link shows before Continue: nothing is written',
+    async run(act) {
+      const link = await signInLink();
+      await act(() => api('POST', '/sign-ins/links/lookups', { payload: link }));
+    },
+  },
+  'POST /api/v1/sign-ins/links': {
+    emits: ['session.created'],
+    async run(act) {
+      const link = await signInLink();
+      await act(() => api('POST', '/sign-ins/links', { payload: link }));
     },
   },
   'POST /api/v1/sign-ins/renewals': {

@@ -601,12 +601,13 @@ describe('loadConfig', () => {
       oidcCookies: 'oidc-cookies',
       oidcDpopNonces: 'oidc-dpop-nonces',
       organizationInvitations: 'organization-invitations',
+      signInLinks: 'sign-in-links',
     } as const;
     expect(Object.keys(c.keys).sort()).toEqual(Object.keys(purposes).sort());
     for (const [name, purpose] of Object.entries(purposes)) {
       expect(c.keys[name as keyof typeof purposes].equals(deriveKey(c.secretsKey, purpose)), name).toBe(true);
     }
-    expect(new Set(Object.values(c.keys).map((k) => k.toString('hex'))).size).toBe(9);
+    expect(new Set(Object.values(c.keys).map((k) => k.toString('hex'))).size).toBe(10);
   });
 
   it('reads valid values', () => {
@@ -696,11 +697,18 @@ describe('loadConfig', () => {
 
   it('sign-in codes: off by default; SIGN_IN_CODES names channels (sms is a phone number); junk is refused', () => {
     const base = { SECRETS_KEY: key(), DATA_DIR: tmp() };
-    expect(loadConfig(base).signInCodes).toEqual({ channels: [], withPassword: true, signUp: false });
+    expect(loadConfig(base).signInCodes).toEqual({
+      channels: [],
+      withPassword: true,
+      links: true,
+      signUp: false,
+    });
     expect(
       loadConfig({ ...base, SIGN_IN_CODES: 'sms,email', SIGN_IN_CODES_WITH_PASSWORD: 'off' }).signInCodes,
-    ).toEqual({ channels: ['phone', 'email'], withPassword: false, signUp: false });
+    ).toEqual({ channels: ['phone', 'email'], withPassword: false, links: true, signUp: false });
     expect(loadConfig({ ...base, SIGN_IN_CODES: 'email,email' }).signInCodes.channels).toEqual(['email']);
+    expect(loadConfig({ ...base, SIGN_IN_LINKS: 'off' }).signInCodes.links).toBe(false);
+    expect(() => loadConfig({ ...base, SIGN_IN_LINKS: 'yes' })).toThrow(/SIGN_IN_LINKS must be/);
     for (const junk of ['on', 'push', 'email,', 'off,email']) {
       expect(() => loadConfig({ ...base, SIGN_IN_CODES: junk })).toThrow(
         'invalid configuration: SIGN_IN_CODES must be off or a comma-separated list of email, sms',

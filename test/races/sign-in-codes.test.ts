@@ -5,12 +5,13 @@ import { createPerson, race } from '../helpers/identities.js';
 import { codeIn, messagesTo, waitForCode } from '../helpers/outbox.js';
 import { expectRefusals, ROUNDS, raceApp, statuses, times } from './support.js';
 
-// Issue 45: sign-in codes under concurrency. A code is spent once; sends for one identity (from
-// two of its addresses) leave one live code at most.
+// Issue 45: sign-in codes under concurrency. A code is spent once, by its code or its link (one use
+// between them); sends for one identity (from two of its addresses) leave one live code at most.
 let t: TestApp;
 
 beforeAll(async () => {
-  t = await raceApp({ SIGN_IN_CODES: 'email' });
+  // The hosted pages on: a code's message carries its link (SIGN_IN_LINKS, on by default).
+  t = await raceApp({ SIGN_IN_CODES: 'email', ACCOUNT_UI: 'on' });
 });
 afterAll(async () => {
   await t?.close();
@@ -47,6 +48,45 @@ describe('concurrent sign-in codes', () => {
       const url = `/api/v1/sign-ins/codes/${sent.json().data.signInCodeId}`;
       const answers = await race(ANSWERS, () =>
         t.app.inject({ method: 'POST', url, payload: { ...email(p.email), code } }),
+      );
+      expect(statuses(answers)).toEqual([201, ...times(ANSWERS - 1, 401)]);
+      expectRefusals(
+        answers.filter((r) => r.statusCode !== 201),
+        401,
+        'identity.sign_in_refused',
+      );
+      const sessions = await t.ctx.database.db
+        .selectFrom('sessions')
+        .select('id')
+        .where('identity_id', '=', p.identityId)
+        .execute();
+      expect(sessions).toHaveLength(1);
+    }
+  });
+
+  it(`${ANSWERS} answers by the code and by the link at once: exactly one session (${ROUNDS} rounds)`, async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const p = await createPerson(t.ctx);
+      const sent = await t.app.inject({
+        method: 'POST',
+        url: '/api/v1/sign-ins/codes',
+        payload: email(p.email),
+      });
+      const id = sent.json().data.signInCodeId;
+      const code = await waitForCode(t.config.dataDir, p.email, 1);
+      const token = messagesTo(t.config.dataDir, p.email)[0].text.match(/#\/sign-in\/link\/\S+\/(\S+)/)?.[1];
+      const answers = await race(ANSWERS, (i) =>
+        i % 2
+          ? t.app.inject({
+              method: 'POST',
+              url: '/api/v1/sign-ins/links',
+              payload: { signInCodeId: id, token },
+            })
+          : t.app.inject({
+              method: 'POST',
+              url: `/api/v1/sign-ins/codes/${id}`,
+              payload: { ...email(p.email), code },
+            }),
       );
       expect(statuses(answers)).toEqual([201, ...times(ANSWERS - 1, 401)]);
       expectRefusals(

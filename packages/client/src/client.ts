@@ -55,8 +55,11 @@ import type {
   SentSignInCode,
   SessionContext,
   SessionGrant,
+  SignInCodeStatus,
   SignInHistoryEntry,
   SignInInput,
+  SignInLinkInput,
+  SignInLinkLookup,
   SignInMethod,
   SignInResult,
   SignInWithCodeInput,
@@ -277,6 +280,47 @@ export class IdentityClient {
     );
     if (body.data.kind === 'session') await this.session?.grantReceived(body.data);
     return body.data;
+  }
+
+  /**
+   * What a sign-in code's link shows before anyone presses Continue: the masked address and whether
+   * this browser asked for the code. Reads only: opening a link signs nobody in.
+   */
+  async lookUpSignInLink(
+    input: SignInLinkInput,
+    options?: { signal?: AbortSignal },
+  ): Promise<SignInLinkLookup> {
+    const body = await this.send<Envelope<SignInLinkLookup>>(false, options?.signal, () =>
+      this.api.POST(`${API}/sign-ins/links/lookups`, { body: input, signal: options?.signal }),
+    );
+    return body.data;
+  }
+
+  /**
+   * Signs in with a sign-in code's link (the press of Continue): a session grant, or a second-factor
+   * ticket, exactly as `signInWithCode`; the code and its link are one use between them.
+   */
+  async signInWithLink(input: SignInLinkInput, options?: { signal?: AbortSignal }): Promise<SignInResult> {
+    const body = await this.send<Envelope<SignInResult>>(false, options?.signal, () =>
+      this.api.POST(`${API}/sign-ins/links`, { body: input, signal: options?.signal }),
+    );
+    if (body.data.kind === 'session') await this.session?.grantReceived(body.data);
+    return body.data;
+  }
+
+  /**
+   * Where the sign-in code `id` stands, for the browser that asked for it (its cookie): `completed`
+   * once it signed in here, `completed_elsewhere` once its link signed in another browser, else
+   * `pending`.
+   */
+  async signInCodeStatus(id: string, options?: { signal?: AbortSignal }): Promise<SignInCodeStatus> {
+    const body = await this.send<Envelope<{ status: SignInCodeStatus }>>(false, options?.signal, () =>
+      this.api.GET(`${API}/sign-ins/codes/{id}/status`, {
+        params: { path: { id } },
+        signal: options?.signal,
+      }),
+    );
+    return body.data.status;
   }
 
   /** Completes a ticket with an authenticator code (`code`) or a recovery code (`recoveryCode`). */

@@ -45,6 +45,12 @@ export type SendSignInCodeInput = RequestBody<'/api/v1/sign-ins/codes', 'post'>;
 export type SentSignInCode = ResponseData<'/api/v1/sign-ins/codes', 'post'>;
 /** The address the code was sent to and the code. */
 export type SignInWithCodeInput = RequestBody<'/api/v1/sign-ins/codes/{id}', 'post'>;
+/** What a sign-in code's link carries: `<ui>#/sign-in/link/<signInCodeId>/<token>`. */
+export type SignInLinkInput = RequestBody<'/api/v1/sign-ins/links', 'post'>;
+/** What the link's page shows before Continue: the masked address, and whether this browser asked. */
+export type SignInLinkLookup = ResponseData<'/api/v1/sign-ins/links/lookups', 'post'>;
+/** Where a sign-in code stands, for the browser that asked for it. */
+export type SignInCodeStatus = ResponseData<'/api/v1/sign-ins/codes/{id}/status', 'get'>['status'];
 export type SessionContext = ResponseData<'/api/v1/session/context', 'get'>;
 export type SignInHistoryEntry = Item<ResponseData<'/api/v1/sign-ins/history', 'get'>>;
 export type StepUpInput = RequestBody<'/api/v1/step-ups', 'post'>;

@@ -29,6 +29,8 @@ export interface ChallengeRow {
   expiresAt: Date;
   spentAt: Date | null;
   revokedAt: Date | null;
+  /** Sign-in only, once spent by its link: whether the browser that opened it had asked for it. */
+  linkBrowser: 'same' | 'other' | null;
 }
 
 export interface NewChallenge {
@@ -77,10 +79,11 @@ const COLUMNS = [
   'expires_at as expiresAt',
   'spent_at as spentAt',
   'revoked_at as revokedAt',
+  'link_browser as linkBrowser',
 ] as const;
 
 /** The columns the database types as text, narrowed to the values the writes put there. */
-type ChallengeEnums = Pick<ChallengeRow, 'purpose' | 'channel' | 'identifierType'>;
+type ChallengeEnums = Pick<ChallengeRow, 'purpose' | 'channel' | 'identifierType' | 'linkBrowser'>;
 
 function ownedBy(eb: Challenges, owner: ChallengeOwner) {
   return 'identifierId' in owner
@@ -88,13 +91,16 @@ function ownedBy(eb: Challenges, owner: ChallengeOwner) {
     : eb('identity_id', '=', owner.identityId);
 }
 
-/** Answerable at `now`: the one definition of a live challenge, shared by every statement below. */
+/**
+ * Answerable at `now`: the one definition of a live challenge, shared by every statement below. The
+ * columns are qualified, so a statement joining other tables to `challenges` uses it unchanged.
+ */
 function answerable(eb: Challenges, now: Date) {
   return eb.and([
-    eb('spent_at', 'is', null),
-    eb('revoked_at', 'is', null),
-    eb('expires_at', '>', now),
-    eb('attempts', '<', eb.ref('max_attempts')),
+    eb('challenges.spent_at', 'is', null),
+    eb('challenges.revoked_at', 'is', null),
+    eb('challenges.expires_at', '>', now),
+    eb('challenges.attempts', '<', eb.ref('challenges.max_attempts')),
   ]);
 }
 
@@ -158,6 +164,27 @@ export async function spendChallenge(trx: Executor, id: string, now: Date): Prom
       .updateTable('challenges')
       .set({ spent_at: now })
       .where('id', '=', id)
+      .where((eb) => answerable(eb, now))
+      .returning('id'),
+  );
+}
+
+/**
+ * Compare-and-set as spendChallenge, for a sign-in code spent by its link: records which browser
+ * opened it (migration 0028), so the browser that asked can be told where the sign-in finished.
+ */
+export async function spendChallengeByLink(
+  trx: Executor,
+  id: string,
+  browser: 'same' | 'other',
+  now: Date,
+): Promise<boolean> {
+  return changedOne(
+    trx
+      .updateTable('challenges')
+      .set({ spent_at: now, link_browser: browser })
+      .where('id', '=', id)
+      .where('purpose', '=', 'sign_in')
       .where((eb) => answerable(eb, now))
       .returning('id'),
   );
@@ -250,4 +277,53 @@ export async function deleteIdentityChallenges(trx: Executor, identityId: string
     .returning('c.id')
     .execute();
   return deleted.length;
+}
+
+/** A live sign-in code with its address and identity, as its link shows and answers it. */
+export interface LiveSignInCode {
+  id: string;
+  identityId: string;
+  identifierType: IdentifierType;
+  identifierValue: string;
+  expiresAt: Date;
+  sessionEpoch: number;
+  passwordHash: string | null;
+  disabledAt: Date | null;
+  erasedAt: Date | null;
+}
+
+/**
+ * The sign-in code `id` while it could still be answered at `now`, with the verified address it was
+ * sent to and its identity: one statement (a link's page and its answer read nothing else).
+ */
+export function findLiveSignInCode(
+  exec: Executor,
+  id: string,
+  now: Date,
+): Promise<LiveSignInCode | undefined> {
+  return (
+    exec
+      .selectFrom('challenges')
+      .innerJoin('identifiers as i', 'i.id', 'challenges.identifier_id')
+      .innerJoin('identities as p', 'p.id', 'challenges.identity_id')
+      .select([
+        'challenges.id',
+        'challenges.identity_id as identityId',
+        'i.type as identifierType',
+        'i.value as identifierValue',
+        'challenges.expires_at as expiresAt',
+        'p.session_epoch as sessionEpoch',
+        'p.password_hash as passwordHash',
+        'p.disabled_at as disabledAt',
+        'p.erased_at as erasedAt',
+      ])
+      .$narrowType<{ identifierType: IdentifierType }>()
+      .where('challenges.id', '=', id)
+      .where('challenges.purpose', '=', 'sign_in')
+      // Its columns are qualified; the joined tables add none the definition reads.
+      .where((eb) => answerable(eb as unknown as Challenges, now))
+      .where('i.verified_at', 'is not', null)
+      .where('i.removed_at', 'is', null)
+      .executeTakeFirst()
+  );
 }

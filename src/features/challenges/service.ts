@@ -159,19 +159,20 @@ export class ChallengeFlow {
   }
 
   /**
-   * Sends an issued challenge's code to its address, in the recipient's language; after the
-   * commit, never inside it.
+   * Sends an issued challenge's code (and, for a sign-in code, its link) to its address, in the
+   * recipient's language; after the commit, never inside it.
    */
   async deliver(
     purpose: ChallengePurpose,
     to: NormalisedIdentifier,
     code: string,
     recipient: Recipient,
+    link?: string,
   ): Promise<DeliveryResult> {
     const minutes = this.settings.lifetime / 60;
     const locale =
       'locale' in recipient ? recipient.locale : await identityLocale(this.db, recipient.identityId);
-    const message = codeMessage(locale, this.settings.brand, purpose, code, minutes);
+    const message = codeMessage(locale, this.settings.brand, purpose, code, minutes, link);
     return this.notifier.send({ to: to.value, type: to.type, ...message });
   }
 

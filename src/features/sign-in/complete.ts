@@ -40,7 +40,7 @@ export class SignInCompletion {
       // No token of any kind before the second step: the ticket carries the epoch read before the
       // first proof and the primary method, and is completed at POST /sign-ins/second-factors.
       if (proven.stage === 'first') {
-        const ticket = await this.#ticket(proven);
+        const ticket = await this.#ticket(trx ?? this.deps.database.db, proven);
         if (ticket) return ticket;
       }
       if (trx) {
@@ -99,15 +99,15 @@ export class SignInCompletion {
   /**
    * Issues a ticket when the identity holds an active (verified, not removed) second factor, else
    * null. Called only after the first proof succeeded. The ticket keeps the epoch read before that
-   * proof, so a revocation committed in between makes the eventual session dead on arrival.
+   * proof, so a revocation committed in between makes the eventual session dead on arrival. In the
+   * strategy's transaction when it passes one, so the spent proof and the ticket commit together.
    */
-  async #ticket(proven: ProvenIdentity): Promise<SecondFactorTicket | null> {
-    const { db } = this.deps.database;
-    if (!(await hasVerifiedFactor(db, proven.identityId))) return null;
+  async #ticket(exec: Executor, proven: ProvenIdentity): Promise<SecondFactorTicket | null> {
+    if (!(await hasVerifiedFactor(exec, proven.identityId))) return null;
     const now = this.deps.clock.now();
     const expiresAt = new Date(now.getTime() + this.deps.config.lifetimes.ticket * 1000);
     const ticket = opaqueToken();
-    await insertTicket(db, {
+    await insertTicket(exec, {
       id: randomUUID(),
       hash: sha256Hex(ticket),
       identityId: proven.identityId,

@@ -18,6 +18,10 @@ export const signInSection = section({
       description:
         '`on` or `off`: whether an identity that has a password may also sign in by code (`off`: only identities without one, such as those that signed up with a provider, may); refused the same way as an unknown address, nothing sent',
     }),
+    SIGN_IN_LINKS: oneOf('on', ['on', 'off'], {
+      description:
+        '`on` or `off`: whether the message of a sign-in code also carries a link to the hosted pages that signs in with one click (the same challenge in another form: one use between them). The link signs in only after the person presses Continue on the page it opens (a mail scanner that follows it signs nobody in); see [API](api.md#sign-in-with-a-link) and [security](security.md#sign-in-links)',
+    }),
     SIGN_IN_CODES_SIGN_UP: oneOf('off', ['on', 'off'], {
       description:
         '`on` or `off`: whether `POST /sign-ups` may omit the password, for an account that signs in by code only (on a channel `SIGN_IN_CODES` names; the code sent then opens the first session at `POST /sign-ups/confirmations`). Off by default; `on` needs `SIGN_IN_CODES` (an account without a password needs a way back in). See [API](api.md#sign-up-by-code)',
@@ -30,6 +34,8 @@ export const signInSection = section({
         e.SIGN_IN_CODES === 'off' ? [] : [...new Set(e.SIGN_IN_CODES.split(',').map((c) => CHANNELS[c]))],
       /** Whether an identity with a password may sign in by code (SIGN_IN_CODES_WITH_PASSWORD). */
       withPassword: e.SIGN_IN_CODES_WITH_PASSWORD === 'on',
+      /** Whether a sign-in code's message carries a link too (SIGN_IN_LINKS). */
+      links: e.SIGN_IN_LINKS === 'on',
       /** Whether POST /sign-ups may omit the password (SIGN_IN_CODES_SIGN_UP). */
       signUp: e.SIGN_IN_CODES_SIGN_UP === 'on',
     },

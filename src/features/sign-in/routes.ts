@@ -5,6 +5,7 @@ import { guards, requestMeta } from '../../platform/http/auth.js';
 import { envelope } from '../../platform/http/envelope.js';
 import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, responses } from '../../platform/http/schemas.js';
+import { Problem } from '../../platform/problem.js';
 import { limitFor, senderOf, sendingRouteLimit } from '../../platform/rate-limit/rate-limit.js';
 import * as passkeySchema from '../passkeys/schemas.js';
 import { PasskeyService } from '../passkeys/service.js';
@@ -14,8 +15,10 @@ import * as providerSchema from '../providers/schemas.js';
 import { sameOriginOnly } from '../sessions/browser-session.js';
 import { SessionGrantSchema } from '../sessions/schemas.js';
 import { SignInCompletion } from './complete.js';
+import { SignInLinks } from './links.js';
 import * as schema from './schemas.js';
 import { CodeStrategy } from './strategies/code.js';
+import { LinkStrategy } from './strategies/link.js';
 import { PasskeyStrategy } from './strategies/passkey.js';
 import { PasswordStrategy } from './strategies/password.js';
 import { ProviderRedirectStrategy } from './strategies/provider-redirect.js';
@@ -70,8 +73,16 @@ export const signInRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext
 
   // Sign-in by code (SIGN_IN_CODES): registered whatever the setting, so the document and the
   // client are the same everywhere; a channel the setting does not name is refused by configuration.
-  const code = new CodeStrategy(ctx);
+  // A code's message carries a link too when SIGN_IN_LINKS is on and the hosted pages it opens are.
+  const uiPath = ctx.config.accountUi?.path;
+  const links =
+    ctx.config.signInCodes.links && uiPath
+      ? new SignInLinks(ctx.config.keys.signInLinks, ctx.config.publicOrigin, uiPath)
+      : undefined;
+  const code = new CodeStrategy({ ...ctx, links });
+  const link = links ? new LinkStrategy(ctx, links) : undefined;
   const AnswerBody = schema.signInCodeAnswerBody(ctx.config);
+  const linkRefused = () => new Problem('identity.sign_in_refused');
 
   app.post(
     '/sign-ins/codes',
@@ -98,8 +109,12 @@ export const signInRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext
         ),
       },
     },
-    async (request, reply) =>
-      reply.code(201).send(envelope(await code.send(request.body, senderOf(request)))),
+    async (request, reply) => {
+      const sent = await code.send(request.body, senderOf(request));
+      // The asking browser's binding, for any id (one that names nothing too): see links.ts.
+      if (links) reply.header('set-cookie', links.binding(sent.signInCodeId, ctx.config.lifetimes.challenge));
+      return reply.code(201).send(envelope(sent));
+    },
   );
 
   app.post(
@@ -135,6 +150,95 @@ export const signInRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext
         complete,
       );
       return reply.code(201).send(envelope(result));
+    },
+  );
+
+  const linkNote =
+    "SIGN_IN_LINKS: the link a sign-in code's message carries, `<ACCOUNT_UI_PATH>#/sign-in/link/<signInCodeId>/<token>`, " +
+    'is the same challenge as the code (one use between them; a newer code, expiry and five wrong codes end both). ' +
+    "Every failure (a token that is not the id's, a code spent, replaced, expired or exhausted, an identity that " +
+    'may no longer sign in by code, SIGN_IN_LINKS off) answers the identical 401 identity.sign_in_refused.';
+
+  app.post(
+    '/sign-ins/links/lookups',
+    {
+      onSend: noStore,
+      config: limitFor(ctx.config.rateLimits.answersAChallenge, 'sign-ins/links/lookups'),
+      schema: {
+        tags: ['sessions'],
+        summary: "What a sign-in link's page shows before Continue: the masked address; reads only",
+        description:
+          'Signs nobody in and changes nothing (a mail scanner that follows the link spends nothing): the page ' +
+          'shows "Continue as <maskedIdentifier>", and POST /sign-ins/links is the press of that button. ' +
+          '`sameBrowser` is true when the request carries the cookie POST /sign-ins/codes set in the browser that ' +
+          `asked for this code. ${linkNote}`,
+        body: schema.SignInLinkBody,
+        response: responses({ 200: Data(schema.SignInLinkLookupSchema) }, ['identity.sign_in_refused'], {
+          body: true,
+          rateLimited: true,
+        }),
+      },
+    },
+    async (request) => {
+      if (!link) throw linkRefused();
+      return envelope(await link.lookUp(request.body, request.headers.cookie));
+    },
+  );
+
+  app.post(
+    '/sign-ins/links',
+    {
+      onSend: noStore,
+      config: limitFor(ctx.config.rateLimits.answersAChallenge, 'sign-ins/links'),
+      schema: {
+        tags: ['sessions'],
+        summary: "Sign in with a sign-in code's link (the press of Continue on the link's page)",
+        description:
+          'Signs in the browser that sends it, as POST /sign-ins/codes/{id} would: a session, or a second-factor ' +
+          'ticket when the identity holds a second factor. The browser that asked for the code never receives a ' +
+          'session from a link opened elsewhere; GET /sign-ins/codes/{id}/status tells it where the sign-in ' +
+          `finished. ${linkNote}`,
+        body: schema.SignInLinkBody,
+        response: responses(
+          {
+            201: Data(Type.Union([Type.Ref(SessionGrantSchema), Type.Ref(schema.SecondFactorTicketSchema)])),
+          },
+          ['identity.sign_in_refused', 'hooks.refused', 'hooks.unavailable'],
+          { body: true, rateLimited: true },
+        ),
+      },
+    },
+    async (request, reply) => {
+      if (!link) throw linkRefused();
+      const result = await link.signIn(request.body, request.headers.cookie, requestMeta(request), complete);
+      return reply.code(201).send(envelope(result));
+    },
+  );
+
+  app.get(
+    '/sign-ins/codes/:id/status',
+    {
+      onSend: noStore,
+      config: limitFor(ctx.config.rateLimits.answersAChallenge, 'sign-ins/codes/:id/status'),
+      schema: {
+        tags: ['sessions'],
+        summary: 'Where a sign-in code stands, for the browser that asked for it (SIGN_IN_LINKS)',
+        description:
+          'Answered only with the cookie POST /sign-ins/codes set in the asking browser: `completed` once the ' +
+          'code, or its link opened in this browser, signed in (the session cookie is shared by the tabs); ' +
+          '`completed_elsewhere` once the link signed in another browser (this one must ask for a new code); ' +
+          'otherwise `pending`, also for a code that expired or was replaced (the page keeps its own clock from ' +
+          '`codeExpiresAt`) and for an id that names nothing, so the answer tells nobody whether an account holds ' +
+          'the address. Without the cookie, or with SIGN_IN_LINKS off: 401 identity.sign_in_refused.',
+        params: schema.SignInCodeParams,
+        response: responses({ 200: Data(schema.SignInCodeStatusSchema) }, ['identity.sign_in_refused'], {
+          rateLimited: true,
+        }),
+      },
+    },
+    async (request) => {
+      if (!link) throw linkRefused();
+      return envelope({ status: await link.status(request.params.id, request.headers.cookie) });
     },
   );
 });

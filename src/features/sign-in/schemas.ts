@@ -103,3 +103,40 @@ export function signInCodeAnswerBody(
     }),
   });
 }
+
+/** POST /sign-ins/links and /sign-ins/links/lookups: what the link carries. */
+export const SignInLinkBody = Type.Object(
+  {
+    signInCodeId: Type.String({ format: 'uuid', description: "the sign-in code's id, from the link" }),
+    token: Type.String({ minLength: 1, maxLength: 128, description: "the link's token, from the link" }),
+  },
+  { additionalProperties: false },
+);
+
+/** What a sign-in link's page shows before Continue. */
+export const SignInLinkLookupSchema = Type.Object(
+  {
+    identifierType: Type.Union([Type.Literal('email'), Type.Literal('phone')]),
+    maskedIdentifier: Type.String({
+      description: 'the address the code was sent to, masked: `a***@example.com`',
+    }),
+    sameBrowser: Type.Boolean({
+      description:
+        'whether this browser is the one that asked for the code (its cookie); when false, say so before Continue',
+    }),
+    codeExpiresAt: Instant,
+  },
+  { additionalProperties: false },
+);
+
+/** GET /sign-ins/codes/{id}/status. */
+export const SignInCodeStatusSchema = Type.Object(
+  {
+    status: Type.Union([
+      Type.Literal('pending'),
+      Type.Literal('completed'),
+      Type.Literal('completed_elsewhere'),
+    ]),
+  },
+  { additionalProperties: false },
+);

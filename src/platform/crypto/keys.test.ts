@@ -18,6 +18,7 @@ describe('deriveKey', () => {
     'oidc-cookies': '3a050e05c654d1e9dc34b808ab6f3508a1a2f8d92cc67eb272c6f0cc3d881270',
     'oidc-dpop-nonces': 'ae4cbaa835220125c9a8f93634c71172eeafec57ce335971753d959823d42a4a',
     'organization-invitations': 'b7dbdd5d04dc59306b7326e81dbf996ad6e7294b7933f944405882835e0a71e2',
+    'sign-in-links': 'e1d12737e3c173a7b325fc0990ef1ea5ebeae6500a391821be22a549db23295a',
   };
 
   it.each(Object.entries(KNOWN))('derives the %s key as before', (purpose, hex) => {

@@ -25,7 +25,9 @@ export type KeyPurpose =
   /** The OpenID Provider's DPoP nonces (RFC 9449 §8): any instance checks another's. */
   | 'oidc-dpop-nonces'
   /** Keyed hashes of organization invitation tokens. */
-  | 'organization-invitations';
+  | 'organization-invitations'
+  /** A sign-in code's link token and its starting browser's binding (HMAC of the code's id). */
+  | 'sign-in-links';
 
 export function deriveKey(root: Buffer, purpose: KeyPurpose): Buffer {
   return createHmac('sha256', root).update(purpose).digest();
@@ -42,6 +44,7 @@ export interface PurposeKeys {
   oidcCookies: Buffer;
   oidcDpopNonces: Buffer;
   organizationInvitations: Buffer;
+  signInLinks: Buffer;
 }
 
 /** The one function every purpose key comes from. */
@@ -56,6 +59,7 @@ export function purposeKeys(root: Buffer): PurposeKeys {
     oidcCookies: deriveKey(root, 'oidc-cookies'),
     oidcDpopNonces: deriveKey(root, 'oidc-dpop-nonces'),
     organizationInvitations: deriveKey(root, 'organization-invitations'),
+    signInLinks: deriveKey(root, 'sign-in-links'),
   };
 }
 

@@ -50,6 +50,7 @@ export interface Challenges {
   identifier_type: string | null;
   identifier_value: string | null;
   identity_id: string;
+  link_browser: string | null;
   max_attempts: number;
   password_hash: string | null;
   purpose: string;

@@ -122,6 +122,21 @@ describe('every message kind in every language', () => {
     expect(codeMessage(locale, BRAND, 'step_up', '123456', 1).text).toContain('1 minute.');
   });
 
+  it.each(LOCALES)("a sign-in code's link is a line of its own after the code, in %s", (locale) => {
+    const link = 'https://id.example/account/#/sign-in/link/0b6c/abc_DEF-123';
+    const { text } = codeMessage(locale, BRAND, 'sign_in', 'K7Q2XZ', 10, link);
+    const lines = text.split('\n');
+    expect(lines).toContain(link);
+    expect(lines.indexOf(link)).toBeGreaterThan(lines.indexOf('K7Q2XZ'));
+    expect(lines[lines.indexOf(link) - 1]).toBe(
+      locale === 'fr'
+        ? 'Ou ouvrez ce lien, puis appuyez sur Continuer :'
+        : 'Or open this link, then press Continue:',
+    );
+    expect(() => codeMessage(locale, BRAND, 'password_recovery', 'K7Q2XZ', 10, link)).toThrow(TypeError);
+    expect(() => codeMessage(locale, BRAND, 'sign_in', 'K7Q2XZ', 10, `${link} x`)).toThrow(TypeError);
+  });
+
   it('every change has its own French line and short form', () => {
     const en = changesEmail('en', UNNAMED, ALL_CHANGES.map(change)).text;
     const fr = changesEmail('fr', UNNAMED, ALL_CHANGES.map(change)).text;

@@ -66,6 +66,8 @@ interface Wording {
   signature: (product: string) => string;
   help: (url: string) => string;
   codes: Record<CodePurpose, { subject: string; lead: string }>;
+  /** Before a sign-in code's link (SIGN_IN_LINKS): the page it opens asks before signing in. */
+  signInLink: string;
   expiresIn: (minutes: number) => string;
   ignore: string;
   invitation: {
@@ -125,6 +127,7 @@ const en: Wording = {
     step_up: { subject: 'Your confirmation code', lead: 'Your code to confirm this sensitive action is' },
     sign_in: { subject: 'Your sign-in code', lead: 'Your code to sign in is' },
   },
+  signInLink: 'Or open this link, then press Continue:',
   expiresIn: (minutes) => `It expires in ${minutes} ${minutes === 1 ? 'minute' : 'minutes'}.`,
   ignore: 'If you did not ask for it, ignore this message.',
   invitation: {
@@ -227,6 +230,7 @@ const fr: Wording = {
     },
     sign_in: { subject: 'Votre code de connexion', lead: 'Votre code pour vous connecter est' },
   },
+  signInLink: 'Ou ouvrez ce lien, puis appuyez sur Continuer :',
   expiresIn: (minutes) => `Il expire dans ${minutes} ${minutes === 1 ? 'minute' : 'minutes'}.`,
   ignore: "Si vous ne l'avez pas demandé, ignorez ce message.",
   invitation: {
@@ -344,23 +348,31 @@ function signed(lines: string[], brand: MessageBrand, locale: Locale): string {
   return [...lines, ...closing].join('\n');
 }
 
-/** A code message: the code as its own whitespace-separated token, its lifetime, the brand. */
+/**
+ * A code message: the code as its own whitespace-separated token, its lifetime, the brand; for a
+ * sign-in code with SIGN_IN_LINKS on, the link on a line of its own after the code.
+ */
 export function codeMessage(
   locale: Locale,
   brand: MessageBrand,
   purpose: CodePurpose,
   code: string,
   expiresInMinutes: number,
+  link?: string,
 ): Message {
   const w = wording(locale);
   const words = w.codes[purpose];
   if (!words) throw new TypeError('unknown verification purpose');
   if (code.length === 0 || /\s/.test(code)) throw new TypeError('a verification code is one non-empty token');
   if (!Number.isFinite(expiresInMinutes)) throw new TypeError('expiresInMinutes must be a finite number');
+  if (link !== undefined && (purpose !== 'sign_in' || /\s/.test(link))) {
+    throw new TypeError('only a sign-in code carries a link, as one token');
+  }
   const minutes = Math.max(1, Math.ceil(expiresInMinutes));
+  const linked = link === undefined ? [] : [w.signInLink, link, ''];
   return {
     subject: words.subject,
-    text: signed([words.lead, '', code, '', `${w.expiresIn(minutes)} ${w.ignore}`], brand, locale),
+    text: signed([words.lead, '', code, '', ...linked, `${w.expiresIn(minutes)} ${w.ignore}`], brand, locale),
   };
 }
 

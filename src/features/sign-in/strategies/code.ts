@@ -21,6 +21,7 @@ import {
 } from '../../identities/identifier.js';
 import { findIdentifier, findIdentity, lockIdentity, NOBODY } from '../../identities/repository.js';
 import { maySignInByCode } from '../code-rule.js';
+import type { SignInLinks } from '../links.js';
 import type { Complete, SignInResult, Strategy } from '../strategy.js';
 
 /** The route name a wrong code is recorded with on the identity-wide lock. */
@@ -38,6 +39,8 @@ export interface CodeStrategyDeps {
   guesses: GuessBudgets;
   messages: MessageLimits;
   config: { signInCodes: { channels: string[]; withPassword: boolean } };
+  /** SIGN_IN_LINKS on (and the hosted pages): each message carries the code's link too. */
+  links?: SignInLinks;
 }
 
 /** What a send answers, the same for every address: the id to answer at, and the code's expiry. */
@@ -117,9 +120,10 @@ export class CodeStrategy implements Strategy<CodeInput> {
     });
     const { code, sendTo } = issued;
     if (sendTo && code) {
+      const link = this.deps.links?.url(issued.id);
       setImmediate(() => {
         this.deps.challenges
-          .deliver('sign_in', sendTo.address, code, { identityId: sendTo.identityId })
+          .deliver('sign_in', sendTo.address, code, { identityId: sendTo.identityId }, link)
           .catch((err: unknown) => {
             this.deps.log.error({ errClass: (err as Error)?.name }, 'sign-in code message failed');
           });
