@@ -50,6 +50,8 @@ interface Settings {
   codeLifetimeSeconds: number;
   /** The identifier types that may sign in by code (SIGN_IN_CODES); empty when off. */
   signInCodes: ('email' | 'phone')[];
+  /** Whether a sign-in code's message carries a link too (SIGN_IN_LINKS). */
+  signInLinks: boolean;
 }
 let settings: Settings = {
   api: '/api/v1',
@@ -59,6 +61,7 @@ let settings: Settings = {
   authenticatorDigits: 6,
   codeLifetimeSeconds: 900,
   signInCodes: [],
+  signInLinks: false,
 };
 
 /** How long a code sent by message stays valid, in seconds (CHALLENGE_TTL, from the service). */
@@ -66,6 +69,9 @@ export const codeLifetimeSeconds = (): number => settings.codeLifetimeSeconds;
 
 /** Whether an identifier of this type may ask for a sign-in code (SIGN_IN_CODES, from the service). */
 export const signInByCode = (type: 'email' | 'phone'): boolean => (settings.signInCodes ?? []).includes(type);
+
+/** Whether a sign-in code's message carries a link (SIGN_IN_LINKS, from the service). */
+export const signInLinks = (): boolean => settings.signInLinks === true;
 
 /** The shape of the codes the page asks for: a message's, or an authenticator app's. */
 export function codeShape(kind: 'message' | 'authenticator'): CodeShape {
@@ -241,6 +247,19 @@ export const api = {
   async signInWithCode(id: string, identifier: IdentifierForm, code: string): Promise<SignInOutcome> {
     return outcome(await client.signInWithCode(id, { ...identifier, code }));
   },
+  /** What a sign-in link shows before Continue (reads only: opening a link signs nobody in). */
+  lookUpSignInLink: (signInCodeId: string, token: string) => client.lookUpSignInLink({ signInCodeId, token }),
+  /** The press of Continue on a sign-in link's page: a session (handed to the cookie) or a ticket. */
+  async signInWithLink(signInCodeId: string, token: string): Promise<SignInOutcome> {
+    return outcome(await client.signInWithLink({ signInCodeId, token }));
+  },
+  /** Where the sign-in code this browser asked for stands: pending, completed, completed_elsewhere. */
+  signInCodeStatus: (id: string) => client.signInCodeStatus(id),
+  /**
+   * Another tab of this browser signed in (the cookie is shared): this page renews with the cookie
+   * now, whatever it knew before; answers whether it is signed in.
+   */
+  renewFromCookie: async (): Promise<boolean> => (await session.recover('')) !== undefined,
   /** The providers offering "Continue with …" (none when the list cannot be had: nothing is shown). */
   providers(): Promise<IdentityProvider[]> {
     providersAsked ??= client.listProviders().catch(() => {

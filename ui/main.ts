@@ -22,6 +22,7 @@ import {
   twoStepPage,
 } from './pages/security.js';
 import { secondFactorPage, signInPage } from './pages/sign-in.js';
+import { captureSignInLink, signInLinkPage } from './pages/sign-in-link.js';
 import { signUpPage } from './pages/sign-up.js';
 import { messageFor } from './problems.js';
 import { captureProviderReturn, dropProviderReturn } from './providers.js';
@@ -63,6 +64,8 @@ const PRIVATE_WITH_ID: [RegExp, (id: string) => ReturnType<Page>][] = [
  */
 const OPEN: Record<string, Page> = {
   '/invitation': invitationPage,
+  // A sign-in code's link (its token already taken out of the address bar, ui/pages/sign-in-link.ts).
+  '/sign-in/link': signInLinkPage,
 };
 /** The OpenID Provider's interactions, for signed-in and signed-out people alike, without the nav. */
 const INTERACTIONS: [RegExp, (uid: string) => ReturnType<Page>][] = [
@@ -193,7 +196,8 @@ async function render(): Promise<void> {
   // A provider flow's answer (#/sign-in?provider=…&handoff=…) leaves the address bar first.
   captureProviderReturn();
   // An invitation's token leaves the address bar at once (#/invitations/<token> -> #/invitation).
-  const path = captureInvitation(routeOf(location.hash));
+  // So does a sign-in link's (#/sign-in/link/<id>/<token> -> #/sign-in/link).
+  const path = captureSignInLink(captureInvitation(routeOf(location.hash)));
   // On the first render this asks the service (a renewal with the session cookie).
   const signedIn = await api.signedIn();
   // Signed in (or up) from an invitation: back to it.
@@ -290,8 +294,10 @@ api.onSignedInElsewhere(() => {
   if (PUBLIC[path] && path !== '/sign-in/second-factor') void render();
 });
 
-// At once, before anything is fetched: no handoff code stays in the address bar or in history.
+// At once, before anything is fetched: no handoff code or link token stays in the address bar or
+// in history.
 captureProviderReturn();
+captureSignInLink(routeOf(location.hash));
 setLocale(chooseLocale(navigator.languages));
 loadSettings()
   .then((brand) => {

@@ -46,6 +46,7 @@ describe('the account UI plugin', () => {
       authenticatorDigits: 6,
       codeLifetimeSeconds: 900,
       signInCodes: [],
+      signInLinks: false,
     });
     expect((await t.app.inject({ url: '/account/nothing.js' })).statusCode).toBe(404);
   });
@@ -82,6 +83,8 @@ describe('the account UI plugin', () => {
     expect(settings.codeLifetimeSeconds).toBe(3600);
     // The channels that may sign in by code, as identifier types (sms: phone).
     expect(settings.signInCodes).toEqual(['phone', 'email']);
+    // Their messages carry a link (SIGN_IN_LINKS, on by default).
+    expect(settings.signInLinks).toBe(true);
   });
 
   it('refuses a path under /api/, without its final slash, or with odd characters', () => {

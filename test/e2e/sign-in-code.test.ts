@@ -36,7 +36,7 @@ const clock = new ManualClock(new Date());
 
 const heading = (p: Page, text: string) => p.getByRole('heading', { level: 1, name: text }).waitFor();
 const step = (p: Page, text: string) => p.getByRole('heading', { level: 2, name: text }).waitFor();
-const status = (p: Page) => p.locator('.card [role="status"]');
+const status = (p: Page) => p.locator('.card .code-sent');
 const alertText = (p: Page) => p.getByRole('alert').filter({ hasText: /\S/ }).first().textContent();
 /** A code of the right shape that is not `code`. */
 const otherThan = (code: string) => (code === '000000' ? '111111' : '000000');

@@ -33,6 +33,16 @@ export const t = messages(
     'code.link': 'Or open the link in the message, in this browser.',
     'code.submit': 'Sign in',
     'code.anotherWay': 'Use another way',
+    // The link signed in another browser (SIGN_IN_LINKS): this one must use a new code.
+    'code.elsewhere':
+      'You finished signing in in another browser, with the link. This browser is not signed in: send a new code to sign in here.',
+    // The link's page (#/sign-in/link/<id>/<token>): nothing signs in until the button.
+    'link.intro': 'You opened a sign-in link. Nothing happens until you press the button.',
+    'link.continueAs': 'Continue as {identifier}',
+    'link.otherBrowser':
+      'This is not the browser that asked for this link. Continue only if you asked for it yourself, just now.',
+    'link.refused': 'This link has expired or was already used.',
+    'link.signIn': 'Go to sign in',
     // The second step.
     'second.title': '2-step verification',
     'second.expired': 'Your sign-in has expired.',
@@ -40,6 +50,7 @@ export const t = messages(
     'second.intro': 'Your password is right. Now confirm it is you with your authenticator app.',
     'second.introVia': 'You signed in with {via}. Now confirm it is you with your authenticator app.',
     'second.introCode': 'Your code is right. Now confirm it is you with your authenticator app.',
+    'second.introLink': 'Your link is right. Now confirm it is you with your authenticator app.',
     'second.code': 'Authenticator code',
     'second.recoveryCode': 'Recovery code',
     'second.recoveryHint':
@@ -93,6 +104,15 @@ export const t = messages(
     'code.link': 'Ou ouvrez le lien du message, dans ce navigateur.',
     'code.submit': 'Se connecter',
     'code.anotherWay': 'Se connecter autrement',
+    'code.elsewhere':
+      'Vous avez terminé la connexion dans un autre navigateur, avec le lien. Ce navigateur n’est pas connecté : envoyez un nouveau code pour vous connecter ici.',
+    'link.intro':
+      'Vous avez ouvert un lien de connexion. Rien ne se passe tant que vous n’appuyez pas sur le bouton.',
+    'link.continueAs': 'Continuer en tant que {identifier}',
+    'link.otherBrowser':
+      'Ce n’est pas le navigateur qui a demandé ce lien. Ne continuez que si vous l’avez demandé vous-même, à l’instant.',
+    'link.refused': 'Ce lien a expiré ou a déjà été utilisé.',
+    'link.signIn': 'Aller à la connexion',
     'second.title': 'Validation en deux étapes',
     'second.expired': 'Votre connexion a expiré.',
     'second.signInAgain': 'Se reconnecter',
@@ -102,6 +122,8 @@ export const t = messages(
       'Vous vous êtes connecté avec {via}. Confirmez maintenant que c’est bien vous avec votre application d’authentification.',
     'second.introCode':
       'Votre code est le bon. Confirmez maintenant que c’est bien vous avec votre application d’authentification.',
+    'second.introLink':
+      'Votre lien est le bon. Confirmez maintenant que c’est bien vous avec votre application d’authentification.',
     'second.code': 'Code d’authentification',
     'second.recoveryCode': 'Code de secours',
     'second.recoveryHint':

@@ -20,8 +20,8 @@ export interface Pending {
   expiresAt: string;
   uid: string | null;
   via: string | null;
-  /** The first step was a code sent by message (sign-in by code), not a password. */
-  byCode?: boolean;
+  /** The first step was a code sent by message, or its link (sign-in by code), not a password. */
+  byCode?: 'code' | 'link';
 }
 export const PENDING = 'sign-in';
 
@@ -33,13 +33,14 @@ export function finish(uid: string | null): void {
 
 /**
  * A first step accepted (password, provider or code): done, or on to the second step. `via` is the
- * provider's name when the first step was "Continue with …"; `byCode` when it was a sign-in code.
+ * provider's name when the first step was "Continue with …"; `byCode` when it was a sign-in code
+ * or its link.
  */
 export function afterFirstStep(
   result: SignInOutcome,
   uid: string | null,
   via: string | null = null,
-  byCode = false,
+  byCode: 'code' | 'link' | null = null,
 ): void {
   if (result.kind === 'second_factor_required') {
     pendingStep.write(PENDING, {

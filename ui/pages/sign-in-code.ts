@@ -1,11 +1,11 @@
-import { api, asProblem, codeLifetimeSeconds, InteractionError, signInByCode } from '../api.js';
+import { api, asProblem, codeLifetimeSeconds, InteractionError, signInByCode, signInLinks } from '../api.js';
 import { h } from '../dom.js';
 import { actionButton, makeForm } from '../forms.js';
 import { type IdentifierField, type IdentifierForm, kindOf, pendingStep } from '../identifier.js';
 import { t } from '../messages/sign-in.js';
 import { codeExpiresText, codeField, codeHint, codeSent, refill } from '../otp.js';
 import { isHeld } from '../wait.js';
-import { afterFirstStep } from './second-step.js';
+import { afterFirstStep, finish } from './second-step.js';
 import { swap } from './steps.js';
 
 /*
@@ -28,6 +28,13 @@ interface Pending {
   sentAt: number;
   uid: string | null;
 }
+
+/**
+ * How often the code step asks where its code stands (SIGN_IN_LINKS): often enough that a link
+ * opened in another tab shows here within seconds, and under RATE_LIMIT_ANSWERS_A_CHALLENGE's
+ * default (10 a minute per client address).
+ */
+const POLL_MS = 7000;
 
 export interface CodeWay {
   /** The card whose content the code step replaces (and "Use another way" puts back). */
@@ -107,8 +114,12 @@ function codeStep(
       sentAt: sending.sentAt() ?? Date.now(),
       uid: o.uid,
     } satisfies Pending);
+  // The link signed in another browser: this one needs a new code (the link spent it).
+  const elsewhere = h('p', { class: 'notice code-elsewhere', role: 'status', tabindex: '-1', hidden: true });
+  let timer: number | undefined;
   const another = h('button', { type: 'button', class: 'link' }, t('code.anotherWay'));
   another.addEventListener('click', () => {
+    window.clearTimeout(timer);
     pendingStep.clear(PENDING);
     card.replaceChildren(...first);
     o.alert.hidden = true;
@@ -119,7 +130,7 @@ function codeStep(
   const form = makeForm({
     fields: [code],
     submit: t('code.submit'),
-    extra: [h('p', { class: 'hint code-link' }, t('code.link'))],
+    extra: signInLinks() ? [h('p', { class: 'hint code-link' }, t('code.link'))] : [],
     buttons: [resend, another],
     async onSubmit() {
       code.requireWhole();
@@ -136,10 +147,48 @@ function codeStep(
         throw error;
       }
       pendingStep.clear(PENDING);
-      afterFirstStep(result, o.uid, null, true);
+      afterFirstStep(result, o.uid, null, 'code');
     },
   });
   form.el.querySelector('button[type="submit"]')?.classList.add('primary', 'wide');
+  /**
+   * While the step is on the page, where its code stands (the message's link may be opened in
+   * another tab or browser): `completed` (this browser, another tab: the cookie is shared) goes where
+   * a sign-in goes once this page has renewed with the cookie; `completed_elsewhere` says the link
+   * signed in another browser. Stops once the step has left the page.
+   */
+  const watch = (ms = POLL_MS) => {
+    window.clearTimeout(timer);
+    if (!signInLinks()) return;
+    timer = window.setTimeout(async () => {
+      if (!form.el.isConnected) return;
+      // Past the code's lifetime there is nothing left to learn (the page keeps its own clock).
+      const sentAt = sending.sentAt();
+      if (sentAt !== null && Date.now() > sentAt + codeLifetimeSeconds() * 1000) return;
+      const asked = signInCodeId;
+      let status: Awaited<ReturnType<typeof api.signInCodeStatus>>;
+      try {
+        status = await api.signInCodeStatus(asked);
+      } catch (error) {
+        const p = asProblem(error);
+        if (p.code === 'rate_limit.exceeded') watch(Math.max(POLL_MS, (p.retryAfter ?? 0) * 1000));
+        // A 401: this browser holds no binding to the code (its cookie refused): nothing to learn.
+        else if (p.status !== 401) watch();
+        return;
+      }
+      // Left meanwhile, or a new code sent (which watches its own).
+      if (!form.el.isConnected || asked !== signInCodeId) return;
+      if (status === 'completed') {
+        pendingStep.clear(PENDING);
+        if (await api.renewFromCookie()) finish(o.uid);
+      } else if (status === 'completed_elsewhere') {
+        pendingStep.clear(PENDING);
+        elsewhere.textContent = t('code.elsewhere');
+        elsewhere.hidden = false;
+        elsewhere.focus();
+      } else watch();
+    }, ms);
+  };
   resend.addEventListener('click', async () => {
     resend.disabled = true;
     try {
@@ -148,6 +197,8 @@ function codeStep(
       form.alert.hidden = true;
       sending.sent();
       remember();
+      elsewhere.hidden = true;
+      watch();
       code.setError(null);
       code.input.value = '';
       code.input.focus();
@@ -174,6 +225,8 @@ function codeStep(
       t(who.identifierType === 'phone' ? 'code.heading.phone' : 'code.heading.email'),
     ),
     sending.status,
+    elsewhere,
     form.el,
   );
+  watch();
 }

@@ -213,7 +213,7 @@ export function secondFactorPage(): PageContent {
       : via
         ? t('second.introVia', { via })
         : byCode
-          ? t('second.introCode')
+          ? t(byCode === 'link' ? 'second.introLink' : 'second.introCode')
           : t('second.intro');
   };
   const intro = h('p');

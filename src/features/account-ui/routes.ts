@@ -59,6 +59,8 @@ export interface UiSettings {
    * off. The sign-in card offers "Email me a code" / "Text me a code" for these.
    */
   signInCodes: ('email' | 'phone')[];
+  /** Whether a sign-in code's message carries a link to these pages too (SIGN_IN_LINKS). */
+  signInLinks: boolean;
 }
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -136,6 +138,7 @@ export const accountUiRoutes: FastifyPluginAsync<{ ctx: AppContext; api: string 
     authenticatorDigits: opts.ctx.config.totpDigits,
     codeLifetimeSeconds: opts.ctx.config.lifetimes.challenge,
     signInCodes: [...opts.ctx.config.signInCodes.channels],
+    signInLinks: opts.ctx.config.signInCodes.channels.length > 0 && opts.ctx.config.signInCodes.links,
   };
   const settingsAsset = asset(
     'settings',
