@@ -211,6 +211,42 @@ describe('sign-in links on the hosted pages (issue 45)', () => {
     }
   });
 
+  it('speaks French', async () => {
+    const who = await createPerson(t.ctx);
+    const count = mailCount(smtp, who.email) + 1;
+    // Asked from elsewhere (no browser's cookie): the French browser is not the one that asked.
+    const sent = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/sign-ins/codes',
+      payload: { identifierType: 'email', identifier: who.email },
+    });
+    expect(sent.statusCode, sent.body).toBe(201);
+    const link = await mailLink(who.email, count);
+    const fr = await browser.newContext({ locale: 'fr-FR' });
+    try {
+      const p = await fr.newPage();
+      p.setDefaultTimeout(8000);
+      p.on('pageerror', (e) => pageErrors.push(String(e)));
+      await p.goto(link);
+      await heading(p, 'Connexion');
+      await p.getByRole('button', { name: `Continuer en tant que ${masked(who.email)}` }).waitFor();
+      await p
+        .getByText(
+          'Ce n’est pas le navigateur qui a demandé ce lien. Ne continuez que si vous l’avez demandé vous-même, à l’instant.',
+        )
+        .waitFor();
+      await axeCheck(p, 'link page in French, another browser');
+      // A link that names nothing: the same words as a spent one.
+      await p.goto('about:blank');
+      await p.goto(link.replace(/\/[A-Za-z0-9_-]{43}$/, `/${'A'.repeat(43)}`));
+      await p.getByText('Ce lien a expiré ou a déjà été utilisé.').waitFor();
+      await p.getByRole('link', { name: 'Aller à la connexion' }).waitFor();
+      await axeCheck(p, 'link page in French, refused');
+    } finally {
+      await fr.close();
+    }
+  });
+
   it('raised no error in the page', () => {
     expect(pageErrors).toEqual([]);
   });
