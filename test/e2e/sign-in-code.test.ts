@@ -1,13 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type TOTP, URI } from 'otpauth';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { axeCheck, launchChromium } from '../helpers/browser.js';
-import { bearer, createPerson, type Person, signIn } from '../helpers/identities.js';
+import { addAuthenticator } from '../helpers/elevation.js';
+import { createPerson, type Person } from '../helpers/identities.js';
 import { freePort } from '../helpers/net.js';
 import { mailCode, mailCount, type SmtpSink, startSmtpSink } from '../helpers/smtp.js';
 
@@ -40,38 +40,6 @@ const status = (p: Page) => p.locator('.card .code-sent');
 const alertText = (p: Page) => p.getByRole('alert').filter({ hasText: /\S/ }).first().textContent();
 /** A code of the right shape that is not `code`. */
 const otherThan = (code: string) => (code === '000000' ? '111111' : '000000');
-
-/** An authenticator added through the service's routes (the step-up's code read from the sink). */
-async function withAuthenticator(p: Person): Promise<TOTP> {
-  const grant = await signIn(t.app, p);
-  const before = mailCount(smtp, p.email);
-  const start = await t.app.inject({
-    method: 'POST',
-    url: '/api/v1/step-ups',
-    headers: bearer(grant.accessToken),
-    payload: { channel: 'identifier' },
-  });
-  expect(start.statusCode, start.body).toBe(201);
-  const confirm = await t.app.inject({
-    method: 'POST',
-    url: '/api/v1/step-ups/confirmations',
-    headers: bearer(grant.accessToken),
-    payload: { challengeId: start.json().data.challengeId, code: await mailCode(smtp, p.email, before + 1) },
-  });
-  expect(confirm.statusCode, confirm.body).toBe(201);
-  const headers = { ...bearer(grant.accessToken), 'x-elevation-token': confirm.json().data.elevationToken };
-  const enrol = await t.app.inject({ method: 'POST', url: '/api/v1/second-factors', headers, payload: {} });
-  expect(enrol.statusCode, enrol.body).toBe(201);
-  const totp = URI.parse(enrol.json().data.otpauthUri) as TOTP;
-  const confirmed = await t.app.inject({
-    method: 'POST',
-    url: '/api/v1/second-factors/confirmations',
-    headers: bearer(grant.accessToken),
-    payload: { code: totp.generate({ timestamp: clock.now().getTime() }) },
-  });
-  expect(confirmed.statusCode, confirmed.body).toBe(204);
-  return totp;
-}
 
 /** Types the identifier on the sign-in card and asks for a code by email. */
 async function askForCode(p: Page, email: string, button = 'Email me a code'): Promise<void> {
@@ -210,7 +178,8 @@ describe('sign-in by code on the hosted pages (issue 45)', () => {
 
   it('an identity with an authenticator goes on to the same second step', async () => {
     const who = await createPerson(t.ctx);
-    const totp = await withAuthenticator(who);
+    const sent = mailCount(smtp, who.email);
+    const totp = await addAuthenticator(t, who, () => mailCode(smtp, who.email, sent + 1));
     const before = mailCount(smtp, who.email);
     await askForCode(page, who.email);
     await step(page, 'Check your email');

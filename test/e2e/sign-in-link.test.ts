@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { axeCheck, launchChromium } from '../helpers/browser.js';
+import { addAuthenticator } from '../helpers/elevation.js';
 import { createPerson, type Person } from '../helpers/identities.js';
 import { freePort } from '../helpers/net.js';
 import { bodyOf, mailCode, mailCount, type SmtpSink, startSmtpSink } from '../helpers/smtp.js';
@@ -209,6 +210,31 @@ describe('sign-in links on the hosted pages (issue 45)', () => {
     } finally {
       await other.close();
     }
+  });
+
+  it('an identity with an authenticator goes on from the link to the same second step', async () => {
+    const who = await createPerson(t.ctx);
+    const sent = mailCount(smtp, who.email);
+    const totp = await addAuthenticator(t, who, () => mailCode(smtp, who.email, sent + 1));
+    await page.goto(`${origin}/account/#/sign-in`);
+    await heading(page, 'Sign in');
+    const link = await mailLink(who.email, await askForCode(page, who));
+    const tab = await context.newPage();
+    tab.setDefaultTimeout(8000);
+    tab.on('pageerror', (e) => pageErrors.push(String(e)));
+    await tab.goto(link);
+    await tab.getByRole('button', { name: `Continue as ${masked(who.email)}` }).click();
+    await heading(tab, '2-step verification');
+    await tab.getByText('Your link is right. Now confirm it is you with your authenticator app.').waitFor();
+    await axeCheck(tab, 'second step after a link');
+    // A TOTP code is accepted once per period: the service's clock moves one period on.
+    clock.advance(30);
+    await tab.getByLabel('Authenticator code').fill(totp.generate({ timestamp: clock.now().getTime() }));
+    await tab.getByRole('button', { name: 'Continue' }).click();
+    await heading(tab, 'Your account');
+    await tab.getByRole('button', { name: 'Sign out' }).click();
+    await heading(tab, 'Sign in');
+    await tab.close();
   });
 
   it('speaks French', async () => {

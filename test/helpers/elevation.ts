@@ -1,4 +1,4 @@
-import { Secret, TOTP } from 'otpauth';
+import { Secret, TOTP, URI } from 'otpauth';
 import type { TestApp } from './app.js';
 import { bearer, createPerson, type Grant, type Person, signIn } from './identities.js';
 import { messagesTo, waitForCode } from './outbox.js';
@@ -63,4 +63,45 @@ export async function elevatedPerson(t: TestApp): Promise<ElevatedPerson> {
   const grant = await signIn(t.app, person);
   const elevation = await elevate(t, grant.accessToken, person.email);
   return { person, grant, elevation, headers: elevated(grant.accessToken, elevation) };
+}
+
+/**
+ * An authenticator added to `person` through the service's routes: a step-up by code (its code
+ * read by `stepUpCode`, called once the code was asked for), the enrolment and its confirmation with
+ * a code at `t.clock`'s time. Answers the generator; move the clock one period on before the next code.
+ */
+export async function addAuthenticator(
+  t: TestApp,
+  person: Person,
+  stepUpCode: () => Promise<string>,
+): Promise<TOTP> {
+  const grant = await signIn(t.app, person);
+  const start = await t.app.inject({
+    method: 'POST',
+    url: '/api/v1/step-ups',
+    headers: bearer(grant.accessToken),
+    payload: { channel: 'identifier' },
+  });
+  if (start.statusCode !== 201) throw new Error(`step-up start failed: ${start.statusCode} ${start.body}`);
+  const confirm = await t.app.inject({
+    method: 'POST',
+    url: '/api/v1/step-ups/confirmations',
+    headers: bearer(grant.accessToken),
+    payload: { challengeId: start.json().data.challengeId, code: await stepUpCode() },
+  });
+  if (confirm.statusCode !== 201)
+    throw new Error(`step-up confirm failed: ${confirm.statusCode} ${confirm.body}`);
+  const headers = elevated(grant.accessToken, confirm.json().data.elevationToken);
+  const enrol = await t.app.inject({ method: 'POST', url: '/api/v1/second-factors', headers, payload: {} });
+  if (enrol.statusCode !== 201) throw new Error(`enrolment failed: ${enrol.statusCode} ${enrol.body}`);
+  const totp = URI.parse(enrol.json().data.otpauthUri) as TOTP;
+  const confirmed = await t.app.inject({
+    method: 'POST',
+    url: '/api/v1/second-factors/confirmations',
+    headers: bearer(grant.accessToken),
+    payload: { code: totp.generate({ timestamp: t.clock.now().getTime() }) },
+  });
+  if (confirmed.statusCode !== 204)
+    throw new Error(`enrolment confirmation failed: ${confirmed.statusCode} ${confirmed.body}`);
+  return totp;
 }
