@@ -253,7 +253,7 @@ describe('sign-in by code on the hosted pages (issue 45)', () => {
     }
   });
 
-  it('a send past the limit says how long to wait, on the first step and on the resend', async () => {
+  it('"Text me a code" for a phone number when sms is on; a send past the limit says how long to wait', async () => {
     // An app of its own with one send per window.
     const port = await freePort();
     const limitedOrigin = `http://localhost:${port}`;
@@ -263,7 +263,7 @@ describe('sign-in by code on the hosted pages (issue 45)', () => {
         PUBLIC_ORIGIN: limitedOrigin,
         SMTP_URL: `smtp://127.0.0.1:${smtp.port}`,
         ACCOUNT_UI: 'on',
-        SIGN_IN_CODES: 'email',
+        SIGN_IN_CODES: 'email,sms',
         RATE_LIMIT_SENDS_A_MESSAGE: '1/900',
       },
     });
@@ -271,6 +271,10 @@ describe('sign-in by code on the hosted pages (issue 45)', () => {
       await limited.app.listen({ host: '127.0.0.1', port });
       await page.goto(`${limitedOrigin}/account/#/sign-in`);
       await heading(page, 'Sign in');
+      // With sms on too, a phone number offers "Text me a code".
+      await page.locator('input[name="identifier"]').fill('+33612345678');
+      await page.getByRole('button', { name: 'Text me a code' }).waitFor();
+      expect(await page.getByRole('button', { name: 'Email me a code' }).count()).toBe(0);
       await askForCode(page, 'limit@example.com');
       await step(page, 'Check your email');
       await page.clock.runFor(31_000);
