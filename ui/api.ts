@@ -259,7 +259,7 @@ export const api = {
    * Another tab of this browser signed in (the cookie is shared): this page renews with the cookie
    * now, whatever it knew before; answers whether it is signed in.
    */
-  renewFromCookie: async (): Promise<boolean> => (await session.recover('')) !== undefined,
+  renewFromCookie: (): Promise<boolean> => session.renewFromCookie(),
   /** The providers offering "Continue with …" (none when the list cannot be had: nothing is shown). */
   providers(): Promise<IdentityProvider[]> {
     providersAsked ??= client.listProviders().catch(() => {

@@ -119,6 +119,15 @@ export class BrowserSessionManager implements SessionLink {
     return (await this.renewShared(this.held?.accessToken))?.accessToken;
   }
 
+  /**
+   * Renews from the cookie now, whatever this page holds: another tab of this browser may have
+   * signed in meanwhile (a sign-in link opened in a new tab sets the shared cookie). True when this
+   * browser is signed in.
+   */
+  async renewFromCookie(): Promise<boolean> {
+    return (await this.renewShared('')) !== undefined;
+  }
+
   /** SessionLink: the service refused `failed` with 401. */
   recover(failed: string): Promise<{ accessToken: string; renewed: boolean } | undefined> {
     return this.renewShared(failed);
