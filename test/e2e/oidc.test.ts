@@ -49,7 +49,7 @@ async function startRp(port: number, issuer: string): Promise<Rp> {
         state.nonce = client.randomNonce();
         const to = client.buildAuthorizationUrl(self.config, {
           redirect_uri: `${self.origin}/callback`,
-          scope: 'openid email',
+          scope: url.searchParams.get('scope') ?? 'openid email',
           code_challenge: await client.calculatePKCECodeChallenge(state.verifier),
           code_challenge_method: 'S256',
           state: state.state,
@@ -194,6 +194,36 @@ describe('an app signs a person in through the hosted pages', () => {
     expect(renewed.access_token).toBeTruthy();
     // No token ever reached the browser's address bar.
     expect(page.url()).not.toContain(tokens.access_token);
+  });
+
+  it('the consent says who is signed in; "Not you?" lets another account sign in and consent for itself', async () => {
+    const first = await createPerson(t.ctx);
+    const second = await createPerson(t.ctx);
+    const other = await (await browser.newContext()).newPage();
+    const masked = (email: string) => `${email[0]}***@${email.split('@')[1]}`;
+    const signInAs = async (who: Person) => {
+      await other.getByLabel('Email or phone number').fill(who.email);
+      await other.getByLabel('Password', { exact: true }).fill(who.password);
+      await other.getByRole('button', { name: 'Sign in', exact: true }).click();
+    };
+    await other.goto(`${rp.origin}/login?scope=${encodeURIComponent('openid email organization')}`);
+    await other.waitForURL(/\/account\/#\/authorize\//);
+    await signInAs(first);
+    await other.waitForURL(/\/account\/#\/consent\//);
+    await expect.poll(() => other.locator('#signed-in-as').textContent()).toContain(masked(first.email));
+    expect(await other.locator('#shared-organization').textContent()).toBe(
+      'Partner Reports asks for your organization, but you are not working in one now.',
+    );
+    await axeCheck(other, 'consent with the signed-in account and the organization');
+    await other.getByRole('button', { name: 'Not you?' }).click();
+    await other.waitForURL(/\/account\/#\/authorize\//);
+    await signInAs(second);
+    await other.waitForURL(/\/account\/#\/consent\//);
+    await expect.poll(() => other.locator('#signed-in-as').textContent()).toContain(masked(second.email));
+    await other.getByRole('button', { name: 'Allow' }).click();
+    await other.waitForURL(`${rp.origin}/callback?**`);
+    expect(await other.locator('#sub').textContent()).toBe(second.identityId);
+    await other.context().close();
   });
 
   it('a second sign-in continues at once: consent is remembered and the hosted session is reused', async () => {

@@ -28,6 +28,10 @@ export const t = messages(
     'consent.policy': 'Privacy policy',
     'consent.terms': 'Terms of service',
     'consent.opens': '(opens in a new tab)',
+    'consent.account': 'Signed in as {who}',
+    'consent.notYou': 'Not you?',
+    'consent.organization': '{name} will see the organization you are working in: {organization}.',
+    'consent.noOrganization': '{name} asks for your organization, but you are not working in one now.',
   },
   {
     'scope.openid': 'Confirmer qui vous êtes',
@@ -55,6 +59,11 @@ export const t = messages(
     'consent.policy': 'Politique de confidentialité',
     'consent.terms': 'Conditions d’utilisation',
     'consent.opens': '(s’ouvre dans un nouvel onglet)',
+    'consent.account': 'Connecté en tant que {who}',
+    'consent.notYou': 'Ce n’est pas vous ?',
+    'consent.organization': '{name} verra l’organisation dans laquelle vous travaillez : {organization}.',
+    'consent.noOrganization':
+      '{name} demande votre organisation, mais vous ne travaillez dans aucune en ce moment.',
   },
 );
 

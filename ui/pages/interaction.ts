@@ -5,6 +5,7 @@ import { chooseLocale, LOCALES, setLocale } from '../i18n.js';
 import { scopeWords, t } from '../messages/interaction.js';
 import { messageFor } from '../problems.js';
 import type { PageContent } from '../router.js';
+import { go } from '../router.js';
 import { signInBody } from './sign-in.js';
 
 /*
@@ -107,6 +108,39 @@ function clientLinks(details: Details, name: string): HTMLElement | null {
 }
 
 /**
+ * Who is about to consent ("Signed in as a***@example.com", with "Not you?"), and, when the
+ * application asks for the `organization` scope, which organization it will see: the session's
+ * active one. "Not you?" signs this browser out and goes back to the application's sign-in page;
+ * the provider then asks the consent of whoever signs in (interactions.ts, nextStep).
+ */
+async function whoConsents(uid: string, name: string, scopes: string[]): Promise<HTMLElement[]> {
+  const context = await api.context().catch(() => null);
+  if (!context) return [];
+  const who = context.identifiers[0]?.value ?? '';
+  const notYou = h('button', { type: 'button', class: 'link', id: 'not-you' }, t('consent.notYou'));
+  notYou.addEventListener('click', async () => {
+    await api.signOut();
+    go(`/authorize/${uid}`);
+  });
+  const rows = [
+    h('p', { class: 'signed-in-as', id: 'signed-in-as' }, t('consent.account', { who }), ' ', notYou),
+  ];
+  if (scopes.includes('organization')) {
+    const active = context.organizations.find((o) => o.active);
+    rows.push(
+      h(
+        'p',
+        { class: 'hint', id: 'shared-organization' },
+        active
+          ? t('consent.organization', { name, organization: active.name })
+          : t('consent.noOrganization', { name }),
+      ),
+    );
+  }
+  return rows;
+}
+
+/**
  * #/authorize/<uid>: the sign-in an application asked for. Already signed in (and no fresh sign-in
  * asked for), the window goes straight back to the provider; otherwise the normal sign-in forms,
  * whose completion (second step included) goes back to the provider too. A fresh sign-in replaces
@@ -147,6 +181,7 @@ export async function consentPage(uid: string): Promise<PageContent> {
   const cancel = actionButton(t('consent.cancel'), alert, answer('deny'), 'secondary');
   const scopes = [...new Set(details.scopes)];
   const logo = safeUrl(details.client.logoUri);
+  const who = await whoConsents(uid, name, scopes);
   return {
     title: t('consent.title', { name }),
     body: [
@@ -163,6 +198,7 @@ export async function consentPage(uid: string): Promise<PageContent> {
           { class: 'items', id: 'scopes' },
           scopes.map((scope) => h('li', null, scopeWords(scope))),
         ),
+        ...who,
         clientLinks(details, name),
         details.client.firstParty ? null : h('p', { class: 'hint' }, t('consent.trust', { name })),
         alert,

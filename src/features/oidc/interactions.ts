@@ -71,9 +71,16 @@ export class Interactions {
       return { kind: 'page', to: `${uiPath}#/authorize/${uid}` };
     }
     if (interaction.prompt.name === 'consent') {
-      if (!hosted || hosted.identityId !== interaction.session?.accountId) {
-        // The hosted session ended or changed hands since the login prompt: start again.
-        return this.#finish(req, res, { error: 'login_required', error_description: 'the session ended' });
+      if (!hosted) {
+        // The hosted session ended since the login prompt ("Not you?" signs out): sign in again on
+        // the hosted page, whose completion comes back here.
+        if (silent) return this.#finish(req, res, { error: 'login_required', error_description: 'the session ended' });
+        return { kind: 'page', to: `${uiPath}#/authorize/${uid}` };
+      }
+      if (hosted.identityId !== interaction.session?.accountId) {
+        // Another account signed in on the hosted pages since the login prompt ("Not you?"): the
+        // provider is logged in as that account, and asks its own consent from the start.
+        return { kind: 'redirect', to: await provider.logIn(req, res, interaction, hosted) };
       }
       const client = await this.deps.findClient(String(interaction.params.client_id));
       if (!client) return this.#finish(req, res, { error: 'access_denied' });
