@@ -5,6 +5,7 @@ import type { Executor } from '../../platform/db/database.js';
 import type { DB } from '../../platform/db/schema.js';
 import { isLocale, type Locale } from '../../shared/locales.js';
 import type { IdentifierType, NormalisedIdentifier } from './identifier.js';
+import type { ProfileNames } from './profile.js';
 
 export interface IdentifierRow {
   id: string;
@@ -64,10 +65,21 @@ export interface IdentityListRow {
   createdAt: Date;
   /** The identity's language (migration 0027). */
   locale: string;
+  /** The identity's name (migration 0029; identities/profile.ts). */
+  givenName: string | null;
+  familyName: string | null;
+  displayName: string | null;
   disabledAt: Date | null;
   erasedAt: Date | null;
   identifiers: IdentifierJson[];
 }
+
+/** The name columns of the identity aliased `i`, under the domain's names (ProfileNames). */
+export const profileColumns = [
+  'i.given_name as givenName',
+  'i.family_name as familyName',
+  'i.display_name as displayName',
+] as const;
 
 /** A query over the identities aliased `i`. */
 export type OverIdentities = ExpressionBuilder<DB & { i: DB['identities'] }, 'i'>;
@@ -108,6 +120,7 @@ export function identityListed(trx: Executor, identityId: string): Promise<Ident
       'i.id',
       'i.created_at as createdAt',
       'i.locale',
+      ...profileColumns,
       'i.disabled_at as disabledAt',
       'i.erased_at as erasedAt',
       liveIdentifiers(eb),
@@ -302,6 +315,55 @@ export async function setIdentityLocale(trx: Executor, identityId: string, local
     .where('erased_at', 'is', null)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
+}
+
+/**
+ * Sets the given fields of the identity's name (undefined leaves one as it is, null clears it); true
+ * when one changed (the same name again writes nothing). Never an erased identity.
+ */
+export async function setIdentityNames(
+  trx: Executor,
+  identityId: string,
+  change: Partial<ProfileNames>,
+): Promise<boolean> {
+  const set = {
+    ...(change.givenName !== undefined ? { given_name: change.givenName } : {}),
+    ...(change.familyName !== undefined ? { family_name: change.familyName } : {}),
+    ...(change.displayName !== undefined ? { display_name: change.displayName } : {}),
+  };
+  const entries = Object.entries(set) as [keyof typeof set, string | null][];
+  if (entries.length === 0) return false;
+  const result = await trx
+    .updateTable('identities')
+    .set(set)
+    .where('id', '=', identityId)
+    .where('erased_at', 'is', null)
+    .where((eb) => eb.or(entries.map(([column, value]) => eb(column, 'is distinct from', value))))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/**
+ * Keeps `names` as the identity's name when it has none yet (a sign-up through an upstream
+ * provider): a name the person already has is never overwritten. True when written.
+ */
+export async function fillIdentityNames(
+  trx: Executor,
+  identityId: string,
+  names: ProfileNames,
+): Promise<boolean> {
+  if (!names.givenName && !names.familyName && !names.displayName) return false;
+  return changedOne(
+    trx
+      .updateTable('identities')
+      .set({ given_name: names.givenName, family_name: names.familyName, display_name: names.displayName })
+      .where('id', '=', identityId)
+      .where('erased_at', 'is', null)
+      .where('given_name', 'is', null)
+      .where('family_name', 'is', null)
+      .where('display_name', 'is', null)
+      .returning('id'),
+  );
 }
 
 /** Only for an identity this transaction created and that lost the race for its identifier or link. */
@@ -576,6 +638,9 @@ export async function eraseIdentity(trx: Executor, identityId: string, now: Date
     .set((eb) => ({
       password_hash: null,
       password_changed_at: null,
+      given_name: null,
+      family_name: null,
+      display_name: null,
       failed_attempts: eb.lit(0),
       locked_until: null,
       disabled_at: eb.fn.coalesce('disabled_at', eb.val(now)),
