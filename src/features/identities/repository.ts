@@ -27,6 +27,10 @@ export interface IdentityRow {
   erasedAt: Date | null;
   /** The identity's language (identities.locale): its messages are written in it. */
   locale: string;
+  /** The identity's name (migration 0029; identities/profile.ts). */
+  givenName: string | null;
+  familyName: string | null;
+  displayName: string | null;
 }
 
 /** An identifiers row under the domain's names (IdentifierRow). */
@@ -48,6 +52,9 @@ const identityColumns = [
   'disabled_at as disabledAt',
   'erased_at as erasedAt',
   'locale',
+  'given_name as givenName',
+  'family_name as familyName',
+  'display_name as displayName',
 ] as const;
 
 /** One identifier as the admin API lists it (json_build_object's shape). */
