@@ -282,7 +282,7 @@ export function toSummary(identityId: string, row: SummaryColumns): IdentitySumm
 
 export async function insertIdentity(
   trx: Executor,
-  identity: { id: string; createdAt: Date; locale?: Locale },
+  identity: { id: string; createdAt: Date; locale?: Locale; names?: ProfileNames },
 ): Promise<void> {
   await trx
     .insertInto('identities')
@@ -290,6 +290,13 @@ export async function insertIdentity(
       id: identity.id,
       created_at: identity.createdAt,
       ...(identity.locale ? { locale: identity.locale } : {}),
+      ...(identity.names
+        ? {
+            given_name: identity.names.givenName,
+            family_name: identity.names.familyName,
+            display_name: identity.names.displayName,
+          }
+        : {}),
     })
     .execute();
 }
@@ -348,29 +355,6 @@ export async function setIdentityNames(
     .where((eb) => eb.or(entries.map(([column, value]) => eb(column, 'is distinct from', value))))
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
-}
-
-/**
- * Keeps `names` as the identity's name when it has none yet (a sign-up through an upstream
- * provider): a name the person already has is never overwritten. True when written.
- */
-export async function fillIdentityNames(
-  trx: Executor,
-  identityId: string,
-  names: ProfileNames,
-): Promise<boolean> {
-  if (!names.givenName && !names.familyName && !names.displayName) return false;
-  return changedOne(
-    trx
-      .updateTable('identities')
-      .set({ given_name: names.givenName, family_name: names.familyName, display_name: names.displayName })
-      .where('id', '=', identityId)
-      .where('erased_at', 'is', null)
-      .where('given_name', 'is', null)
-      .where('family_name', 'is', null)
-      .where('display_name', 'is', null)
-      .returning('id'),
-  );
 }
 
 /** Only for an identity this transaction created and that lost the race for its identifier or link. */
