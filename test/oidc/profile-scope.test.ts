@@ -82,7 +82,12 @@ describe('OpenID Provider: the profile scope', () => {
     const renewed = await client.refreshTokenGrant(g.config, g.tokens.refresh_token as string);
     await g.patch({ givenName: null, displayName: '' });
     const after = await client.fetchUserInfo(g.config, renewed.access_token, g.person.identityId);
-    expect(after).toEqual({ sub: g.person.identityId, name: 'Lovelace', family_name: 'Lovelace', locale: 'fr' });
+    expect(after).toEqual({
+      sub: g.person.identityId,
+      name: 'Lovelace',
+      family_name: 'Lovelace',
+      locale: 'fr',
+    });
   });
 
   it('answers none of them without the profile scope', async () => {
@@ -96,6 +101,8 @@ describe('OpenID Provider: the profile scope', () => {
     const res = await fetch(`${f.origin}/.well-known/openid-configuration`);
     const doc = (await res.json()) as { claims_supported: string[]; scopes_supported: string[] };
     expect(doc.scopes_supported).toContain('profile');
-    expect(doc.claims_supported).toEqual(expect.arrayContaining(['name', 'given_name', 'family_name', 'locale']));
+    expect(doc.claims_supported).toEqual(
+      expect.arrayContaining(['name', 'given_name', 'family_name', 'locale']),
+    );
   });
 });

@@ -90,7 +90,9 @@ export class AccountService {
         const before = await repo.identityFacts(trx, identityId);
         let changed = false;
         if (change.locale && (await setIdentityLocale(trx, identityId, change.locale))) {
-          await this.deps.audit.appendOwn(trx, 'identity.locale.changed', identityId, { locale: change.locale });
+          await this.deps.audit.appendOwn(trx, 'identity.locale.changed', identityId, {
+            locale: change.locale,
+          });
           changed = true;
         }
         if (before && (await setIdentityNames(trx, identityId, names))) {

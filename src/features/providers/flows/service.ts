@@ -12,8 +12,8 @@ import { revokeChallenges } from '../../challenges/repository.js';
 import type { Hooks } from '../../events/hooks/service.js';
 import type { EventLog } from '../../events/log.js';
 import { identityChanged } from '../../identities/events.js';
-import { nameFromClaim, type ProfileNames, shownName } from '../../identities/profile.js';
 import { normaliseEmail } from '../../identities/identifier.js';
+import { nameFromClaim, type ProfileNames, shownName } from '../../identities/profile.js';
 import {
   claimIdentifier,
   deleteFreshIdentity,
