@@ -25,7 +25,7 @@ const address = (label: string) => `${label}-${randomBytes(5).toString('hex')}@e
 async function person() {
   const p = await createPerson(t.ctx, address('name'));
   const grant = await signIn(t.app, p);
-  const patch = (payload: unknown) =>
+  const patch = (payload: Record<string, unknown>) =>
     t.app.inject({ method: 'PATCH', url: '/api/v1/account', headers: bearer(grant.accessToken), payload });
   const get = (url: string) => t.app.inject({ method: 'GET', url, headers: bearer(grant.accessToken) });
   const row = () =>
