@@ -41,7 +41,7 @@ export const t = messages(
     'export.button': 'Download your data',
     'export.done': 'Downloaded account-export.json.',
     'name.title': 'Your name',
-    'name.hint': 'The apps you sign in to with this account are told it.',
+    'name.hint': 'Apps you sign in to with this account receive it.',
     'name.given': 'Given name',
     'name.family': 'Family name',
     'name.display': 'Display name',
