@@ -1,4 +1,5 @@
 import {
+  type AccountOverview,
   BrowserSessionManager,
   type ConnectedApp,
   type DeviceSession,
@@ -21,7 +22,7 @@ import type { IdentifierForm } from './identifier.js';
 import { t as passkeyText } from './messages/passkeys.js';
 import type { ProblemLike } from './problems.js';
 
-export type { ConnectedApp, DeviceSession, IdentityProvider };
+export type { AccountOverview, ConnectedApp, DeviceSession, IdentityProvider };
 export type SignInOutcome =
   | { kind: 'session' }
   | { kind: 'second_factor_required'; ticket: string; expiresAt: string };
@@ -332,6 +333,9 @@ export const api = {
   exportAccount: () => client.exportAccount(),
   /** The person's own account, identifiers unmasked: for their own pages only. */
   account: () => client.getAccount(),
+  /** The person's name (given, family, display): an empty one is cleared. */
+  updateName: (names: { givenName: string; familyName: string; displayName: string }) =>
+    client.updateAccount(names),
   async history(after?: string): Promise<{ items: SignInHistoryEntry[]; next: string | null }> {
     const page = await client.history({ limit: 20, after });
     return { items: page.items, next: page.pageInfo.hasNextPage ? page.pageInfo.nextCursor : null };

@@ -28,6 +28,10 @@ describe('GET /account', () => {
       id: who.person.identityId,
       createdAt: expect.any(String),
       locale: 'en',
+      givenName: null,
+      familyName: null,
+      displayName: null,
+      name: null,
       identifiers: [
         { id: expect.any(String), type: 'email', value: who.person.email, verifiedAt: expect.any(String) },
       ],

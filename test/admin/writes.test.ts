@@ -229,6 +229,19 @@ describe('erasures', () => {
       (await passwordSignIn({ email: address, password: 'wrong-password!' }, { ip, ua })).statusCode,
     ).toBe(401);
     const { identityId } = (await context(grant)).json().data;
+    // Its name (issue 46, item 3), set by the person: in the row, its events and the audit trail.
+    const name = {
+      givenName: `Given${randomUUID().slice(0, 8)}`,
+      familyName: `Family${randomUUID().slice(0, 8)}`,
+    };
+    const shown = `Shown${randomUUID().slice(0, 8)}`;
+    const named = await t.app.inject({
+      method: 'PATCH',
+      url: '/api/v1/account',
+      headers: bearer(grant.accessToken),
+      payload: { ...name, displayName: shown },
+    });
+    expect(named.statusCode, named.body).toBe(200);
     // Everything else an identity can hold, written as the features would.
     const db = t.ctx.database.db;
     const sessionId = (
@@ -265,11 +278,14 @@ describe('erasures', () => {
       db,
     );
     expect(await traces(db, [address, ip, ua])).not.toEqual([]);
+    expect(await traces(db, [name.givenName, name.familyName, shown])).not.toEqual([]);
 
     const r = await post(identityId, 'erasures');
     expect(r.statusCode, r.body).toBe(204);
 
-    expect(await traces(db, [address, ip, ua, 'cred-erase', 'laptop'])).toEqual([]);
+    expect(
+      await traces(db, [address, ip, ua, 'cred-erase', 'laptop', name.givenName, name.familyName, shown]),
+    ).toEqual([]);
     const key = deriveKey(t.config.secretsKey, 'audit-seal');
     expect(await verifyChain(db, key)).toMatchObject({ ok: true });
     // On the PostgreSQL server, the operator's own command says so too (PGlite here is in memory,
@@ -313,6 +329,10 @@ describe('erasures', () => {
       recoveryCodesRemaining: 0,
       lock: { failedAttempts: 0, lockedUntil: null, locked: false },
       liveSessionCount: 0,
+      givenName: null,
+      familyName: null,
+      displayName: null,
+      name: null,
     });
     expect(d.erasedAt).toBe(t.clock.now().toISOString());
     expect(d.disabledAt).toBe(d.erasedAt);

@@ -193,6 +193,18 @@ describe('client against the service', () => {
     const overview = await session.client.getAccount();
     expect(overview.identifiers.map((i) => i.value)).toEqual([identifier]);
     expect(overview.recoveryCodes.remaining).toBe(10);
+    // The name (issue 46, item 3): set, shown, cleared through the typed method.
+    const named = await session.client.updateAccount({ givenName: ' Ada ', familyName: 'Lovelace' });
+    expect(named).toMatchObject({
+      givenName: 'Ada',
+      familyName: 'Lovelace',
+      displayName: null,
+      name: 'Ada Lovelace',
+    });
+    await expect(session.client.updateAccount({ displayName: 'x'.repeat(101) })).rejects.toMatchObject({
+      code: 'validation.failed',
+    });
+    expect((await session.client.updateAccount({ givenName: null })).name).toBe('Lovelace');
 
     // Ending this device's own session from the device list signs the manager out too.
     const { sessionId } = await session.client.context();

@@ -368,3 +368,72 @@ describe('Security in other settings', () => {
     await p.context().close();
   });
 });
+
+// Issue 46, item 3: the account home's "Your name" card (PATCH /account), kept across a reload.
+describe('Your name', () => {
+  it('edits the given, family and display names; they show again after a reload, and clear', async () => {
+    const { p, who } = await freshPage({ locale: 'en-US' });
+    await p.goto(`${origin}/account/#/`);
+    await p.getByRole('heading', { level: 1, name: 'Your account' }).waitFor();
+    const card = p.locator('section', { has: p.getByRole('heading', { name: 'Your name', exact: true }) });
+    await card.getByLabel('Given name').fill('  Rosa ');
+    await card.getByLabel('Family name').fill('Parks');
+    await card.getByLabel('Display name').fill('Mother of the Movement');
+    await card.getByRole('button', { name: 'Save your name' }).click();
+    await card.getByRole('status').getByText('Your name is saved.').waitFor();
+    // The service's own value: trimmed.
+    expect(await card.getByLabel('Given name').inputValue()).toBe('Rosa');
+    await axeCheck(p, 'account home, the name saved');
+
+    await p.reload();
+    await p.getByRole('heading', { level: 1, name: 'Your account' }).waitFor();
+    expect(await card.getByLabel('Given name').inputValue()).toBe('Rosa');
+    expect(await card.getByLabel('Family name').inputValue()).toBe('Parks');
+    expect(await card.getByLabel('Display name').inputValue()).toBe('Mother of the Movement');
+    const row = await t.ctx.database.db
+      .selectFrom('identities')
+      .select(['given_name', 'family_name', 'display_name'])
+      .where('id', '=', who.identityId)
+      .executeTakeFirstOrThrow();
+    expect(row).toEqual({ given_name: 'Rosa', family_name: 'Parks', display_name: 'Mother of the Movement' });
+
+    // Emptied, the display name is cleared (apps then show the given and family names).
+    await card.getByLabel('Display name').fill('');
+    await card.getByRole('button', { name: 'Save your name' }).click();
+    await card.getByRole('status').getByText('Your name is saved.').waitFor();
+    await expect
+      .poll(
+        async () =>
+          (
+            await t.ctx.database.db
+              .selectFrom('identities')
+              .select('display_name')
+              .where('id', '=', who.identityId)
+              .executeTakeFirstOrThrow()
+          ).display_name,
+      )
+      .toBeNull();
+    await p.context().close();
+  });
+
+  it('in French, the card speaks French and says a name too long on its field', async () => {
+    const { p } = await freshPage({ locale: 'fr-FR' });
+    await p.goto(`${origin}/account/#/`);
+    await p.getByRole('heading', { level: 1, name: 'Votre compte' }).waitFor();
+    const card = p.locator('section', { has: p.getByRole('heading', { name: 'Votre nom', exact: true }) });
+    // The page's maxlength stops the typing; a value set by script is what a paste past it would be.
+    await card.getByLabel('Prénom').evaluate((el: HTMLInputElement) => {
+      el.removeAttribute('maxlength');
+      el.value = 'x'.repeat(101);
+    });
+    await card.getByRole('button', { name: 'Enregistrer votre nom' }).click();
+    const given = card.getByLabel('Prénom');
+    await expect.poll(() => given.getAttribute('aria-invalid')).toBe('true');
+    await axeCheck(p, 'account home, a name refused, in French');
+    await card.getByLabel('Prénom').fill('Rosa');
+    await card.getByRole('button', { name: 'Enregistrer votre nom' }).click();
+    await card.getByRole('status').getByText('Votre nom est enregistré.').waitFor();
+    expect(await given.getAttribute('aria-invalid')).toBeNull();
+    await p.context().close();
+  });
+});

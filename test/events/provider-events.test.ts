@@ -94,6 +94,11 @@ describe('redirect sign-up: identity.created', () => {
       createdAt: detail.createdAt,
       identifiers: detail.identifiers,
       locale: 'en',
+      // The provider's full name, the identity's display name from its creation (issue 46).
+      givenName: null,
+      familyName: null,
+      displayName: 'Ann',
+      name: 'Ann',
       disabledAt: null,
       erasedAt: null,
       via: 'provider',

@@ -601,7 +601,13 @@ const ROWS: Record<string, Row> = {
     emits: ['identity.updated'],
     async run(act) {
       const s = await signedIn();
-      await act(() => api('PATCH', '/account', { token: s.token, payload: { locale: 'fr' } }));
+      // The language and the name at once: one change, one event.
+      await act(() =>
+        api('PATCH', '/account', {
+          token: s.token,
+          payload: { locale: 'fr', givenName: 'Ada', displayName: null },
+        }),
+      );
     },
   },
   'POST /api/v1/password-changes': {

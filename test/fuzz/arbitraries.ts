@@ -473,13 +473,14 @@ function rawBody(route: Route): fc.Arbitrary<Buffer> {
 }
 
 /**
- * Properties the API echoes back by design (an organization's name and slug, a passkey's label):
+ * Properties the API echoes back by design (an organization's name and slug, a passkey's label,
+ * the person's own name on PATCH /account):
  * what a client sends there is not a secret, so in every JSON body the marker in their values
  * becomes the label marker `fzL…`, whichever generator (plausible, boundary, adversarial,
  * duplicate key, mutation) put it there. Otherwise a valid name wrapped in a secret marker is a
  * false "response echoes a secret".
  */
-const ECHOED = new Set(['label', 'name', 'slug']);
+const ECHOED = new Set(['label', 'name', 'slug', 'givenName', 'familyName', 'displayName']);
 
 function unmarked(v: J): J {
   if (typeof v === 'string') return v.replace(/fzS([0-9a-f]{12})/gi, 'fzL$1');

@@ -25,6 +25,7 @@ import {
   identityOf,
   linkedTo,
   linksOf,
+  namesOf,
   redirectEntry,
   returned,
   setCookies,
@@ -119,7 +120,13 @@ describe('Google', () => {
   it('signs up with the ID token issuer spelled accounts.google.com, exchanging the code once', async () => {
     const sub = `1${hex(8)}`;
     const address = email('g', 'gmail.com');
-    google.setAccount(sub, { email: address, email_verified: true, name: 'Gee' });
+    google.setAccount(sub, {
+      email: address,
+      email_verified: true,
+      name: 'Grace Hopper',
+      given_name: 'Grace',
+      family_name: 'Hopper',
+    });
     google.login = sub;
     google.tokenIssuer = 'accounts.google.com';
     try {
@@ -130,6 +137,13 @@ describe('Google', () => {
       expect(tokenRequests(google.requests)).toBe(tokens + 1);
       expect(await linkedTo(t, 'google', sub)).toEqual([identityId]);
       expect(await identifiersOf(t, identityId)).toEqual([`${address}:verified`]);
+      // The name the provider gives is the new identity's; the full name says no more than the two
+      // parts joined, so no display name is kept.
+      expect(await namesOf(t, identityId)).toEqual({
+        givenName: 'Grace',
+        familyName: 'Hopper',
+        displayName: null,
+      });
 
       // The other spelling signs the same identity in.
       google.tokenIssuer = undefined;
@@ -166,6 +180,8 @@ describe('Microsoft Entra (multi-tenant)', () => {
     const identityId = await signedIn((await signInThrough(t, 'microsoft', { fetch: outbound })).res);
     expect(await linksOf(t, identityId)).toEqual([`microsoft:${TENANT_A}:${object}`]);
     expect(await identifiersOf(t, identityId)).toEqual([`${address}:verified`]);
+    // A full name alone is the display name.
+    expect(await namesOf(t, identityId)).toEqual({ givenName: null, familyName: null, displayName: 'Ann' });
     expect(entra.requests).toContain('GET /common/v2.0/.well-known/openid-configuration');
     expect(await signedIn((await signInThrough(t, 'microsoft', { fetch: outbound })).res)).toBe(identityId);
   });
@@ -233,8 +249,13 @@ describe('Apple (form_post)', () => {
     // The client secret was minted from the .p8 key and accepted by the fake's check.
     expect(apple.appleSecrets.length).toBeGreaterThan(0);
 
-    // A later authorization carries no `user` field, and signs the same identity in.
+    // The name from the first authorization's `user` field is the new identity's.
+    const named = { givenName: 'Ada', familyName: 'Lovelace', displayName: null };
+    expect(await namesOf(t, identityId)).toEqual(named);
+
+    // A later authorization carries no `user` field, and signs the same identity in, its name kept.
     expect(await signedIn((await signInThrough(t, 'apple', { fetch: outbound })).res)).toBe(identityId);
+    expect(await namesOf(t, identityId)).toEqual(named);
   });
 
   it('refuses a form_post answer delivered as a GET', async () => {
@@ -264,6 +285,11 @@ describe('GitHub (OAuth 2, no ID token)', () => {
     const identityId = await signedIn((await signInThrough(t, 'github', { fetch: outbound })).res);
     expect(await linksOf(t, identityId)).toEqual([`github:${id}`]);
     expect(await identifiersOf(t, identityId)).toEqual([`${address}:verified`]);
+    expect(await namesOf(t, identityId)).toEqual({
+      givenName: null,
+      familyName: null,
+      displayName: 'The Octocat',
+    });
   });
 
   it('a primary email GitHub has not verified is no email at all', async () => {

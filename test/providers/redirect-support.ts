@@ -283,3 +283,12 @@ export async function footprint(t: TestApp) {
 /** POST /token requests the upstream fake has answered so far. */
 export const tokenRequests = (requests: readonly string[]) =>
   requests.filter((r) => r.startsWith('POST /token')).length;
+
+/** The identity's name (migration 0029) as its columns hold it. */
+export async function namesOf(t: TestApp, identityId: string) {
+  return t.ctx.database.db
+    .selectFrom('identities')
+    .select(['given_name as givenName', 'family_name as familyName', 'display_name as displayName'])
+    .where('id', '=', identityId)
+    .executeTakeFirstOrThrow();
+}

@@ -322,6 +322,8 @@ describe('UpstreamProviders against fake upstreams', () => {
         email: 'carol@example.com',
         emailVerified: false,
         name: 'Carol Ann',
+        givenName: 'Carol',
+        familyName: 'Ann',
       });
     });
 
@@ -565,6 +567,8 @@ describe('UpstreamProviders against fake upstreams', () => {
         email: 'xyz@privaterelay.appleid.com',
         emailVerified: true,
         name: 'Ada Lovelace',
+        givenName: 'Ada',
+        familyName: 'Lovelace',
       });
       expect(apple.appleSecrets).toHaveLength(1);
       const secret = apple.appleSecrets[0] ?? '';

@@ -1,6 +1,6 @@
 import { messages } from '../i18n.js';
 
-/** The account's home page: addresses, the security overview, the export; and the names of methods. */
+/** The account's home page: the name, addresses, the security overview, the export; and the names of methods. */
 export const t = messages(
   {
     title: 'Your account',
@@ -40,6 +40,14 @@ export const t = messages(
     'export.hint': 'A copy of everything the service holds about you, as JSON.',
     'export.button': 'Download your data',
     'export.done': 'Downloaded account-export.json.',
+    'name.title': 'Your name',
+    'name.hint': 'Apps you sign in to with this account receive it.',
+    'name.given': 'Given name',
+    'name.family': 'Family name',
+    'name.display': 'Display name',
+    'name.displayHint': 'What apps show. Left empty, they show your given and family names.',
+    'name.save': 'Save your name',
+    'name.saved': 'Your name is saved.',
   },
   {
     title: 'Votre compte',
@@ -82,5 +90,13 @@ export const t = messages(
     'export.hint': 'Une copie de tout ce que le service conserve sur vous, au format JSON.',
     'export.button': 'Télécharger vos données',
     'export.done': 'account-export.json téléchargé.',
+    'name.title': 'Votre nom',
+    'name.hint': 'Les applications auxquelles vous vous connectez avec ce compte le reçoivent.',
+    'name.given': 'Prénom',
+    'name.family': 'Nom de famille',
+    'name.display': 'Nom affiché',
+    'name.displayHint': 'Ce que les applications affichent. Laissé vide, elles affichent vos prénom et nom.',
+    'name.save': 'Enregistrer votre nom',
+    'name.saved': 'Votre nom est enregistré.',
   },
 );

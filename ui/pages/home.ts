@@ -1,6 +1,6 @@
-import { api } from '../api.js';
-import { formatDate, h } from '../dom.js';
-import { actionButton, alertBox } from '../forms.js';
+import { type AccountOverview, api } from '../api.js';
+import { field, formatDate, h } from '../dom.js';
+import { actionButton, alertBox, makeForm } from '../forms.js';
 import { t } from '../messages/account.js';
 import type { PageContent } from '../router.js';
 import { ago } from '../when.js';
@@ -46,6 +46,7 @@ export async function homePage(): Promise<PageContent> {
   return {
     title: t('title'),
     body: [
+      nameSection(account),
       h(
         'section',
         { class: 'card', 'aria-labelledby': 'ids-title' },
@@ -148,6 +149,63 @@ export async function homePage(): Promise<PageContent> {
       ),
     ],
   };
+}
+
+/**
+ * The person's name (issue 46, item 3): given, family and display name, each optional (an empty
+ * field clears it); the apps they sign in to receive it (the OpenID `profile` scope).
+ */
+function nameSection(account: AccountOverview): HTMLElement {
+  const optional = { required: false, maxlength: 100 };
+  const given = field({
+    ...optional,
+    label: t('name.given'),
+    name: 'givenName',
+    autocomplete: 'given-name',
+    value: account.givenName ?? '',
+  });
+  const family = field({
+    ...optional,
+    label: t('name.family'),
+    name: 'familyName',
+    autocomplete: 'family-name',
+    value: account.familyName ?? '',
+  });
+  const display = field({
+    ...optional,
+    label: t('name.display'),
+    name: 'displayName',
+    autocomplete: 'nickname',
+    hint: t('name.displayHint'),
+    value: account.displayName ?? '',
+  });
+  const status = h('p', { role: 'status', id: 'name-status' });
+  const form = makeForm({
+    fields: [given, family, display],
+    submit: t('name.save'),
+    async onSubmit() {
+      status.textContent = '';
+      const saved = await api.updateName({
+        givenName: given.input.value,
+        familyName: family.input.value,
+        displayName: display.input.value,
+      });
+      // The service's own values: trimmed, an empty one cleared.
+      given.input.value = saved.givenName ?? '';
+      family.input.value = saved.familyName ?? '';
+      display.input.value = saved.displayName ?? '';
+      status.textContent = t('name.saved');
+    },
+  });
+  form.el.id = 'name-form';
+  return h(
+    'section',
+    { class: 'card', 'aria-labelledby': 'name-title' },
+    h('h2', { id: 'name-title' }, t('name.title')),
+    h('p', { class: 'hint' }, t('name.hint')),
+    form.el,
+    status,
+  );
 }
 
 /** Everything the service holds about the person, as a JSON file made in the page. */

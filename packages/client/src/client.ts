@@ -492,7 +492,9 @@ export class IdentityClient {
 
   /**
    * Changes the caller's own settings: their language (`en` or `fr`), which every email and SMS
-   * the service sends them is written in. Idempotent. PATCH /account.
+   * the service sends them is written in, and their name (`givenName`, `familyName`,
+   * `displayName`: each trimmed, at most 100 characters; null or `''` clears one, an absent one is
+   * kept). Idempotent. PATCH /account.
    */
   async updateAccount(input: UpdateAccountInput, options?: CallOptions): Promise<AccountOverview> {
     const body = await this.authed<Envelope<AccountOverview>>(true, options, (headers, signal) =>

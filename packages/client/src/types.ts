@@ -114,7 +114,7 @@ export type AccountExport = ResponseData<'/api/v1/account/export', 'get'>;
 /** The caller's own account at a glance, identifiers unmasked (GET /account). */
 export type AccountOverview = ResponseData<'/api/v1/account', 'get'>;
 
-/** What `updateAccount` takes: the caller's language (PATCH /account). */
+/** What `updateAccount` takes: the caller's language and name (PATCH /account). */
 export type UpdateAccountInput = RequestBody<'/api/v1/account', 'patch'>;
 
 // ---- Organizations (docs/organizations.md) ------------------------------------------------------

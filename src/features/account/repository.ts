@@ -11,6 +11,10 @@ export interface IdentityFacts {
   createdAt: Date;
   /** The identity's language (migration 0027). */
   locale: string;
+  /** The identity's name (migration 0029). */
+  givenName: string | null;
+  familyName: string | null;
+  displayName: string | null;
   hasPassword: boolean;
   passwordChangedAt: Date | null;
   failedAttempts: number;
@@ -26,6 +30,9 @@ export async function identityFacts(trx: Executor, identityId: string): Promise<
       'id',
       'created_at as createdAt',
       'locale',
+      'given_name as givenName',
+      'family_name as familyName',
+      'display_name as displayName',
       eb('password_hash', 'is not', null).$castTo<boolean>().as('hasPassword'),
       'password_changed_at as passwordChangedAt',
       'failed_attempts as failedAttempts',

@@ -39,12 +39,16 @@ export const accountRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContex
       preHandler: session,
       schema: {
         tags: ['account'],
-        summary: 'Change the caller’s own settings: their language',
+        summary: 'Change the caller’s own settings: their language and name',
         description:
           '`locale` (`en` or `fr`, the hosted pages’ languages) is the language of every email and SMS the ' +
           'service sends the identity. The hosted pages send theirs when a signed-in person opens them. ' +
-          'The same language again changes nothing (no audit record, no event); a new one is audited ' +
-          '(identity.locale.changed) and emits identity.updated. Answers the account at a glance, as GET /account.',
+          '`givenName`, `familyName` and `displayName` are the person’s name (the OpenID `profile` scope ' +
+          'answers them): each at most 100 characters without a control character, trimmed; null or an ' +
+          'empty string clears one, an absent one is left as it is. What the identity already has changes ' +
+          'nothing (no audit record, no event); a new language is audited (identity.locale.changed), a new ' +
+          'name (identity.profile.changed, naming the fields, never their text), and either emits ' +
+          'identity.updated. Answers the account at a glance, as GET /account.',
         security: security.session,
         body: AccountUpdateBody,
         response: responses({ 200: Data(Type.Ref(AccountOverviewSchema)) }, ['identity.session_required'], {

@@ -1,5 +1,6 @@
-import { Type } from '@sinclair/typebox';
+import { type Static, Type } from '@sinclair/typebox';
 import { Instant } from '../../platform/http/schemas.js';
+import { NameInput, ProfileFields } from '../identities/profile.js';
 import { LocaleSchema } from '../identities/schemas.js';
 import { DeviceSchema } from '../sessions/schemas.js';
 
@@ -15,6 +16,7 @@ export const AccountExportSchema = Type.Object(
       id: Uuid,
       createdAt: Instant,
       locale: LocaleSchema,
+      ...ProfileFields,
       password: Type.Object({ set: Type.Boolean(), changedAt: MaybeInstant }),
       lock: Type.Object({ failedAttempts: Type.Integer(), lockedUntil: MaybeInstant }),
     }),
@@ -144,6 +146,7 @@ export const AccountOverviewSchema = Type.Object(
     id: Uuid,
     createdAt: Instant,
     locale: LocaleSchema,
+    ...ProfileFields,
     identifiers: Type.Array(
       Type.Object({
         id: Uuid,
@@ -164,8 +167,17 @@ export const AccountOverviewSchema = Type.Object(
   { $id: 'AccountOverview' },
 );
 
-/** PATCH /account: the person's own settings; every field optional, none other allowed. */
+/**
+ * PATCH /account: the person's own settings (their language and name); every field optional, none
+ * other allowed. A name field that is absent is left as it is; null (or an empty string) clears it.
+ */
 export const AccountUpdateBody = Type.Object(
-  { locale: Type.Optional(LocaleSchema) },
+  {
+    locale: Type.Optional(LocaleSchema),
+    givenName: Type.Optional(NameInput),
+    familyName: Type.Optional(NameInput),
+    displayName: Type.Optional(NameInput),
+  },
   { additionalProperties: false },
 );
+export type AccountUpdate = Static<typeof AccountUpdateBody>;

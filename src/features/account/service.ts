@@ -3,14 +3,15 @@ import { type Clock, iso } from '../../platform/clock.js';
 import type { Database } from '../../platform/db/database.js';
 import { maskIdentifier } from '../../platform/notify/mask.js';
 import { Problem } from '../../platform/problem.js';
-import type { Locale } from '../../shared/locales.js';
 import type { EventLog } from '../events/log.js';
 import { identityChanged } from '../identities/events.js';
-import { setIdentityLocale } from '../identities/repository.js';
+import { normaliseName, profileJson } from '../identities/profile.js';
+import { setIdentityLocale, setIdentityNames } from '../identities/repository.js';
 import { invitationsSentBy } from '../organizations/invitations/repository.js';
 import { liveStatus } from '../recovery-codes/repository.js';
 import { describeDevice } from '../sessions/devices.js';
 import * as repo from './repository.js';
+import type { AccountUpdate } from './schemas.js';
 
 /** What the account export reads. */
 export interface AccountServiceDeps {
@@ -51,6 +52,7 @@ export class AccountService {
         id: identity.id,
         createdAt: iso(identity.createdAt),
         locale: identity.locale,
+        ...profileJson(identity),
         identifiers: identifiers.map((i) => ({
           id: i.id,
           type: i.type,
@@ -71,17 +73,36 @@ export class AccountService {
   }
 
   /**
-   * PATCH /account: the person's own settings; today their language (docs/api.md, "Your language").
-   * A language the identity already has writes nothing (no audit record, no event), so the hosted
-   * pages can say theirs on every visit; a new one is kept, audited and told (identity.updated).
+   * PATCH /account: the person's own settings, their language and name (docs/api.md, "Your
+   * language", "Your name"). What the identity already has writes nothing (no audit record, no
+   * event), so the hosted pages can say their language on every visit; a change is kept, audited
+   * (the language by value, the name by which fields changed, never their text) and told once
+   * (identity.updated), in one transaction.
    */
-  async update(identityId: string, change: { locale?: Locale }) {
-    if (change.locale) {
-      const locale = change.locale;
+  async update(identityId: string, change: AccountUpdate) {
+    const names = {
+      ...(change.givenName !== undefined ? { givenName: normaliseName(change.givenName) } : {}),
+      ...(change.familyName !== undefined ? { familyName: normaliseName(change.familyName) } : {}),
+      ...(change.displayName !== undefined ? { displayName: normaliseName(change.displayName) } : {}),
+    };
+    if (change.locale || Object.keys(names).length > 0) {
       await this.deps.database.db.transaction().execute(async (trx) => {
-        if (!(await setIdentityLocale(trx, identityId, locale))) return;
-        await identityChanged(this.deps.events, trx, 'identity.updated', identityId, identityId);
-        await this.deps.audit.appendOwn(trx, 'identity.locale.changed', identityId, { locale });
+        const before = await repo.identityFacts(trx, identityId);
+        let changed = false;
+        if (change.locale && (await setIdentityLocale(trx, identityId, change.locale))) {
+          await this.deps.audit.appendOwn(trx, 'identity.locale.changed', identityId, {
+            locale: change.locale,
+          });
+          changed = true;
+        }
+        if (before && (await setIdentityNames(trx, identityId, names))) {
+          const fields = (Object.keys(names) as (keyof typeof names)[]).filter((k) => names[k] !== before[k]);
+          await this.deps.audit.appendOwn(trx, 'identity.profile.changed', identityId, {
+            fields: fields.join(' '),
+          });
+          changed = true;
+        }
+        if (changed) await identityChanged(this.deps.events, trx, 'identity.updated', identityId, identityId);
       });
     }
     return this.overview(identityId);
@@ -126,6 +147,7 @@ export class AccountService {
           id: identity.id,
           createdAt: iso(identity.createdAt),
           locale: identity.locale,
+          ...profileJson(identity),
           password: { set: identity.hasPassword, changedAt: iso(identity.passwordChangedAt) },
           lock: { failedAttempts: identity.failedAttempts, lockedUntil: iso(identity.lockedUntil) },
         },

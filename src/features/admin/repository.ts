@@ -2,7 +2,12 @@ import type { Executor } from '../../platform/db/database.js';
 import type { KeysetWindow } from '../../platform/pagination/page.js';
 import { afterPosition, rowsToFetch } from '../../platform/pagination/repository.js';
 import type { IdentifierType } from '../identities/identifier.js';
-import { type IdentityListRow, liveIdentifiers, type OverIdentities } from '../identities/repository.js';
+import {
+  type IdentityListRow,
+  liveIdentifiers,
+  type OverIdentities,
+  profileColumns,
+} from '../identities/repository.js';
 
 export type { IdentityListRow };
 
@@ -44,6 +49,7 @@ export async function identitiesPage(
       'i.id',
       'i.created_at as createdAt',
       'i.locale',
+      ...profileColumns,
       'i.disabled_at as disabledAt',
       'i.erased_at as erasedAt',
       liveIdentifiers(eb),
@@ -77,6 +83,7 @@ export async function identityDetail(
       'i.id',
       'i.created_at as createdAt',
       'i.locale',
+      ...profileColumns,
       'i.disabled_at as disabledAt',
       'i.erased_at as erasedAt',
       liveIdentifiers(eb),

@@ -1,6 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { IdInput, Instant, Uuid } from '../../platform/http/schemas.js';
 import { Page, PageQuerySchema } from '../../platform/pagination/page.js';
+import { ProfileFields } from '../identities/profile.js';
 import { LocaleSchema } from '../identities/schemas.js';
 import { MethodKind } from '../sign-in-methods/schemas.js';
 
@@ -47,6 +48,7 @@ export const IdentityItem = Type.Object(
     id: Uuid,
     createdAt: Instant,
     locale: LocaleSchema,
+    ...ProfileFields,
     identifiers: Type.Array(Identifier),
     disabledAt: Type.Union([Instant, Type.Null()]),
     erasedAt: Type.Union([Instant, Type.Null()]),
@@ -61,6 +63,7 @@ export const IdentityDetail = Type.Object(
     id: Uuid,
     createdAt: Instant,
     locale: LocaleSchema,
+    ...ProfileFields,
     disabledAt: Type.Union([Instant, Type.Null()]),
     erasedAt: Type.Union([Instant, Type.Null()]),
     identifiers: Type.Array(Identifier),

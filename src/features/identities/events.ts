@@ -2,6 +2,7 @@ import { iso } from '../../platform/clock.js';
 import type { Executor } from '../../platform/db/database.js';
 import type { EventType } from '../events/catalogue.js';
 import type { EventLog } from '../events/log.js';
+import { profileJson } from './profile.js';
 import { type IdentityListRow, identityListed } from './repository.js';
 
 // The events about an identity as a whole (docs/events.md): `data` is the identity as
@@ -14,6 +15,7 @@ export function identityJson(row: IdentityListRow) {
     id: row.id,
     createdAt: new Date(row.createdAt).toISOString(),
     locale: row.locale,
+    ...profileJson(row),
     identifiers: row.identifiers.map((f) => ({
       id: f.id,
       type: f.type,

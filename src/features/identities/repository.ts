@@ -5,6 +5,7 @@ import type { Executor } from '../../platform/db/database.js';
 import type { DB } from '../../platform/db/schema.js';
 import { isLocale, type Locale } from '../../shared/locales.js';
 import type { IdentifierType, NormalisedIdentifier } from './identifier.js';
+import type { ProfileNames } from './profile.js';
 
 export interface IdentifierRow {
   id: string;
@@ -26,6 +27,10 @@ export interface IdentityRow {
   erasedAt: Date | null;
   /** The identity's language (identities.locale): its messages are written in it. */
   locale: string;
+  /** The identity's name (migration 0029; identities/profile.ts). */
+  givenName: string | null;
+  familyName: string | null;
+  displayName: string | null;
 }
 
 /** An identifiers row under the domain's names (IdentifierRow). */
@@ -47,6 +52,9 @@ const identityColumns = [
   'disabled_at as disabledAt',
   'erased_at as erasedAt',
   'locale',
+  'given_name as givenName',
+  'family_name as familyName',
+  'display_name as displayName',
 ] as const;
 
 /** One identifier as the admin API lists it (json_build_object's shape). */
@@ -64,10 +72,21 @@ export interface IdentityListRow {
   createdAt: Date;
   /** The identity's language (migration 0027). */
   locale: string;
+  /** The identity's name (migration 0029; identities/profile.ts). */
+  givenName: string | null;
+  familyName: string | null;
+  displayName: string | null;
   disabledAt: Date | null;
   erasedAt: Date | null;
   identifiers: IdentifierJson[];
 }
+
+/** The name columns of the identity aliased `i`, under the domain's names (ProfileNames). */
+export const profileColumns = [
+  'i.given_name as givenName',
+  'i.family_name as familyName',
+  'i.display_name as displayName',
+] as const;
 
 /** A query over the identities aliased `i`. */
 export type OverIdentities = ExpressionBuilder<DB & { i: DB['identities'] }, 'i'>;
@@ -108,6 +127,7 @@ export function identityListed(trx: Executor, identityId: string): Promise<Ident
       'i.id',
       'i.created_at as createdAt',
       'i.locale',
+      ...profileColumns,
       'i.disabled_at as disabledAt',
       'i.erased_at as erasedAt',
       liveIdentifiers(eb),
@@ -262,7 +282,7 @@ export function toSummary(identityId: string, row: SummaryColumns): IdentitySumm
 
 export async function insertIdentity(
   trx: Executor,
-  identity: { id: string; createdAt: Date; locale?: Locale },
+  identity: { id: string; createdAt: Date; locale?: Locale; names?: ProfileNames },
 ): Promise<void> {
   await trx
     .insertInto('identities')
@@ -270,6 +290,13 @@ export async function insertIdentity(
       id: identity.id,
       created_at: identity.createdAt,
       ...(identity.locale ? { locale: identity.locale } : {}),
+      ...(identity.names
+        ? {
+            given_name: identity.names.givenName,
+            family_name: identity.names.familyName,
+            display_name: identity.names.displayName,
+          }
+        : {}),
     })
     .execute();
 }
@@ -300,6 +327,32 @@ export async function setIdentityLocale(trx: Executor, identityId: string, local
     .where('id', '=', identityId)
     .where('locale', '<>', locale)
     .where('erased_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/**
+ * Sets the given fields of the identity's name (undefined leaves one as it is, null clears it); true
+ * when one changed (the same name again writes nothing). Never an erased identity.
+ */
+export async function setIdentityNames(
+  trx: Executor,
+  identityId: string,
+  change: Partial<ProfileNames>,
+): Promise<boolean> {
+  const set = {
+    ...(change.givenName !== undefined ? { given_name: change.givenName } : {}),
+    ...(change.familyName !== undefined ? { family_name: change.familyName } : {}),
+    ...(change.displayName !== undefined ? { display_name: change.displayName } : {}),
+  };
+  const entries = Object.entries(set) as [keyof typeof set, string | null][];
+  if (entries.length === 0) return false;
+  const result = await trx
+    .updateTable('identities')
+    .set(set)
+    .where('id', '=', identityId)
+    .where('erased_at', 'is', null)
+    .where((eb) => eb.or(entries.map(([column, value]) => eb(column, 'is distinct from', value))))
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }
@@ -576,6 +629,9 @@ export async function eraseIdentity(trx: Executor, identityId: string, now: Date
     .set((eb) => ({
       password_hash: null,
       password_changed_at: null,
+      given_name: null,
+      family_name: null,
+      display_name: null,
       failed_attempts: eb.lit(0),
       locked_until: null,
       disabled_at: eb.fn.coalesce('disabled_at', eb.val(now)),

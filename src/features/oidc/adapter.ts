@@ -91,6 +91,7 @@ export class OidcAdapter implements PayloadStore {
         const claims: AccountClaims = {
           ...(account?.email ? { email: { value: account.email } } : {}),
           ...(account?.phone ? { phone: { value: account.phone } } : {}),
+          ...(account ? { profile: account.profile } : {}),
         };
         return [
           token.kind,

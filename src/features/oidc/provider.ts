@@ -12,6 +12,7 @@ import type {
 } from 'oidc-provider';
 import type { Config, OidcClientConfig } from '../../config.js';
 import type { Clock } from '../../platform/clock.js';
+import { type ProfileNames, shownName } from '../identities/profile.js';
 import { errorPage } from './error-page.js';
 import {
   type DeviceInputError,
@@ -87,6 +88,8 @@ export interface RegisteredClient extends Omit<OidcClientConfig, 'clientSecret'>
 export interface AccountClaims {
   email?: { value: string };
   phone?: { value: string };
+  /** The `profile` scope's facts: the identity's name (migration 0029) and language (0027). */
+  profile?: ProfileNames & { locale: string };
 }
 
 /** The `organization` scope's claims: the active organization of the grant's service session. */
@@ -322,9 +325,23 @@ const SCOPE_CLAIMS = {
   openid: ['sub', 'acr', 'amr', 'auth_time', 'sid'],
   email: ['email', 'email_verified'],
   phone: ['phone_number', 'phone_number_verified'],
-  profile: [],
+  profile: ['name', 'given_name', 'family_name', 'locale'],
   [ORGANIZATION_SCOPE]: ORGANIZATION_CLAIMS,
 } as const;
+
+/**
+ * The `profile` scope's claims (OpenID Connect Core 5.1): each only when the identity has it;
+ * `name` is the display name, else the given and family names joined (identities/profile.ts).
+ */
+function profileClaims(profile: ProfileNames & { locale: string }): Record<string, string> {
+  const name = shownName(profile);
+  return {
+    ...(name ? { name } : {}),
+    ...(profile.givenName ? { given_name: profile.givenName } : {}),
+    ...(profile.familyName ? { family_name: profile.familyName } : {}),
+    ...(profile.locale ? { locale: profile.locale } : {}),
+  };
+}
 
 /**
  * The code flow's ID token is masked to the `openid` scope's claims (the library's
@@ -847,6 +864,7 @@ export class OpenIdProvider {
               sub,
               ...(found.email ? { email: found.email.value, email_verified: true } : {}),
               ...(found.phone ? { phone_number: found.phone.value, phone_number_verified: true } : {}),
+              ...(found.profile && scope.split(' ').includes('profile') ? profileClaims(found.profile) : {}),
               ...organization,
             };
           },

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type CompiledQuery, type ExpressionBuilder, type QueryCreator, sql } from 'kysely';
 import type { Executor } from '../../platform/db/database.js';
 import type { DB } from '../../platform/db/schema.js';
+import type { ProfileNames } from '../identities/profile.js';
 
 /*
  * The OpenID Provider's tables (migrations/0014_openid_provider.sql): what oidc-provider stores,
@@ -162,8 +163,13 @@ export interface TokenWithGrant extends StoredPayload {
   kind: string;
   /** The token's grant: undefined when it has none; null when its grant's payload is gone or expired. */
   grant?: StoredPayload | null;
-  /** The identity the grant was given to, and its verified identifiers now (the claims). */
-  account?: { identityId: string; email: string | null; phone: string | null };
+  /** The identity the grant was given to, its verified identifiers and its name now (the claims). */
+  account?: {
+    identityId: string;
+    email: string | null;
+    phone: string | null;
+    profile: ProfileNames & { locale: string };
+  };
 }
 
 /**
@@ -191,6 +197,10 @@ const tokensWithGrant = (db: Executor, kinds: readonly string[], id: string, now
       'gp.payload as grantPayload',
       'gp.consumed_at as grantConsumedAt',
       'gl.identity_id as identityId',
+      'gli.given_name as givenName',
+      'gli.family_name as familyName',
+      'gli.display_name as displayName',
+      'gli.locale as locale',
       'v.id as identifierId',
       'v.type as identifierType',
       'v.value as identifierValue',
@@ -248,7 +258,7 @@ export async function findTokensWithGrant(
   const { rows } = await db.executeQuery(tokensWithGrantQuery(db, kinds, id, now));
   const byKind = new Map<
     string,
-    { found: TokenWithGrant; identityId: string | null; identifiers: TokenRow[] }
+    { found: TokenWithGrant; identityId: string | null; identifiers: TokenRow[]; row: TokenRow }
   >();
   for (const row of rows) {
     let entry = byKind.get(row.kind);
@@ -260,21 +270,31 @@ export async function findTokensWithGrant(
             ? null
             : asStored({ payload: row.grantPayload, consumedAt: row.grantConsumedAt });
       }
-      entry = { found, identityId: row.grantId === null ? null : row.identityId, identifiers: [] };
+      entry = { found, identityId: row.grantId === null ? null : row.identityId, identifiers: [], row };
       byKind.set(row.kind, entry);
     }
     if (row.identifierId !== null && row.verifiedAt !== null && row.removedAt === null) {
       entry.identifiers.push(row);
     }
   }
-  return [...byKind.values()].map(({ found, identityId, identifiers }) => {
+  return [...byKind.values()].map(({ found, identityId, identifiers, row }) => {
     if (identityId === null) return found;
     // verifiedIdentifiers' first of each type: the earliest verified, then the lowest id.
     const at = (row: TokenRow) => new Date(row.verifiedAt as Date | string).getTime();
     identifiers.sort((a, b) => at(a) - at(b) || (String(a.identifierId) < String(b.identifierId) ? -1 : 1));
     const first = (type: string) =>
       identifiers.find((i) => i.identifierType === type)?.identifierValue ?? null;
-    found.account = { identityId, email: first('email'), phone: first('phone') };
+    found.account = {
+      identityId,
+      email: first('email'),
+      phone: first('phone'),
+      profile: {
+        givenName: row.givenName,
+        familyName: row.familyName,
+        displayName: row.displayName,
+        locale: String(row.locale),
+      },
+    };
     return found;
   });
 }

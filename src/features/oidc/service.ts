@@ -152,7 +152,7 @@ export class OidcService {
     return rotateSigningKeys({ ...deps, events: new EventLog(deps.clock) });
   }
 
-  /** The verified identifiers of a live (enabled) identity, for its claims. */
+  /** The verified identifiers, name and language of a live (enabled) identity, for its claims. */
   async #account(identityId: string) {
     const db = this.deps.database.db;
     const identity = await findIdentity(db, identityId);
@@ -163,6 +163,12 @@ export class OidcService {
     return {
       ...(email ? { email: { value: email.value } } : {}),
       ...(phone ? { phone: { value: phone.value } } : {}),
+      profile: {
+        givenName: identity.givenName,
+        familyName: identity.familyName,
+        displayName: identity.displayName,
+        locale: identity.locale,
+      },
     };
   }
 

@@ -27,6 +27,9 @@ export interface UpstreamIdentity {
   emailVerified: boolean;
   /** apple: only from the first callback's `user` form field. */
   name: string | null;
+  /** Only when the provider gives them (`given_name`, `family_name`; apple: the first callback's `user`). */
+  givenName?: string;
+  familyName?: string;
 }
 
 export type UpstreamFailure = 'cancelled' | 'unavailable' | 'refused';
@@ -496,7 +499,13 @@ function identityOf(
       if (tenants && !tenants.includes(tid)) throw new UpstreamError('refused');
       // Entra lets a tenant admin set any `email`: it counts only when verification is asserted.
       const verified = claims.xms_edov === true || claims.email_verified === true;
-      return { subject: `${tid}:${oid}`, email, emailVerified: email !== null && verified, name };
+      return {
+        subject: `${tid}:${oid}`,
+        email,
+        emailVerified: email !== null && verified,
+        name,
+        ...partsOf(claims.given_name, claims.family_name),
+      };
     }
     case 'apple': {
       const verified = claims.email_verified === true || claims.email_verified === 'true';
@@ -504,7 +513,7 @@ function identityOf(
         subject: subjectOf(claims),
         email,
         emailVerified: email !== null && verified,
-        name: appleName(appleUser),
+        ...appleName(appleUser),
       };
     }
     default:
@@ -513,6 +522,7 @@ function identityOf(
         email,
         emailVerified: email !== null && claims.email_verified === true,
         name: name ?? joinNames(claims.given_name, claims.family_name),
+        ...partsOf(claims.given_name, claims.family_name),
       };
   }
 }
@@ -524,14 +534,22 @@ function subjectOf(claims: Record<string, unknown>): string {
 }
 
 /** Apple's `user` form field (first authorization only): `{ "name": { "firstName", "lastName" } }`. */
-function appleName(field: string | null): string | null {
-  if (!field) return null;
+function appleName(field: string | null): Pick<UpstreamIdentity, 'name' | 'givenName' | 'familyName'> {
+  if (!field) return { name: null };
   try {
     const user = JSON.parse(field) as { name?: { firstName?: unknown; lastName?: unknown } } | null;
-    return joinNames(user?.name?.firstName, user?.name?.lastName);
+    const { firstName, lastName } = user?.name ?? {};
+    return { name: joinNames(firstName, lastName), ...partsOf(firstName, lastName) };
   } catch {
-    return null;
+    return { name: null };
   }
+}
+
+/** The given and family names, each only when the provider gave one. */
+function partsOf(given: unknown, family: unknown): Pick<UpstreamIdentity, 'givenName' | 'familyName'> {
+  const givenName = text(given, MAX_NAME);
+  const familyName = text(family, MAX_NAME);
+  return { ...(givenName ? { givenName } : {}), ...(familyName ? { familyName } : {}) };
 }
 
 function joinNames(first: unknown, last: unknown): string | null {

@@ -106,8 +106,11 @@ export interface Identifiers {
 export interface Identities {
   created_at: Timestamp;
   disabled_at: Timestamp | null;
+  display_name: string | null;
   erased_at: Timestamp | null;
   failed_attempts: Generated<number>;
+  family_name: string | null;
+  given_name: string | null;
   id: string;
   locale: Generated<string>;
   locked_until: Timestamp | null;

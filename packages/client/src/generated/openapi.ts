@@ -118,8 +118,8 @@ export type paths = {
         options?: never;
         head?: never;
         /**
-         * Change the caller’s own settings: their language
-         * @description `locale` (`en` or `fr`, the hosted pages’ languages) is the language of every email and SMS the service sends the identity. The hosted pages send theirs when a signed-in person opens them. The same language again changes nothing (no audit record, no event); a new one is audited (identity.locale.changed) and emits identity.updated. Answers the account at a glance, as GET /account.
+         * Change the caller’s own settings: their language and name
+         * @description `locale` (`en` or `fr`, the hosted pages’ languages) is the language of every email and SMS the service sends the identity. The hosted pages send theirs when a signed-in person opens them. `givenName`, `familyName` and `displayName` are the person’s name (the OpenID `profile` scope answers them): each at most 100 characters without a control character, trimmed; null or an empty string clears one, an absent one is left as it is. What the identity already has changes nothing (no audit record, no event); a new language is audited (identity.locale.changed), a new name (identity.profile.changed, naming the fields, never their text), and either emits identity.updated. Answers the account at a glance, as GET /account.
          */
         patch: {
             parameters: {
@@ -131,6 +131,12 @@ export type paths = {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description a string sets the name (trimmed; empty or null clears it) */
+                        displayName?: string | (never | null);
+                        /** @description a string sets the name (trimmed; empty or null clears it) */
+                        familyName?: string | (never | null);
+                        /** @description a string sets the name (trimmed; empty or null clears it) */
+                        givenName?: string | (never | null);
                         /** @description the identity's language: every email and SMS it receives is written in it */
                         locale?: "en" | "fr";
                     };
@@ -7862,6 +7868,10 @@ export type components = {
             identity: {
                 /** Format: date-time */
                 createdAt: string;
+                /** @description what applications show; null when the person set none (they then see `name`) */
+                displayName: string | null;
+                familyName: string | null;
+                givenName: string | null;
                 /** Format: uuid */
                 id: string;
                 /** @description the identity's language: every email and SMS it receives is written in it */
@@ -7871,6 +7881,8 @@ export type components = {
                     /** Format: date-time */
                     lockedUntil: string | null;
                 };
+                /** @description the name applications are shown (the OpenID `name` claim): displayName, else the given and family names joined, else null */
+                name: string | null;
                 password: {
                     /** Format: date-time */
                     changedAt: string | null;
@@ -7994,6 +8006,10 @@ export type components = {
         AccountOverview: {
             /** Format: date-time */
             createdAt: string;
+            /** @description what applications show; null when the person set none (they then see `name`) */
+            displayName: string | null;
+            familyName: string | null;
+            givenName: string | null;
             /** Format: uuid */
             id: string;
             /** @description oldest first; verifiedAt null while a code is pending */
@@ -8008,6 +8024,8 @@ export type components = {
             }[];
             /** @description the identity's language: every email and SMS it receives is written in it */
             locale: "en" | "fr";
+            /** @description the name applications are shown (the OpenID `name` claim): displayName, else the given and family names joined, else null */
+            name: string | null;
             passkeys: {
                 count: number;
                 /** Format: date-time */

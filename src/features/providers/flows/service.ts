@@ -13,6 +13,7 @@ import type { Hooks } from '../../events/hooks/service.js';
 import type { EventLog } from '../../events/log.js';
 import { identityChanged } from '../../identities/events.js';
 import { normaliseEmail } from '../../identities/identifier.js';
+import { nameFromClaim, type ProfileNames, shownName } from '../../identities/profile.js';
 import {
   claimIdentifier,
   deleteFreshIdentity,
@@ -357,7 +358,8 @@ export class ProviderFlowService {
         }
       }
       const identityId = randomUUID();
-      await insertIdentity(trx, { id: identityId, createdAt: now });
+      // The provider's name is the new identity's (namesFromUpstream, below).
+      await insertIdentity(trx, { id: identityId, createdAt: now, names: namesFromUpstream(who) });
       const linkId = await insertLink(trx, {
         id: randomUUID(),
         identityId,
@@ -517,4 +519,18 @@ export class ProviderFlowService {
     const cookies = cookieName ? [this.#cookies.clearing(cookieName)] : [];
     return { location: this.#location(returnTo, provider, extra), cookies };
   }
+}
+
+/**
+ * The name a new identity takes from its provider at sign-up: the given and family names as the
+ * provider gives them, and its full `name` as the display name only when it says more than those
+ * two joined (so a later change of the given name is what applications show). Cleaned as every
+ * claim the service did not write (profile.ts nameFromClaim).
+ */
+function namesFromUpstream(who: UpstreamIdentity): ProfileNames {
+  const givenName = nameFromClaim(who.givenName);
+  const familyName = nameFromClaim(who.familyName);
+  const full = nameFromClaim(who.name);
+  const joined = shownName({ givenName, familyName, displayName: null });
+  return { givenName, familyName, displayName: full !== null && full !== joined ? full : null };
 }
