@@ -74,7 +74,8 @@ export class Interactions {
       if (!hosted) {
         // The hosted session ended since the login prompt ("Not you?" signs out): sign in again on
         // the hosted page, whose completion comes back here.
-        if (silent) return this.#finish(req, res, { error: 'login_required', error_description: 'the session ended' });
+        if (silent)
+          return this.#finish(req, res, { error: 'login_required', error_description: 'the session ended' });
         return { kind: 'page', to: `${uiPath}#/authorize/${uid}` };
       }
       if (hosted.identityId !== interaction.session?.accountId) {
