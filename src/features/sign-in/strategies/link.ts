@@ -33,7 +33,7 @@ export type CodeStatus = 'pending' | 'completed' | 'completed_elsewhere';
 export interface LinkStrategyDeps {
   database: Database;
   clock: Clock;
-  config: { signInCodes: { withPassword: boolean } };
+  config: { signInCodes: { channels: string[]; withPassword: boolean } };
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -69,9 +69,12 @@ export class LinkStrategy {
       UUID.test(id) && this.links.holds(id, token)
         ? await findLiveSignInCode(this.deps.database.db, id, this.deps.clock.now())
         : undefined;
+    const { signInCodes } = this.deps.config;
     if (
       !found ||
-      !maySignInByCode({ ...found, hasPassword: found.passwordHash !== null }, this.deps.config.signInCodes)
+      // A channel SIGN_IN_CODES no longer names signs in by neither its code nor its link.
+      !signInCodes.channels.includes(found.identifierType) ||
+      !maySignInByCode({ ...found, hasPassword: found.passwordHash !== null }, signInCodes)
     ) {
       throw new Problem('identity.sign_in_refused');
     }
