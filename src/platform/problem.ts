@@ -319,6 +319,44 @@ export const CATALOGUE = {
     detail: 'You are already a member of this organization.',
     retryable: false,
   },
+  'organization.domain_invalid': {
+    status: 422,
+    title: 'Domain not accepted',
+    detail:
+      'The domain must be a host name with at least one dot and valid labels (letters, digits, hyphens); an IP address or a top-level domain alone is refused.',
+    retryable: false,
+  },
+  'organization.domain_exists': {
+    status: 409,
+    title: 'Domain already claimed',
+    detail: 'This organization already claims this domain.',
+    retryable: false,
+  },
+  'organization.domain_not_found': {
+    status: 404,
+    title: 'Domain not found',
+    detail: 'The organization claims no domain with this id.',
+    retryable: false,
+  },
+  'organization.domain_unverified': {
+    status: 422,
+    title: 'Domain not verified',
+    detail:
+      'The DNS TXT record was not found with the expected value: publish the record named in txtRecord (its value exactly), wait for it to reach the DNS, and try again.',
+    retryable: false,
+  },
+  'organization.domain_taken': {
+    status: 409,
+    title: 'Domain verified by another organization',
+    detail: 'Another organization has already verified this domain.',
+    retryable: false,
+  },
+  'organization.domain_check_unavailable': {
+    status: 503,
+    title: 'DNS check unavailable',
+    detail: 'The DNS did not answer in time; nothing was changed. Retry later.',
+    retryable: true,
+  },
   'idempotency.key_reused': {
     status: 409,
     title: 'Idempotency key reused',
@@ -484,6 +522,8 @@ export class Problem extends Error {
       headers?: Record<string, string>;
       /** A deployment's own words for its refusal (a synchronous hook's `message`), shown as given. */
       hookMessage?: string;
+      /** organization.domain_unverified only: the TXT record that was expected. */
+      txtRecord?: { name: string; value: string };
     } = {},
   ) {
     // No stack: a Problem is an answer, never logged as a failure (only what is not a Problem is,

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { checkedEntries, formatted, integer, oneOf, section } from '../../config/schema.js';
 
 /** The organization roles every deployment has (docs/organizations.md, "Roles and permissions"). */
@@ -36,8 +37,33 @@ function organizationRolesFrom(value: string | undefined): OrganizationRoleConfi
     (r) => r.name,
   );
 }
+/**
+ * One DNS_RESOLVERS entry in the form node:dns `setServers` takes: `ip`, `ipv4:port` or
+ * `[ipv6]:port`; null when it is none of these.
+ */
+export function resolverEntry(entry: string): string | null {
+  const e = entry.trim();
+  if (isIP(e)) return e;
+  const v6 = /^\[([^\]]+)\]:(\d{1,5})$/.exec(e);
+  const v4 = /^([^:]+):(\d{1,5})$/.exec(e);
+  const m = v6 ?? v4;
+  if (!m) return null;
+  const port = Number(m[2]);
+  if (port < 1 || port > 65535) return null;
+  if (v6 ? isIP(m[1]) !== 6 : isIP(m[1]) !== 4) return null;
+  return e;
+}
+
+function resolversFrom(value: string | undefined): string[] {
+  if (value === undefined || value.trim() === '') return [];
+  return value.split(',').map((e) => resolverEntry(e) as string);
+}
+
 /** Who may create organizations, the operator-defined roles, and invitations (docs/organizations.md). */
 export const organizationsSection = section({
+  formats: {
+    'dns-resolvers': (v) => v.split(',').every((e) => resolverEntry(e) !== null),
+  },
   variables: {
     ORGANIZATION_CREATION: oneOf('anyone', ['anyone', 'operators'], {
       description:
@@ -52,6 +78,15 @@ export const organizationsSection = section({
       description:
         'seconds an organization invitation stays acceptable (7 days by default); a new invitation to the same address replaces the pending one. See [organizations](organizations.md#invitations)',
     }),
+    DNS_RESOLVERS: formatted('dns-resolvers', 'must be a comma-separated list of ip, ipv4:port or [ipv6]:port', {
+      description:
+        'the DNS servers a domain verification asks for its TXT record (`POST /api/v1/organizations/{id}/domains/{domainId}/verifications`), comma-separated `ip`, `ipv4:port` or `[ipv6]:port`, tried in order. See [organizations](organizations.md#domains)',
+      shown: "none (the system's resolvers)",
+    }),
+    DNS_TIMEOUT_MS: integer(3000, 100, 30000, {
+      description:
+        'milliseconds a domain verification waits for each DNS server before it gives up: the verification then answers `503 organization.domain_check_unavailable` and changes nothing. See [organizations](organizations.md#domains)',
+    }),
   },
   map: (e) => ({
     /** Organizations: who may create them, and the operator-defined roles (ORGANIZATION_*). */
@@ -60,6 +95,10 @@ export const organizationsSection = section({
       roles: organizationRolesFrom(e.ORGANIZATION_ROLES),
       /** Seconds an invitation stays acceptable (ORGANIZATION_INVITATION_TTL_SECONDS). */
       invitationTtl: e.ORGANIZATION_INVITATION_TTL_SECONDS,
+      /** The DNS servers of a domain verification; empty: the system's (DNS_RESOLVERS). */
+      dnsResolvers: resolversFrom(e.DNS_RESOLVERS),
+      /** Milliseconds per DNS server before a verification gives up (DNS_TIMEOUT_MS). */
+      dnsTimeoutMs: e.DNS_TIMEOUT_MS,
     },
   }),
 });

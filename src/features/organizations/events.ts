@@ -1,6 +1,8 @@
 import { iso } from '../../platform/clock.js';
 import type { Executor } from '../../platform/db/database.js';
 import type { EventLog } from '../events/log.js';
+import { txtRecord } from './domains/dns.js';
+import type { DomainRow } from './domains/repository.js';
 import { invitationById } from './invitations/repository.js';
 import { organizationDetail } from './operators/repository.js';
 import { organizationDetailView } from './operators/view.js';
@@ -78,4 +80,30 @@ export async function invitationChanged(
       revokedAt: iso(i.revokedAt),
     },
   });
+}
+
+/** A domain as the member and admin routes show it (never anything secret: its token is published in DNS). */
+export function domainView(d: DomainRow) {
+  return {
+    id: d.id,
+    organizationId: d.organizationId,
+    domain: d.domain,
+    txtRecord: txtRecord(d.domain, d.token),
+    createdAt: new Date(d.createdAt).toISOString(),
+    verifiedAt: iso(d.verifiedAt),
+    verifiedBy: d.verifiedBy,
+    lastCheckedAt: iso(d.lastCheckedAt),
+  };
+}
+
+/** A domain claimed, verified (by DNS or an operator) or removed, as it is now (or was). */
+export function domainChanged(
+  events: EventLog,
+  trx: Executor,
+  type: 'organization.domain.added' | 'organization.domain.verified' | 'organization.domain.removed',
+  actor: string,
+  d: DomainRow,
+) {
+  const { txtRecord: _published, ...data } = domainView(d);
+  return events.append(trx, { type, actor, organizationId: d.organizationId, data });
 }

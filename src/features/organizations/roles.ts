@@ -15,6 +15,7 @@ const ADMIN: Permission[] = [
   'members:read',
   'members:manage',
   'members:invite',
+  'domains:manage',
 ];
 const OWNER: Permission[] = [...ADMIN, 'organization:delete', 'organization:transfer'];
 

@@ -182,6 +182,17 @@ export interface OidcSignInPages {
   uid: string;
 }
 
+export interface OrganizationDomains {
+  created_at: Timestamp;
+  domain: string;
+  id: string;
+  last_checked_at: Timestamp | null;
+  organization_id: string;
+  verification_token: string;
+  verified_at: Timestamp | null;
+  verified_by: string | null;
+}
+
 export interface OrganizationInvitations {
   accepted_at: Timestamp | null;
   accepted_by: string | null;
@@ -454,6 +465,7 @@ export interface DB {
   oidc_payloads: OidcPayloads;
   oidc_sign_in_pages: OidcSignInPages;
   oidc_signing_keys: OidcSigningKeys;
+  organization_domains: OrganizationDomains;
   organization_invitations: OrganizationInvitations;
   organization_memberships: OrganizationMemberships;
   organizations: Organizations;

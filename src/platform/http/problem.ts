@@ -10,6 +10,7 @@ export interface ProblemBody {
   retryable: boolean;
   errors?: ValidationEntry[];
   hookMessage?: string;
+  txtRecord?: { name: string; value: string };
 }
 
 /** The body of a refusal: everything but `errors` and `hookMessage` comes from the catalogue entry of its code. */
@@ -25,6 +26,7 @@ export function problemBody(problem: Problem): ProblemBody {
   };
   if (problem.extra.errors) body.errors = problem.extra.errors;
   if (problem.extra.hookMessage !== undefined) body.hookMessage = problem.extra.hookMessage;
+  if (problem.extra.txtRecord) body.txtRecord = problem.extra.txtRecord;
   return body;
 }
 

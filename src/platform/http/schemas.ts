@@ -24,6 +24,12 @@ export const ProblemSchema = Type.Object(
         description: 'hooks.refused only: the deployment’s own words for the refusal, as its hook gave them',
       }),
     ),
+    txtRecord: Type.Optional(
+      Type.Object(
+        { name: Type.String(), value: Type.String() },
+        { description: 'organization.domain_unverified only: the DNS TXT record that was expected' },
+      ),
+    ),
   },
   { $id: 'Problem', title: 'Problem Details (RFC 9457)' },
 );

@@ -8,6 +8,7 @@ import { featureRoutes } from '../../../platform/http/routes.js';
 import { Data, NoContent, responses } from '../../../platform/http/schemas.js';
 import { PageQuerySchema } from '../../../platform/pagination/page.js';
 import type { ProblemCode } from '../../../platform/problem.js';
+import { domainAdminRoutes } from '../domains/admin-routes.js';
 import * as schema from './schemas.js';
 import { AdminOrganizations } from './service.js';
 
@@ -241,4 +242,6 @@ export const organizationAdminRoutes = featureRoutes(async (app, { ctx }: { ctx:
       return reply.code(204).send();
     },
   );
+
+  domainAdminRoutes(app, ctx);
 });
