@@ -8,6 +8,7 @@ import { ADMIN_KEY } from '../helpers/admin.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { SoftAuthenticator } from '../helpers/authenticator.js';
 import { elevate, elevatedPerson } from '../helpers/elevation.js';
+import { startDns, type TestDns } from '../helpers/dns.js';
 import { createPerson, type Person, signIn } from '../helpers/identities.js';
 import { messagesTo, waitForCode } from '../helpers/outbox.js';
 import { followToCallback, hostMappingFetch, startUpstream, type Upstream } from '../helpers/upstream.js';
@@ -56,9 +57,12 @@ const WEBHOOKS = 'webhook endpoint management itself (audited): the event plumbi
 let t: TestApp;
 let sink: ProviderSink;
 let upstream: Upstream;
+// A domain verification's TXT lookup asks this loopback DNS server (DNS_RESOLVERS).
+let dns: TestDns;
 
 beforeAll(async () => {
   sink = await ProviderSink.start();
+  dns = await startDns();
   upstream = await startUpstream({
     issuer: 'https://appleid.apple.com',
     ...UP_CLIENT,
@@ -87,6 +91,7 @@ beforeAll(async () => {
       SIGN_IN_CODES: 'email',
       // The hosted pages a sign-in code's link opens (SIGN_IN_LINKS, on by default).
       ACCOUNT_UI: 'on',
+      DNS_RESOLVERS: dns.address,
     },
   });
 }, 60_000);
@@ -94,6 +99,7 @@ afterAll(async () => {
   await t?.close();
   await sink?.close();
   await upstream?.close();
+  await dns?.close();
 });
 
 // ---- requests ---------------------------------------------------------------------------------
@@ -166,6 +172,16 @@ async function organization(owner?: { token: string }) {
   const other = await signedIn();
   await ok(adm('PUT', `/organizations/${id}/members/${other.person.identityId}`, { role: 'member' }));
   return { id, owner: o, other };
+}
+
+const domain = () => `walk-${randomBytes(5).toString('hex')}.example.com`;
+
+/** A domain claimed by the organization's owner, with the TXT record it must publish. */
+async function claimDomain(org: { id: string; owner: { token: string } }) {
+  const r = await ok(
+    api('POST', `/organizations/${org.id}/domains`, { token: org.owner.token, payload: { domain: domain() } }),
+  );
+  return r.json().data as { id: string; txtRecord: { name: string; value: string } };
 }
 
 /** The token of the newest invitation message to `to`. */
@@ -811,6 +827,34 @@ const ROWS: Record<string, Row> = {
       );
     },
   },
+  'POST /api/v1/organizations/{organizationId}/domains': {
+    emits: ['organization.domain.added'],
+    async run(act) {
+      const org = await organization();
+      await act(() =>
+        api('POST', `/organizations/${org.id}/domains`, { token: org.owner.token, payload: { domain: domain() } }),
+      );
+    },
+  },
+  'POST /api/v1/organizations/{organizationId}/domains/{domainId}/verifications': {
+    emits: ['organization.domain.verified'],
+    async run(act) {
+      const org = await organization();
+      const d = await claimDomain(org);
+      dns.set(d.txtRecord.name, d.txtRecord.value);
+      await act(() =>
+        api('POST', `/organizations/${org.id}/domains/${d.id}/verifications`, { token: org.owner.token }),
+      );
+    },
+  },
+  'DELETE /api/v1/organizations/{organizationId}/domains/{domainId}': {
+    emits: ['organization.domain.removed'],
+    async run(act) {
+      const org = await organization();
+      const d = await claimDomain(org);
+      await act(() => api('DELETE', `/organizations/${org.id}/domains/${d.id}`, { token: org.owner.token }));
+    },
+  },
   'POST /api/v1/organization-invitations/lookups': {
     exempt: 'reads an invitation by its token (a POST keeps the token out of URLs): changes nothing',
     async run(act) {
@@ -1004,6 +1048,14 @@ const ROWS: Record<string, Row> = {
       await act(() =>
         adm('POST', '/organizations', { name: 'Walk', slug: slug(), ownerIdentityId: p.identityId }),
       );
+    },
+  },
+  'POST /admin/v1/organizations/{id}/domains/{domainId}/verifications': {
+    emits: ['organization.domain.verified'],
+    async run(act) {
+      const org = await organization();
+      const d = await claimDomain(org);
+      await act(() => adm('POST', `/organizations/${org.id}/domains/${d.id}/verifications`));
     },
   },
   'DELETE /admin/v1/organizations/{id}': {
