@@ -9,6 +9,7 @@ import {
 } from '../../packages/client/src/index.js';
 import { insertMembership } from '../../src/features/organizations/repository.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { startDns, type TestDns } from '../helpers/dns.js';
 import { elevate } from '../helpers/elevation.js';
 import { createPerson, type Person } from '../helpers/identities.js';
 import { freePort } from '../helpers/net.js';
@@ -21,9 +22,11 @@ import { uniqueSlug } from '../organizations/support.js';
  */
 let t: TestApp;
 let baseUrl: string;
+let dns: TestDns;
 
 beforeAll(async () => {
-  t = await createTestApp({ env: { ACCESS_TOKEN_TTL: '60' } });
+  dns = await startDns();
+  t = await createTestApp({ env: { ACCESS_TOKEN_TTL: '60', DNS_RESOLVERS: dns.address } });
   const port = await freePort();
   baseUrl = `http://127.0.0.1:${port}`;
   await t.app.listen({ host: '127.0.0.1', port });
@@ -31,6 +34,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await t?.close();
+  await dns?.close();
 });
 
 interface Signed {
@@ -290,5 +294,30 @@ describe('invitation methods', () => {
         }),
       ),
     ).toEqual({ status: 403, code: 'organization.permission_denied' });
+  });
+});
+
+describe('domain methods', () => {
+  it('add, list, verify by DNS (refused until the record is published), remove', async () => {
+    const owner = await signedIn();
+    const org = await owner.client.createOrganization({ name: 'Domain Co', slug: uniqueSlug('dom') });
+    const domain = `${uniqueSlug('client')}.example.com`;
+    const d = await owner.client.addDomain(org.id, domain.toUpperCase());
+    expect(d).toMatchObject({ domain, verifiedAt: null, verifiedBy: null });
+    expect((await owner.client.listDomains(org.id)).items.map((x) => x.id)).toEqual([d.id]);
+
+    expect(await refusal(owner.client.verifyDomain(org.id, d.id))).toEqual({
+      status: 422,
+      code: 'organization.domain_unverified',
+    });
+    dns.set(d.txtRecord.name, d.txtRecord.value);
+    expect(await owner.client.verifyDomain(org.id, d.id)).toMatchObject({ id: d.id, verifiedBy: 'dns' });
+
+    expect(await refusal(owner.client.addDomain(org.id, '10.0.0.1'))).toEqual({
+      status: 422,
+      code: 'organization.domain_invalid',
+    });
+    await owner.client.removeDomain(org.id, d.id);
+    expect((await owner.client.listDomains(org.id)).items).toEqual([]);
   });
 });

@@ -7,8 +7,8 @@ import { linkGrant } from '../../src/features/oidc/repository.js';
 import { ADMIN_KEY } from '../helpers/admin.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { SoftAuthenticator } from '../helpers/authenticator.js';
-import { elevate, elevatedPerson } from '../helpers/elevation.js';
 import { startDns, type TestDns } from '../helpers/dns.js';
+import { elevate, elevatedPerson } from '../helpers/elevation.js';
 import { createPerson, type Person, signIn } from '../helpers/identities.js';
 import { messagesTo, waitForCode } from '../helpers/outbox.js';
 import { followToCallback, hostMappingFetch, startUpstream, type Upstream } from '../helpers/upstream.js';
@@ -179,7 +179,10 @@ const domain = () => `walk-${randomBytes(5).toString('hex')}.example.com`;
 /** A domain claimed by the organization's owner, with the TXT record it must publish. */
 async function claimDomain(org: { id: string; owner: { token: string } }) {
   const r = await ok(
-    api('POST', `/organizations/${org.id}/domains`, { token: org.owner.token, payload: { domain: domain() } }),
+    api('POST', `/organizations/${org.id}/domains`, {
+      token: org.owner.token,
+      payload: { domain: domain() },
+    }),
   );
   return r.json().data as { id: string; txtRecord: { name: string; value: string } };
 }
@@ -832,7 +835,10 @@ const ROWS: Record<string, Row> = {
     async run(act) {
       const org = await organization();
       await act(() =>
-        api('POST', `/organizations/${org.id}/domains`, { token: org.owner.token, payload: { domain: domain() } }),
+        api('POST', `/organizations/${org.id}/domains`, {
+          token: org.owner.token,
+          payload: { domain: domain() },
+        }),
       );
     },
   },

@@ -28,8 +28,11 @@ export async function startDns(): Promise<TestDns> {
       if (silent.has(name)) return;
       const response = Packet.createResponseFromRequest(request);
       if (question.type === Packet.TYPE.TXT)
-        for (const data of records.get(name) ?? [])
-          response.answers.push({ name: question.name, type: Packet.TYPE.TXT, class: Packet.CLASS.IN, ttl: 1, data });
+        for (const data of records.get(name) ?? []) {
+          // dns2's encoder takes a plain record; its type names the decoded class.
+          const answer = { name: question.name, type: Packet.TYPE.TXT, class: Packet.CLASS.IN, ttl: 1, data };
+          response.answers.push(answer as unknown as (typeof response.answers)[number]);
+        }
       void send(response);
     },
   });

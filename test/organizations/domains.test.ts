@@ -50,7 +50,11 @@ const verify = (token: string, orgId: string, domainId: string) =>
   call(t.app, 'POST', `${ORGS}/${orgId}/domains/${domainId}/verifications`, token);
 
 function adm(method: 'GET' | 'POST', url: string) {
-  return t.admin!.inject({ method, url: `/admin/v1${url}`, headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+  return t.admin!.inject({
+    method,
+    url: `/admin/v1${url}`,
+    headers: { authorization: `Bearer ${ADMIN_KEY}` },
+  });
 }
 
 async function row(id: string) {
@@ -313,7 +317,9 @@ describe('operators', () => {
     const domain = unique();
     const da = await claim(a.owner.token, a.org.id, domain);
     const db = await claim(b.owner.token, b.org.id, domain);
-    expect((await adm('POST', `/organizations/${a.org.id}/domains/${da.id}/verifications`)).statusCode).toBe(200);
+    expect((await adm('POST', `/organizations/${a.org.id}/domains/${da.id}/verifications`)).statusCode).toBe(
+      200,
+    );
     expectProblem(
       await adm('POST', `/organizations/${b.org.id}/domains/${db.id}/verifications`),
       409,

@@ -42,10 +42,17 @@ describe('domains at once', () => {
 
       const answers = await race(2, (i) => {
         const who = i === 0 ? a : b;
-        return call(t.app, 'POST', `${ORGS}/${who.org.id}/domains/${who.d.id}/verifications`, who.owner.token);
+        return call(
+          t.app,
+          'POST',
+          `${ORGS}/${who.org.id}/domains/${who.d.id}/verifications`,
+          who.owner.token,
+        );
       });
 
-      expect(statuses(answers), `round ${round}: ${answers.map((r) => r.body).join(' ')}`).toEqual([200, 409]);
+      expect(statuses(answers), `round ${round}: ${answers.map((r) => r.body).join(' ')}`).toEqual([
+        200, 409,
+      ]);
       expectRefusals(
         answers.filter((r) => r.statusCode === 409),
         409,

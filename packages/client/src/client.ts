@@ -28,6 +28,7 @@ import type {
   InviteMemberInput,
   MemberRole,
   Organization,
+  OrganizationDomain,
   OrganizationMember,
   OrganizationMembership,
   OrganizationSwitch,
@@ -1082,6 +1083,77 @@ export class IdentityClient {
       this.api.POST(`${API}/organization-invitations/acceptances`, { body: { token }, headers, signal }),
     );
     return body.data;
+  }
+
+  // ---- Domains ------------------------------------------------------------------------------------
+
+  /**
+   * Claims a domain for the organization (`domains:manage`): the answer holds the DNS TXT record
+   * (`txtRecord.name`, `txtRecord.value`) to publish before `verifyDomain`. A malformed name, an IP
+   * address or a single label is refused (`organization.domain_invalid`).
+   */
+  async addDomain(
+    organizationId: string,
+    domain: string,
+    options?: CallOptions,
+  ): Promise<OrganizationDomain> {
+    const body = await this.authed<Envelope<OrganizationDomain>>(false, options, (headers, signal) =>
+      this.api.POST(`${API}/organizations/{organizationId}/domains`, {
+        params: { path: { organizationId } },
+        body: { domain },
+        headers,
+        signal,
+      }),
+    );
+    return body.data;
+  }
+
+  /** The organization's domains, verified or not, newest first (`domains:manage`). */
+  async listDomains(
+    organizationId: string,
+    page?: PageRequest,
+    options?: CallOptions,
+  ): Promise<Page<OrganizationDomain>> {
+    const body = await this.authed<Collection<OrganizationDomain>>(true, options, (headers, signal) =>
+      this.api.GET(`${API}/organizations/{organizationId}/domains`, {
+        params: { path: { organizationId }, query: pageQuery(page) },
+        headers,
+        signal,
+      }),
+    );
+    return toPage(body);
+  }
+
+  /**
+   * Asks the service to look up the domain's TXT record and verify it (`domains:manage`). Refused
+   * with `organization.domain_unverified` (the record not found; the problem names the expected
+   * one), `organization.domain_taken` (another organization verified it) or
+   * `organization.domain_check_unavailable` (the DNS did not answer; retry later).
+   */
+  async verifyDomain(
+    organizationId: string,
+    domainId: string,
+    options?: CallOptions,
+  ): Promise<OrganizationDomain> {
+    const body = await this.authed<Envelope<OrganizationDomain>>(false, options, (headers, signal) =>
+      this.api.POST(`${API}/organizations/{organizationId}/domains/{domainId}/verifications`, {
+        params: { path: { organizationId, domainId } },
+        headers,
+        signal,
+      }),
+    );
+    return body.data;
+  }
+
+  /** Removes a domain, verified or not (`domains:manage`). */
+  async removeDomain(organizationId: string, domainId: string, options?: CallOptions): Promise<void> {
+    await this.authed(false, options, (headers, signal) =>
+      this.api.DELETE(`${API}/organizations/{organizationId}/domains/{domainId}`, {
+        params: { path: { organizationId, domainId } },
+        headers,
+        signal,
+      }),
+    );
   }
 
   // ---- Mechanics --------------------------------------------------------------------------------

@@ -148,3 +148,8 @@ export type PendingInvitation = Item<
 export type InvitationLookup = ResponseData<'/api/v1/organization-invitations/lookups', 'post'>;
 /** An accepted invitation: the organization joined, with the caller's role there. */
 export type InvitationAcceptance = ResponseData<'/api/v1/organization-invitations/acceptances', 'post'>;
+/**
+ * A domain an organization claims: its normal form, the DNS TXT record that proves it, and whether
+ * (and how: `dns` or `operator`) it is verified.
+ */
+export type OrganizationDomain = ResponseData<'/api/v1/organizations/{organizationId}/domains', 'post'>;

@@ -78,11 +78,15 @@ export const organizationsSection = section({
       description:
         'seconds an organization invitation stays acceptable (7 days by default); a new invitation to the same address replaces the pending one. See [organizations](organizations.md#invitations)',
     }),
-    DNS_RESOLVERS: formatted('dns-resolvers', 'must be a comma-separated list of ip, ipv4:port or [ipv6]:port', {
-      description:
-        'the DNS servers a domain verification asks for its TXT record (`POST /api/v1/organizations/{id}/domains/{domainId}/verifications`), comma-separated `ip`, `ipv4:port` or `[ipv6]:port`, tried in order. See [organizations](organizations.md#domains)',
-      shown: "none (the system's resolvers)",
-    }),
+    DNS_RESOLVERS: formatted(
+      'dns-resolvers',
+      'must be a comma-separated list of ip, ipv4:port or [ipv6]:port',
+      {
+        description:
+          'the DNS servers a domain verification asks for its TXT record (`POST /api/v1/organizations/{id}/domains/{domainId}/verifications`), comma-separated `ip`, `ipv4:port` or `[ipv6]:port`, tried in order. See [organizations](organizations.md#domains)',
+        shown: "none (the system's resolvers)",
+      },
+    ),
     DNS_TIMEOUT_MS: integer(3000, 100, 30000, {
       description:
         'milliseconds a domain verification waits for each DNS server before it gives up: the verification then answers `503 organization.domain_check_unavailable` and changes nothing. See [organizations](organizations.md#domains)',

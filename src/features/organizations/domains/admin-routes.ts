@@ -1,5 +1,5 @@
-import type { FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
 import type { AppContext } from '../../../context.js';
 import { operatorOf } from '../../../platform/http/admin-auth.js';
 import { envelope, page } from '../../../platform/http/envelope.js';
@@ -43,7 +43,11 @@ export function domainAdminRoutes(app: RouteApp, ctx: AppContext): void {
       },
     },
     async (request) => {
-      const { items, pageInfo } = await service.operatorList(adminScope(request), request.query, request.params.id);
+      const { items, pageInfo } = await service.operatorList(
+        adminScope(request),
+        request.query,
+        request.params.id,
+      );
       return page(items, pageInfo);
     },
   );

@@ -73,7 +73,11 @@ export async function verifiedOwner(trx: Executor, domain: string): Promise<stri
   return row?.organization_id;
 }
 
-export function domainsPage(trx: Executor, organizationId: string, window: KeysetWindow): Promise<DomainRow[]> {
+export function domainsPage(
+  trx: Executor,
+  organizationId: string,
+  window: KeysetWindow,
+): Promise<DomainRow[]> {
   return trx
     .selectFrom('organization_domains')
     .select(columns)
@@ -115,7 +119,11 @@ export async function markChecked(trx: Executor, domainId: string, now: Date): P
     .execute();
 }
 
-export async function deleteDomain(trx: Executor, organizationId: string, domainId: string): Promise<boolean> {
+export async function deleteDomain(
+  trx: Executor,
+  organizationId: string,
+  domainId: string,
+): Promise<boolean> {
   const rows = await trx
     .deleteFrom('organization_domains')
     .where('organization_id', '=', organizationId)

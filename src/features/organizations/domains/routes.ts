@@ -44,7 +44,11 @@ export const DomainSchema = Type.Object(
 );
 export const DomainPageSchema = Page(DomainSchema);
 
-const REFUSALS: ProblemCode[] = [...SESSION_REFUSALS, 'organization.not_found', 'organization.permission_denied'];
+const REFUSALS: ProblemCode[] = [
+  ...SESSION_REFUSALS,
+  'organization.not_found',
+  'organization.permission_denied',
+];
 
 /**
  * Verified domains (docs/organizations.md, "Domains"), declared inside the organizations plugin

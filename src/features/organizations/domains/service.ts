@@ -114,7 +114,11 @@ export class DomainService {
           actor: identityId,
           target: claim.id,
           outcome: 'failure',
-          details: { organizationId, domain: claim.domain, records: answer.kind === 'records' ? answer.values.length : 0 },
+          details: {
+            organizationId,
+            domain: claim.domain,
+            records: answer.kind === 'records' ? answer.values.length : 0,
+          },
         });
       });
       throw new Problem('organization.domain_unverified', { txtRecord: expected });
