@@ -231,6 +231,8 @@ describe('the admin listener', () => {
       '/admin/v1/organizations',
       '/admin/v1/organizations/{id}',
       '/admin/v1/organizations/{id}/disablements',
+      '/admin/v1/organizations/{id}/domains',
+      '/admin/v1/organizations/{id}/domains/{domainId}/verifications',
       '/admin/v1/organizations/{id}/members',
       '/admin/v1/organizations/{id}/members/{identityId}',
       '/admin/v1/webhook-endpoints',

@@ -67,7 +67,25 @@ describe('organization settings', () => {
       creation: 'anyone',
       roles: [{ name: 'billing', permissions: ['billing:read', 'billing:write'] }],
       invitationTtl: 604800,
+      dnsResolvers: [],
+      dnsTimeoutMs: 3000,
     });
+    // DNS_RESOLVERS: ip, ipv4:port or [ipv6]:port, comma-separated; anything else stops start-up.
+    expect(
+      loadConfig(testEnv({ DNS_RESOLVERS: '127.0.0.1:5353, ::1,[::1]:53,9.9.9.9' })).organizations
+        .dnsResolvers,
+    ).toEqual(['127.0.0.1:5353', '::1', '[::1]:53', '9.9.9.9']);
+    for (const bad of [
+      'dns.example',
+      '127.0.0.1:0',
+      '127.0.0.1:70000',
+      '[127.0.0.1]:53',
+      '1.2.3.4,',
+      '300.1.1.1',
+    ])
+      expect(refusal({ DNS_RESOLVERS: bad }), bad).toBe(
+        'invalid configuration: DNS_RESOLVERS must be a comma-separated list of ip, ipv4:port or [ipv6]:port',
+      );
     expect(
       loadConfig(testEnv({ ORGANIZATION_INVITATION_TTL_SECONDS: '86400' })).organizations.invitationTtl,
     ).toBe(86400);
