@@ -148,8 +148,8 @@ describe('organizations in the hosted pages', () => {
       await a.locator('#invitations .notice').waitFor();
       expect(await a.locator('#invitation-list li').count()).toBe(1);
       expect(await a.locator('#invitation-list').innerText()).toContain(roleName('member'));
-      // Masked: the list never shows the whole address.
-      expect(await a.locator('#invitation-list').innerText()).not.toContain(invitee);
+      // The owner sees the address as invited, not masked: they know who is who.
+      expect(await a.locator('#invitation-list').innerText()).toContain(invitee);
       await axeCheck(a, `${screen}: invitation sent`);
 
       // B opens the link in another browser: the token leaves the address bar at once.
@@ -222,6 +222,8 @@ describe('organizations in the hosted pages', () => {
       await h1(a, orgName);
       const row = a.locator('#member-list li').filter({ hasNot: a.getByText('(you)') });
       await expect.poll(() => a.locator('#member-list li').count()).toBe(2);
+      // The owner sees the new member by their address, unmasked.
+      expect(await row.locator('.identifier').innerText()).toBe(invitee);
       await row.getByRole('combobox').selectOption('admin');
       await row.getByRole('button', { name: /^Change role of / }).click();
       await a.locator('#members .notice').waitFor();
@@ -305,7 +307,7 @@ describe('organizations in the hosted pages', () => {
     // The invitation's own "sent" notice may still be on the page: wait for the list itself.
     await expect.poll(() => a.locator('#invitation-list').innerText()).toBe(t('invitations.none'));
     await a
-      .locator('#invitations .notice', { hasText: t('invitations.revoked', { name: 'c***@example.com' }) })
+      .locator('#invitations .notice', { hasText: t('invitations.revoked', { name: invitee }) })
       .waitFor();
     // Renamed in its settings: the page's title follows.
     await a.locator('#org-settings input[name="name"]').fill('Globex Corporation');

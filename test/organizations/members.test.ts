@@ -51,9 +51,54 @@ async function team(...asked: string[]): Promise<{ id: string; owner: Member; me
   return { id, owner, members };
 }
 
+/** Gives the member a display name, as PATCH /account would. */
+async function named(m: Member, displayName: string): Promise<void> {
+  await t.ctx.database.db
+    .updateTable('identities')
+    .set({ display_name: displayName })
+    .where('id', '=', m.person.identityId)
+    .execute();
+}
+
 describe('members and roles', () => {
+  it('owners and admins (members:manage) see each member by their address and name, unmasked', async () => {
+    const { id, owner, members } = await team('admin', 'member', 'manager');
+    const [admin, plain] = members;
+    await named(plain, 'Grace Hopper');
+    for (const viewer of [owner, admin, members[2]]) {
+      const res = await call(t.app, 'GET', `${ORGS}/${id}/members`, viewer.token);
+      expect(res.statusCode, res.body).toBe(200);
+      const list = res.json().data as Array<{
+        identityId: string;
+        display: string;
+        masked: boolean;
+        name: string | null;
+      }>;
+      const byId = new Map(list.map((m) => [m.identityId, m]));
+      expect(byId.get(plain.person.identityId)).toMatchObject({
+        display: plain.person.email,
+        masked: false,
+        name: 'Grace Hopper',
+      });
+      expect(byId.get(owner.person.identityId)).toMatchObject({
+        display: owner.person.email,
+        masked: false,
+        name: null,
+      });
+    }
+    // A plain member (members:read only) sees the same list masked, without names.
+    const res = await call(t.app, 'GET', `${ORGS}/${id}/members`, plain.token);
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.body).not.toContain(owner.person.email);
+    expect(res.body).not.toContain('Grace Hopper');
+    expect(
+      (res.json().data as Array<{ masked: boolean; name: null }>).every((m) => m.masked && m.name === null),
+    ).toBe(true);
+  });
+
   it('lists members with a masked identifier; needs members:read', async () => {
     const { id, owner, members } = await team('member', 'billing');
+    await named(owner, 'Ada Lovelace');
     const res = await call(t.app, 'GET', `${ORGS}/${id}/members`, members[0].token);
     expect(res.statusCode, res.body).toBe(200);
     const list = res.json().data as Array<{
@@ -69,7 +114,9 @@ describe('members and roles', () => {
     expect(ownerEntry?.role).toBe('owner');
     expect(ownerEntry?.display).not.toBe(owner.person.email);
     expect(ownerEntry?.display).toMatch(/\*/);
+    expect(ownerEntry).toMatchObject({ masked: true, name: null });
     expect(res.body).not.toContain(owner.person.email);
+    expect(res.body).not.toContain('Ada Lovelace');
     // billing has no members:read
     expectProblem(
       await call(t.app, 'GET', `${ORGS}/${id}/members`, members[1].token),

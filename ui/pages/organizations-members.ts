@@ -111,7 +111,10 @@ function membersCard(
     'ul',
     { class: 'items', id: 'member-list' },
     members.map((m) => {
-      const name = m.display ?? t('members.unnamed');
+      // Owners and admins are answered each member's name and address as they are; others the
+      // address masked and no name (docs/organizations.md, "Roles and permissions").
+      const name = m.name ?? m.display ?? t('members.unnamed');
+      const address = m.name && m.display ? m.display : null;
       const self = m.identityId === me;
       const actions: HTMLElement[] = [];
       if (self) {
@@ -183,6 +186,7 @@ function membersCard(
           'span',
           { class: 'item-main' },
           h('span', { class: 'identifier' }, self ? t('members.you', { display: name }) : name),
+          address ? h('span', { class: 'item-meta member-address' }, address) : null,
           h(
             'span',
             { class: 'item-meta member-role' },

@@ -61,7 +61,15 @@ export const MemberSchema = Type.Object({
   role: Type.String(),
   joinedAt: Instant,
   display: Type.Union([Type.String(), Type.Null()], {
-    description: "the member's first verified identifier, masked; null when it has none",
+    description:
+      "the member's first verified identifier: as it is for a caller with members:manage, masked " +
+      '(a***@example.com) for anyone else; null when it has none',
+  }),
+  masked: Type.Boolean({ description: 'whether `display` is masked (the caller lacks members:manage)' }),
+  name: Type.Union([Type.String(), Type.Null()], {
+    description:
+      "the member's name (display name, else given and family names) for a caller with members:manage; " +
+      'null for anyone else, or when the member set none',
   }),
 });
 export const MemberPageSchema = Page(MemberSchema);

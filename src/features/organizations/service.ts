@@ -9,6 +9,7 @@ import type { CursorCodec, CursorScope } from '../../platform/pagination/cursor.
 import { type KeysetWindow, keysetPage, type PageQuery } from '../../platform/pagination/page.js';
 import { Problem } from '../../platform/problem.js';
 import type { EventLog } from '../events/log.js';
+import { shownName } from '../identities/profile.js';
 import { verifiedIdentifiers } from '../identities/repository.js';
 import { membershipChanged, organizationChanged } from './events.js';
 import * as repo from './repository.js';
@@ -161,12 +162,17 @@ export class OrganizationService {
     });
   }
 
-  /** GET /organizations/{id}/members: `members:read`; the same 404 as GET for a non-member. */
+  /**
+   * GET /organizations/{id}/members: `members:read`; the same 404 as GET for a non-member. Those
+   * who manage members (`members:manage`: owners, admins) see each member's address and name as
+   * they are, to know who is who; everyone else sees the address masked and no name.
+   */
   async members(scope: CursorScope, query: PageQuery, identityId: string, organizationId: string) {
     const { db } = this.deps.database;
     const me = await repo.memberView(db, organizationId, identityId);
     if (!me) throw notFound();
     if (!this.roles.can(me.role, 'members:read')) throw denied();
+    const plain = this.roles.can(me.role, 'members:manage');
     const fetch = (window: KeysetWindow) => repo.membersPage(db, organizationId, window);
     const { items, pageInfo } = await keysetPage(this.deps.cursors, scope, query, fetch, (r) => r.createdAt);
     return {
@@ -176,8 +182,12 @@ export class OrganizationService {
         joinedAt: new Date(m.createdAt).toISOString(),
         display:
           m.displayType && m.displayValue
-            ? maskIdentifier(m.displayType as 'email' | 'phone', m.displayValue)
+            ? plain
+              ? m.displayValue
+              : maskIdentifier(m.displayType as 'email' | 'phone', m.displayValue)
             : null,
+        masked: !plain,
+        name: plain ? shownName(m) : null,
       })),
       pageInfo,
     };

@@ -1634,7 +1634,7 @@ export type paths = {
             path?: never;
             cookie?: never;
         };
-        /** The organization’s pending invitations, newest first, addresses masked (members:invite) */
+        /** The organization’s pending invitations, newest first, each address as invited (members:invite) */
         get: {
             parameters: {
                 query?: {
@@ -1664,7 +1664,7 @@ export type paths = {
                                 expiresAt: string;
                                 /** Format: uuid */
                                 id: string;
-                                /** @description masked: a***@example.com or +33******78 */
+                                /** @description the invited address or number, normalised, not masked (only members:invite lists them) */
                                 identifier: string;
                                 identifierType: "email" | "phone";
                                 /** Format: uuid */
@@ -2000,7 +2000,7 @@ export type paths = {
             path?: never;
             cookie?: never;
         };
-        /** The members of an organization, newest first, each named by a masked identifier (members:read) */
+        /** The members of an organization, newest first, each named by an identifier, masked unless the caller has members:manage (members:read) */
         get: {
             parameters: {
                 query?: {
@@ -2024,12 +2024,16 @@ export type paths = {
                     content: {
                         "application/json": {
                             data: {
-                                /** @description the member's first verified identifier, masked; null when it has none */
+                                /** @description the member's first verified identifier: as it is for a caller with members:manage, masked (a***@example.com) for anyone else; null when it has none */
                                 display: string | null;
                                 /** Format: uuid */
                                 identityId: string;
                                 /** Format: date-time */
                                 joinedAt: string;
+                                /** @description whether `display` is masked (the caller lacks members:manage) */
+                                masked: boolean;
+                                /** @description the member's name (display name, else given and family names) for a caller with members:manage; null for anyone else, or when the member set none */
+                                name: string | null;
                                 role: string;
                             }[];
                             meta: {

@@ -54,7 +54,9 @@ export const SentInvitationSchema = Type.Object(
 export const PendingInvitationSchema = Type.Object({
   id: Uuid,
   identifierType: IdentifierType,
-  identifier: Masked,
+  identifier: Type.String({
+    description: 'the invited address or number, normalised, not masked (only members:invite lists them)',
+  }),
   role: Type.String(),
   invitedBy: Uuid,
   createdAt: Instant,
@@ -141,7 +143,7 @@ export function invitationRoutes(app: RouteApp, ctx: AppContext): void {
 
   listRoute(app, '/organizations/:organizationId/invitations', {
     tags: TAGS,
-    summary: 'The organization’s pending invitations, newest first, addresses masked (members:invite)',
+    summary: 'The organization’s pending invitations, newest first, each address as invited (members:invite)',
     guard: session,
     security: security.session,
     page: PendingInvitationPageSchema,

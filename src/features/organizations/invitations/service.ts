@@ -163,7 +163,10 @@ export class InvitationService {
     return requestLocale ?? identityLocale(db, inviter);
   }
 
-  /** GET /organizations/{id}/invitations: the pending ones, newest first (`members:invite`). */
+  /**
+   * GET /organizations/{id}/invitations: the pending ones, newest first (`members:invite`). Only
+   * those who invite see this list, so the address is shown as it was invited, not masked.
+   */
   async list(scope: CursorScope, query: PageQuery, identityId: string, organizationId: string) {
     const { db } = this.deps.database;
     const me = await repo.memberView(db, organizationId, identityId);
@@ -176,7 +179,7 @@ export class InvitationService {
       items: items.map((i) => ({
         id: i.id,
         identifierType: i.identifierType,
-        identifier: maskIdentifier(i.identifierType, i.identifier),
+        identifier: i.identifier,
         role: i.role,
         invitedBy: i.invitedBy,
         createdAt: new Date(i.createdAt).toISOString(),
