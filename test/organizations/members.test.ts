@@ -19,7 +19,11 @@ import {
 let t: TestApp;
 
 const ROLES = [
-  { name: 'billing', permissions: ['billing:read', 'billing:write'] },
+  {
+    name: 'billing',
+    permissions: ['billing:read', 'billing:write'],
+    displayName: { en: 'Billing', fr: 'Facturation' },
+  },
   { name: 'manager', permissions: ['members:read', 'members:manage'] },
 ];
 
@@ -61,6 +65,32 @@ async function named(m: Member, displayName: string): Promise<void> {
 }
 
 describe('members and roles', () => {
+  it('GET answers every role with its display name and whether the caller may grant it', async () => {
+    const { id, owner, members } = await team('admin', 'manager');
+    const rolesOf = async (token: string) => {
+      const res = await call(t.app, 'GET', `${ORGS}/${id}`, token);
+      expect(res.statusCode, res.body).toBe(200);
+      return res.json().data.roles as Array<{ name: string; displayName: object; assignable: boolean }>;
+    };
+    expect(await rolesOf(owner.token)).toEqual([
+      { name: 'owner', displayName: {}, assignable: true },
+      { name: 'admin', displayName: {}, assignable: true },
+      { name: 'member', displayName: {}, assignable: true },
+      { name: 'billing', displayName: { en: 'Billing', fr: 'Facturation' }, assignable: true },
+      { name: 'manager', displayName: {}, assignable: true },
+    ]);
+    // An admin lacks billing's permissions and owner: neither is offered.
+    expect((await rolesOf(members[0].token)).filter((r) => r.assignable).map((r) => r.name)).toEqual([
+      'admin',
+      'member',
+      'manager',
+    ]);
+    expect((await rolesOf(members[1].token)).filter((r) => r.assignable).map((r) => r.name)).toEqual([
+      'member',
+      'manager',
+    ]);
+  });
+
   it('owners and admins (members:manage) see each member by their address and name, unmasked', async () => {
     const { id, owner, members } = await team('admin', 'member', 'manager');
     const [admin, plain] = members;

@@ -1,4 +1,4 @@
-import { messages } from '../i18n.js';
+import { locale, messages } from '../i18n.js';
 
 /** Organizations: the switcher in the frame, the organizations and members pages, invitations. */
 export const t = messages(
@@ -207,8 +207,21 @@ export const t = messages(
   },
 );
 
-/** A role's name in the person's language; a configured role keeps its own name. */
+/** The configured roles' display names by language, as the last organization read answered them. */
+const configured = new Map<string, Record<string, string>>();
+
+/** Keeps the display names of an organization's roles (GET /organizations/{id}'s `roles`). */
+export function rememberRoles(roles: readonly { name: string; displayName: Record<string, string> }[]): void {
+  for (const r of roles) configured.set(r.name, r.displayName);
+}
+
+/**
+ * A role's name in the person's language: a built-in role's from this catalogue; a configured
+ * role's display name (ORGANIZATION_ROLES) in that language, else in English, else in any language
+ * it has, else its own name.
+ */
 export function roleName(role: string): string {
   if (role === 'owner' || role === 'admin' || role === 'member') return t(`role.${role}`);
-  return role;
+  const names = configured.get(role) ?? {};
+  return names[locale()] ?? names.en ?? Object.values(names)[0] ?? role;
 }

@@ -9,16 +9,18 @@ import {
 import { field, formatDate, h, uid } from '../dom.js';
 import { actionButton, alertBox, makeForm } from '../forms.js';
 import { identifierField } from '../identifier.js';
-import { roleName, t } from '../messages/organizations.js';
+import { rememberRoles, roleName, t } from '../messages/organizations.js';
 import { go, type PageContent } from '../router.js';
 import { inOwnWords, setFlash, switchOrganization } from './organizations.js';
 import { card, confirmButton, saySuccess } from './security/common.js';
 
-const BUILT_IN = ['member', 'admin', 'owner'] as const;
-
-/** The roles the caller may hand out: an owner any built-in one, others all but owner. */
+/**
+ * The roles the caller may hand out, as the service answered them (the built-in ones and those of
+ * ORGANIZATION_ROLES; only an owner hands out owner, and nobody a role with a permission they lack),
+ * and the member's current one.
+ */
 function grantable(org: Organization, current?: string): string[] {
-  const roles: string[] = BUILT_IN.filter((r) => r !== 'owner' || org.role === 'owner');
+  const roles = org.roles.filter((r) => r.assignable).map((r) => r.name);
   if (current && !roles.includes(current)) roles.push(current);
   return roles;
 }
@@ -61,6 +63,7 @@ export async function organizationPage(id: string): Promise<PageContent> {
   const body = h('div');
   const draw = async (fresh: boolean) => {
     if (fresh) org = await organizations.get(id);
+    rememberRoles(org.roles);
     const context = await api.context();
     const can = (p: string) => org.permissions.includes(p);
     const [members, invitations] = await Promise.all([

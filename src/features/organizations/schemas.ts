@@ -42,6 +42,18 @@ export const OrganizationSchema = Type.Object(
     updatedAt: Instant,
     role: Type.String({ description: "the caller's role" }),
     permissions: Type.Array(Type.String(), { description: "the caller's permissions here" }),
+    roles: Type.Array(
+      Type.Object({
+        name: Type.String(),
+        displayName: Type.Record(Type.String(), Type.String(), {
+          description:
+            "the role's display name by language (en, fr), from ORGANIZATION_ROLES; empty for the built-in " +
+            'roles and for a configured role without one',
+        }),
+        assignable: Type.Boolean({ description: 'whether the caller may grant (and take away) this role' }),
+      }),
+      { description: 'every role of the deployment, built-in first, as the pages offer them' },
+    ),
   },
   { $id: 'Organization' },
 );

@@ -13,7 +13,7 @@ import { shownName } from '../identities/profile.js';
 import { verifiedIdentifiers } from '../identities/repository.js';
 import { membershipChanged, organizationChanged } from './events.js';
 import * as repo from './repository.js';
-import { OrganizationRoles, OWNER_ROLE, type Permission } from './roles.js';
+import { OrganizationRoles, OWNER_ROLE, type Permission, type RoleEntry } from './roles.js';
 
 /** What organizations, memberships and roles use. */
 export interface OrganizationServiceDeps {
@@ -34,6 +34,7 @@ export interface OrganizationView {
   updatedAt: string;
   role: string;
   permissions: Permission[];
+  roles: RoleEntry[];
 }
 
 const notFound = () => new Problem('organization.not_found');
@@ -312,8 +313,14 @@ export class OrganizationService {
   }
 
   #etag(o: repo.OrganizationRow, role: string): string {
-    // The caller's role is part of what GET answers, so it is part of the version too.
-    return strongEtag(o.id, new Date(o.updatedAt).toISOString(), role);
+    // The caller's role, and the roles it may grant (the configuration's), are part of what GET
+    // answers, so they are part of the version too.
+    return strongEtag(
+      o.id,
+      new Date(o.updatedAt).toISOString(),
+      role,
+      JSON.stringify(this.roles.catalogue(role)),
+    );
   }
 
   #versioned(o: repo.OrganizationRow, role: string) {
@@ -330,6 +337,7 @@ export class OrganizationService {
       updatedAt: new Date(o.updatedAt).toISOString(),
       role,
       permissions: this.roles.permissions(role),
+      roles: this.roles.catalogue(role),
     };
   }
 

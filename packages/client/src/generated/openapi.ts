@@ -1298,6 +1298,16 @@ export type paths = {
                                 requireSecondFactor: boolean;
                                 /** @description the caller's role */
                                 role: string;
+                                /** @description every role of the deployment, built-in first, as the pages offer them */
+                                roles: {
+                                    /** @description whether the caller may grant (and take away) this role */
+                                    assignable: boolean;
+                                    /** @description the role's display name by language (en, fr), from ORGANIZATION_ROLES; empty for the built-in roles and for a configured role without one */
+                                    displayName: {
+                                        [key: string]: string;
+                                    };
+                                    name: string;
+                                }[];
                                 slug: string;
                                 /** Format: date-time */
                                 updatedAt: string;
@@ -1427,6 +1437,16 @@ export type paths = {
                                 requireSecondFactor: boolean;
                                 /** @description the caller's role */
                                 role: string;
+                                /** @description every role of the deployment, built-in first, as the pages offer them */
+                                roles: {
+                                    /** @description whether the caller may grant (and take away) this role */
+                                    assignable: boolean;
+                                    /** @description the role's display name by language (en, fr), from ORGANIZATION_ROLES; empty for the built-in roles and for a configured role without one */
+                                    displayName: {
+                                        [key: string]: string;
+                                    };
+                                    name: string;
+                                }[];
                                 slug: string;
                                 /** Format: date-time */
                                 updatedAt: string;
@@ -1535,6 +1555,16 @@ export type paths = {
                                 requireSecondFactor: boolean;
                                 /** @description the caller's role */
                                 role: string;
+                                /** @description every role of the deployment, built-in first, as the pages offer them */
+                                roles: {
+                                    /** @description whether the caller may grant (and take away) this role */
+                                    assignable: boolean;
+                                    /** @description the role's display name by language (en, fr), from ORGANIZATION_ROLES; empty for the built-in roles and for a configured role without one */
+                                    displayName: {
+                                        [key: string]: string;
+                                    };
+                                    name: string;
+                                }[];
                                 slug: string;
                                 /** Format: date-time */
                                 updatedAt: string;
@@ -8091,6 +8121,16 @@ export type components = {
             requireSecondFactor: boolean;
             /** @description the caller's role */
             role: string;
+            /** @description every role of the deployment, built-in first, as the pages offer them */
+            roles: {
+                /** @description whether the caller may grant (and take away) this role */
+                assignable: boolean;
+                /** @description the role's display name by language (en, fr), from ORGANIZATION_ROLES; empty for the built-in roles and for a configured role without one */
+                displayName: {
+                    [key: string]: string;
+                };
+                name: string;
+            }[];
             slug: string;
             /** Format: date-time */
             updatedAt: string;
