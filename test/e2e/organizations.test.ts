@@ -164,7 +164,7 @@ describe('organizations in the hosted pages', () => {
       await b
         .getByRole('heading', {
           level: 2,
-          name: t('invitation.what', { org: orgName, role: roleName('member') }),
+          name: t('invitation.whatFrom', { inviter: owner.email, org: orgName, role: roleName('member') }),
         })
         .waitFor();
       await axeCheck(b, `${screen}: invitation, signed out`);
@@ -172,7 +172,12 @@ describe('organizations in the hosted pages', () => {
       // B creates an account through it, confirms the address, and comes back to the invitation.
       await b.getByRole('link', { name: t('invitation.signUp'), exact: true }).click();
       await h1(b, signUp('title'));
-      await b.locator('input[name="identifier"]').fill(invitee);
+      // The invited address, filled in and read-only.
+      const address = b.locator('input[name="identifier"]');
+      expect(await address.inputValue()).toBe(invitee);
+      expect(await address.evaluate((e) => (e as HTMLInputElement).readOnly)).toBe(true);
+      await b.getByText(signUp('first.invited'), { exact: true }).waitFor();
+      await axeCheck(b, `${screen}: sign-up from an invitation`);
       await b.locator('input[name="password"]').fill(inviteePassword);
       const mails = mailCount(smtp, invitee);
       await button(b, signUp('create')).click();

@@ -81,6 +81,7 @@ export const t = messages(
     // The invitation page.
     'invitation.title': 'Invitation',
     'invitation.what': 'You are invited to join {org} as {role}.',
+    'invitation.whatFrom': '{inviter} invited you to join {org} as {role}.',
     'invitation.sentTo': 'Sent to {identifier}. Valid until {when}.',
     'invitation.accept': 'Accept',
     'invitation.accepted': 'You joined {org} as {role}.',
@@ -181,6 +182,7 @@ export const t = messages(
     'settings.saved': 'Enregistré.',
     'invitation.title': 'Invitation',
     'invitation.what': 'Vous êtes invité à rejoindre {org} en tant que {role}.',
+    'invitation.whatFrom': '{inviter} vous invite à rejoindre {org} en tant que {role}.',
     'invitation.sentTo': 'Envoyée à {identifier}. Valable jusqu’au {when}.',
     'invitation.accept': 'Accepter',
     'invitation.accepted': 'Vous avez rejoint {org} en tant que {role}.',

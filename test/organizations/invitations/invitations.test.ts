@@ -223,12 +223,24 @@ describe('lookup and acceptance', () => {
     const { token } = await invited(owner.token, org.id, invitee.person.email, 'admin');
     const seen = await lookup(token);
     expect(seen.statusCode, seen.body).toBe(200);
+    // The invited address whole (the token went there), and who invited: their address, no name yet.
     expect(seen.json().data).toEqual({
       organization: { name: 'Globex', slug: org.slug },
       role: 'admin',
+      roleDisplayName: {},
       identifierType: 'email',
-      identifier: 'p***@example.com',
+      identifier: invitee.person.email,
+      invitedBy: { name: null, identifier: owner.person.email },
       expiresAt: expect.any(String),
+    });
+    await t.ctx.database.db
+      .updateTable('identities')
+      .set({ given_name: 'Ada', family_name: 'Lovelace' })
+      .where('id', '=', owner.person.identityId)
+      .execute();
+    expect((await lookup(token)).json().data.invitedBy).toEqual({
+      name: 'Ada Lovelace',
+      identifier: owner.person.email,
     });
     const res = await accept(invitee.token, token);
     expect(res.statusCode, res.body).toBe(201);

@@ -1063,14 +1063,25 @@ export type paths = {
                             data: {
                                 /** Format: date-time */
                                 expiresAt: string;
-                                /** @description masked: a***@example.com or +33******78 */
+                                /** @description the invited address or number, whole: the token was sent there, so its holder is shown it */
                                 identifier: string;
                                 identifierType: "email" | "phone";
+                                /** @description who sent the invitation; null once they have neither a name nor an address (erased) */
+                                invitedBy: {
+                                    /** @description the inviter's first verified address or number */
+                                    identifier: string | null;
+                                    /** @description the inviter's name, if they set one */
+                                    name: string | null;
+                                } | null;
                                 organization: {
                                     name: string;
                                     slug: string;
                                 };
                                 role: string;
+                                /** @description a configured role's display name by language (ORGANIZATION_ROLES); empty otherwise */
+                                roleDisplayName: {
+                                    [key: string]: string;
+                                };
                             };
                         };
                     };

@@ -67,8 +67,27 @@ export const PendingInvitationPageSchema = Page(PendingInvitationSchema);
 export const InvitationLookupSchema = Type.Object({
   organization: Type.Object({ name: Type.String(), slug: Type.String() }),
   role: Type.String(),
+  roleDisplayName: Type.Record(Type.String(), Type.String(), {
+    description: "a configured role's display name by language (ORGANIZATION_ROLES); empty otherwise",
+  }),
   identifierType: IdentifierType,
-  identifier: Masked,
+  identifier: Type.String({
+    description: 'the invited address or number, whole: the token was sent there, so its holder is shown it',
+  }),
+  invitedBy: Type.Union(
+    [
+      Type.Object({
+        name: Type.Union([Type.String(), Type.Null()], {
+          description: "the inviter's name, if they set one",
+        }),
+        identifier: Type.Union([Type.String(), Type.Null()], {
+          description: "the inviter's first verified address or number",
+        }),
+      }),
+      Type.Null(),
+    ],
+    { description: 'who sent the invitation; null once they have neither a name nor an address (erased)' },
+  ),
   expiresAt: Instant,
 });
 
