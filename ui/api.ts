@@ -411,6 +411,9 @@ export const organizations = {
     (await client.listInvitations(id, { limit: 100 })).items,
   invite: (id: string, who: IdentifierForm, role: string) => client.inviteMember(id, { ...who, role }),
   revokeInvitation: (id: string, invitationId: string) => client.revokeInvitation(id, invitationId),
+  /** Hands the ownership to a member (elevated): they become an owner, the caller an admin. */
+  transfer: (id: string, identityId: string, elevation: string) =>
+    client.transferOwnership(elevation, id, identityId),
   /**
    * Acts in `id` (null: in none). The client hands the answer's access token to the page's session
    * (its refresh token, in the cookie, is unchanged): the next calls carry the organization at once.

@@ -1,15 +1,18 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/platform/clock.js';
 import { setLocale } from '../../ui/i18n.js';
 import { t as account } from '../../ui/messages/account.js';
 import { roleName, t } from '../../ui/messages/organizations.js';
 import { t as security } from '../../ui/messages/security.js';
 import { t as signUp } from '../../ui/messages/sign-up.js';
+import { t as stepUpText } from '../../ui/messages/stepup.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { axeCheck, launchChromium, signInPage } from '../helpers/browser.js';
-import { createPerson, type Person } from '../helpers/identities.js';
+import { createPerson, type Person, signIn } from '../helpers/identities.js';
 import { freePort } from '../helpers/net.js';
 import { bodyOf, mailCode, mailCount, type SmtpSink, startSmtpSink } from '../helpers/smtp.js';
+import { createOrganization, join } from '../organizations/support.js';
 
 /*
  * Issue 28's journey in Chromium, on a desktop and on a phone: A creates an organization (the
@@ -38,8 +41,17 @@ beforeAll(async () => {
   smtp = await startSmtpSink();
   const port = await freePort();
   origin = `http://localhost:${port}`;
+  // The page keeps an elevation until its expiry by the browser's clock: the service's starts now.
   t0 = await createTestApp({
-    env: { PUBLIC_ORIGIN: origin, SMTP_URL: `smtp://127.0.0.1:${smtp.port}`, ACCOUNT_UI: 'on' },
+    clock: new ManualClock(new Date()),
+    env: {
+      PUBLIC_ORIGIN: origin,
+      SMTP_URL: `smtp://127.0.0.1:${smtp.port}`,
+      ACCOUNT_UI: 'on',
+      ORGANIZATION_ROLES: JSON.stringify([
+        { name: 'billing', permissions: ['billing:read'], displayName: { en: 'Billing', fr: 'Facturation' } },
+      ]),
+    },
   });
   await t0.app.listen({ host: '127.0.0.1', port });
   browser = await launchChromium();
@@ -136,8 +148,16 @@ describe('organizations in the hosted pages', () => {
       expect(await a.getByLabel(t('create.slug'), { exact: true }).inputValue()).toBe(slug);
       await button(a, t('create.submit')).click();
       await h1(a, orgName);
-      await a.getByText(t('create.created', { name: orgName })).waitFor();
+      // The new organization is the one A now acts in.
+      await a.getByText(t('create.createdActive', { name: orgName })).waitFor();
+      await expect
+        .poll(async () => (await switcher(a, screen)).innerText())
+        .toBe(t('switcher.label', { name: orgName }));
       expect(await a.locator('#org-role').innerText()).toBe(t('org.yourRole', { role: roleName('owner') }));
+      // The sole owner is not offered "Leave": the way out is said instead.
+      await a.locator('#member-list .sole-owner').waitFor();
+      expect(await a.locator('#member-list').innerText()).toContain(t('members.soleOwner'));
+      expect(await button(a, t('members.leave')).count()).toBe(0);
       await axeCheck(a, `${screen}: organization page (owner)`);
 
       // A invites B by email as a member.
@@ -196,6 +216,21 @@ describe('organizations in the hosted pages', () => {
       const toggle = await switcher(b, screen);
       await toggle.click();
       await axeCheck(b, `${screen}: switcher open`);
+      // Its rows start at the same edge, each on one line of the same height.
+      const rows = await b.locator('.org-choices li > :first-child').evaluateAll((els) =>
+        els.map((e) => {
+          const r = e.getBoundingClientRect();
+          return {
+            left: Math.round(r.left),
+            height: Math.round(r.height),
+            wrap: getComputedStyle(e).whiteSpace,
+          };
+        }),
+      );
+      expect(rows.length).toBe(3);
+      expect(new Set(rows.map((r) => r.left)).size).toBe(1);
+      expect(new Set(rows.map((r) => r.height)).size).toBe(1);
+      expect(rows.every((r) => r.wrap === 'nowrap')).toBe(true);
       await b
         .getByRole('button', {
           name: t('switcher.option', { name: orgName, role: roleName('member') }),
@@ -289,6 +324,60 @@ describe('organizations in the hosted pages', () => {
       expect(pageErrors).toEqual([]);
     }, 120_000);
   }
+
+  it('an owner assigns a configured role by its display name, then transfers the ownership (step-up)', async () => {
+    const owner = await createPerson(t0.ctx, 'olga-owner@example.com');
+    const heir = await createPerson(t0.ctx, 'henry-heir@example.com');
+    const org = await createOrganization(t0, (await signIn(t0.app, owner)).accessToken, 'Initech');
+    await join(t0, org.id, heir.identityId, 'member');
+    const a = await atOrganizations('desktop', owner);
+    await a.goto(`${origin}/account/#/organizations/${org.id}`);
+    await h1(a, 'Initech');
+    // The configured role is offered under its display name.
+    const row = a.locator('#member-list li', { hasText: heir.email });
+    const picker = row.getByRole('combobox');
+    expect(await picker.locator('option').allInnerTexts()).toEqual([
+      roleName('owner'),
+      roleName('admin'),
+      roleName('member'),
+      'Billing',
+    ]);
+    await picker.selectOption('billing');
+    await row.getByRole('button', { name: t('members.changeLabel', { name: heir.email }) }).click();
+    await a
+      .locator('#members .notice', { hasText: t('members.changed', { name: heir.email, role: 'Billing' }) })
+      .waitFor();
+    expect(await a.locator('#member-list li', { hasText: heir.email }).innerText()).toContain('Billing');
+    await axeCheck(a, 'configured role assigned');
+
+    // The transfer page: the member chosen, the step-up asked right there, then A is an admin.
+    await a.locator('#transfer-link').click();
+    await h1(a, t('transfer.title'));
+    await axeCheck(a, 'transfer: the form');
+    await a.getByLabel(t('transfer.member'), { exact: true }).selectOption(heir.identityId);
+    const mails = mailCount(smtp, owner.email);
+    await button(a, t('transfer.submit')).click();
+    const box = a.locator('.stepup');
+    await box.waitFor();
+    await axeCheck(a, 'transfer: the step-up');
+    await box.locator('input[name="code"]').fill(await mailCode(smtp, owner.email, mails + 1));
+    await box.getByRole('button', { name: stepUpText('confirm'), exact: true }).click();
+    await h1(a, 'Initech');
+    await a.getByText(t('transfer.done', { name: heir.email, org: 'Initech' })).waitFor();
+    expect(await a.locator('#org-role').innerText()).toBe(t('org.yourRole', { role: roleName('admin') }));
+    expect(await a.locator('#transfer-link').count()).toBe(0);
+    await axeCheck(a, 'transfer: done');
+    const roles = await t0.ctx.database.db
+      .selectFrom('organization_memberships')
+      .select(['identity_id', 'role'])
+      .where('organization_id', '=', org.id)
+      .execute();
+    expect(Object.fromEntries(roles.map((r) => [r.identity_id, r.role]))).toEqual({
+      [owner.identityId]: 'admin',
+      [heir.identityId]: 'owner',
+    });
+    expect(pageErrors).toEqual([]);
+  }, 60_000);
 
   it('an invitation revoked (asked first, gone from the list, its link says so); a rename', async () => {
     const owner = await createPerson(t0.ctx, 'eve-revokes@example.com');

@@ -90,6 +90,13 @@ function summaryCard(org: Organization, active: boolean): HTMLElement {
     'section',
     { class: 'card', 'aria-label': org.name, id: 'org-summary' },
     h('p', { id: 'org-role' }, t('org.yourRole', { role: roleName(org.role) })),
+    org.role === 'owner'
+      ? h(
+          'p',
+          null,
+          h('a', { href: `#/organizations/${org.id}/transfer`, id: 'transfer-link' }, t('transfer.link')),
+        )
+      : null,
     alert,
     active
       ? h('p', { class: 'hint' }, t('org.isActive'))
@@ -110,6 +117,8 @@ function membersCard(
   const { el } = card('members', t('members.title'));
   const alert = alertBox();
   const manage = org.permissions.includes('members:manage');
+  // The only owner may not leave (409 organization.last_owner): not offered, the way out said.
+  const owners = members.filter((m) => m.role === 'owner').length;
   const list = h(
     'ul',
     { class: 'items', id: 'member-list' },
@@ -120,7 +129,9 @@ function membersCard(
       const address = m.name && m.display ? m.display : null;
       const self = m.identityId === me;
       const actions: HTMLElement[] = [];
-      if (self) {
+      if (self && m.role === 'owner' && owners <= 1) {
+        actions.push(h('p', { class: 'hint sole-owner' }, t('members.soleOwner')));
+      } else if (self) {
         actions.push(
           confirmButton({
             label: t('members.leave'),
