@@ -291,6 +291,8 @@ describe('organizations in the hosted pages', () => {
       await a.reload();
       await h1(a, orgName);
       await a.getByLabel(t('settings.secondFactor'), { exact: true }).check();
+      // The settings have one save button.
+      expect(await a.locator('#org-settings button').count()).toBe(1);
       await button(a, t('settings.save')).click();
       await a.locator('#org-settings .notice').waitFor();
       await b.goto(`${origin}/account/#/`);
@@ -405,7 +407,7 @@ describe('organizations in the hosted pages', () => {
       .waitFor();
     // Renamed in its settings: the page's title follows.
     await a.locator('#org-settings input[name="name"]').fill('Globex Corporation');
-    await button(a, t('settings.rename')).click();
+    await button(a, t('settings.save')).click();
     await h1(a, 'Globex Corporation');
     await a.getByText(t('settings.renamed', { name: 'Globex Corporation' })).waitFor();
     await axeCheck(a, 'renamed');

@@ -73,7 +73,6 @@ export const t = messages(
     'invite.sent': 'Invitation sent to {name}.',
     'settings.title': 'Settings',
     'settings.name': 'Name',
-    'settings.rename': 'Rename',
     'settings.renamed': 'The organization is now called {name}.',
     'settings.secondFactor': 'Require 2-step verification of members',
     'settings.secondFactorHint':
@@ -193,7 +192,6 @@ export const t = messages(
     'invite.sent': 'Invitation envoyée à {name}.',
     'settings.title': 'Paramètres',
     'settings.name': 'Nom',
-    'settings.rename': 'Renommer',
     'settings.renamed': 'L’organisation s’appelle maintenant {name}.',
     'settings.secondFactor': 'Exiger la validation en deux étapes des membres',
     'settings.secondFactorHint':

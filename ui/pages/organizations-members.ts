@@ -290,17 +290,6 @@ function invitationsCard(
 function settingsCard(org: Organization, draw: Redraw): HTMLElement {
   const { el } = card('org-settings', t('settings.title'));
   const name = field({ label: t('settings.name'), name: 'name', maxlength: 100, value: org.name });
-  const rename = makeForm({
-    fields: [name],
-    submit: t('settings.rename'),
-    async onSubmit() {
-      const next = name.input.value.trim();
-      await organizations.update(org.id, { name: next });
-      // The page's title is the name: drawn again whole.
-      setFlash(t('settings.renamed', { name: next }), true);
-      go(`/organizations/${org.id}`);
-    },
-  });
   const boxId = uid('require');
   const checkbox = h('input', {
     type: 'checkbox',
@@ -309,23 +298,35 @@ function settingsCard(org: Organization, draw: Redraw): HTMLElement {
     'aria-describedby': `${boxId}-hint`,
   });
   checkbox.checked = org.requireSecondFactor;
-  const alert = alertBox();
-  const save = actionButton(t('settings.save'), alert, async () => {
-    await organizations.update(org.id, { requireSecondFactor: checkbox.checked });
-    await draw(true);
-    const box = document.getElementById('org-settings');
-    if (box) saySuccess(box, t('settings.saved'));
+  // One form, one "Save": what changed is sent in one PATCH (If-Match: the version shown).
+  const form = makeForm({
+    fields: [name],
+    extra: [
+      h(
+        'div',
+        { class: 'field checkbox-field' },
+        h('div', { class: 'checkbox-row' }, checkbox, h('label', { for: boxId }, t('settings.secondFactor'))),
+        h('p', { class: 'hint', id: `${boxId}-hint` }, t('settings.secondFactorHint')),
+      ),
+    ],
+    submit: t('settings.save'),
+    async onSubmit() {
+      const next = name.input.value.trim();
+      const patch: { name?: string; requireSecondFactor?: boolean } = {};
+      if (next !== org.name) patch.name = next;
+      if (checkbox.checked !== org.requireSecondFactor) patch.requireSecondFactor = checkbox.checked;
+      if (Object.keys(patch).length > 0) await organizations.update(org.id, patch);
+      if (patch.name !== undefined) {
+        // The page's title is the name: drawn again whole.
+        setFlash(t('settings.renamed', { name: next }), true);
+        go(`/organizations/${org.id}`);
+        return;
+      }
+      await draw(true);
+      const box = document.getElementById('org-settings');
+      if (box) saySuccess(box, t('settings.saved'));
+    },
   });
-  el.append(
-    rename.el,
-    h(
-      'div',
-      { class: 'field checkbox-field' },
-      h('div', { class: 'checkbox-row' }, checkbox, h('label', { for: boxId }, t('settings.secondFactor'))),
-      h('p', { class: 'hint', id: `${boxId}-hint` }, t('settings.secondFactorHint')),
-    ),
-    alert,
-    h('div', { class: 'actions' }, save),
-  );
+  el.append(form.el);
   return el;
 }
