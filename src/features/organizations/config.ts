@@ -1,5 +1,4 @@
 import { checkedEntries, formatted, integer, oneOf, section } from '../../config/schema.js';
-import { isLocale, type Locale } from '../../shared/locales.js';
 
 /** The organization roles every deployment has (docs/organizations.md, "Roles and permissions"). */
 export const BUILT_IN_ORGANIZATION_ROLES = ['owner', 'admin', 'member'] as const;
@@ -16,6 +15,11 @@ export interface OrganizationRoleConfig {
 }
 
 const DISPLAY_NAME_MAX = 50;
+
+// The languages of src/shared/locales.ts (the hosted pages'); a config section imports nothing
+// outside src/config and the platform (scripts/layers.ts), as DEFAULT_LOCALE does.
+type Locale = 'en' | 'fr';
+const isLocale = (value: string): value is Locale => value === 'en' || value === 'fr';
 
 /** A display name's text: 1 to 50 characters, not only spaces, no control character. */
 function displayText(value: unknown): string | undefined {
