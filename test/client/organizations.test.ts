@@ -100,7 +100,15 @@ describe('organization methods', () => {
 
     const list = await owner.client.listOrganizations({ limit: 10 });
     expect(list.items).toEqual([
-      { id: created.id, name: 'Client Co', slug, role: 'owner', requireSecondFactor: false, active: false },
+      {
+        id: created.id,
+        name: 'Client Co',
+        slug,
+        role: 'owner',
+        roleDisplayName: {},
+        requireSecondFactor: false,
+        active: false,
+      },
     ]);
     expect(list.pageInfo).toEqual({ hasNextPage: false, nextCursor: null });
     expect((await owner.client.getOrganization(created.id)).id).toBe(created.id);

@@ -85,6 +85,14 @@ describe('members and roles', () => {
       'member',
       'manager',
     ]);
+    // The list names the caller's configured role by its display name too.
+    const billing = await member(t);
+    await join(t, id, billing.person.identityId, 'billing');
+    const listed = await call(t.app, 'GET', ORGS, billing.token);
+    expect(listed.json().data[0]).toMatchObject({
+      role: 'billing',
+      roleDisplayName: { en: 'Billing', fr: 'Facturation' },
+    });
     expect((await rolesOf(members[1].token)).filter((r) => r.assignable).map((r) => r.name)).toEqual([
       'member',
       'manager',

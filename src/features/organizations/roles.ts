@@ -58,9 +58,14 @@ export class OrganizationRoles {
   catalogue(actorRole: string): RoleEntry[] {
     return [...this.#roles.keys()].map((name) => ({
       name,
-      displayName: this.#displayNames.get(name) ?? {},
+      displayName: this.displayName(name),
       assignable: this.mayAssign(actorRole, name),
     }));
+  }
+
+  /** A role's configured display names by language; none for a built-in or unnamed role. */
+  displayName(role: string): Record<string, string> {
+    return { ...(this.#displayNames.get(role) ?? {}) };
   }
 
   known(role: string): boolean {

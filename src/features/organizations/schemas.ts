@@ -63,6 +63,9 @@ export const MembershipSchema = Type.Object({
   name: Type.String(),
   slug: Type.String(),
   role: Type.String(),
+  roleDisplayName: Type.Record(Type.String(), Type.String(), {
+    description: "a configured role's display name by language (ORGANIZATION_ROLES); empty otherwise",
+  }),
   requireSecondFactor: Type.Boolean(),
   active: Type.Boolean({ description: "the calling session's active organization" }),
 });

@@ -101,6 +101,7 @@ export class OrganizationService {
         name: m.name,
         slug: m.slug,
         role: m.role,
+        roleDisplayName: this.roles.displayName(m.role),
         requireSecondFactor: m.requireSecondFactor,
         active: m.id === activeOrganizationId,
       })),

@@ -1211,6 +1211,10 @@ export type paths = {
                                 name: string;
                                 requireSecondFactor: boolean;
                                 role: string;
+                                /** @description a configured role's display name by language (ORGANIZATION_ROLES); empty otherwise */
+                                roleDisplayName: {
+                                    [key: string]: string;
+                                };
                                 slug: string;
                             }[];
                             meta: {

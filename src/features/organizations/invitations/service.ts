@@ -223,8 +223,7 @@ export class InvitationService {
     return {
       organization: { name: found.organizationName, slug: found.organizationSlug },
       role: found.role,
-      roleDisplayName:
-        this.#roles.catalogue(found.role).find((r) => r.name === found.role)?.displayName ?? {},
+      roleDisplayName: this.#roles.displayName(found.role),
       // The token went to this address: its holder is shown it whole (the sign-up page fills it in).
       identifierType: found.identifierType,
       identifier: found.identifier,
