@@ -19,6 +19,7 @@ import {
 } from '../packages/client/src/index.js';
 import { type Locale, locale } from './i18n.js';
 import type { IdentifierForm } from './identifier.js';
+import { rememberRoles } from './messages/organizations.js';
 import { t as passkeyText } from './messages/passkeys.js';
 import type { ProblemLike } from './problems.js';
 
@@ -397,7 +398,12 @@ export type { InvitationLookup, Organization, OrganizationMember, OrganizationMe
  * Lists ask for up to 100 (a person's organizations, an organization's members and invitations).
  */
 export const organizations = {
-  list: async (): Promise<OrganizationMembership[]> => (await client.listOrganizations({ limit: 100 })).items,
+  list: async (): Promise<OrganizationMembership[]> => {
+    const { items } = await client.listOrganizations({ limit: 100 });
+    // Every page naming a role there (the switcher, the lists) names a configured one as configured.
+    rememberRoles(items.map((o) => ({ name: o.role, displayName: o.roleDisplayName })));
+    return items;
+  },
   create: (name: string, slug: string) => client.createOrganization({ name, slug }),
   get: (id: string) => client.getOrganization(id),
   update: (id: string, patch: { name?: string; requireSecondFactor?: boolean }) =>
@@ -411,6 +417,9 @@ export const organizations = {
     (await client.listInvitations(id, { limit: 100 })).items,
   invite: (id: string, who: IdentifierForm, role: string) => client.inviteMember(id, { ...who, role }),
   revokeInvitation: (id: string, invitationId: string) => client.revokeInvitation(id, invitationId),
+  /** Hands the ownership to a member (elevated): they become an owner, the caller an admin. */
+  transfer: (id: string, identityId: string, elevation: string) =>
+    client.transferOwnership(elevation, id, identityId),
   /**
    * Acts in `id` (null: in none). The client hands the answer's access token to the page's session
    * (its refresh token, in the cookie, is unchanged): the next calls carry the organization at once.

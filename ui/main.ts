@@ -10,6 +10,7 @@ import { authorizePage, consentPage } from './pages/interaction.js';
 import { organizationSwitcher, organizationsPage, takeFlash } from './pages/organizations.js';
 import { backToInvitation, captureInvitation, invitationPage } from './pages/organizations-invitation.js';
 import { organizationPage } from './pages/organizations-members.js';
+import { transferPage } from './pages/organizations-transfer.js';
 import { recoverPage } from './pages/recover.js';
 import {
   addressesPage,
@@ -57,6 +58,7 @@ const PRIVATE: Record<string, Page> = {
 /** Pages of the account named by an id in their path (#/organizations/<id>). */
 const PRIVATE_WITH_ID: [RegExp, (id: string) => ReturnType<Page>][] = [
   [/^\/organizations\/([0-9a-f-]{36})$/, organizationPage],
+  [/^\/organizations\/([0-9a-f-]{36})\/transfer$/, transferPage],
 ];
 /**
  * Pages for signed-in and signed-out people alike, with the nav when signed in: an invitation

@@ -1,15 +1,18 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/platform/clock.js';
 import { setLocale } from '../../ui/i18n.js';
 import { t as account } from '../../ui/messages/account.js';
 import { roleName, t } from '../../ui/messages/organizations.js';
 import { t as security } from '../../ui/messages/security.js';
 import { t as signUp } from '../../ui/messages/sign-up.js';
+import { t as stepUpText } from '../../ui/messages/stepup.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { axeCheck, launchChromium, signInPage } from '../helpers/browser.js';
-import { createPerson, type Person } from '../helpers/identities.js';
+import { createPerson, type Person, signIn } from '../helpers/identities.js';
 import { freePort } from '../helpers/net.js';
 import { bodyOf, mailCode, mailCount, type SmtpSink, startSmtpSink } from '../helpers/smtp.js';
+import { createOrganization, join } from '../organizations/support.js';
 
 /*
  * Issue 28's journey in Chromium, on a desktop and on a phone: A creates an organization (the
@@ -38,8 +41,17 @@ beforeAll(async () => {
   smtp = await startSmtpSink();
   const port = await freePort();
   origin = `http://localhost:${port}`;
+  // The page keeps an elevation until its expiry by the browser's clock: the service's starts now.
   t0 = await createTestApp({
-    env: { PUBLIC_ORIGIN: origin, SMTP_URL: `smtp://127.0.0.1:${smtp.port}`, ACCOUNT_UI: 'on' },
+    clock: new ManualClock(new Date()),
+    env: {
+      PUBLIC_ORIGIN: origin,
+      SMTP_URL: `smtp://127.0.0.1:${smtp.port}`,
+      ACCOUNT_UI: 'on',
+      ORGANIZATION_ROLES: JSON.stringify([
+        { name: 'billing', permissions: ['billing:read'], displayName: { en: 'Billing', fr: 'Facturation' } },
+      ]),
+    },
   });
   await t0.app.listen({ host: '127.0.0.1', port });
   browser = await launchChromium();
@@ -136,8 +148,16 @@ describe('organizations in the hosted pages', () => {
       expect(await a.getByLabel(t('create.slug'), { exact: true }).inputValue()).toBe(slug);
       await button(a, t('create.submit')).click();
       await h1(a, orgName);
-      await a.getByText(t('create.created', { name: orgName })).waitFor();
+      // The new organization is the one A now acts in.
+      await a.getByText(t('create.createdActive', { name: orgName })).waitFor();
+      await expect
+        .poll(async () => (await switcher(a, screen)).innerText())
+        .toBe(t('switcher.label', { name: orgName }));
       expect(await a.locator('#org-role').innerText()).toBe(t('org.yourRole', { role: roleName('owner') }));
+      // The sole owner is not offered "Leave": the way out is said instead.
+      await a.locator('#member-list .sole-owner').waitFor();
+      expect(await a.locator('#member-list').innerText()).toContain(t('members.soleOwner'));
+      expect(await button(a, t('members.leave')).count()).toBe(0);
       await axeCheck(a, `${screen}: organization page (owner)`);
 
       // A invites B by email as a member.
@@ -148,8 +168,8 @@ describe('organizations in the hosted pages', () => {
       await a.locator('#invitations .notice').waitFor();
       expect(await a.locator('#invitation-list li').count()).toBe(1);
       expect(await a.locator('#invitation-list').innerText()).toContain(roleName('member'));
-      // Masked: the list never shows the whole address.
-      expect(await a.locator('#invitation-list').innerText()).not.toContain(invitee);
+      // The owner sees the address as invited, not masked: they know who is who.
+      expect(await a.locator('#invitation-list').innerText()).toContain(invitee);
       await axeCheck(a, `${screen}: invitation sent`);
 
       // B opens the link in another browser: the token leaves the address bar at once.
@@ -164,7 +184,7 @@ describe('organizations in the hosted pages', () => {
       await b
         .getByRole('heading', {
           level: 2,
-          name: t('invitation.what', { org: orgName, role: roleName('member') }),
+          name: t('invitation.whatFrom', { inviter: owner.email, org: orgName, role: roleName('member') }),
         })
         .waitFor();
       await axeCheck(b, `${screen}: invitation, signed out`);
@@ -172,7 +192,12 @@ describe('organizations in the hosted pages', () => {
       // B creates an account through it, confirms the address, and comes back to the invitation.
       await b.getByRole('link', { name: t('invitation.signUp'), exact: true }).click();
       await h1(b, signUp('title'));
-      await b.locator('input[name="identifier"]').fill(invitee);
+      // The invited address, filled in and read-only.
+      const address = b.locator('input[name="identifier"]');
+      expect(await address.inputValue()).toBe(invitee);
+      expect(await address.evaluate((e) => (e as HTMLInputElement).readOnly)).toBe(true);
+      await b.getByText(signUp('first.invited'), { exact: true }).waitFor();
+      await axeCheck(b, `${screen}: sign-up from an invitation`);
       await b.locator('input[name="password"]').fill(inviteePassword);
       const mails = mailCount(smtp, invitee);
       await button(b, signUp('create')).click();
@@ -191,6 +216,21 @@ describe('organizations in the hosted pages', () => {
       const toggle = await switcher(b, screen);
       await toggle.click();
       await axeCheck(b, `${screen}: switcher open`);
+      // Its rows start at the same edge, each on one line of the same height.
+      const rows = await b.locator('.org-choices li > :first-child').evaluateAll((els) =>
+        els.map((e) => {
+          const r = e.getBoundingClientRect();
+          return {
+            left: Math.round(r.left),
+            height: Math.round(r.height),
+            wrap: getComputedStyle(e).whiteSpace,
+          };
+        }),
+      );
+      expect(rows.length).toBe(3);
+      expect(new Set(rows.map((r) => r.left)).size).toBe(1);
+      expect(new Set(rows.map((r) => r.height)).size).toBe(1);
+      expect(rows.every((r) => r.wrap === 'nowrap')).toBe(true);
       await b
         .getByRole('button', {
           name: t('switcher.option', { name: orgName, role: roleName('member') }),
@@ -222,6 +262,8 @@ describe('organizations in the hosted pages', () => {
       await h1(a, orgName);
       const row = a.locator('#member-list li').filter({ hasNot: a.getByText('(you)') });
       await expect.poll(() => a.locator('#member-list li').count()).toBe(2);
+      // The owner sees the new member by their address, unmasked.
+      expect(await row.locator('.identifier').innerText()).toBe(invitee);
       await row.getByRole('combobox').selectOption('admin');
       await row.getByRole('button', { name: /^Change role of / }).click();
       await a.locator('#members .notice').waitFor();
@@ -249,6 +291,8 @@ describe('organizations in the hosted pages', () => {
       await a.reload();
       await h1(a, orgName);
       await a.getByLabel(t('settings.secondFactor'), { exact: true }).check();
+      // The settings have one save button.
+      expect(await a.locator('#org-settings button').count()).toBe(1);
       await button(a, t('settings.save')).click();
       await a.locator('#org-settings .notice').waitFor();
       await b.goto(`${origin}/account/#/`);
@@ -283,6 +327,60 @@ describe('organizations in the hosted pages', () => {
     }, 120_000);
   }
 
+  it('an owner assigns a configured role by its display name, then transfers the ownership (step-up)', async () => {
+    const owner = await createPerson(t0.ctx, 'olga-owner@example.com');
+    const heir = await createPerson(t0.ctx, 'henry-heir@example.com');
+    const org = await createOrganization(t0, (await signIn(t0.app, owner)).accessToken, 'Initech');
+    await join(t0, org.id, heir.identityId, 'member');
+    const a = await atOrganizations('desktop', owner);
+    await a.goto(`${origin}/account/#/organizations/${org.id}`);
+    await h1(a, 'Initech');
+    // The configured role is offered under its display name.
+    const row = a.locator('#member-list li', { hasText: heir.email });
+    const picker = row.getByRole('combobox');
+    expect(await picker.locator('option').allInnerTexts()).toEqual([
+      roleName('owner'),
+      roleName('admin'),
+      roleName('member'),
+      'Billing',
+    ]);
+    await picker.selectOption('billing');
+    await row.getByRole('button', { name: t('members.changeLabel', { name: heir.email }) }).click();
+    await a
+      .locator('#members .notice', { hasText: t('members.changed', { name: heir.email, role: 'Billing' }) })
+      .waitFor();
+    expect(await a.locator('#member-list li', { hasText: heir.email }).innerText()).toContain('Billing');
+    await axeCheck(a, 'configured role assigned');
+
+    // The transfer page: the member chosen, the step-up asked right there, then A is an admin.
+    await a.locator('#transfer-link').click();
+    await h1(a, t('transfer.title'));
+    await axeCheck(a, 'transfer: the form');
+    await a.getByLabel(t('transfer.member'), { exact: true }).selectOption(heir.identityId);
+    const mails = mailCount(smtp, owner.email);
+    await button(a, t('transfer.submit')).click();
+    const box = a.locator('.stepup');
+    await box.waitFor();
+    await axeCheck(a, 'transfer: the step-up');
+    await box.locator('input[name="code"]').fill(await mailCode(smtp, owner.email, mails + 1));
+    await box.getByRole('button', { name: stepUpText('confirm'), exact: true }).click();
+    await h1(a, 'Initech');
+    await a.getByText(t('transfer.done', { name: heir.email, org: 'Initech' })).waitFor();
+    expect(await a.locator('#org-role').innerText()).toBe(t('org.yourRole', { role: roleName('admin') }));
+    expect(await a.locator('#transfer-link').count()).toBe(0);
+    await axeCheck(a, 'transfer: done');
+    const roles = await t0.ctx.database.db
+      .selectFrom('organization_memberships')
+      .select(['identity_id', 'role'])
+      .where('organization_id', '=', org.id)
+      .execute();
+    expect(Object.fromEntries(roles.map((r) => [r.identity_id, r.role]))).toEqual({
+      [owner.identityId]: 'admin',
+      [heir.identityId]: 'owner',
+    });
+    expect(pageErrors).toEqual([]);
+  }, 60_000);
+
   it('an invitation revoked (asked first, gone from the list, its link says so); a rename', async () => {
     const owner = await createPerson(t0.ctx, 'eve-revokes@example.com');
     const invitee = 'carol-revoked@example.com';
@@ -305,11 +403,11 @@ describe('organizations in the hosted pages', () => {
     // The invitation's own "sent" notice may still be on the page: wait for the list itself.
     await expect.poll(() => a.locator('#invitation-list').innerText()).toBe(t('invitations.none'));
     await a
-      .locator('#invitations .notice', { hasText: t('invitations.revoked', { name: 'c***@example.com' }) })
+      .locator('#invitations .notice', { hasText: t('invitations.revoked', { name: invitee }) })
       .waitFor();
     // Renamed in its settings: the page's title follows.
     await a.locator('#org-settings input[name="name"]').fill('Globex Corporation');
-    await button(a, t('settings.rename')).click();
+    await button(a, t('settings.save')).click();
     await h1(a, 'Globex Corporation');
     await a.getByText(t('settings.renamed', { name: 'Globex Corporation' })).waitFor();
     await axeCheck(a, 'renamed');

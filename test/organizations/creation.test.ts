@@ -49,6 +49,15 @@ describe('organization settings', () => {
     );
     expect(refusal(roles([{ name: 'billing', permissions: 'billing:read' }]))).toMatch(/needs permissions/);
     expect(refusal(roles([{ name: 'billing', permissions: [], colour: 'red' }]))).toMatch(/unknown member/);
+    for (const displayName of ['', ' ', 'x'.repeat(51), 'a\u0007b', { de: 'Abrechnung' }, {}, ['Billing'], 3])
+      expect(refusal(roles([{ name: 'billing', permissions: [], displayName }]))).toMatch(
+        /^invalid configuration: ORGANIZATION_ROLES entry "billing" needs a displayName/,
+      );
+    expect(refusal(roles([{ name: 'billing', permissions: [], displayName: 'Billing' }]))).toBe('accepted');
+    expect(
+      loadConfig(testEnv(roles([{ name: 'billing', permissions: [], displayName: { fr: ' Facturation ' } }])))
+        .organizations.roles[0].displayName,
+    ).toEqual({ fr: 'Facturation' });
     expect(
       refusal(
         roles([
@@ -65,7 +74,7 @@ describe('organization settings', () => {
     );
     expect(ok.organizations).toEqual({
       creation: 'anyone',
-      roles: [{ name: 'billing', permissions: ['billing:read', 'billing:write'] }],
+      roles: [{ name: 'billing', permissions: ['billing:read', 'billing:write'], displayName: {} }],
       invitationTtl: 604800,
       dnsResolvers: [],
       dnsTimeoutMs: 3000,

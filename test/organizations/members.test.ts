@@ -19,7 +19,11 @@ import {
 let t: TestApp;
 
 const ROLES = [
-  { name: 'billing', permissions: ['billing:read', 'billing:write'] },
+  {
+    name: 'billing',
+    permissions: ['billing:read', 'billing:write'],
+    displayName: { en: 'Billing', fr: 'Facturation' },
+  },
   { name: 'manager', permissions: ['members:read', 'members:manage'] },
 ];
 
@@ -51,9 +55,88 @@ async function team(...asked: string[]): Promise<{ id: string; owner: Member; me
   return { id, owner, members };
 }
 
+/** Gives the member a display name, as PATCH /account would. */
+async function named(m: Member, displayName: string): Promise<void> {
+  await t.ctx.database.db
+    .updateTable('identities')
+    .set({ display_name: displayName })
+    .where('id', '=', m.person.identityId)
+    .execute();
+}
+
 describe('members and roles', () => {
+  it('GET answers every role with its display name and whether the caller may grant it', async () => {
+    const { id, owner, members } = await team('admin', 'manager');
+    const rolesOf = async (token: string) => {
+      const res = await call(t.app, 'GET', `${ORGS}/${id}`, token);
+      expect(res.statusCode, res.body).toBe(200);
+      return res.json().data.roles as Array<{ name: string; displayName: object; assignable: boolean }>;
+    };
+    expect(await rolesOf(owner.token)).toEqual([
+      { name: 'owner', displayName: {}, assignable: true },
+      { name: 'admin', displayName: {}, assignable: true },
+      { name: 'member', displayName: {}, assignable: true },
+      { name: 'billing', displayName: { en: 'Billing', fr: 'Facturation' }, assignable: true },
+      { name: 'manager', displayName: {}, assignable: true },
+    ]);
+    // An admin lacks billing's permissions and owner: neither is offered.
+    expect((await rolesOf(members[0].token)).filter((r) => r.assignable).map((r) => r.name)).toEqual([
+      'admin',
+      'member',
+      'manager',
+    ]);
+    // The list names the caller's configured role by its display name too.
+    const billing = await member(t);
+    await join(t, id, billing.person.identityId, 'billing');
+    const listed = await call(t.app, 'GET', ORGS, billing.token);
+    expect(listed.json().data[0]).toMatchObject({
+      role: 'billing',
+      roleDisplayName: { en: 'Billing', fr: 'Facturation' },
+    });
+    expect((await rolesOf(members[1].token)).filter((r) => r.assignable).map((r) => r.name)).toEqual([
+      'member',
+      'manager',
+    ]);
+  });
+
+  it('owners and admins (members:manage) see each member by their address and name, unmasked', async () => {
+    const { id, owner, members } = await team('admin', 'member', 'manager');
+    const [admin, plain] = members;
+    await named(plain, 'Grace Hopper');
+    for (const viewer of [owner, admin, members[2]]) {
+      const res = await call(t.app, 'GET', `${ORGS}/${id}/members`, viewer.token);
+      expect(res.statusCode, res.body).toBe(200);
+      const list = res.json().data as Array<{
+        identityId: string;
+        display: string;
+        masked: boolean;
+        name: string | null;
+      }>;
+      const byId = new Map(list.map((m) => [m.identityId, m]));
+      expect(byId.get(plain.person.identityId)).toMatchObject({
+        display: plain.person.email,
+        masked: false,
+        name: 'Grace Hopper',
+      });
+      expect(byId.get(owner.person.identityId)).toMatchObject({
+        display: owner.person.email,
+        masked: false,
+        name: null,
+      });
+    }
+    // A plain member (members:read only) sees the same list masked, without names.
+    const res = await call(t.app, 'GET', `${ORGS}/${id}/members`, plain.token);
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.body).not.toContain(owner.person.email);
+    expect(res.body).not.toContain('Grace Hopper');
+    expect(
+      (res.json().data as Array<{ masked: boolean; name: null }>).every((m) => m.masked && m.name === null),
+    ).toBe(true);
+  });
+
   it('lists members with a masked identifier; needs members:read', async () => {
     const { id, owner, members } = await team('member', 'billing');
+    await named(owner, 'Ada Lovelace');
     const res = await call(t.app, 'GET', `${ORGS}/${id}/members`, members[0].token);
     expect(res.statusCode, res.body).toBe(200);
     const list = res.json().data as Array<{
@@ -69,7 +152,9 @@ describe('members and roles', () => {
     expect(ownerEntry?.role).toBe('owner');
     expect(ownerEntry?.display).not.toBe(owner.person.email);
     expect(ownerEntry?.display).toMatch(/\*/);
+    expect(ownerEntry).toMatchObject({ masked: true, name: null });
     expect(res.body).not.toContain(owner.person.email);
+    expect(res.body).not.toContain('Ada Lovelace');
     // billing has no members:read
     expectProblem(
       await call(t.app, 'GET', `${ORGS}/${id}/members`, members[1].token),

@@ -110,6 +110,7 @@ describe('GET /organizations and GET /organizations/{id}', () => {
       name: 'Theirs',
       slug: theirs.slug,
       role: 'member',
+      roleDisplayName: {},
       requireSecondFactor: false,
       active: false,
     });

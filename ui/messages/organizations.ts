@@ -1,4 +1,4 @@
-import { messages } from '../i18n.js';
+import { locale, messages } from '../i18n.js';
 
 /** Organizations: the switcher in the frame, the organizations and members pages, invitations. */
 export const t = messages(
@@ -31,6 +31,7 @@ export const t = messages(
     'create.disabled': 'Only the service’s operators can create organizations.',
     'create.taken': 'This short name is taken. Choose another.',
     'create.created': 'Organization {name} created. You are its owner.',
+    'create.createdActive': 'Organization {name} created. You are its owner, and you now act in it.',
     // One organization.
     back: 'Back to organizations',
     'org.title': '{name}',
@@ -56,6 +57,7 @@ export const t = messages(
     'members.leaveDetail': 'You lose access at once. A member must invite you to come back.',
     'members.left': 'You left {org}.',
     'members.lastOwner': 'An organization must keep an owner: make another member owner first.',
+    'members.soleOwner': 'You are the only owner. To leave, transfer the ownership to another member first.',
     'invitations.title': 'Pending invitations',
     'invitations.none': 'No invitation is waiting.',
     'invitations.meta': '{role} · expires {when}',
@@ -71,16 +73,30 @@ export const t = messages(
     'invite.sent': 'Invitation sent to {name}.',
     'settings.title': 'Settings',
     'settings.name': 'Name',
-    'settings.rename': 'Rename',
     'settings.renamed': 'The organization is now called {name}.',
     'settings.secondFactor': 'Require 2-step verification of members',
     'settings.secondFactorHint':
       'Members without an authenticator app or a passkey can’t act in this organization until they set one up.',
     'settings.save': 'Save',
     'settings.saved': 'Saved.',
+    // Ownership transfer.
+    'transfer.link': 'Transfer ownership…',
+    'transfer.title': 'Transfer ownership',
+    'transfer.heading': 'Transfer the ownership of {org}',
+    'transfer.back': 'Back to the organization',
+    'transfer.intro':
+      'The member you choose becomes an owner. You become an admin: you keep managing members, but you can no longer delete the organization or give ownership.',
+    'transfer.stepUp': 'You will be asked to confirm it is you.',
+    'transfer.member': 'New owner',
+    'transfer.option': '{name} ({role})',
+    'transfer.submit': 'Transfer ownership',
+    'transfer.done': '{name} is now an owner of {org}. You are an admin.',
+    'transfer.none': 'There is no other member to hand the ownership to. Invite someone first.',
+    'transfer.notOwner': 'Only an owner can transfer the ownership.',
     // The invitation page.
     'invitation.title': 'Invitation',
     'invitation.what': 'You are invited to join {org} as {role}.',
+    'invitation.whatFrom': '{inviter} invited you to join {org} as {role}.',
     'invitation.sentTo': 'Sent to {identifier}. Valid until {when}.',
     'invitation.accept': 'Accept',
     'invitation.accepted': 'You joined {org} as {role}.',
@@ -131,6 +147,8 @@ export const t = messages(
     'create.disabled': 'Seuls les opérateurs du service peuvent créer des organisations.',
     'create.taken': 'Ce nom court est déjà pris. Choisissez-en un autre.',
     'create.created': 'Organisation {name} créée. Vous en êtes propriétaire.',
+    'create.createdActive':
+      'Organisation {name} créée. Vous en êtes propriétaire et vous agissez maintenant dans celle-ci.',
     back: 'Retour aux organisations',
     'org.title': '{name}',
     'org.yourRole': 'Votre rôle : {role}',
@@ -157,6 +175,8 @@ export const t = messages(
     'members.left': 'Vous avez quitté {org}.',
     'members.lastOwner':
       'Une organisation doit garder un propriétaire : nommez d’abord un autre membre propriétaire.',
+    'members.soleOwner':
+      'Vous êtes le seul propriétaire. Pour partir, transférez d’abord la propriété à un autre membre.',
     'invitations.title': 'Invitations en attente',
     'invitations.none': 'Aucune invitation en attente.',
     'invitations.meta': '{role} · expire le {when}',
@@ -172,15 +192,28 @@ export const t = messages(
     'invite.sent': 'Invitation envoyée à {name}.',
     'settings.title': 'Paramètres',
     'settings.name': 'Nom',
-    'settings.rename': 'Renommer',
     'settings.renamed': 'L’organisation s’appelle maintenant {name}.',
     'settings.secondFactor': 'Exiger la validation en deux étapes des membres',
     'settings.secondFactorHint':
       'Les membres sans application d’authentification ni clé d’accès ne peuvent pas agir dans cette organisation tant qu’ils n’en ont pas configuré une.',
     'settings.save': 'Enregistrer',
     'settings.saved': 'Enregistré.',
+    'transfer.link': 'Transférer la propriété…',
+    'transfer.title': 'Transférer la propriété',
+    'transfer.heading': 'Transférer la propriété de {org}',
+    'transfer.back': 'Retour à l’organisation',
+    'transfer.intro':
+      'Le membre choisi devient propriétaire. Vous devenez administrateur : vous gérez toujours les membres, mais vous ne pouvez plus supprimer l’organisation ni en céder la propriété.',
+    'transfer.stepUp': 'Il vous sera demandé de confirmer que c’est bien vous.',
+    'transfer.member': 'Nouveau propriétaire',
+    'transfer.option': '{name} ({role})',
+    'transfer.submit': 'Transférer la propriété',
+    'transfer.done': '{name} est maintenant propriétaire de {org}. Vous êtes administrateur.',
+    'transfer.none': 'Aucun autre membre à qui céder la propriété. Invitez d’abord quelqu’un.',
+    'transfer.notOwner': 'Seul un propriétaire peut transférer la propriété.',
     'invitation.title': 'Invitation',
     'invitation.what': 'Vous êtes invité à rejoindre {org} en tant que {role}.',
+    'invitation.whatFrom': '{inviter} vous invite à rejoindre {org} en tant que {role}.',
     'invitation.sentTo': 'Envoyée à {identifier}. Valable jusqu’au {when}.',
     'invitation.accept': 'Accepter',
     'invitation.accepted': 'Vous avez rejoint {org} en tant que {role}.',
@@ -207,8 +240,21 @@ export const t = messages(
   },
 );
 
-/** A role's name in the person's language; a configured role keeps its own name. */
+/** The configured roles' display names by language, as the last organization read answered them. */
+const configured = new Map<string, Record<string, string>>();
+
+/** Keeps the display names of an organization's roles (GET /organizations/{id}'s `roles`). */
+export function rememberRoles(roles: readonly { name: string; displayName: Record<string, string> }[]): void {
+  for (const r of roles) configured.set(r.name, r.displayName);
+}
+
+/**
+ * A role's name in the person's language: a built-in role's from this catalogue; a configured
+ * role's display name (ORGANIZATION_ROLES) in that language, else in English, else in any language
+ * it has, else its own name.
+ */
 export function roleName(role: string): string {
   if (role === 'owner' || role === 'admin' || role === 'member') return t(`role.${role}`);
-  return role;
+  const names = configured.get(role) ?? {};
+  return names[locale()] ?? names.en ?? Object.values(names)[0] ?? role;
 }

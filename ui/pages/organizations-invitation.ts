@@ -1,8 +1,8 @@
 import { api, asProblem, type InvitationLookup, organizations } from '../api.js';
 import { formatDate, h } from '../dom.js';
 import { actionButton, alertBox } from '../forms.js';
-import { pendingStep } from '../identifier.js';
-import { roleName, t } from '../messages/organizations.js';
+import { type IdentifierForm, pendingStep } from '../identifier.js';
+import { rememberRoles, roleName, t } from '../messages/organizations.js';
 import type { PageContent } from '../router.js';
 import { refreshSwitcher } from './organizations.js';
 
@@ -17,6 +17,11 @@ interface Pending {
   token: string;
   /** Set when the person left to sign in or sign up: the next home page comes back here. */
   back: boolean;
+  /**
+   * The invited address, set when the person left to create an account: the sign-up page fills it
+   * in, read-only (ui/pages/sign-up.ts reads this same step).
+   */
+  invited?: IdentifierForm;
 }
 const KEY = 'invitation';
 const LINK = /^\/invitations\/([A-Za-z0-9_-]{16,512})$/;
@@ -34,7 +39,7 @@ export function captureInvitation(path: string): string {
 export function backToInvitation(): boolean {
   const pending = pendingStep.read<Pending>(KEY);
   if (!pending?.back) return false;
-  pendingStep.write(KEY, { ...pending, back: false } satisfies Pending);
+  pendingStep.write(KEY, { token: pending.token, back: false } satisfies Pending);
   return true;
 }
 
@@ -79,10 +84,19 @@ export async function invitationPage(): Promise<PageContent> {
     };
   }
   const org = view.organization.name;
+  rememberRoles([{ name: view.role, displayName: view.roleDisplayName }]);
+  const by = view.invitedBy;
+  const inviter = by?.name && by.identifier ? `${by.name} (${by.identifier})` : (by?.name ?? by?.identifier);
   const what = h(
     'section',
     { class: 'card', id: 'invitation', 'aria-labelledby': 'invitation-what' },
-    h('h2', { id: 'invitation-what' }, t('invitation.what', { org, role: roleName(view.role) })),
+    h(
+      'h2',
+      { id: 'invitation-what' },
+      inviter
+        ? t('invitation.whatFrom', { inviter, org, role: roleName(view.role) })
+        : t('invitation.what', { org, role: roleName(view.role) }),
+    ),
     h(
       'p',
       { class: 'hint' },
@@ -90,13 +104,23 @@ export async function invitationPage(): Promise<PageContent> {
     ),
   );
   if (!(await api.signedIn())) {
+    // An account is created for the invited address: the sign-up page fills it in, read-only.
+    const invited: IdentifierForm =
+      view.identifierType === 'email'
+        ? { identifierType: 'email', identifier: view.identifier }
+        : { identifierType: 'phone', identifier: view.identifier, country: '' };
     const leave = (to: string, label: string, cls: string) =>
       h(
         'a',
         {
           class: cls,
           href: `#${to}`,
-          onclick: () => pendingStep.write(KEY, { token: pending.token, back: true } satisfies Pending),
+          onclick: () =>
+            pendingStep.write(KEY, {
+              token: pending.token,
+              back: true,
+              ...(to === '/sign-up' ? { invited } : {}),
+            } satisfies Pending),
         },
         label,
       );

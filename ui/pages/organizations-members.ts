@@ -9,16 +9,18 @@ import {
 import { field, formatDate, h, uid } from '../dom.js';
 import { actionButton, alertBox, makeForm } from '../forms.js';
 import { identifierField } from '../identifier.js';
-import { roleName, t } from '../messages/organizations.js';
+import { rememberRoles, roleName, t } from '../messages/organizations.js';
 import { go, type PageContent } from '../router.js';
 import { inOwnWords, setFlash, switchOrganization } from './organizations.js';
 import { card, confirmButton, saySuccess } from './security/common.js';
 
-const BUILT_IN = ['member', 'admin', 'owner'] as const;
-
-/** The roles the caller may hand out: an owner any built-in one, others all but owner. */
+/**
+ * The roles the caller may hand out, as the service answered them (the built-in ones and those of
+ * ORGANIZATION_ROLES; only an owner hands out owner, and nobody a role with a permission they lack),
+ * and the member's current one.
+ */
 function grantable(org: Organization, current?: string): string[] {
-  const roles: string[] = BUILT_IN.filter((r) => r !== 'owner' || org.role === 'owner');
+  const roles = org.roles.filter((r) => r.assignable).map((r) => r.name);
   if (current && !roles.includes(current)) roles.push(current);
   return roles;
 }
@@ -61,6 +63,7 @@ export async function organizationPage(id: string): Promise<PageContent> {
   const body = h('div');
   const draw = async (fresh: boolean) => {
     if (fresh) org = await organizations.get(id);
+    rememberRoles(org.roles);
     const context = await api.context();
     const can = (p: string) => org.permissions.includes(p);
     const [members, invitations] = await Promise.all([
@@ -87,6 +90,13 @@ function summaryCard(org: Organization, active: boolean): HTMLElement {
     'section',
     { class: 'card', 'aria-label': org.name, id: 'org-summary' },
     h('p', { id: 'org-role' }, t('org.yourRole', { role: roleName(org.role) })),
+    org.role === 'owner'
+      ? h(
+          'p',
+          null,
+          h('a', { href: `#/organizations/${org.id}/transfer`, id: 'transfer-link' }, t('transfer.link')),
+        )
+      : null,
     alert,
     active
       ? h('p', { class: 'hint' }, t('org.isActive'))
@@ -107,14 +117,21 @@ function membersCard(
   const { el } = card('members', t('members.title'));
   const alert = alertBox();
   const manage = org.permissions.includes('members:manage');
+  // The only owner may not leave (409 organization.last_owner): not offered, the way out said.
+  const owners = members.filter((m) => m.role === 'owner').length;
   const list = h(
     'ul',
     { class: 'items', id: 'member-list' },
     members.map((m) => {
-      const name = m.display ?? t('members.unnamed');
+      // Owners and admins are answered each member's name and address as they are; others the
+      // address masked and no name (docs/organizations.md, "Roles and permissions").
+      const name = m.name ?? m.display ?? t('members.unnamed');
+      const address = m.name && m.display ? m.display : null;
       const self = m.identityId === me;
       const actions: HTMLElement[] = [];
-      if (self) {
+      if (self && m.role === 'owner' && owners <= 1) {
+        actions.push(h('p', { class: 'hint sole-owner' }, t('members.soleOwner')));
+      } else if (self) {
         actions.push(
           confirmButton({
             label: t('members.leave'),
@@ -183,6 +200,7 @@ function membersCard(
           'span',
           { class: 'item-main' },
           h('span', { class: 'identifier' }, self ? t('members.you', { display: name }) : name),
+          address ? h('span', { class: 'item-meta member-address' }, address) : null,
           h(
             'span',
             { class: 'item-meta member-role' },
@@ -272,17 +290,6 @@ function invitationsCard(
 function settingsCard(org: Organization, draw: Redraw): HTMLElement {
   const { el } = card('org-settings', t('settings.title'));
   const name = field({ label: t('settings.name'), name: 'name', maxlength: 100, value: org.name });
-  const rename = makeForm({
-    fields: [name],
-    submit: t('settings.rename'),
-    async onSubmit() {
-      const next = name.input.value.trim();
-      await organizations.update(org.id, { name: next });
-      // The page's title is the name: drawn again whole.
-      setFlash(t('settings.renamed', { name: next }), true);
-      go(`/organizations/${org.id}`);
-    },
-  });
   const boxId = uid('require');
   const checkbox = h('input', {
     type: 'checkbox',
@@ -291,23 +298,35 @@ function settingsCard(org: Organization, draw: Redraw): HTMLElement {
     'aria-describedby': `${boxId}-hint`,
   });
   checkbox.checked = org.requireSecondFactor;
-  const alert = alertBox();
-  const save = actionButton(t('settings.save'), alert, async () => {
-    await organizations.update(org.id, { requireSecondFactor: checkbox.checked });
-    await draw(true);
-    const box = document.getElementById('org-settings');
-    if (box) saySuccess(box, t('settings.saved'));
+  // One form, one "Save": what changed is sent in one PATCH (If-Match: the version shown).
+  const form = makeForm({
+    fields: [name],
+    extra: [
+      h(
+        'div',
+        { class: 'field checkbox-field' },
+        h('div', { class: 'checkbox-row' }, checkbox, h('label', { for: boxId }, t('settings.secondFactor'))),
+        h('p', { class: 'hint', id: `${boxId}-hint` }, t('settings.secondFactorHint')),
+      ),
+    ],
+    submit: t('settings.save'),
+    async onSubmit() {
+      const next = name.input.value.trim();
+      const patch: { name?: string; requireSecondFactor?: boolean } = {};
+      if (next !== org.name) patch.name = next;
+      if (checkbox.checked !== org.requireSecondFactor) patch.requireSecondFactor = checkbox.checked;
+      if (Object.keys(patch).length > 0) await organizations.update(org.id, patch);
+      if (patch.name !== undefined) {
+        // The page's title is the name: drawn again whole.
+        setFlash(t('settings.renamed', { name: next }), true);
+        go(`/organizations/${org.id}`);
+        return;
+      }
+      await draw(true);
+      const box = document.getElementById('org-settings');
+      if (box) saySuccess(box, t('settings.saved'));
+    },
   });
-  el.append(
-    rename.el,
-    h(
-      'div',
-      { class: 'field checkbox-field' },
-      h('div', { class: 'checkbox-row' }, checkbox, h('label', { for: boxId }, t('settings.secondFactor'))),
-      h('p', { class: 'hint', id: `${boxId}-hint` }, t('settings.secondFactorHint')),
-    ),
-    alert,
-    h('div', { class: 'actions' }, save),
-  );
+  el.append(form.el);
   return el;
 }

@@ -182,7 +182,18 @@ export async function organizationsPage(): Promise<PageContent> {
     async onSubmit() {
       try {
         const created = await organizations.create(name.input.value.trim(), slug.input.value.trim());
-        setFlash(t('create.created', { name: created.name }), true);
+        // The new organization becomes the one the person acts in (a new one requires no second
+        // factor); were the switch refused, the organization is still created and shown.
+        const acting = await organizations
+          .switchTo(created.id)
+          .then(() => true)
+          .catch(() => false);
+        setFlash(
+          acting
+            ? t('create.createdActive', { name: created.name })
+            : t('create.created', { name: created.name }),
+          true,
+        );
         go(`/organizations/${created.id}`);
       } catch (error) {
         if (asProblem(error).code === 'organization.slug_taken') slug.setError(t('create.taken'));

@@ -85,6 +85,19 @@ function firstStep(card: HTMLElement, back?: { who: IdentifierForm; password: st
     },
   });
   swap(card, h('h2', { id: 'signup-step', tabindex: '-1' }, t('first.heading')), form.el);
+  // Come from an invitation ("Create an account"): the account is for the invited address, filled
+  // in and read-only (ui/pages/organizations-invitation.ts keeps it in its pending step).
+  const invited = pendingStep.read<{ back?: boolean; invited?: IdentifierForm }>('invitation');
+  if (!back && invited?.back && invited.invited) {
+    identifier.input.value = invited.invited.identifier;
+    identifier.input.dispatchEvent(new Event('input', { bubbles: true }));
+    identifier.input.readOnly = true;
+    const hint = identifier.input.getAttribute('aria-describedby');
+    const note = h('p', { class: 'hint', id: `${identifier.input.id}-invited` }, t('first.invited'));
+    identifier.input.after(note);
+    identifier.input.setAttribute('aria-describedby', [note.id, hint].filter(Boolean).join(' '));
+    password.input.focus();
+  }
   if (back) {
     refill(identifier, back.who);
     if (back.password) {

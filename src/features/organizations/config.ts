@@ -4,10 +4,50 @@ import { checkedEntries, formatted, integer, oneOf, section } from '../../config
 /** The organization roles every deployment has (docs/organizations.md, "Roles and permissions"). */
 export const BUILT_IN_ORGANIZATION_ROLES = ['owner', 'admin', 'member'] as const;
 
-/** An operator-defined organization role (ORGANIZATION_ROLES): a name and its permissions. */
+/**
+ * An operator-defined organization role (ORGANIZATION_ROLES): a name, its permissions, and how the
+ * hosted pages call it, per language (`displayName`: one string for every language, or one per
+ * language; none: the pages show the name).
+ */
 export interface OrganizationRoleConfig {
   name: string;
   permissions: string[];
+  displayName: Partial<Record<Locale, string>>;
+}
+
+const DISPLAY_NAME_MAX = 50;
+
+// The languages of src/shared/locales.ts (the hosted pages'); a config section imports nothing
+// outside src/config and the platform (scripts/layers.ts), as DEFAULT_LOCALE does.
+type Locale = 'en' | 'fr';
+const isLocale = (value: string): value is Locale => value === 'en' || value === 'fr';
+
+/** A display name's text: 1 to 50 characters, not only spaces, no control character. */
+function displayText(value: unknown): string | undefined {
+  if (typeof value !== 'string') return undefined;
+  const text = value.trim();
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
+  if (text === '' || [...text].length > DISPLAY_NAME_MAX || /[\u0000-\u001f\u007f-\u009f]/u.test(text))
+    return undefined;
+  return text;
+}
+
+/** `displayName` as configured: a string for every language, or an object per language. */
+function displayNameOf(value: unknown): Partial<Record<Locale, string>> | string {
+  const bad = `needs a displayName of 1 to ${DISPLAY_NAME_MAX} characters, or an object of them by language (en, fr)`;
+  if (value === undefined) return {};
+  const one = displayText(value);
+  if (one !== undefined) return { en: one, fr: one };
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return bad;
+  const entries = Object.entries(value as Record<string, unknown>);
+  if (entries.length === 0) return bad;
+  const names: Partial<Record<Locale, string>> = {};
+  for (const [language, text] of entries) {
+    const checked = displayText(text);
+    if (!isLocale(language) || checked === undefined) return bad;
+    names[language] = checked;
+  }
+  return names;
 }
 
 const ROLE_NAME = /^[a-z][a-z0-9_-]{1,31}$/;
@@ -20,7 +60,7 @@ function organizationRolesFrom(value: string | undefined): OrganizationRoleConfi
     'name',
     (entry): OrganizationRoleConfig | string => {
       if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return 'is not an object';
-      const { name, permissions, ...rest } = entry as Record<string, unknown>;
+      const { name, permissions, displayName, ...rest } = entry as Record<string, unknown>;
       const extra = Object.keys(rest)[0];
       if (extra !== undefined) return `has an unknown member ${JSON.stringify(extra).slice(0, 40)}`;
       if (typeof name !== 'string' || !ROLE_NAME.test(name))
@@ -32,7 +72,9 @@ function organizationRolesFrom(value: string | undefined): OrganizationRoleConfi
       if (!permissions.every((p) => typeof p === 'string' && PERMISSION.test(p)))
         return 'has a permission not matching [a-z0-9_:.-]{1,64}';
       if (new Set(permissions).size !== permissions.length) return 'repeats a permission';
-      return { name, permissions: permissions as string[] };
+      const names = displayNameOf(displayName);
+      if (typeof names === 'string') return names;
+      return { name, permissions: permissions as string[], displayName: names };
     },
     (r) => r.name,
   );
@@ -71,7 +113,7 @@ export const organizationsSection = section({
     }),
     ORGANIZATION_ROLES: formatted('json-array', 'must be a JSON array of role objects', {
       description:
-        'JSON array of operator-defined organization roles beside the built-in `owner`, `admin` and `member`: `[{"name":"billing","permissions":["billing:read","billing:write"]}]`. A `name` is `[a-z][a-z0-9_-]{1,31}` and not a built-in name; `permissions` is a list of 0 to 64 distinct `[a-z0-9_:.-]{1,64}`. An invalid entry stops start-up with a line naming it. See [organizations](organizations.md#roles-and-permissions)',
+        'JSON array of operator-defined organization roles beside the built-in `owner`, `admin` and `member`: `[{"name":"billing","permissions":["billing:read","billing:write"]}]`. A `name` is `[a-z][a-z0-9_-]{1,31}` and not a built-in name; `permissions` is a list of 0 to 64 distinct `[a-z0-9_:.-]{1,64}`; an optional `displayName` (1 to 50 characters, or an object by language: `{"en":"Billing","fr":"Facturation"}`) is how the hosted pages name the role (without one, they show `name`). An invalid entry stops start-up with a line naming it. See [organizations](organizations.md#roles-and-permissions)',
       shown: 'none (the built-in roles only)',
     }),
     ORGANIZATION_INVITATION_TTL_SECONDS: integer(604800, 3600, 30 * 86400, {

@@ -35,6 +35,9 @@ export interface MemberRow {
   createdAt: Date;
   displayType: string | null;
   displayValue: string | null;
+  givenName: string | null;
+  familyName: string | null;
+  displayName: string | null;
 }
 
 const organizationColumns = [
@@ -245,7 +248,8 @@ export function membershipsPage(
 
 /**
  * One page of an organization's members, newest first, each with the first verified identifier of
- * its identity (the one the service names a person by; the service masks it).
+ * its identity (the one the service names a person by; the service masks it for those who may
+ * not manage members) and its name columns.
  */
 export function membersPage(
   trx: Executor,
@@ -254,6 +258,7 @@ export function membersPage(
 ): Promise<MemberRow[]> {
   return trx
     .selectFrom('organization_memberships as m')
+    .innerJoin('identities as p', 'p.id', 'm.identity_id')
     .select((eb) => {
       const first = () =>
         eb
@@ -270,6 +275,9 @@ export function membersPage(
         'm.created_at as createdAt',
         first().select('f.type').as('displayType'),
         first().select('f.value').as('displayValue'),
+        'p.given_name as givenName',
+        'p.family_name as familyName',
+        'p.display_name as displayName',
       ];
     })
     .where('m.organization_id', '=', organizationId)

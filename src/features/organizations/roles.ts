@@ -21,12 +21,21 @@ const OWNER: Permission[] = [...ADMIN, 'organization:delete', 'organization:tran
 
 export const OWNER_ROLE = 'owner';
 
+/** One role as the pages offer it: its name, its display names by language, whether the caller may grant it. */
+export interface RoleEntry {
+  name: string;
+  displayName: Record<string, string>;
+  assignable: boolean;
+}
+
 /** The role catalogue of one deployment, built once from the configuration. */
 export class OrganizationRoles {
   readonly #roles: Map<string, Permission[]>;
+  readonly #displayNames: Map<string, Record<string, string>>;
 
   constructor(config: Pick<Config, 'organizations'>) {
     const custom = config.organizations.roles;
+    this.#displayNames = new Map(custom.map((r) => [r.name, { ...r.displayName }]));
     // An owner may do everything, the operator-defined permissions included: so an owner can grant
     // every role (a role is granted only by someone holding all of its permissions).
     const everything = [...new Set([...OWNER, ...custom.flatMap((r) => r.permissions)])];
@@ -40,6 +49,24 @@ export class OrganizationRoles {
         [...new Set(['organization:read', ...r.permissions])],
       ]),
     ]);
+  }
+
+  /**
+   * Every role of the deployment, built-in first, each with its configured display names (none for
+   * the built-in ones: the pages name them in the person's language) and whether `actorRole` may
+   * grant it (mayAssign).
+   */
+  catalogue(actorRole: string): RoleEntry[] {
+    return [...this.#roles.keys()].map((name) => ({
+      name,
+      displayName: this.displayName(name),
+      assignable: this.mayAssign(actorRole, name),
+    }));
+  }
+
+  /** A role's configured display names by language; none for a built-in or unnamed role. */
+  displayName(role: string): Record<string, string> {
+    return { ...(this.#displayNames.get(role) ?? {}) };
   }
 
   known(role: string): boolean {

@@ -144,7 +144,8 @@ export const organizationRoutes = featureRoutes(async (app, { ctx }: { ctx: AppC
 
   listRoute(app, '/organizations/:organizationId/members', {
     tags: TAGS,
-    summary: 'The members of an organization, newest first, each named by a masked identifier (members:read)',
+    summary:
+      'The members of an organization, newest first, each named by an identifier, masked unless the caller has members:manage (members:read)',
     guard: session,
     security: security.session,
     page: schema.MemberPageSchema,

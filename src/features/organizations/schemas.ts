@@ -42,6 +42,18 @@ export const OrganizationSchema = Type.Object(
     updatedAt: Instant,
     role: Type.String({ description: "the caller's role" }),
     permissions: Type.Array(Type.String(), { description: "the caller's permissions here" }),
+    roles: Type.Array(
+      Type.Object({
+        name: Type.String(),
+        displayName: Type.Record(Type.String(), Type.String(), {
+          description:
+            "the role's display name by language (en, fr), from ORGANIZATION_ROLES; empty for the built-in " +
+            'roles and for a configured role without one',
+        }),
+        assignable: Type.Boolean({ description: 'whether the caller may grant (and take away) this role' }),
+      }),
+      { description: 'every role of the deployment, built-in first, as the pages offer them' },
+    ),
   },
   { $id: 'Organization' },
 );
@@ -51,6 +63,9 @@ export const MembershipSchema = Type.Object({
   name: Type.String(),
   slug: Type.String(),
   role: Type.String(),
+  roleDisplayName: Type.Record(Type.String(), Type.String(), {
+    description: "a configured role's display name by language (ORGANIZATION_ROLES); empty otherwise",
+  }),
   requireSecondFactor: Type.Boolean(),
   active: Type.Boolean({ description: "the calling session's active organization" }),
 });
@@ -61,7 +76,15 @@ export const MemberSchema = Type.Object({
   role: Type.String(),
   joinedAt: Instant,
   display: Type.Union([Type.String(), Type.Null()], {
-    description: "the member's first verified identifier, masked; null when it has none",
+    description:
+      "the member's first verified identifier: as it is for a caller with members:manage, masked " +
+      '(a***@example.com) for anyone else; null when it has none',
+  }),
+  masked: Type.Boolean({ description: 'whether `display` is masked (the caller lacks members:manage)' }),
+  name: Type.Union([Type.String(), Type.Null()], {
+    description:
+      "the member's name (display name, else given and family names) for a caller with members:manage; " +
+      'null for anyone else, or when the member set none',
   }),
 });
 export const MemberPageSchema = Page(MemberSchema);

@@ -9,10 +9,11 @@ import type { CursorCodec, CursorScope } from '../../platform/pagination/cursor.
 import { type KeysetWindow, keysetPage, type PageQuery } from '../../platform/pagination/page.js';
 import { Problem } from '../../platform/problem.js';
 import type { EventLog } from '../events/log.js';
+import { shownName } from '../identities/profile.js';
 import { verifiedIdentifiers } from '../identities/repository.js';
 import { membershipChanged, organizationChanged } from './events.js';
 import * as repo from './repository.js';
-import { OrganizationRoles, OWNER_ROLE, type Permission } from './roles.js';
+import { OrganizationRoles, OWNER_ROLE, type Permission, type RoleEntry } from './roles.js';
 
 /** What organizations, memberships and roles use. */
 export interface OrganizationServiceDeps {
@@ -33,6 +34,7 @@ export interface OrganizationView {
   updatedAt: string;
   role: string;
   permissions: Permission[];
+  roles: RoleEntry[];
 }
 
 const notFound = () => new Problem('organization.not_found');
@@ -99,6 +101,7 @@ export class OrganizationService {
         name: m.name,
         slug: m.slug,
         role: m.role,
+        roleDisplayName: this.roles.displayName(m.role),
         requireSecondFactor: m.requireSecondFactor,
         active: m.id === activeOrganizationId,
       })),
@@ -161,12 +164,17 @@ export class OrganizationService {
     });
   }
 
-  /** GET /organizations/{id}/members: `members:read`; the same 404 as GET for a non-member. */
+  /**
+   * GET /organizations/{id}/members: `members:read`; the same 404 as GET for a non-member. Those
+   * who manage members (`members:manage`: owners, admins) see each member's address and name as
+   * they are, to know who is who; everyone else sees the address masked and no name.
+   */
   async members(scope: CursorScope, query: PageQuery, identityId: string, organizationId: string) {
     const { db } = this.deps.database;
     const me = await repo.memberView(db, organizationId, identityId);
     if (!me) throw notFound();
     if (!this.roles.can(me.role, 'members:read')) throw denied();
+    const plain = this.roles.can(me.role, 'members:manage');
     const fetch = (window: KeysetWindow) => repo.membersPage(db, organizationId, window);
     const { items, pageInfo } = await keysetPage(this.deps.cursors, scope, query, fetch, (r) => r.createdAt);
     return {
@@ -176,8 +184,12 @@ export class OrganizationService {
         joinedAt: new Date(m.createdAt).toISOString(),
         display:
           m.displayType && m.displayValue
-            ? maskIdentifier(m.displayType as 'email' | 'phone', m.displayValue)
+            ? plain
+              ? m.displayValue
+              : maskIdentifier(m.displayType as 'email' | 'phone', m.displayValue)
             : null,
+        masked: !plain,
+        name: plain ? shownName(m) : null,
       })),
       pageInfo,
     };
@@ -302,8 +314,14 @@ export class OrganizationService {
   }
 
   #etag(o: repo.OrganizationRow, role: string): string {
-    // The caller's role is part of what GET answers, so it is part of the version too.
-    return strongEtag(o.id, new Date(o.updatedAt).toISOString(), role);
+    // The caller's role, and the roles it may grant (the configuration's), are part of what GET
+    // answers, so they are part of the version too.
+    return strongEtag(
+      o.id,
+      new Date(o.updatedAt).toISOString(),
+      role,
+      JSON.stringify(this.roles.catalogue(role)),
+    );
   }
 
   #versioned(o: repo.OrganizationRow, role: string) {
@@ -320,6 +338,7 @@ export class OrganizationService {
       updatedAt: new Date(o.updatedAt).toISOString(),
       role,
       permissions: this.roles.permissions(role),
+      roles: this.roles.catalogue(role),
     };
   }
 

@@ -223,12 +223,24 @@ describe('lookup and acceptance', () => {
     const { token } = await invited(owner.token, org.id, invitee.person.email, 'admin');
     const seen = await lookup(token);
     expect(seen.statusCode, seen.body).toBe(200);
+    // The invited address whole (the token went there), and who invited: their address, no name yet.
     expect(seen.json().data).toEqual({
       organization: { name: 'Globex', slug: org.slug },
       role: 'admin',
+      roleDisplayName: {},
       identifierType: 'email',
-      identifier: 'p***@example.com',
+      identifier: invitee.person.email,
+      invitedBy: { name: null, identifier: owner.person.email },
       expiresAt: expect.any(String),
+    });
+    await t.ctx.database.db
+      .updateTable('identities')
+      .set({ given_name: 'Ada', family_name: 'Lovelace' })
+      .where('id', '=', owner.person.identityId)
+      .execute();
+    expect((await lookup(token)).json().data.invitedBy).toEqual({
+      name: 'Ada Lovelace',
+      identifier: owner.person.email,
     });
     const res = await accept(invitee.token, token);
     expect(res.statusCode, res.body).toBe(201);
@@ -313,20 +325,22 @@ describe('lookup and acceptance', () => {
 });
 
 describe('listing and revoking', () => {
-  it('lists pending invitations masked (members:invite), revokes one (204, audited), then 404', async () => {
+  it('lists pending invitations by their address, unmasked (members:invite), revokes one (204, audited), then 404', async () => {
     const { owner, org } = await withOrganization();
     const plain = await member(t);
     await join(t, org.id, plain.person.identityId, 'member');
     const a = await invited(owner.token, org.id, address('amy'));
     t.clock.advance(1);
-    const b = await invited(owner.token, org.id, address('bob'), 'admin');
+    const bob = address('bob');
+    const b = await invited(owner.token, org.id, bob, 'admin');
     const list = await call(t.app, 'GET', `${ORGS}/${org.id}/invitations?limit=1`, owner.token);
     expect(list.statusCode, list.body).toBe(200);
     expect(list.json().data).toEqual([
       {
         id: b.id,
         identifierType: 'email',
-        identifier: 'b***@example.com',
+        // Only those who invite see the list: the address as invited, to know who is who.
+        identifier: bob,
         role: 'admin',
         invitedBy: owner.person.identityId,
         createdAt: expect.any(String),

@@ -1063,14 +1063,25 @@ export type paths = {
                             data: {
                                 /** Format: date-time */
                                 expiresAt: string;
-                                /** @description masked: a***@example.com or +33******78 */
+                                /** @description the invited address or number, whole: the token was sent there, so its holder is shown it */
                                 identifier: string;
                                 identifierType: "email" | "phone";
+                                /** @description who sent the invitation; null once they have neither a name nor an address (erased) */
+                                invitedBy: {
+                                    /** @description the inviter's first verified address or number */
+                                    identifier: string | null;
+                                    /** @description the inviter's name, if they set one */
+                                    name: string | null;
+                                } | null;
                                 organization: {
                                     name: string;
                                     slug: string;
                                 };
                                 role: string;
+                                /** @description a configured role's display name by language (ORGANIZATION_ROLES); empty otherwise */
+                                roleDisplayName: {
+                                    [key: string]: string;
+                                };
                             };
                         };
                     };
@@ -1200,6 +1211,10 @@ export type paths = {
                                 name: string;
                                 requireSecondFactor: boolean;
                                 role: string;
+                                /** @description a configured role's display name by language (ORGANIZATION_ROLES); empty otherwise */
+                                roleDisplayName: {
+                                    [key: string]: string;
+                                };
                                 slug: string;
                             }[];
                             meta: {
@@ -1298,6 +1313,16 @@ export type paths = {
                                 requireSecondFactor: boolean;
                                 /** @description the caller's role */
                                 role: string;
+                                /** @description every role of the deployment, built-in first, as the pages offer them */
+                                roles: {
+                                    /** @description whether the caller may grant (and take away) this role */
+                                    assignable: boolean;
+                                    /** @description the role's display name by language (en, fr), from ORGANIZATION_ROLES; empty for the built-in roles and for a configured role without one */
+                                    displayName: {
+                                        [key: string]: string;
+                                    };
+                                    name: string;
+                                }[];
                                 slug: string;
                                 /** Format: date-time */
                                 updatedAt: string;
@@ -1427,6 +1452,16 @@ export type paths = {
                                 requireSecondFactor: boolean;
                                 /** @description the caller's role */
                                 role: string;
+                                /** @description every role of the deployment, built-in first, as the pages offer them */
+                                roles: {
+                                    /** @description whether the caller may grant (and take away) this role */
+                                    assignable: boolean;
+                                    /** @description the role's display name by language (en, fr), from ORGANIZATION_ROLES; empty for the built-in roles and for a configured role without one */
+                                    displayName: {
+                                        [key: string]: string;
+                                    };
+                                    name: string;
+                                }[];
                                 slug: string;
                                 /** Format: date-time */
                                 updatedAt: string;
@@ -1535,6 +1570,16 @@ export type paths = {
                                 requireSecondFactor: boolean;
                                 /** @description the caller's role */
                                 role: string;
+                                /** @description every role of the deployment, built-in first, as the pages offer them */
+                                roles: {
+                                    /** @description whether the caller may grant (and take away) this role */
+                                    assignable: boolean;
+                                    /** @description the role's display name by language (en, fr), from ORGANIZATION_ROLES; empty for the built-in roles and for a configured role without one */
+                                    displayName: {
+                                        [key: string]: string;
+                                    };
+                                    name: string;
+                                }[];
                                 slug: string;
                                 /** Format: date-time */
                                 updatedAt: string;
@@ -2142,7 +2187,7 @@ export type paths = {
             path?: never;
             cookie?: never;
         };
-        /** The organization’s pending invitations, newest first, addresses masked (members:invite) */
+        /** The organization’s pending invitations, newest first, each address as invited (members:invite) */
         get: {
             parameters: {
                 query?: {
@@ -2172,7 +2217,7 @@ export type paths = {
                                 expiresAt: string;
                                 /** Format: uuid */
                                 id: string;
-                                /** @description masked: a***@example.com or +33******78 */
+                                /** @description the invited address or number, normalised, not masked (only members:invite lists them) */
                                 identifier: string;
                                 identifierType: "email" | "phone";
                                 /** Format: uuid */
@@ -2508,7 +2553,7 @@ export type paths = {
             path?: never;
             cookie?: never;
         };
-        /** The members of an organization, newest first, each named by a masked identifier (members:read) */
+        /** The members of an organization, newest first, each named by an identifier, masked unless the caller has members:manage (members:read) */
         get: {
             parameters: {
                 query?: {
@@ -2532,12 +2577,16 @@ export type paths = {
                     content: {
                         "application/json": {
                             data: {
-                                /** @description the member's first verified identifier, masked; null when it has none */
+                                /** @description the member's first verified identifier: as it is for a caller with members:manage, masked (a***@example.com) for anyone else; null when it has none */
                                 display: string | null;
                                 /** Format: uuid */
                                 identityId: string;
                                 /** Format: date-time */
                                 joinedAt: string;
+                                /** @description whether `display` is masked (the caller lacks members:manage) */
+                                masked: boolean;
+                                /** @description the member's name (display name, else given and family names) for a caller with members:manage; null for anyone else, or when the member set none */
+                                name: string | null;
                                 role: string;
                             }[];
                             meta: {
@@ -8595,6 +8644,16 @@ export type components = {
             requireSecondFactor: boolean;
             /** @description the caller's role */
             role: string;
+            /** @description every role of the deployment, built-in first, as the pages offer them */
+            roles: {
+                /** @description whether the caller may grant (and take away) this role */
+                assignable: boolean;
+                /** @description the role's display name by language (en, fr), from ORGANIZATION_ROLES; empty for the built-in roles and for a configured role without one */
+                displayName: {
+                    [key: string]: string;
+                };
+                name: string;
+            }[];
             slug: string;
             /** Format: date-time */
             updatedAt: string;

@@ -166,6 +166,38 @@ export function invitationByToken(trx: Executor, tokenHash: string): Promise<Inv
     .executeTakeFirst();
 }
 
+/** Who sent an invitation: their name columns and first verified identifier (none once erased). */
+export interface InviterRow {
+  givenName: string | null;
+  familyName: string | null;
+  displayName: string | null;
+  identifier: string | null;
+}
+
+/** The inviter of `invitationId`, as the invitation page names them; undefined when gone. */
+export function inviterOf(trx: Executor, invitationId: string): Promise<InviterRow | undefined> {
+  return trx
+    .selectFrom('organization_invitations as i')
+    .innerJoin('identities as p', 'p.id', 'i.invited_by')
+    .select((eb) => [
+      'p.given_name as givenName',
+      'p.family_name as familyName',
+      'p.display_name as displayName',
+      eb
+        .selectFrom('identifiers as f')
+        .whereRef('f.identity_id', '=', 'p.id')
+        .where('f.verified_at', 'is not', null)
+        .where('f.removed_at', 'is', null)
+        .orderBy('f.verified_at')
+        .orderBy('f.id')
+        .limit(1)
+        .select('f.value')
+        .as('identifier'),
+    ])
+    .where('i.id', '=', invitationId)
+    .executeTakeFirst();
+}
+
 /**
  * Accepts the invitation in one conditional statement: only a pending, unexpired invitation is
  * marked, so of two acceptances at once exactly one gets the row back (the other, once the first

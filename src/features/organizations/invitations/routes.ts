@@ -54,7 +54,9 @@ export const SentInvitationSchema = Type.Object(
 export const PendingInvitationSchema = Type.Object({
   id: Uuid,
   identifierType: IdentifierType,
-  identifier: Masked,
+  identifier: Type.String({
+    description: 'the invited address or number, normalised, not masked (only members:invite lists them)',
+  }),
   role: Type.String(),
   invitedBy: Uuid,
   createdAt: Instant,
@@ -65,8 +67,27 @@ export const PendingInvitationPageSchema = Page(PendingInvitationSchema);
 export const InvitationLookupSchema = Type.Object({
   organization: Type.Object({ name: Type.String(), slug: Type.String() }),
   role: Type.String(),
+  roleDisplayName: Type.Record(Type.String(), Type.String(), {
+    description: "a configured role's display name by language (ORGANIZATION_ROLES); empty otherwise",
+  }),
   identifierType: IdentifierType,
-  identifier: Masked,
+  identifier: Type.String({
+    description: 'the invited address or number, whole: the token was sent there, so its holder is shown it',
+  }),
+  invitedBy: Type.Union(
+    [
+      Type.Object({
+        name: Type.Union([Type.String(), Type.Null()], {
+          description: "the inviter's name, if they set one",
+        }),
+        identifier: Type.Union([Type.String(), Type.Null()], {
+          description: "the inviter's first verified address or number",
+        }),
+      }),
+      Type.Null(),
+    ],
+    { description: 'who sent the invitation; null once they have neither a name nor an address (erased)' },
+  ),
   expiresAt: Instant,
 });
 
@@ -141,7 +162,7 @@ export function invitationRoutes(app: RouteApp, ctx: AppContext): void {
 
   listRoute(app, '/organizations/:organizationId/invitations', {
     tags: TAGS,
-    summary: 'The organization’s pending invitations, newest first, addresses masked (members:invite)',
+    summary: 'The organization’s pending invitations, newest first, each address as invited (members:invite)',
     guard: session,
     security: security.session,
     page: PendingInvitationPageSchema,

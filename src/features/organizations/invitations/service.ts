@@ -16,6 +16,7 @@ import type { Locale } from '../../../shared/locales.js';
 import type { ChallengeFlow } from '../../challenges/service.js';
 import type { EventLog } from '../../events/log.js';
 import type { IdentifierInput, IdentifierType } from '../../identities/identifier.js';
+import { shownName } from '../../identities/profile.js';
 import { findIdentifier, identityLocale } from '../../identities/repository.js';
 import { invitationChanged, membershipChanged } from '../events.js';
 import * as repo from '../repository.js';
@@ -163,7 +164,10 @@ export class InvitationService {
     return requestLocale ?? identityLocale(db, inviter);
   }
 
-  /** GET /organizations/{id}/invitations: the pending ones, newest first (`members:invite`). */
+  /**
+   * GET /organizations/{id}/invitations: the pending ones, newest first (`members:invite`). Only
+   * those who invite see this list, so the address is shown as it was invited, not masked.
+   */
   async list(scope: CursorScope, query: PageQuery, identityId: string, organizationId: string) {
     const { db } = this.deps.database;
     const me = await repo.memberView(db, organizationId, identityId);
@@ -176,7 +180,7 @@ export class InvitationService {
       items: items.map((i) => ({
         id: i.id,
         identifierType: i.identifierType,
-        identifier: maskIdentifier(i.identifierType, i.identifier),
+        identifier: i.identifier,
         role: i.role,
         invitedBy: i.invitedBy,
         createdAt: new Date(i.createdAt).toISOString(),
@@ -210,14 +214,23 @@ export class InvitationService {
    * to. The token is the secret, so each state has its own refusal.
    */
   async lookup(token: string) {
-    const found = await invitations.invitationByToken(this.deps.database.db, this.#hash(token));
+    const { db } = this.deps.database;
+    const found = await invitations.invitationByToken(db, this.#hash(token));
     if (!found) throw unknownInvitation();
     this.#refuseUnlessPending(found, this.deps.clock.now());
+    const inviter = await invitations.inviterOf(db, found.id);
+    const inviterName = inviter ? shownName(inviter) : null;
     return {
       organization: { name: found.organizationName, slug: found.organizationSlug },
       role: found.role,
+      roleDisplayName: this.#roles.displayName(found.role),
+      // The token went to this address: its holder is shown it whole (the sign-up page fills it in).
       identifierType: found.identifierType,
-      identifier: maskIdentifier(found.identifierType, found.identifier),
+      identifier: found.identifier,
+      invitedBy:
+        inviterName || inviter?.identifier
+          ? { name: inviterName, identifier: inviter?.identifier ?? null }
+          : null,
       expiresAt: new Date(found.expiresAt).toISOString(),
     };
   }
