@@ -1,4 +1,5 @@
 import { locale } from './i18n.js';
+import { eyeIcon } from './icons.js';
 import { t } from './messages/forms.js';
 
 /*
@@ -117,15 +118,24 @@ export const formatDate = (iso: string | null | undefined): string =>
   iso ? new Date(iso).toLocaleString(locale(), { dateStyle: 'medium', timeStyle: 'short' }) : '—';
 
 /**
- * A "Show password" toggle beside a password input (in one row with it). Its name stays the same
- * and aria-pressed says whether the password shows (a toggle's name must not change with its
- * state); the input's type switches and the focus goes back to the input, the caret where it was.
+ * The show-password toggle: an eye inside the password input, at its right end (the input keeps
+ * its whole width in every language). Its name ("Show password") stays the same and aria-pressed
+ * says whether the password shows (a toggle's name must not change with its state); the eye is
+ * struck through while it shows. The input's type switches and the focus goes back to the input,
+ * the caret where it was. Every password field has it (ui/new-password.ts, the sign-in's).
  */
 export function passwordToggle(input: HTMLInputElement): HTMLButtonElement {
   const button = h(
     'button',
-    { type: 'button', class: 'password-toggle', 'aria-pressed': 'false', 'aria-controls': input.id },
-    t('showPassword'),
+    {
+      type: 'button',
+      class: 'password-toggle',
+      'aria-pressed': 'false',
+      'aria-controls': input.id,
+      'aria-label': t('showPassword'),
+      title: t('showPassword'),
+    },
+    eyeIcon(false),
   );
   // A press keeps the focus in the field (no blur, no caret lost).
   button.addEventListener('mousedown', (event) => event.preventDefault());
@@ -135,6 +145,8 @@ export function passwordToggle(input: HTMLInputElement): HTMLButtonElement {
     const end = input.selectionEnd;
     input.type = show ? 'text' : 'password';
     button.setAttribute('aria-pressed', String(show));
+    button.title = show ? t('hidePassword') : t('showPassword');
+    button.replaceChildren(eyeIcon(show));
     input.focus();
     if (start !== null && end !== null) input.setSelectionRange(start, end);
   });

@@ -106,11 +106,12 @@ describe('the sign-in card (issue 27)', () => {
     expect(await page.locator('.or-divider').isVisible()).toBe(true);
     expect(passkey.y).toBeGreaterThan(button.y + button.height);
 
-    // "Forgot password?" on the Password label's row, at its right end.
-    const label = await box('.label-row label');
+    // "Forgot password?" under the password, at its right end.
+    const secret = await password().boundingBox();
     const forgot = await page.getByRole('link', { name: 'Forgot password?' }).boundingBox();
-    if (!forgot) throw new Error('no link');
-    expect(Math.abs(forgot.y + forgot.height / 2 - (label.y + label.height / 2))).toBeLessThan(12);
+    if (!forgot || !secret) throw new Error('no link');
+    expect(forgot.y).toBeGreaterThanOrEqual(secret.y + secret.height);
+    expect(forgot.y + forgot.height).toBeLessThan(button.y);
     expect(Math.abs(forgot.x + forgot.width - (field.x + field.width))).toBeLessThanOrEqual(2);
 
     // "New here? Create an account" under the card.
@@ -120,6 +121,39 @@ describe('the sign-in card (issue 27)', () => {
     await page.emulateMedia({ colorScheme: 'dark' });
     await axeCheck(page, 'sign-in card, dark');
     await page.emulateMedia({ colorScheme: 'light' });
+  });
+
+  it('tabs from the identifier to the password, its eye, "Forgot password?", then Sign in (issue 46)', async () => {
+    /** What has the focus: a field's name, else the link's or button's accessible text. */
+    const focus = () =>
+      page.evaluate(() => {
+        const el = document.activeElement as HTMLElement | null;
+        if (!el) return '';
+        return (el as HTMLInputElement).name || el.getAttribute('aria-label') || el.textContent?.trim() || '';
+      });
+    await identifier().focus();
+    expect(await focus()).toBe('identifier');
+    const order: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      await page.keyboard.press('Tab');
+      order.push(await focus());
+    }
+    expect(order).toEqual(['password', 'Show password', 'Forgot password?', 'Sign in']);
+  });
+
+  it('shows the password on demand with an eye inside the field, the field keeping its width', async () => {
+    const wide = await identifier().boundingBox();
+    const narrow = await password().boundingBox();
+    const eye = await page.getByRole('button', { name: 'Show password' }).boundingBox();
+    if (!wide || !narrow || !eye) throw new Error('not shown');
+    // As wide as the identifier, the eye within its box at the right end.
+    expect(Math.abs(narrow.width - wide.width)).toBeLessThanOrEqual(1);
+    expect(eye.x).toBeGreaterThan(narrow.x + narrow.width / 2);
+    expect(eye.x + eye.width).toBeLessThanOrEqual(narrow.x + narrow.width);
+    expect(eye.y).toBeGreaterThanOrEqual(narrow.y);
+    expect(eye.y + eye.height).toBeLessThanOrEqual(narrow.y + narrow.height);
+    expect(await page.locator('.password-toggle svg').count()).toBe(1);
+    expect((await page.locator('.password-toggle').innerText()).trim()).toBe('');
   });
 
   it('shows the password on demand, the focus staying in the field', async () => {
@@ -233,6 +267,10 @@ describe('the sign-in card (issue 27)', () => {
       await fr.getByRole('heading', { level: 1, name: 'Connexion' }).waitFor();
       await fr.getByRole('link', { name: 'Mot de passe oublié ?' }).waitFor();
       await fr.getByRole('button', { name: 'Afficher le mot de passe' }).waitFor();
+      // The eye does not squeeze the French password field: as wide as the identifier.
+      const frWide = await fr.getByLabel('Adresse e-mail ou numéro de téléphone').boundingBox();
+      const frPassword = await fr.getByLabel('Mot de passe', { exact: true }).boundingBox();
+      expect(Math.abs((frPassword?.width ?? 0) - (frWide?.width ?? -9))).toBeLessThanOrEqual(1);
       await fr.getByRole('button', { name: 'Se connecter', exact: true }).click();
       await fr.getByText('Saisissez votre adresse e-mail ou votre numéro de téléphone.').waitFor();
       await fr.getByText('Saisissez votre mot de passe.').waitFor();

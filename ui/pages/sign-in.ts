@@ -44,12 +44,12 @@ export function signInBody(uid: string | null): (Node | string)[] {
     type: 'password',
     autocomplete: 'current-password',
   });
-  // "Forgot password?" on the label's row, right aligned; the toggle beside the input.
-  const label = password.wrap.querySelector('label') as HTMLLabelElement;
-  const labelRow = h('div', { class: 'label-row' });
-  label.replaceWith(labelRow);
-  labelRow.append(label, h('a', { href: '#/recover', class: 'forgot' }, t('forgot')));
+  // The eye inside the input; "Forgot password?" under the field, right aligned, so that the Tab
+  // order is identifier, password (and its eye), "Forgot password?", Sign in.
   passwordToggle(password.input);
+  password.wrap.append(
+    h('p', { class: 'forgot-row' }, h('a', { href: '#/recover', class: 'forgot' }, t('forgot'))),
+  );
 
   const way = h('div', { class: 'way-on' });
   way.hidden = true;
