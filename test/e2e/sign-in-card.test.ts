@@ -193,6 +193,50 @@ describe('the sign-in card (issue 27)', () => {
     await axeCheck(page, 'empty fields named');
   });
 
+  it('marks both fields invalid after a refused sign-in, the same for a wrong password and an unknown address, until edited (issue 46)', async () => {
+    const marks = async () => {
+      const alert = page.locator('.sign-in-card .alert:not([hidden])').first();
+      const alertId = await alert.getAttribute('id');
+      const of = async (input: ReturnType<typeof password>) => ({
+        invalid: await input.getAttribute('aria-invalid'),
+        linked: ((await input.getAttribute('aria-describedby')) ?? '').split(' ').includes(alertId ?? '-'),
+      });
+      return {
+        alert: await alert.textContent(),
+        identifier: await of(identifier()),
+        password: await of(password()),
+        // What else shows between the heading and the fields (no offer to confirm).
+        offers: await page.locator('.way-on:not([hidden])').count(),
+      };
+    };
+    const refused = async (who: string, secret: string) => {
+      await identifier().fill(who);
+      await password().fill(secret);
+      const answer = page.waitForResponse((r) => r.url().endsWith('/api/v1/sign-ins'));
+      await signInButton().click();
+      expect((await answer).status()).toBe(401);
+      await expect.poll(() => password().getAttribute('aria-invalid')).toBe('true');
+      return marks();
+    };
+    const wrong = await refused(person.email, 'not-the-password-at-all');
+    expect(wrong.identifier).toEqual({ invalid: 'true', linked: true });
+    expect(wrong.password).toEqual({ invalid: 'true', linked: true });
+    await axeCheck(page, 'wrong password marked');
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await axeCheck(page, 'wrong password marked, dark');
+    await page.emulateMedia({ colorScheme: 'light' });
+    const unknown = await refused('nobody-here@example.com', 'not-the-password-at-all');
+    expect(unknown).toEqual(wrong);
+    // Editing a field takes its mark away (and its link to the alert); the other keeps its own.
+    await password().press('End');
+    await password().press('x');
+    expect(await password().getAttribute('aria-invalid')).toBeNull();
+    expect(await password().getAttribute('aria-describedby')).toBeNull();
+    expect(await identifier().getAttribute('aria-invalid')).toBe('true');
+    await identifier().fill('');
+    await password().fill('');
+  });
+
   it('shows a spinner on the button while the sign-in is on its way, then the second step focused', async () => {
     let release!: () => void;
     const held = new Promise<void>((r) => {
@@ -224,6 +268,18 @@ describe('the sign-in card (issue 27)', () => {
     await expect.poll(focusedId).toBe(await code.getAttribute('id'));
     await page.getByRole('button', { name: 'Use a passkey instead' }).waitFor();
     await axeCheck(page, 'second step');
+
+    // A wrong code: the code input marked, linked to the alert that says so, until edited.
+    await code.fill('000000');
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await expect.poll(() => code.getAttribute('aria-invalid')).toBe('true');
+    const alertId = await page.locator('.sign-in-card .alert:not([hidden])').first().getAttribute('id');
+    expect((await code.getAttribute('aria-describedby'))?.split(' ')).toContain(alertId);
+    await axeCheck(page, 'wrong code marked');
+    await code.fill('');
+    await code.press('1');
+    expect(await code.getAttribute('aria-invalid')).toBeNull();
+    await code.fill('');
   });
 
   it('a recovery code signs in and says how many are left', async () => {
@@ -255,6 +311,11 @@ describe('the sign-in card (issue 27)', () => {
       .filter({ hasText: 'That recovery code was not accepted. Each code works only once' });
     await alert.waitFor();
     expect(await alert.evaluate((el) => el === document.activeElement)).toBe(true);
+    const recovery = page.getByLabel('Recovery code');
+    expect(await recovery.getAttribute('aria-invalid')).toBe('true');
+    expect((await recovery.getAttribute('aria-describedby'))?.split(' ')).toContain(
+      await alert.getAttribute('id'),
+    );
     await axeCheck(page, 'spent recovery code');
   });
 

@@ -1,6 +1,6 @@
 import { api, asProblem, passkeyStatus } from '../api.js';
 import { append, field, h, passwordToggle } from '../dom.js';
-import { actionButton, alertBox, makeForm } from '../forms.js';
+import { actionButton, alertBox, FieldRefusal, makeForm } from '../forms.js';
 import { type IdentifierForm, identifierField, pendingStep } from '../identifier.js';
 import { t } from '../messages/sign-in.js';
 import { codeField } from '../otp.js';
@@ -247,7 +247,7 @@ export function secondFactorPage(): PageContent {
         const p = asProblem(error);
         // The service answers the same 401 for every cause: the words follow the mode only.
         if (usedRecovery && p.status === 401 && p.code === 'identity.second_factor_refused') {
-          throw new Error(t('second.recoveryRefused'));
+          throw new FieldRefusal(t('second.recoveryRefused'), ['recoveryCode']);
         }
         throw error;
       }
