@@ -69,7 +69,6 @@ export function signInBody(uid: string | null): (Node | string)[] {
     },
   });
   form.el.querySelector('button[type="submit"]')?.classList.add('primary', 'wide');
-  form.alert.after(way);
   const card = h('section', { class: 'card sign-in-card', 'aria-label': t('cardLabel') });
   // "Email me a code" / "Text me a code" under the password's button, when the service has them.
   const byCode = codeButton({ card, identifier, alert: form.alert, uid, back: password.input });
@@ -88,7 +87,8 @@ export function signInBody(uid: string | null): (Node | string)[] {
   showOr();
   new MutationObserver(showOr).observe(providers.card, { attributes: true, attributeFilter: ['hidden'] });
   focusWhenShown(identifier.input);
-  append(card, [form.el, or, passkey?.el ?? null, providers.card]);
+  // The offer to confirm comes under the form's buttons: the alert and the fields stay together.
+  append(card, [form.el, way, or, passkey?.el ?? null, providers.card]);
   byCode?.resume();
   return [
     providers.notice,
@@ -102,6 +102,9 @@ export function signInBody(uid: string | null): (Node | string)[] {
  * account registered but never confirmed cannot sign in, and signing up again with the same
  * identifier and password sends it a fresh code. A confirmed identifier answers 409, which
  * sign-up reveals to anyone already (docs/decisions.md, "A refused sign-in offers the confirmation").
+ * The service answers the same 401 for an unconfirmed account as for a wrong password, so the page
+ * cannot know when it helps: it is a quiet line under the form's buttons, not a box between the
+ * alert and the fields (issue 46).
  */
 function offerConfirmation(way: HTMLElement, who: IdentifierForm, password: string): void {
   const phone = who.identifierType === 'phone';
@@ -133,7 +136,7 @@ function offerConfirmation(way: HTMLElement, who: IdentifierForm, password: stri
         note.focus();
       }
     },
-    'secondary',
+    'link',
   );
   way.replaceChildren(h('p', null, `${t('neverConfirmed')} `, button), alert, outcome);
   way.hidden = false;
