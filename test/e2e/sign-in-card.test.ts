@@ -3,7 +3,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { axeCheck, launchChromium } from '../helpers/browser.js';
+import { addVirtualAuthenticator, axeCheck, launchChromium } from '../helpers/browser.js';
 import { elevatedPerson } from '../helpers/elevation.js';
 import { bearer, type Person } from '../helpers/identities.js';
 import { freePort } from '../helpers/net.js';
@@ -317,6 +317,69 @@ describe('the sign-in card (issue 27)', () => {
       await alert.getAttribute('id'),
     );
     await axeCheck(page, 'spent recovery code');
+  });
+
+  it('offers passkeys in the identifier field: a conditional request from the page shown until it is left or the button is pressed (issue 46)', async () => {
+    // Headless Chromium shows no autofill list to pick a passkey from: what the page asks of the
+    // browser is recorded instead (each navigator.credentials.get, its mediation, its abort).
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    try {
+      await context.addInitScript(() => {
+        const calls: { mediation: string | null; aborted: boolean }[] = [];
+        Object.assign(window, { passkeyGets: calls });
+        const get = navigator.credentials.get.bind(navigator.credentials);
+        navigator.credentials.get = (options?: CredentialRequestOptions) => {
+          const entry = { mediation: options?.mediation ?? null, aborted: false };
+          calls.push(entry);
+          options?.signal?.addEventListener('abort', () => {
+            entry.aborted = true;
+          });
+          return get(options);
+        };
+      });
+      const p = await context.newPage();
+      p.setDefaultTimeout(8000);
+      await p.goto(`${origin}/account/#/sign-in`);
+      await addVirtualAuthenticator(p);
+      await p.reload();
+      const gets = () =>
+        p.evaluate(
+          () =>
+            (window as unknown as { passkeyGets: { mediation: string | null; aborted: boolean }[] })
+              .passkeyGets,
+        );
+      const options = p.waitForRequest((r) => r.url().endsWith('/api/v1/sign-ins/passkeys/options'));
+      await p.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
+      expect(await p.getByLabel('Email or phone number').getAttribute('autocomplete')).toBe(
+        'username webauthn',
+      );
+      await options;
+      await expect.poll(gets).toEqual([{ mediation: 'conditional', aborted: false }]);
+
+      // Leaving the page aborts it; coming back asks again.
+      await p.getByRole('link', { name: 'Create an account' }).click();
+      await p.getByRole('heading', { level: 1, name: 'Create an account' }).waitFor();
+      await expect.poll(gets).toEqual([{ mediation: 'conditional', aborted: true }]);
+      await p.goBack();
+      await p.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
+      await expect.poll(async () => (await gets()).length).toBe(2);
+      expect((await gets())[1]).toEqual({ mediation: 'conditional', aborted: false });
+
+      // The button aborts the autofill's request before asking its own (a modal one).
+      await p.getByRole('button', { name: 'Sign in with a passkey' }).click();
+      await expect.poll(async () => (await gets()).length).toBe(3);
+      expect(await gets()).toEqual([
+        { mediation: 'conditional', aborted: true },
+        { mediation: 'conditional', aborted: true },
+        { mediation: null, aborted: false },
+      ]);
+      // No passkey on this (virtual) device: said, with no "a request is already pending".
+      await p.locator('.passkey-way .alert:not([hidden])').waitFor();
+      expect(await p.locator('.passkey-way .alert').textContent()).not.toMatch(/pending/i);
+      await axeCheck(p, 'passkey button after the autofill request');
+    } finally {
+      await context.close();
+    }
   });
 
   it('speaks French in a French browser, its own checks too', async () => {

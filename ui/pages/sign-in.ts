@@ -1,6 +1,6 @@
-import { api, asProblem, passkeyStatus } from '../api.js';
+import { api, asProblem, passkeyAutofillAvailable, passkeyStatus } from '../api.js';
 import { append, field, h, passwordToggle } from '../dom.js';
-import { actionButton, alertBox, FieldRefusal, makeForm } from '../forms.js';
+import { actionButton, alertBox, FieldRefusal, type Form, makeForm } from '../forms.js';
 import { type IdentifierForm, identifierField, pendingStep } from '../identifier.js';
 import { t } from '../messages/sign-in.js';
 import { codeField } from '../otp.js';
@@ -78,7 +78,8 @@ export function signInBody(uid: string | null): (Node | string)[] {
     route: uid ? `/authorize/${encodeURIComponent(uid)}` : '/sign-in',
     signedIn: (result, name) => afterFirstStep(result, uid, name),
   });
-  const passkey = passkeySignIn(uid);
+  const autofill = passkeyAutofill(identifier.input, uid, form);
+  const passkey = passkeySignIn(uid, () => autofill?.abort());
   const or = divider();
   // The "or" shows when there is another way in: a passkey, or providers once their list is in.
   const showOr = () => {
@@ -152,7 +153,10 @@ function passkeyReason(reason: string): string {
  * "Sign in with a passkey": a full-width button, or why passkeys do not work on this page (nothing
  * at all when the service has them off: there is nothing a person could do about it).
  */
-function passkeySignIn(uid: string | null): { el: HTMLElement; usable: boolean } | null {
+function passkeySignIn(
+  uid: string | null,
+  beforeAsking: () => void,
+): { el: HTMLElement; usable: boolean } | null {
   const status = passkeyStatus();
   if (!status.usable) {
     if (/not enabled/.test(status.reason)) return null;
@@ -163,12 +167,50 @@ function passkeySignIn(uid: string | null): { el: HTMLElement; usable: boolean }
     t('passkey'),
     alert,
     async () => {
+      // The browser has one passkey request at a time: the autofill's goes first.
+      beforeAsking();
       await api.signInWithPasskey();
       finish(uid);
     },
     'secondary wide',
   );
   return { el: h('div', { class: 'passkey-way' }, alert, button), usable: true };
+}
+
+/** The autofill's passkey request of the sign-in page shown, if any (one at a time). */
+let autofillRequest: AbortController | null = null;
+
+/**
+ * Passkeys offered in the identifier field's autofill (`autocomplete="username webauthn"`, WebAuthn
+ * conditional mediation), when passkeys work here and the browser has it: the request starts as
+ * the page shows and waits for the person to pick a passkey there (which signs in); it is aborted
+ * when the person leaves the page, or presses "Sign in with a passkey" (`abort`).
+ */
+function passkeyAutofill(input: HTMLInputElement, uid: string | null, form: Form): { abort(): void } | null {
+  if (!passkeyStatus().usable) return null;
+  input.setAttribute('autocomplete', 'username webauthn');
+  autofillRequest?.abort();
+  const controller = new AbortController();
+  autofillRequest = controller;
+  const abort = () => {
+    controller.abort();
+    window.removeEventListener('hashchange', abort);
+    if (autofillRequest === controller) autofillRequest = null;
+  };
+  window.addEventListener('hashchange', abort);
+  void (async () => {
+    if (!(await passkeyAutofillAvailable()) || controller.signal.aborted) return;
+    try {
+      if (await api.signInWithPasskeyAutofill(controller.signal)) {
+        abort();
+        finish(uid);
+      }
+    } catch (error) {
+      // A passkey picked but refused (removed from the account since): said as the button would.
+      if (!controller.signal.aborted && input.isConnected) form.fail(error);
+    }
+  })();
+  return { abort };
 }
 
 export function secondFactorPage(): PageContent {
