@@ -103,7 +103,7 @@ describe('the sign-in card (issue 27)', () => {
     expect(Math.abs(button.width - field.width)).toBeLessThanOrEqual(1);
     expect(Math.abs(passkey.width - field.width)).toBeLessThanOrEqual(1);
     // The passkey under an "or", below the password's button.
-    expect(await page.locator('.or-divider').isVisible()).toBe(true);
+    expect(await page.locator('.or-divider:not([hidden])').count()).toBe(1);
     expect(passkey.y).toBeGreaterThan(button.y + button.height);
 
     // "Forgot password?" under the password, at its right end.
@@ -377,6 +377,79 @@ describe('the sign-in card (issue 27)', () => {
       await p.locator('.passkey-way .alert:not([hidden])').waitFor();
       expect(await p.locator('.passkey-way .alert').textContent()).not.toMatch(/pending/i);
       await axeCheck(p, 'passkey button after the autofill request');
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('puts sign-in, sign-up and recovery on the same centred card, "Continue with …" above the form with each preset\'s mark (issue 46)', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    try {
+      const p = await context.newPage();
+      p.setDefaultTimeout(8000);
+      // The provider list as a deployment with the four presets and one of its own would answer.
+      await p.route('**/api/v1/providers', (route) =>
+        route.fulfill({
+          contentType: 'application/json',
+          body: JSON.stringify({
+            data: [
+              { name: 'google', displayName: 'Google', preset: 'google' },
+              { name: 'apple', displayName: 'Apple', preset: 'apple' },
+              { name: 'github', displayName: 'GitHub', preset: 'github' },
+              { name: 'microsoft', displayName: 'Microsoft', preset: 'microsoft' },
+              { name: 'acme', displayName: 'Acme', preset: null },
+            ],
+          }),
+        }),
+      );
+      const centred = async (what: string) => {
+        const card = await p.locator('main > .sign-in-card').boundingBox();
+        if (!card) throw new Error(`${what}: no card`);
+        expect(card.width, what).toBeLessThanOrEqual(440);
+        expect(card.width, what).toBeGreaterThanOrEqual(320);
+        expect(Math.abs(card.x + card.width / 2 - 640), what).toBeLessThan(20);
+      };
+      const marks = () =>
+        p
+          .locator('#providers button')
+          .evaluateAll((buttons) =>
+            buttons.map((b) => [
+              b.textContent,
+              b.querySelector('svg')?.getAttribute('class') ?? b.querySelector('.provider-mark')?.textContent,
+            ]),
+          );
+      const expected = [
+        ['Continue with Google', 'provider-logo provider-logo-google'],
+        ['Continue with Apple', 'provider-logo provider-logo-apple'],
+        ['Continue with GitHub', 'provider-logo provider-logo-github'],
+        ['Continue with Microsoft', 'provider-logo provider-logo-microsoft'],
+        ['AContinue with Acme', 'A'],
+      ];
+
+      for (const [route, title, first] of [
+        ['sign-in', 'Sign in', 'Email or phone number'],
+        ['sign-up', 'Create an account', 'Email or phone number'],
+      ] as const) {
+        await p.goto(`${origin}/account/#/${route}`);
+        await p.getByRole('heading', { level: 1, name: title }).waitFor();
+        await expect.poll(marks).toEqual(expected);
+        await p.getByRole('button', { name: 'Continue with Google', exact: true }).waitFor();
+        await centred(route);
+        // Above the form, with an "or" between them.
+        const last = await p.locator('#providers button').last().boundingBox();
+        const or = await p.locator('.sign-in-card .or-divider').first().boundingBox();
+        const field = await p.getByLabel(first).boundingBox();
+        if (!last || !or || !field) throw new Error(`${route}: not shown`);
+        expect(last.y + last.height).toBeLessThanOrEqual(or.y);
+        expect(or.y + or.height).toBeLessThanOrEqual(field.y);
+        await axeCheck(p, `${route} with providers`);
+        await p.emulateMedia({ colorScheme: 'dark' });
+        await axeCheck(p, `${route} with providers, dark`);
+        await p.emulateMedia({ colorScheme: 'light' });
+      }
+      await p.goto(`${origin}/account/#/recover`);
+      await p.getByRole('heading', { level: 1, name: 'Forgot your password' }).waitFor();
+      await centred('recover');
     } finally {
       await context.close();
     }

@@ -81,7 +81,7 @@ export async function invitationPage(): Promise<PageContent> {
   const org = view.organization.name;
   const what = h(
     'section',
-    { class: 'card', id: 'invitation', 'aria-labelledby': 'invitation-what' },
+    { class: 'card sign-in-card', id: 'invitation', 'aria-labelledby': 'invitation-what' },
     h('h2', { id: 'invitation-what' }, t('invitation.what', { org, role: roleName(view.role) })),
     h(
       'p',

@@ -80,16 +80,24 @@ export function signInBody(uid: string | null): (Node | string)[] {
   });
   const autofill = passkeyAutofill(identifier.input, uid, form);
   const passkey = passkeySignIn(uid, () => autofill?.abort());
-  const or = divider();
-  // The "or" shows when there is another way in: a passkey, or providers once their list is in.
+  // "Continue with …" above the form, under an "or" once the providers' list is in (issue 46);
+  // the passkey under the form's buttons, under an "or" of its own.
+  const orProviders = divider();
   const showOr = () => {
-    or.hidden = !passkey?.usable && providers.card.hidden;
+    orProviders.hidden = providers.card.hidden;
   };
   showOr();
   new MutationObserver(showOr).observe(providers.card, { attributes: true, attributeFilter: ['hidden'] });
   focusWhenShown(identifier.input);
   // The offer to confirm comes under the form's buttons: the alert and the fields stay together.
-  append(card, [form.el, way, or, passkey?.el ?? null, providers.card]);
+  append(card, [
+    providers.card,
+    orProviders,
+    form.el,
+    way,
+    passkey?.usable ? divider() : null,
+    passkey?.el ?? null,
+  ]);
   byCode?.resume();
   return [
     providers.notice,
