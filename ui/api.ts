@@ -333,9 +333,10 @@ export const api = {
         publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(options.options as unknown as Json),
         signal,
       })) as PublicKeyCredential | null;
-    } catch (error) {
-      if (signal.aborted) return false;
-      throw error;
+    } catch {
+      // Aborted, or the browser gave up (no passkey here, the list dismissed): nothing to say,
+      // the button and the password are still there.
+      return false;
     }
     if (!credential) return false;
     await client.signInWithPasskey({ credential: credential.toJSON() } as never);

@@ -79,7 +79,7 @@ export function signInBody(uid: string | null): (Node | string)[] {
     signedIn: (result, name) => afterFirstStep(result, uid, name),
   });
   const autofill = passkeyAutofill(identifier.input, uid, form);
-  const passkey = passkeySignIn(uid, () => autofill?.abort());
+  const passkey = passkeySignIn(uid, async () => autofill?.abort());
   // "Continue with …" above the form, under an "or" once the providers' list is in (issue 46);
   // the passkey under the form's buttons, under an "or" of its own.
   const orProviders = divider();
@@ -163,7 +163,7 @@ function passkeyReason(reason: string): string {
  */
 function passkeySignIn(
   uid: string | null,
-  beforeAsking: () => void,
+  beforeAsking: () => Promise<void>,
 ): { el: HTMLElement; usable: boolean } | null {
   const status = passkeyStatus();
   if (!status.usable) {
@@ -176,7 +176,7 @@ function passkeySignIn(
     alert,
     async () => {
       // The browser has one passkey request at a time: the autofill's goes first.
-      beforeAsking();
+      await beforeAsking();
       await api.signInWithPasskey();
       finish(uid);
     },
@@ -194,7 +194,11 @@ let autofillRequest: AbortController | null = null;
  * the page shows and waits for the person to pick a passkey there (which signs in); it is aborted
  * when the person leaves the page, or presses "Sign in with a passkey" (`abort`).
  */
-function passkeyAutofill(input: HTMLInputElement, uid: string | null, form: Form): { abort(): void } | null {
+function passkeyAutofill(
+  input: HTMLInputElement,
+  uid: string | null,
+  form: Form,
+): { abort(): Promise<void> } | null {
   if (!passkeyStatus().usable) return null;
   input.setAttribute('autocomplete', 'username webauthn');
   autofillRequest?.abort();
@@ -206,7 +210,7 @@ function passkeyAutofill(input: HTMLInputElement, uid: string | null, form: Form
     if (autofillRequest === controller) autofillRequest = null;
   };
   window.addEventListener('hashchange', abort);
-  void (async () => {
+  const settled = (async () => {
     if (!(await passkeyAutofillAvailable()) || controller.signal.aborted) return;
     try {
       if (await api.signInWithPasskeyAutofill(controller.signal)) {
@@ -218,7 +222,13 @@ function passkeyAutofill(input: HTMLInputElement, uid: string | null, form: Form
       if (!controller.signal.aborted && input.isConnected) form.fail(error);
     }
   })();
-  return { abort };
+  return {
+    // Answers once the browser has let the request go (the next one would otherwise wait for it).
+    abort: () => {
+      abort();
+      return settled;
+    },
+  };
 }
 
 export function secondFactorPage(): PageContent {
