@@ -188,6 +188,21 @@ async function assertion(options: unknown): Promise<unknown> {
   return credential.toJSON();
 }
 
+/**
+ * Whether this browser offers passkeys in a field's autofill (WebAuthn conditional mediation, the
+ * field's autocomplete naming `webauthn`).
+ */
+export async function passkeyAutofillAvailable(): Promise<boolean> {
+  const pkc = globalThis.PublicKeyCredential as
+    | { isConditionalMediationAvailable?: () => Promise<boolean> }
+    | undefined;
+  try {
+    return (await pkc?.isConditionalMediationAvailable?.()) === true;
+  } catch {
+    return false;
+  }
+}
+
 const email = (identifier: string) => ({ identifierType: 'email' as const, identifier });
 
 function outcome(result: Awaited<ReturnType<IdentityClient['signIn']>>): SignInOutcome {
@@ -296,6 +311,37 @@ export const api = {
   async signInWithPasskey(): Promise<void> {
     const options = await client.passkeySignInOptions({});
     await client.signInWithPasskey({ credential: await assertion(options.options) } as never);
+  },
+  /**
+   * A passkey sign-in offered in the identifier field's autofill (conditional mediation): waits
+   * until the person picks a passkey there (then signs in and answers true), or `signal` aborts it
+   * (answers false). The browser allows one request at a time: the passkey button aborts this one
+   * before asking its own.
+   */
+  async signInWithPasskeyAutofill(signal: AbortSignal): Promise<boolean> {
+    let options: Awaited<ReturnType<typeof client.passkeySignInOptions>>;
+    try {
+      options = await client.passkeySignInOptions({});
+    } catch {
+      // Nobody asked for it yet: no offer in the autofill, nothing said (the button still asks).
+      return false;
+    }
+    if (signal.aborted) return false;
+    let credential: PublicKeyCredential | null;
+    try {
+      credential = (await navigator.credentials.get({
+        mediation: 'conditional',
+        publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(options.options as unknown as Json),
+        signal,
+      })) as PublicKeyCredential | null;
+    } catch {
+      // Aborted, or the browser gave up (no passkey here, the list dismissed): nothing to say,
+      // the button and the password are still there.
+      return false;
+    }
+    if (!credential) return false;
+    await client.signInWithPasskey({ credential: credential.toJSON() } as never);
+    return true;
   },
   startRecovery: (identifier: IdentifierForm) => client.startPasswordRecovery(identifier),
   confirmRecovery: (identifier: IdentifierForm, code: string, newPassword: string) =>

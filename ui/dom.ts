@@ -1,4 +1,5 @@
 import { locale } from './i18n.js';
+import { eyeIcon } from './icons.js';
 import { t } from './messages/forms.js';
 
 /*
@@ -86,19 +87,59 @@ export function field(o: FieldOptions): Field {
     input,
     error,
   );
+  const hideError = () => {
+    error.textContent = '';
+    error.hidden = true;
+  };
   return {
     wrap,
     input,
     setError(message) {
       error.textContent = message ?? '';
       error.hidden = !message;
-      const described = [o.hint ? hintId : null, message ? errorId : null].filter(Boolean).join(' ');
-      if (described) input.setAttribute('aria-describedby', described);
-      else input.removeAttribute('aria-describedby');
-      if (message) input.setAttribute('aria-invalid', 'true');
-      else input.removeAttribute('aria-invalid');
+      markInvalid(input, message ? error : null, hideError);
     },
   };
+}
+
+/** What each input's mark is: the message's id, and what to do when the person edits the input. */
+const marks = new WeakMap<HTMLInputElement, { id: string; cleared?: () => void }>();
+
+/**
+ * The one way an input is marked invalid, for a field's own message and for a form's alert about
+ * it alike (a refused code, a refused password): aria-invalid="true", and `message` (given an id
+ * when it has none) added to the input's aria-describedby, beside its hint and strength meter.
+ * `message` null takes the mark away. The mark goes as soon as the person edits the input
+ * (`cleared` then runs: a field hides its own message).
+ */
+export function markInvalid(
+  input: HTMLInputElement,
+  message: HTMLElement | null,
+  cleared?: () => void,
+): void {
+  const previous = marks.get(input);
+  const ids = (input.getAttribute('aria-describedby') ?? '')
+    .split(' ')
+    .filter((id) => id && id !== previous?.id);
+  marks.delete(input);
+  if (message) {
+    if (!message.id) message.id = uid('invalid');
+    ids.push(message.id);
+    marks.set(input, { id: message.id, cleared });
+    input.setAttribute('aria-invalid', 'true');
+    if (!input.dataset.invalidWatch) {
+      input.dataset.invalidWatch = '1';
+      // Edits by the person only ('input' does not fire for a value set by a script).
+      input.addEventListener('input', () => {
+        const mark = marks.get(input);
+        if (!mark) return;
+        markInvalid(input, null);
+        mark.cleared?.();
+      });
+    }
+  } else input.removeAttribute('aria-invalid');
+  if (ids.length) input.setAttribute('aria-describedby', ids.join(' '));
+  else input.removeAttribute('aria-describedby');
 }
 
 /** Text that screen readers announce politely (route changes, copies, quiet successes). */
@@ -117,15 +158,24 @@ export const formatDate = (iso: string | null | undefined): string =>
   iso ? new Date(iso).toLocaleString(locale(), { dateStyle: 'medium', timeStyle: 'short' }) : '—';
 
 /**
- * A "Show password" toggle beside a password input (in one row with it). Its name stays the same
- * and aria-pressed says whether the password shows (a toggle's name must not change with its
- * state); the input's type switches and the focus goes back to the input, the caret where it was.
+ * The show-password toggle: an eye inside the password input, at its right end (the input keeps
+ * its whole width in every language). Its name ("Show password") stays the same and aria-pressed
+ * says whether the password shows (a toggle's name must not change with its state); the eye is
+ * struck through while it shows. The input's type switches and the focus goes back to the input,
+ * the caret where it was. Every password field has it (ui/new-password.ts, the sign-in's).
  */
 export function passwordToggle(input: HTMLInputElement): HTMLButtonElement {
   const button = h(
     'button',
-    { type: 'button', class: 'password-toggle', 'aria-pressed': 'false', 'aria-controls': input.id },
-    t('showPassword'),
+    {
+      type: 'button',
+      class: 'password-toggle',
+      'aria-pressed': 'false',
+      'aria-controls': input.id,
+      'aria-label': t('showPassword'),
+      title: t('showPassword'),
+    },
+    eyeIcon(false),
   );
   // A press keeps the focus in the field (no blur, no caret lost).
   button.addEventListener('mousedown', (event) => event.preventDefault());
@@ -135,6 +185,8 @@ export function passwordToggle(input: HTMLInputElement): HTMLButtonElement {
     const end = input.selectionEnd;
     input.type = show ? 'text' : 'password';
     button.setAttribute('aria-pressed', String(show));
+    button.title = show ? t('hidePassword') : t('showPassword');
+    button.replaceChildren(eyeIcon(show));
     input.focus();
     if (start !== null && end !== null) input.setSelectionRange(start, end);
   });

@@ -1,5 +1,5 @@
 import { asProblem } from './api.js';
-import { type Field, h } from './dom.js';
+import { type Field, h, markInvalid } from './dom.js';
 import { t } from './messages/forms.js';
 import { Cancelled, fieldMessage, messageFor, type ProblemLike } from './problems.js';
 import { holdButton, isHeld } from './wait.js';
@@ -46,6 +46,40 @@ export function setBusy(button: HTMLButtonElement, busy: boolean): void {
   button.classList.toggle('busy', busy);
   if (busy) button.setAttribute('aria-busy', 'true');
   else button.removeAttribute('aria-busy');
+}
+
+/**
+ * The refusals that are about fields without naming them (the service answers the same for every
+ * cause): the fields they mark, linked to the form's alert. A refused sign-in marks both the
+ * identifier and the password, whatever the cause, so that a wrong password and an unknown
+ * address still look the same.
+ */
+const REFUSED_FIELDS: Record<string, readonly string[]> = {
+  'identity.sign_in_refused': ['identifier', 'password'],
+  'identity.password_change_refused': ['currentPassword'],
+  ...Object.fromEntries(
+    [
+      'ui.sign_up_confirmation_refused',
+      'ui.sign_in_code_refused',
+      'ui.code_expired',
+      'identity.second_factor_refused',
+      'identity.verification_refused',
+      'identity.password_recovery_refused',
+      'identity.step_up_confirmation_refused',
+      'identity.second_factor_confirmation_refused',
+      'identity.sign_in_method_confirmation_refused',
+    ].map((code) => [code, ['code', 'recoveryCode']]),
+  ),
+};
+
+/** A page's own refusal of the fields named (a spent recovery code): `message` in the form's alert. */
+export class FieldRefusal extends Error {
+  constructor(
+    message: string,
+    readonly fields: readonly string[],
+  ) {
+    super(message);
+  }
 }
 
 export interface FormOptions {
@@ -97,6 +131,14 @@ export function makeForm(o: FormOptions): Form {
     }
     alert.textContent = messageFor(p);
     alert.hidden = false;
+    // A refusal about fields it does not name: those fields marked, the alert their message.
+    if (!firstInvalid) {
+      const names = error instanceof FieldRefusal ? error.fields : (REFUSED_FIELDS[p.code ?? ''] ?? []);
+      for (const f of o.fields) {
+        if (!names.includes(f.input.name) || f.input.disabled || f.wrap.closest('[hidden]')) continue;
+        markInvalid(f.input, alert);
+      }
+    }
     if (hold) holdIfWaiting(p, hold, alert);
     (firstInvalid ?? alert).focus();
   };

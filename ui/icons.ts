@@ -36,3 +36,22 @@ export function deviceIcon(type: string | null | undefined): SVGSVGElement {
   }
   return svg;
 }
+
+/** The eye of a show-password toggle: open (the password is hidden: press to show), or struck through. */
+export function eyeIcon(struck: boolean): SVGSVGElement {
+  const svg = document.createElementNS(SVG, 'svg');
+  svg.setAttribute('viewBox', '0 0 24 24');
+  svg.setAttribute('width', '20');
+  svg.setAttribute('height', '20');
+  svg.setAttribute('aria-hidden', 'true');
+  svg.setAttribute('focusable', 'false');
+  svg.setAttribute('class', 'eye-icon');
+  const shapes = ['M2 12s3.6-7 10-7 10 7 10 7-3.6 7-10 7S2 12 2 12z', 'M12 9a3 3 0 1 0 0 6a3 3 0 1 0 0-6z'];
+  if (struck) shapes.push('M4 4l16 16');
+  for (const d of shapes) {
+    const path = document.createElementNS(SVG, 'path');
+    path.setAttribute('d', d);
+    svg.appendChild(path);
+  }
+  return svg;
+}

@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Secret, TOTP } from 'otpauth';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTENT_SECURITY_POLICY } from '../../src/features/account-ui/routes.js';
 import { ManualClock } from '../../src/platform/clock.js';
@@ -41,6 +41,20 @@ let smtp: SmtpSink;
 let browser: Browser;
 let context: BrowserContext;
 let page: Page;
+let authenticator: { cdp: CDPSession; authenticatorId: string };
+/**
+ * Whether the virtual authenticator answers at once: it then also answers the passkey request the
+ * sign-in page's identifier field makes (conditional mediation), as a person picking their passkey
+ * there would; off, that request waits, as it does for a person who types a password instead.
+ */
+const presence = (enabled: boolean) =>
+  authenticator.cdp.send('WebAuthn.setAutomaticPresenceSimulation', {
+    authenticatorId: authenticator.authenticatorId,
+    enabled,
+  });
+/** The next passkey sign-in the service accepts. */
+const passkeySignedIn = () =>
+  page.waitForResponse((r) => r.url().endsWith('/api/v1/sign-ins/passkeys') && r.status() === 201);
 let origin: string;
 let totpSecret = '';
 let recoveryCodes: string[] = [];
@@ -124,7 +138,7 @@ beforeAll(async () => {
   browser = await launchChromium();
   ({ ctx: context, page } = await newPage());
   page.setDefaultTimeout(8000);
-  await addVirtualAuthenticator(page);
+  authenticator = await addVirtualAuthenticator(page);
 }, 60_000);
 
 afterAll(async () => {
@@ -396,8 +410,13 @@ describe('the hosted account UI in Chromium', () => {
   });
 
   it('sign in with the password and the authenticator code', async () => {
+    await presence(false);
     await page.getByRole('button', { name: 'Sign out' }).click();
     await heading(page, 'Sign in');
+    expect(await page.getByLabel('Email or phone number').getAttribute('autocomplete')).toBe(
+      'username webauthn',
+    );
+    await shot(page, 'sign-in');
     await axe(page, 'sign-in');
     await page.getByLabel('Email or phone number').fill(EMAIL);
     // A refusal is announced in an alert that takes the focus.
@@ -433,11 +452,13 @@ describe('the hosted account UI in Chromium', () => {
     await heading(page, 'Your account');
   });
 
-  it('sign in with a passkey', async () => {
+  it('sign in with a passkey offered in the identifier field (conditional mediation, issue 46)', async () => {
+    // The sign-in page asks for a passkey as it shows; the authenticator answers it (as a person
+    // picking the passkey in the field's autofill would), and the page signs in with no click.
+    await presence(true);
+    const signedIn = passkeySignedIn();
     await page.getByRole('button', { name: 'Sign out' }).click();
-    await heading(page, 'Sign in');
-    await shot(page, 'sign-in');
-    await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+    await signedIn;
     await heading(page, 'Your account');
     expect(await page.locator('#methods').textContent()).toContain('Passkey');
   });
@@ -488,12 +509,17 @@ describe('the hosted account UI in Chromium', () => {
       headers: { authorization: `Bearer ${second.json().data.accessToken}` },
     });
     expect(other.statusCode).toBe(401);
+    await presence(false);
     await page.getByRole('button', { name: 'Sign out everywhere' }).click();
     await heading(page, 'Sign in');
   });
 
   it('sign-in history lists the attempts', async () => {
+    // The passkey button: it aborts the field's waiting request before asking its own.
+    await presence(true);
+    const signedIn = passkeySignedIn();
     await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+    await signedIn;
     await heading(page, 'Your account');
     await nav(page, 'Sign-in history').click();
     await heading(page, 'Sign-in history');

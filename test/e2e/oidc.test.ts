@@ -182,6 +182,12 @@ describe('an app signs a person in through the hosted pages', () => {
       expect(await link.getAttribute('target')).toBe('_blank');
       expect(await link.textContent()).toContain(text);
     }
+    // The consent on the sign-in page's centred card (issue 46).
+    const card = await page.locator('main > .sign-in-card').boundingBox();
+    const viewport = page.viewportSize()?.width ?? 1280;
+    expect(card?.width ?? 0).toBeLessThanOrEqual(440);
+    expect(card?.width ?? 0).toBeGreaterThanOrEqual(320);
+    expect(Math.abs((card?.x ?? 0) + (card?.width ?? 0) / 2 - viewport / 2)).toBeLessThan(20);
     await page.getByRole('button', { name: 'Allow' }).click();
     await page.waitForURL(`${rp.origin}/callback?**`);
     expect(await page.locator('#sub').textContent()).toBe(person.identityId);

@@ -187,6 +187,11 @@ describe('organizations in the hosted pages', () => {
           name: t('invitation.whatFrom', { inviter: owner.email, org: orgName, role: roleName('member') }),
         })
         .waitFor();
+      // On the sign-in page's card, centred (issue 46): the screen's width less its margins on a phone.
+      const card = await b.locator('main > .sign-in-card').boundingBox();
+      const width = SCREENS[screen].width;
+      expect(card?.width ?? 0).toBeLessThanOrEqual(440);
+      expect(Math.abs((card?.x ?? 0) + (card?.width ?? 0) / 2 - width / 2)).toBeLessThan(20);
       await axeCheck(b, `${screen}: invitation, signed out`);
 
       // B creates an account through it, confirms the address, and comes back to the invitation.

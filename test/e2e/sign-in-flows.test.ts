@@ -327,7 +327,18 @@ describe('sign-in flows in Chromium (issue 27)', () => {
     await signInButton().click();
     await page.getByRole('alert').filter({ hasText: 'do not match an account' }).waitFor();
     await page.getByText('Registered but never entered the code?').waitFor();
+    // Under the Sign in button, not between the alert and the fields (issue 46).
+    const offer = await page.getByText('Registered but never entered the code?').boundingBox();
+    const button = await signInButton().boundingBox();
+    const alert = await page.getByRole('alert').filter({ hasText: 'do not match an account' }).boundingBox();
+    const field = await identifier().boundingBox();
+    if (!offer || !button || !alert || !field) throw new Error('not shown');
+    expect(offer.y).toBeGreaterThanOrEqual(button.y + button.height);
+    expect(alert.y).toBeLessThan(field.y);
     await axeCheck(page, 'sign-in refused with the way to confirm');
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await axeCheck(page, 'sign-in refused with the way to confirm, dark');
+    await page.emulateMedia({ colorScheme: 'light' });
     const before = mailCount(EMAIL);
     await page.getByRole('button', { name: 'Confirm your address' }).click();
     await step('Confirm your address');

@@ -4,6 +4,7 @@ import { messages } from '../i18n.js';
 export const t = messages(
   {
     title: 'Create an account',
+    or: 'or',
     haveAccount: 'Already have an account?',
     signIn: 'Sign in',
     'first.heading': 'Your address and a password',
@@ -22,6 +23,7 @@ export const t = messages(
   },
   {
     title: 'Créer un compte',
+    or: 'ou',
     haveAccount: 'Vous avez déjà un compte\u00a0?',
     signIn: 'Se connecter',
     'first.heading': 'Votre adresse et un mot de passe',

@@ -187,7 +187,7 @@ export async function consentPage(uid: string): Promise<PageContent> {
     body: [
       h(
         'section',
-        { class: 'card', 'aria-labelledby': 'consent-title' },
+        { class: 'card sign-in-card', 'aria-labelledby': 'consent-title' },
         logo
           ? // Decorative: the name beside it says what it would.
             h('img', { class: 'client-logo', id: 'client-logo', src: logo, alt: '' })

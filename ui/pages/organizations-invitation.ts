@@ -89,7 +89,7 @@ export async function invitationPage(): Promise<PageContent> {
   const inviter = by?.name && by.identifier ? `${by.name} (${by.identifier})` : (by?.name ?? by?.identifier);
   const what = h(
     'section',
-    { class: 'card', id: 'invitation', 'aria-labelledby': 'invitation-what' },
+    { class: 'card sign-in-card', id: 'invitation', 'aria-labelledby': 'invitation-what' },
     h(
       'h2',
       { id: 'invitation-what' },

@@ -20,7 +20,7 @@ interface Pending {
 }
 
 export function recoverPage(): PageContent {
-  const card = h('section', { class: 'card', 'aria-labelledby': 'recover-step' });
+  const card = h('section', { class: 'card sign-in-card', 'aria-labelledby': 'recover-step' });
   const pending = pendingStep.read<Pending>(PENDING);
   if (pending?.identifier) codeStep(card, pending.identifier, false, pending.sentAt ?? null);
   else firstStep(card);

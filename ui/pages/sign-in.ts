@@ -1,6 +1,6 @@
-import { api, asProblem, passkeyStatus } from '../api.js';
+import { api, asProblem, passkeyAutofillAvailable, passkeyStatus } from '../api.js';
 import { append, field, h, passwordToggle } from '../dom.js';
-import { actionButton, alertBox, makeForm } from '../forms.js';
+import { actionButton, alertBox, FieldRefusal, type Form, makeForm } from '../forms.js';
 import { type IdentifierForm, identifierField, pendingStep } from '../identifier.js';
 import { t } from '../messages/sign-in.js';
 import { codeField } from '../otp.js';
@@ -44,12 +44,12 @@ export function signInBody(uid: string | null): (Node | string)[] {
     type: 'password',
     autocomplete: 'current-password',
   });
-  // "Forgot password?" on the label's row, right aligned; the toggle beside the input.
-  const label = password.wrap.querySelector('label') as HTMLLabelElement;
-  const labelRow = h('div', { class: 'label-row' });
-  label.replaceWith(labelRow);
-  labelRow.append(label, h('a', { href: '#/recover', class: 'forgot' }, t('forgot')));
+  // The eye inside the input; "Forgot password?" under the field, right aligned, so that the Tab
+  // order is identifier, password (and its eye), "Forgot password?", Sign in.
   passwordToggle(password.input);
+  password.wrap.append(
+    h('p', { class: 'forgot-row' }, h('a', { href: '#/recover', class: 'forgot' }, t('forgot'))),
+  );
 
   const way = h('div', { class: 'way-on' });
   way.hidden = true;
@@ -69,7 +69,6 @@ export function signInBody(uid: string | null): (Node | string)[] {
     },
   });
   form.el.querySelector('button[type="submit"]')?.classList.add('primary', 'wide');
-  form.alert.after(way);
   const card = h('section', { class: 'card sign-in-card', 'aria-label': t('cardLabel') });
   // "Email me a code" / "Text me a code" under the password's button, when the service has them.
   const byCode = codeButton({ card, identifier, alert: form.alert, uid, back: password.input });
@@ -79,16 +78,26 @@ export function signInBody(uid: string | null): (Node | string)[] {
     route: uid ? `/authorize/${encodeURIComponent(uid)}` : '/sign-in',
     signedIn: (result, name) => afterFirstStep(result, uid, name),
   });
-  const passkey = passkeySignIn(uid);
-  const or = divider();
-  // The "or" shows when there is another way in: a passkey, or providers once their list is in.
+  const autofill = passkeyAutofill(identifier.input, uid, form);
+  const passkey = passkeySignIn(uid, async () => autofill?.abort());
+  // "Continue with …" above the form, under an "or" once the providers' list is in (issue 46);
+  // the passkey under the form's buttons, under an "or" of its own.
+  const orProviders = divider();
   const showOr = () => {
-    or.hidden = !passkey?.usable && providers.card.hidden;
+    orProviders.hidden = providers.card.hidden;
   };
   showOr();
   new MutationObserver(showOr).observe(providers.card, { attributes: true, attributeFilter: ['hidden'] });
   focusWhenShown(identifier.input);
-  append(card, [form.el, or, passkey?.el ?? null, providers.card]);
+  // The offer to confirm comes under the form's buttons: the alert and the fields stay together.
+  append(card, [
+    providers.card,
+    orProviders,
+    form.el,
+    way,
+    passkey?.usable ? divider() : null,
+    passkey?.el ?? null,
+  ]);
   byCode?.resume();
   return [
     providers.notice,
@@ -102,6 +111,9 @@ export function signInBody(uid: string | null): (Node | string)[] {
  * account registered but never confirmed cannot sign in, and signing up again with the same
  * identifier and password sends it a fresh code. A confirmed identifier answers 409, which
  * sign-up reveals to anyone already (docs/decisions.md, "A refused sign-in offers the confirmation").
+ * The service answers the same 401 for an unconfirmed account as for a wrong password, so the page
+ * cannot know when it helps: it is a quiet line under the form's buttons, not a box between the
+ * alert and the fields (issue 46).
  */
 function offerConfirmation(way: HTMLElement, who: IdentifierForm, password: string): void {
   const phone = who.identifierType === 'phone';
@@ -133,7 +145,7 @@ function offerConfirmation(way: HTMLElement, who: IdentifierForm, password: stri
         note.focus();
       }
     },
-    'secondary',
+    'link',
   );
   way.replaceChildren(h('p', null, `${t('neverConfirmed')} `, button), alert, outcome);
   way.hidden = false;
@@ -149,7 +161,10 @@ function passkeyReason(reason: string): string {
  * "Sign in with a passkey": a full-width button, or why passkeys do not work on this page (nothing
  * at all when the service has them off: there is nothing a person could do about it).
  */
-function passkeySignIn(uid: string | null): { el: HTMLElement; usable: boolean } | null {
+function passkeySignIn(
+  uid: string | null,
+  beforeAsking: () => Promise<void>,
+): { el: HTMLElement; usable: boolean } | null {
   const status = passkeyStatus();
   if (!status.usable) {
     if (/not enabled/.test(status.reason)) return null;
@@ -160,12 +175,60 @@ function passkeySignIn(uid: string | null): { el: HTMLElement; usable: boolean }
     t('passkey'),
     alert,
     async () => {
+      // The browser has one passkey request at a time: the autofill's goes first.
+      await beforeAsking();
       await api.signInWithPasskey();
       finish(uid);
     },
     'secondary wide',
   );
   return { el: h('div', { class: 'passkey-way' }, alert, button), usable: true };
+}
+
+/** The autofill's passkey request of the sign-in page shown, if any (one at a time). */
+let autofillRequest: AbortController | null = null;
+
+/**
+ * Passkeys offered in the identifier field's autofill (`autocomplete="username webauthn"`, WebAuthn
+ * conditional mediation), when passkeys work here and the browser has it: the request starts as
+ * the page shows and waits for the person to pick a passkey there (which signs in); it is aborted
+ * when the person leaves the page, or presses "Sign in with a passkey" (`abort`).
+ */
+function passkeyAutofill(
+  input: HTMLInputElement,
+  uid: string | null,
+  form: Form,
+): { abort(): Promise<void> } | null {
+  if (!passkeyStatus().usable) return null;
+  input.setAttribute('autocomplete', 'username webauthn');
+  autofillRequest?.abort();
+  const controller = new AbortController();
+  autofillRequest = controller;
+  const abort = () => {
+    controller.abort();
+    window.removeEventListener('hashchange', abort);
+    if (autofillRequest === controller) autofillRequest = null;
+  };
+  window.addEventListener('hashchange', abort);
+  const settled = (async () => {
+    if (!(await passkeyAutofillAvailable()) || controller.signal.aborted) return;
+    try {
+      if (await api.signInWithPasskeyAutofill(controller.signal)) {
+        abort();
+        finish(uid);
+      }
+    } catch (error) {
+      // A passkey picked but refused (removed from the account since): said as the button would.
+      if (!controller.signal.aborted && input.isConnected) form.fail(error);
+    }
+  })();
+  return {
+    // Answers once the browser has let the request go (the next one would otherwise wait for it).
+    abort: () => {
+      abort();
+      return settled;
+    },
+  };
 }
 
 export function secondFactorPage(): PageContent {
@@ -247,7 +310,7 @@ export function secondFactorPage(): PageContent {
         const p = asProblem(error);
         // The service answers the same 401 for every cause: the words follow the mode only.
         if (usedRecovery && p.status === 401 && p.code === 'identity.second_factor_refused') {
-          throw new Error(t('second.recoveryRefused'));
+          throw new FieldRefusal(t('second.recoveryRefused'), ['recoveryCode']);
         }
         throw error;
       }

@@ -39,7 +39,20 @@ export function startConfirmation(identifier: IdentifierForm, password: string):
 }
 
 export function signUpPage(): PageContent {
-  const card = h('section', { class: 'card', 'aria-labelledby': 'signup-step' });
+  const card = h('section', { class: 'card sign-in-card', 'aria-labelledby': 'signup-step' });
+  // A provider's account signs up (or, when already known, signs in) without a password here:
+  // "Continue with …" above the first step's form, under its heading, then an "or".
+  const providers = continueWith({
+    route: '/sign-up',
+    signedIn: (result, name) => afterFirstStep(result, null, name),
+  });
+  const or = h('p', { class: 'or-divider' }, h('span', null, t('or')));
+  const showOr = () => {
+    or.hidden = providers.card.hidden;
+  };
+  showOr();
+  new MutationObserver(showOr).observe(providers.card, { attributes: true, attributeFilter: ['hidden'] });
+  aboveForm.set(card, [providers.card, or]);
   const pending = pendingStep.read<Pending>(PENDING);
   if (pending?.step === 'confirm' && pending.identifier) {
     const password =
@@ -50,21 +63,18 @@ export function signUpPage(): PageContent {
     firstStep(card);
   }
   handedOver = null;
-  // A provider's account signs up (or, when already known, signs in) without a password here.
-  const providers = continueWith({
-    route: '/sign-up',
-    signedIn: (result, name) => afterFirstStep(result, null, name),
-  });
   return {
     title: t('title'),
     body: [
       providers.notice,
       card,
-      providers.card,
-      h('p', null, t('haveAccount'), ' ', h('a', { href: '#/sign-in' }, t('signIn'))),
+      h('p', { class: 'sign-in-below' }, t('haveAccount'), ' ', h('a', { href: '#/sign-in' }, t('signIn'))),
     ],
   };
 }
+
+/** What the first step shows above its form: "Continue with …" and its "or" (by card). */
+const aboveForm = new WeakMap<HTMLElement, Node[]>();
 
 /** The first step; `back` refills it when the person comes back to use a different address. */
 function firstStep(card: HTMLElement, back?: { who: IdentifierForm; password: string | null }): void {
@@ -84,7 +94,12 @@ function firstStep(card: HTMLElement, back?: { who: IdentifierForm; password: st
       confirmStep(card, who, password.input.value, true);
     },
   });
-  swap(card, h('h2', { id: 'signup-step', tabindex: '-1' }, t('first.heading')), form.el);
+  swap(
+    card,
+    h('h2', { id: 'signup-step', tabindex: '-1' }, t('first.heading')),
+    ...(aboveForm.get(card) ?? []),
+    form.el,
+  );
   // Come from an invitation ("Create an account"): the account is for the invited address, filled
   // in and read-only (ui/pages/organizations-invitation.ts keeps it in its pending step).
   const invited = pendingStep.read<{ back?: boolean; invited?: IdentifierForm }>('invitation');

@@ -48,7 +48,7 @@ export async function linkedPage(): Promise<PageContent> {
           h(
             'span',
             { class: 'item-main' },
-            providerMark(name),
+            providerMark(name, providers.find((p) => p.name === m.display)?.preset),
             name,
             h(
               'span',
@@ -80,8 +80,12 @@ export async function linkedPage(): Promise<PageContent> {
     const connect = providers
       .filter((p) => !linked.has(p.name))
       .map((p) =>
-        providerButton(t('linked.connect', { name: p.displayName }), p.displayName, alert, () =>
-          elevated(slot, (token) => goToProvider(p, 'link', '/security', token)),
+        providerButton(
+          t('linked.connect', { name: p.displayName }),
+          p.displayName,
+          alert,
+          () => elevated(slot, (token) => goToProvider(p, 'link', '/security', token)),
+          p.preset,
         ),
       );
     body.replaceChildren(
