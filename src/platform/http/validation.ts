@@ -48,6 +48,10 @@ const bodyAjv = makeAjv(false);
 const textAjv = makeAjv(true);
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  // A body of raw bytes (schemas.ts BinaryBody): its parser made a Buffer, its handler judges it.
+  if (httpPart === 'body' && (schema as Record<string, unknown>)['x-binary-body'] === true) {
+    return ((data: unknown) => Buffer.isBuffer(data)) as ReturnType<FastifySchemaCompiler<unknown>>;
+  }
   const ajv = httpPart === 'body' ? bodyAjv : textAjv;
   return ajv.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
 };
