@@ -151,7 +151,9 @@ describe('PUT /account/picture', () => {
     ['HTML declared as GIF', Buffer.from('<html><script>alert(1)</script></html>'), 'image/gif'],
     [
       'an SVG declared as PNG (decodable, but never a picture here)',
-      Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>'),
+      Buffer.from(
+        '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>',
+      ),
       'image/png',
     ],
     ['a truncated PNG', Buffer.from('\x89PNG\r\n\x1a\n\0\0\0\rIHDR', 'latin1'), 'image/png'],
@@ -285,10 +287,14 @@ describe('DELETE /account/picture and erasure', () => {
     const detail = await adminRequest(t.admin!, 'GET', `/identities/${p.identityId}`);
     expect(detail.json().data.picture).toBe(url);
 
-    expect((await adminRequest(t.admin!, 'POST', `/identities/${p.identityId}/erasures`)).statusCode).toBe(204);
+    expect((await adminRequest(t.admin!, 'POST', `/identities/${p.identityId}/erasures`)).statusCode).toBe(
+      204,
+    );
     expect(await p.rows()).toEqual([]);
     expect((await serve(url)).statusCode).toBe(404);
-    expect((await adminRequest(t.admin!, 'GET', `/identities/${p.identityId}`)).json().data.picture).toBeNull();
+    expect(
+      (await adminRequest(t.admin!, 'GET', `/identities/${p.identityId}`)).json().data.picture,
+    ).toBeNull();
   });
 });
 
@@ -326,7 +332,11 @@ describe('OpenID Provider: the picture claim', () => {
     expect(url.startsWith(`${f.t.ctx.config.publicOrigin}/api/v1/pictures/`)).toBe(true);
     expect((await userinfo()).picture).toBe(url);
 
-    await f.t.app.inject({ method: 'DELETE', url: '/api/v1/account/picture', headers: bearer(api.accessToken) });
+    await f.t.app.inject({
+      method: 'DELETE',
+      url: '/api/v1/account/picture',
+      headers: bearer(api.accessToken),
+    });
     expect(await userinfo()).not.toHaveProperty('picture');
   });
 });
