@@ -383,6 +383,10 @@ export const api = {
   /** The person's name (given, family, display): an empty one is cleared. */
   updateName: (names: { givenName: string; familyName: string; displayName: string }) =>
     client.updateAccount(names),
+  /** The person's picture from a chosen file (its bytes as they are; the service judges them). */
+  setPicture: (file: File) =>
+    client.setPicture(file, { contentType: file.type || 'application/octet-stream' }),
+  removePicture: () => client.removePicture(),
   async history(after?: string): Promise<{ items: SignInHistoryEntry[]; next: string | null }> {
     const page = await client.history({ limit: 20, after });
     return { items: page.items, next: page.pageInfo.hasNextPage ? page.pageInfo.nextCursor : null };

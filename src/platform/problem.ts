@@ -124,6 +124,12 @@ export const CATALOGUE = {
     detail: 'No such live session.',
     retryable: false,
   },
+  'identity.picture_not_found': {
+    status: 404,
+    title: 'Picture not found',
+    detail: 'No picture has this address.',
+    retryable: false,
+  },
   'identity.connected_app_not_found': {
     status: 404,
     title: 'Connected app not found',
@@ -391,6 +397,12 @@ export const CATALOGUE = {
     status: 422,
     title: 'Identifier unusable',
     detail: 'The identifier cannot be used.',
+    retryable: false,
+  },
+  'identity.picture_unusable': {
+    status: 422,
+    title: 'Picture unusable',
+    detail: 'The file is not a PNG, JPEG, WebP or GIF image of a usable size.',
     retryable: false,
   },
   'identity.provider_unavailable': {

@@ -32,6 +32,7 @@ describe('GET /account', () => {
       familyName: null,
       displayName: null,
       name: null,
+      picture: null,
       identifiers: [
         { id: expect.any(String), type: 'email', value: who.person.email, verifiedAt: expect.any(String) },
       ],

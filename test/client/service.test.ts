@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   IdentityClient,
@@ -205,6 +206,17 @@ describe('client against the service', () => {
       code: 'validation.failed',
     });
     expect((await session.client.updateAccount({ givenName: null })).name).toBe('Lovelace');
+    // The picture: bytes as they are (a Blob's own type), judged by content.
+    const png = await sharp({ create: { width: 40, height: 30, channels: 3, background: '#3366cc' } })
+      .png()
+      .toBuffer();
+    const pictured = await session.client.setPicture(new Blob([new Uint8Array(png)], { type: 'image/png' }));
+    expect(pictured.picture).toMatch(/\/api\/v1\/pictures\/[0-9a-f-]{36}$/);
+    await expect(
+      session.client.setPicture(new TextEncoder().encode('not an image'), { contentType: 'image/png' }),
+    ).rejects.toMatchObject({ status: 422, code: 'identity.picture_unusable' });
+    await session.client.removePicture();
+    expect((await session.client.getAccount()).picture).toBeNull();
 
     // Ending this device's own session from the device list signs the manager out too.
     const { sessionId } = await session.client.context();

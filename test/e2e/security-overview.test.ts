@@ -1,5 +1,6 @@
 import { Secret, TOTP } from 'otpauth';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
@@ -413,6 +414,59 @@ describe('Your name', () => {
           ).display_name,
       )
       .toBeNull();
+    await p.context().close();
+  });
+
+  it('shows initials, uploads a picture and shows it, refuses a non-image, removes it (axe each)', async () => {
+    const { p, who } = await freshPage({ locale: 'en-US' });
+    await p.goto(`${origin}/account/#/`);
+    await p.getByRole('heading', { level: 1, name: 'Your account' }).waitFor();
+    const card = p.locator('section', { has: p.getByRole('heading', { name: 'Your name', exact: true }) });
+    const avatar = card.locator('#picture-avatar');
+    // No name and no picture: the first letter of the address.
+    expect((await avatar.textContent())?.trim()).toBe(who.email[0].toUpperCase());
+    await axeCheck(p, 'account home, initials');
+
+    const png = await sharp({ create: { width: 300, height: 200, channels: 3, background: '#cc3366' } })
+      .png()
+      .toBuffer();
+    await card
+      .getByLabel('Upload a picture')
+      .setInputFiles({ name: 'me.png', mimeType: 'image/png', buffer: png });
+    await card.getByRole('status').getByText('Your picture is saved.').waitFor();
+    const img = avatar.getByRole('img', { name: 'Your picture' });
+    await img.waitFor();
+    // The browser loaded it (a 256×256 square from the service), from the service's own address.
+    await expect
+      .poll(() => img.evaluate((el: HTMLImageElement) => (el.complete ? el.naturalWidth : 0)))
+      .toBe(256);
+    const src = (await img.getAttribute('src')) ?? '';
+    expect(src.startsWith(`${origin}/api/v1/pictures/`)).toBe(true);
+    await axeCheck(p, 'account home, a picture');
+
+    // Kept across a reload.
+    await p.reload();
+    await avatar.getByRole('img', { name: 'Your picture' }).waitFor();
+
+    // A text file named like a picture: the service's refusal, in words.
+    await card
+      .getByLabel('Upload a picture')
+      .setInputFiles({ name: 'notes.png', mimeType: 'image/png', buffer: Buffer.from('not a picture') });
+    await card
+      .getByRole('alert')
+      .getByText('This file is not a picture we can use', { exact: false })
+      .waitFor();
+    await axeCheck(p, 'account home, a picture refused');
+
+    await card.getByRole('button', { name: 'Remove your picture' }).click();
+    await card.getByRole('status').getByText('Your picture is removed.').waitFor();
+    expect(await avatar.getByRole('img').count()).toBe(0);
+    const left = await t.ctx.database.db
+      .selectFrom('identity_pictures')
+      .select('id')
+      .where('identity_id', '=', who.identityId)
+      .execute();
+    expect(left).toEqual([]);
     await p.context().close();
   });
 

@@ -1,6 +1,7 @@
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { decodeJwt } from 'jose';
+import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EMITTED, type EventType } from '../../src/features/events/catalogue.js';
 import { linkGrant } from '../../src/features/oidc/repository.js';
@@ -112,6 +113,11 @@ interface Call {
   payload?: unknown;
   headers?: Record<string, string>;
 }
+
+/** A small PNG for the picture upload (PUT /account/picture). */
+const PNG = await sharp({ create: { width: 16, height: 16, channels: 3, background: '#808080' } })
+  .png()
+  .toBuffer();
 
 function api(method: Method, url: string, c: Call = {}): Promise<LightMyRequestResponse> {
   return t.app.inject({
@@ -627,6 +633,33 @@ const ROWS: Record<string, Row> = {
           payload: { locale: 'fr', givenName: 'Ada', displayName: null },
         }),
       );
+    },
+  },
+  'PUT /api/v1/account/picture': {
+    emits: ['identity.updated'],
+    async run(act) {
+      const s = await signedIn();
+      await act(() =>
+        api('PUT', '/account/picture', {
+          token: s.token,
+          headers: { 'content-type': 'image/png' },
+          payload: PNG,
+        }),
+      );
+    },
+  },
+  'DELETE /api/v1/account/picture': {
+    emits: ['identity.updated'],
+    async run(act) {
+      const s = await signedIn();
+      await ok(
+        api('PUT', '/account/picture', {
+          token: s.token,
+          headers: { 'content-type': 'image/png' },
+          payload: PNG,
+        }),
+      );
+      await act(() => api('DELETE', '/account/picture', { token: s.token }));
     },
   },
   'POST /api/v1/password-changes': {

@@ -1,6 +1,6 @@
 import { messages } from '../i18n.js';
 
-/** The account's home page: the name, addresses, the security overview, the export; and the names of methods. */
+/** The account's home page: the name and picture, addresses, the security overview, the export; and the names of methods. */
 export const t = messages(
   {
     title: 'Your account',
@@ -48,6 +48,15 @@ export const t = messages(
     'name.displayHint': 'What apps show. Left empty, they show your given and family names.',
     'name.save': 'Save your name',
     'name.saved': 'Your name is saved.',
+    'picture.label': 'Your picture',
+    'picture.none': 'No picture: apps show your initials.',
+    'picture.upload': 'Upload a picture',
+    'picture.hint': 'PNG, JPEG, WebP or GIF, up to 5 MB. It is cropped to a square.',
+    'picture.remove': 'Remove',
+    'picture.removeLabel': 'Remove your picture',
+    'picture.saved': 'Your picture is saved.',
+    'picture.removed': 'Your picture is removed.',
+    'picture.tooLarge': 'This file is larger than 5 MB. Choose a smaller picture.',
   },
   {
     title: 'Votre compte',
@@ -98,5 +107,14 @@ export const t = messages(
     'name.displayHint': 'Ce que les applications affichent. Laissé vide, elles affichent vos prénom et nom.',
     'name.save': 'Enregistrer votre nom',
     'name.saved': 'Votre nom est enregistré.',
+    'picture.label': 'Votre photo',
+    'picture.none': 'Pas de photo : les applications affichent vos initiales.',
+    'picture.upload': 'Importer une photo',
+    'picture.hint': 'PNG, JPEG, WebP ou GIF, 5 Mo au plus. Elle est recadrée en carré.',
+    'picture.remove': 'Retirer',
+    'picture.removeLabel': 'Retirer votre photo',
+    'picture.saved': 'Votre photo est enregistrée.',
+    'picture.removed': 'Votre photo est retirée.',
+    'picture.tooLarge': 'Ce fichier dépasse 5 Mo. Choisissez une photo plus petite.',
   },
 );

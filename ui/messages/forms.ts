@@ -17,6 +17,10 @@ export const t = messages(
     'identity.identifier_taken': 'That address is already in use.',
     'identity.identifier_unusable': 'That address cannot be used. Check it for typos.',
     'identity.identifier_channel_unavailable': 'We cannot send messages to that address.',
+    'identity.picture_unusable':
+      'This file is not a picture we can use. Choose a PNG, JPEG, WebP or GIF image of a normal size.',
+    'request.body_too_large': 'This file is too large.',
+    'request.unsupported_media_type': 'This kind of file cannot be used here.',
     'identity.password_recovery_refused': 'That code was not accepted. Check the newest message we sent.',
     'identity.password_change_refused': 'Your current password is not right.',
     'identity.password_exists': 'This account already has a password. Change it instead.',
@@ -98,6 +102,10 @@ export const t = messages(
     'identity.identifier_unusable':
       'Cette adresse ne peut pas être utilisée. Vérifiez qu’elle ne contient pas de faute.',
     'identity.identifier_channel_unavailable': 'Nous ne pouvons pas envoyer de messages à cette adresse.',
+    'identity.picture_unusable':
+      'Ce fichier n’est pas une image utilisable. Choisissez une image PNG, JPEG, WebP ou GIF de taille normale.',
+    'request.body_too_large': 'Ce fichier est trop volumineux.',
+    'request.unsupported_media_type': 'Ce type de fichier ne peut pas être utilisé ici.',
     'identity.password_recovery_refused': 'Ce code n’a pas été accepté. Vérifiez le dernier message envoyé.',
     'identity.password_change_refused': 'Votre mot de passe actuel n’est pas le bon.',
     'identity.password_exists': 'Ce compte a déjà un mot de passe. Modifiez-le plutôt.',

@@ -1,7 +1,8 @@
-import { type AccountOverview, api } from '../api.js';
+import { type AccountOverview, api, asProblem } from '../api.js';
 import { field, formatDate, h } from '../dom.js';
 import { actionButton, alertBox, makeForm } from '../forms.js';
 import { t } from '../messages/account.js';
+import { messageFor } from '../problems.js';
 import type { PageContent } from '../router.js';
 import { ago } from '../when.js';
 import { homeOrganizations } from './organizations.js';
@@ -203,8 +204,111 @@ function nameSection(account: AccountOverview): HTMLElement {
     { class: 'card', 'aria-labelledby': 'name-title' },
     h('h2', { id: 'name-title' }, t('name.title')),
     h('p', { class: 'hint' }, t('name.hint')),
+    pictureRow(account),
     form.el,
     status,
+  );
+}
+
+/** The largest file the service takes (PUT /account/picture); larger is refused before sending. */
+const PICTURE_MAX_BYTES = 5 * 1024 * 1024;
+
+/**
+ * The initials shown without a picture: of the display name, else of the given and family names,
+ * else the first letter of the person's first address; at most two letters.
+ */
+export function initialsOf(account: AccountOverview): string {
+  const first = (s: string) => Array.from(s.trim())[0] ?? '';
+  const words = (account.displayName ?? '').split(/\s+/u).filter(Boolean);
+  const letters = account.displayName
+    ? words.length > 1
+      ? first(words[0]) + first(words[words.length - 1])
+      : first(words[0] ?? '')
+    : first(account.givenName ?? '') + first(account.familyName ?? '');
+  return (letters || first(account.identifiers[0]?.value ?? '') || '?').toLocaleUpperCase();
+}
+
+/**
+ * The person's picture (issue 46, item 3): the current one or their initials in a circle, a file
+ * input that uploads at once (the service judges the bytes, crops and re-encodes them), and
+ * "Remove" while there is one. The refusals in the person's words; the result announced.
+ */
+function pictureRow(initial: AccountOverview): HTMLElement {
+  const alert = alertBox();
+  const status = h('p', { role: 'status', id: 'picture-status', class: 'hint' });
+  const avatar = h('div', { class: 'avatar', id: 'picture-avatar' });
+  const inputId = 'picture-input';
+  const input = h('input', {
+    id: inputId,
+    type: 'file',
+    accept: 'image/png,image/jpeg,image/webp,image/gif',
+    class: 'visually-hidden',
+    'aria-describedby': 'picture-hint',
+  });
+  const upload = h('label', { for: inputId, class: 'button secondary file-button' }, t('picture.upload'));
+  let account = initial;
+  const remove = actionButton(
+    t('picture.remove'),
+    alert,
+    async () => {
+      status.textContent = '';
+      await api.removePicture();
+      show({ ...account, picture: null });
+      status.textContent = t('picture.removed');
+    },
+    'secondary',
+    { id: 'picture-remove', 'aria-label': t('picture.removeLabel') },
+  );
+  function show(next: AccountOverview) {
+    account = next;
+    avatar.replaceChildren(
+      next.picture
+        ? h('img', { src: next.picture, alt: t('picture.label'), width: '64', height: '64' })
+        : h('span', { 'aria-hidden': 'true' }, initialsOf(next)),
+    );
+    if (!next.picture) avatar.setAttribute('title', t('picture.none'));
+    else avatar.removeAttribute('title');
+    remove.hidden = !next.picture;
+  }
+  input.addEventListener('change', async () => {
+    const file = input.files?.[0];
+    input.value = '';
+    if (!file) return;
+    alert.hidden = true;
+    status.textContent = '';
+    if (file.size > PICTURE_MAX_BYTES) {
+      alert.textContent = t('picture.tooLarge');
+      alert.hidden = false;
+      alert.focus();
+      return;
+    }
+    input.disabled = true;
+    upload.setAttribute('aria-busy', 'true');
+    try {
+      show(await api.setPicture(file));
+      status.textContent = t('picture.saved');
+    } catch (error) {
+      alert.textContent = messageFor(asProblem(error));
+      alert.hidden = false;
+      alert.focus();
+    } finally {
+      input.disabled = false;
+      upload.removeAttribute('aria-busy');
+    }
+  });
+  show(initial);
+  return h(
+    'div',
+    { class: 'picture-row', role: 'group', 'aria-label': t('picture.label') },
+    avatar,
+    h(
+      'div',
+      { class: 'picture-actions' },
+      h('div', { class: 'actions' }, input, upload, remove),
+      h('p', { class: 'hint', id: 'picture-hint' }, t('picture.hint')),
+      status,
+      alert,
+    ),
   );
 }
 

@@ -504,6 +504,38 @@ export class IdentityClient {
     return body.data;
   }
 
+  /**
+   * Sets the caller's picture from an image file's bytes (PNG, JPEG, WebP or GIF, at most 5 MB).
+   * The service judges the bytes by their content, not by `contentType` (a File's own type is used
+   * when none is given): anything else is `identity.picture_unusable` (422), more than 5 MB
+   * `request.body_too_large` (413). It keeps a 256×256 WebP without metadata under a new address,
+   * the answer's `picture`. PUT /account/picture.
+   */
+  async setPicture(
+    image: Blob | ArrayBuffer | Uint8Array,
+    options?: CallOptions & { contentType?: string },
+  ): Promise<AccountOverview> {
+    const contentType =
+      options?.contentType ?? (image instanceof Blob && image.type ? image.type : 'application/octet-stream');
+    const body = await this.authed<Envelope<AccountOverview>>(true, options, (headers, signal) =>
+      this.api.PUT(`${API}/account/picture`, {
+        // The bytes as they are: openapi-fetch would otherwise serialize the body as JSON.
+        body: image as unknown as string,
+        bodySerializer: (bytes: unknown) => bytes as BodyInit,
+        headers: { ...headers, 'content-type': contentType },
+        signal,
+      }),
+    );
+    return body.data;
+  }
+
+  /** Removes the caller's picture (none is not an error). DELETE /account/picture. */
+  async removePicture(options?: CallOptions): Promise<void> {
+    await this.authed(true, options, (headers, signal) =>
+      this.api.DELETE(`${API}/account/picture`, { headers, signal }),
+    );
+  }
+
   /** Everything the service holds about the caller, as JSON. GET /account/export. */
   async exportAccount(options?: CallOptions): Promise<AccountExport> {
     const body = await this.authed<Envelope<AccountExport>>(true, options, (headers, signal) =>

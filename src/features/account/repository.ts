@@ -15,6 +15,8 @@ export interface IdentityFacts {
   givenName: string | null;
   familyName: string | null;
   displayName: string | null;
+  /** The id of the identity's picture (migration 0030), null when it has none. */
+  pictureId: string | null;
   hasPassword: boolean;
   passwordChangedAt: Date | null;
   failedAttempts: number;
@@ -33,6 +35,11 @@ export async function identityFacts(trx: Executor, identityId: string): Promise<
       'given_name as givenName',
       'family_name as familyName',
       'display_name as displayName',
+      eb
+        .selectFrom('identity_pictures as p')
+        .select('p.id')
+        .whereRef('p.identity_id', '=', 'identities.id')
+        .as('pictureId'),
       eb('password_hash', 'is not', null).$castTo<boolean>().as('hasPassword'),
       'password_changed_at as passwordChangedAt',
       'failed_attempts as failedAttempts',

@@ -3,8 +3,9 @@ import type { AppContext } from '../../context.js';
 import { guards, principalOf } from '../../platform/http/auth.js';
 import { envelope } from '../../platform/http/envelope.js';
 import { featureRoutes } from '../../platform/http/routes.js';
-import { Data, responses } from '../../platform/http/schemas.js';
+import { BinaryBody, Data, IdInput, NoContent, responses } from '../../platform/http/schemas.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
+import { PICTURE_SIZE, PICTURE_UPLOAD_LIMIT, PICTURE_UPLOAD_TYPES } from '../identities/picture.js';
 import { AccountExportSchema, AccountOverviewSchema, AccountUpdateBody } from './schemas.js';
 import { AccountService } from './service.js';
 
@@ -57,6 +58,105 @@ export const accountRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContex
       },
     },
     async (request) => envelope(await service.update(principalOf(request).identityId, request.body)),
+  );
+
+  // The picture upload's bytes (PUT /account/picture): read as they are, up to the cap (larger is
+  // 413 request.body_too_large before anything is decoded); what they are is judged by their
+  // content (identities/picture.ts), never by this type.
+  app.addContentTypeParser(
+    [...PICTURE_UPLOAD_TYPES],
+    { parseAs: 'buffer', bodyLimit: PICTURE_UPLOAD_LIMIT },
+    (_request, body, done) => done(null, body),
+  );
+
+  app.put(
+    '/account/picture',
+    {
+      preHandler: session,
+      config: { binaryBody: PICTURE_UPLOAD_TYPES },
+      schema: {
+        tags: ['account'],
+        summary: 'Set the caller’s picture from an uploaded image (PNG, JPEG, WebP or GIF, at most 5 MB)',
+        description:
+          'The body is the image’s bytes. They are judged by their content, not by the Content-Type: ' +
+          'anything that does not decode as a PNG, JPEG, WebP or GIF image, or whose canvas exceeds 40 ' +
+          'megapixels, is 422 identity.picture_unusable and nothing is kept. The image is turned upright ' +
+          `by its EXIF orientation, cropped to a ${PICTURE_SIZE}×${PICTURE_SIZE} square and re-encoded as ` +
+          'WebP without any metadata (no EXIF, GPS or comment survives). It replaces any earlier picture ' +
+          'under a new address (the old one stops answering), is audited (identity.profile.changed, ' +
+          '`picture`) and emits identity.updated. Answers the account at a glance, as GET /account, ' +
+          'whose `picture` is the new address.',
+        security: security.session,
+        consumes: [...PICTURE_UPLOAD_TYPES],
+        body: BinaryBody('the image file’s bytes (PNG, JPEG, WebP or GIF; at most 5 MB)'),
+        response: responses(
+          { 200: Data(Type.Ref(AccountOverviewSchema)) },
+          ['identity.session_required', 'identity.picture_unusable'],
+          { body: true },
+        ),
+      },
+    },
+    async (request) =>
+      envelope(await service.setPicture(principalOf(request).identityId, request.body as Buffer)),
+  );
+
+  app.delete(
+    '/account/picture',
+    {
+      preHandler: session,
+      schema: {
+        tags: ['account'],
+        summary: 'Remove the caller’s picture',
+        description:
+          'The picture is deleted and its address stops answering; the pages show initials again. ' +
+          'Without a picture nothing changes (still 204, no audit record, no event); otherwise audited ' +
+          '(identity.profile.changed, `picture`) and identity.updated is emitted.',
+        security: security.session,
+        response: responses({ 204: NoContent }, ['identity.session_required']),
+      },
+    },
+    async (request, reply) => {
+      await service.removePicture(principalOf(request).identityId);
+      return reply.code(204).send();
+    },
+  );
+
+  app.get(
+    '/pictures/:pictureId',
+    {
+      config: { publicCache: true },
+      schema: {
+        tags: ['account'],
+        summary: 'A person’s picture, by its unguessable address (public, cached as immutable)',
+        description:
+          'No credentials: the address is what applications receive (the OpenID `picture` claim, ' +
+          '`picture` in GET /account) and put in an `<img>`. Its id changes with every upload, so the ' +
+          'bytes at one address never change: `cache-control: public, max-age=31536000, immutable`. ' +
+          'Always the service’s own WebP, with `x-content-type-options: nosniff` and a ' +
+          'content-security-policy that lets nothing run. A removed or replaced picture, or an erased ' +
+          'identity’s, is 404 identity.picture_not_found.',
+        params: Type.Object({ pictureId: IdInput }, { additionalProperties: false }),
+        response: responses(
+          {
+            200: {
+              description: `the picture: a ${PICTURE_SIZE}×${PICTURE_SIZE} WebP image`,
+              content: { 'image/webp': { schema: { type: 'string', format: 'binary' } } },
+            },
+          },
+          ['identity.picture_not_found'],
+        ),
+      },
+    },
+    async (request, reply) => {
+      const picture = await service.picture(request.params.pictureId);
+      return reply
+        .header('content-type', picture.contentType)
+        .header('cache-control', 'public, max-age=31536000, immutable')
+        .header('x-content-type-options', 'nosniff')
+        .header('content-security-policy', "default-src 'none'; sandbox")
+        .header('cross-origin-resource-policy', 'cross-origin')
+        .send(picture.bytes);
+    },
   );
 
   app.get(

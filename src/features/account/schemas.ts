@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Instant } from '../../platform/http/schemas.js';
-import { NameInput, ProfileFields } from '../identities/profile.js';
+import { NameInput, PictureField, ProfileFields } from '../identities/profile.js';
 import { LocaleSchema } from '../identities/schemas.js';
 import { DeviceSchema } from '../sessions/schemas.js';
 
@@ -17,6 +17,7 @@ export const AccountExportSchema = Type.Object(
       createdAt: Instant,
       locale: LocaleSchema,
       ...ProfileFields,
+      picture: PictureField,
       password: Type.Object({ set: Type.Boolean(), changedAt: MaybeInstant }),
       lock: Type.Object({ failedAttempts: Type.Integer(), lockedUntil: MaybeInstant }),
     }),
@@ -147,6 +148,7 @@ export const AccountOverviewSchema = Type.Object(
     createdAt: Instant,
     locale: LocaleSchema,
     ...ProfileFields,
+    picture: PictureField,
     identifiers: Type.Array(
       Type.Object({
         id: Uuid,

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { AuditLog } from '../../platform/audit/audit.js';
 import { type Clock, iso } from '../../platform/clock.js';
 import type { Database } from '../../platform/db/database.js';
@@ -5,6 +6,8 @@ import { maskIdentifier } from '../../platform/notify/mask.js';
 import { Problem } from '../../platform/problem.js';
 import type { EventLog } from '../events/log.js';
 import { identityChanged } from '../identities/events.js';
+import { pictureUrl, processPicture } from '../identities/picture.js';
+import { deletePicture, pictureById, replacePicture } from '../identities/picture-repository.js';
 import { normaliseName, profileJson } from '../identities/profile.js';
 import { setIdentityLocale, setIdentityNames } from '../identities/repository.js';
 import { invitationsSentBy } from '../organizations/invitations/repository.js';
@@ -19,6 +22,8 @@ export interface AccountServiceDeps {
   clock: Clock;
   audit: AuditLog;
   events: EventLog;
+  /** The pictures' addresses are absolute, on PUBLIC_ORIGIN. */
+  config: { publicOrigin: string };
 }
 
 /**
@@ -53,6 +58,7 @@ export class AccountService {
         createdAt: iso(identity.createdAt),
         locale: identity.locale,
         ...profileJson(identity),
+        picture: this.#picture(identity.pictureId),
         identifiers: identifiers.map((i) => ({
           id: i.id,
           type: i.type,
@@ -109,6 +115,53 @@ export class AccountService {
   }
 
   /**
+   * PUT /account/picture (docs/api.md, "Your picture"): the upload decoded by its content and
+   * re-encoded without metadata (identities/picture.ts) before anything is written, then kept in
+   * place of any earlier picture under a new id (a new address), audited by field
+   * (identity.profile.changed, `picture`) and told (identity.updated), in one transaction.
+   */
+  async setPicture(identityId: string, upload: Buffer) {
+    const picture = await processPicture(upload);
+    await this.deps.database.db.transaction().execute(async (trx) => {
+      const kept = await replacePicture(trx, {
+        identityId,
+        id: randomUUID(),
+        bytes: picture.bytes,
+        contentType: picture.contentType,
+        createdAt: this.deps.clock.now(),
+      });
+      if (!kept) throw new Problem('identity.session_required');
+      await this.deps.audit.appendOwn(trx, 'identity.profile.changed', identityId, { fields: 'picture' });
+      await identityChanged(this.deps.events, trx, 'identity.updated', identityId, identityId);
+    });
+    return this.overview(identityId);
+  }
+
+  /**
+   * DELETE /account/picture: the picture goes (its address stops answering); none is not an error
+   * and writes nothing (no audit record, no event).
+   */
+  async removePicture(identityId: string): Promise<void> {
+    await this.deps.database.db.transaction().execute(async (trx) => {
+      if (!(await deletePicture(trx, identityId))) return;
+      await this.deps.audit.appendOwn(trx, 'identity.profile.changed', identityId, { fields: 'picture' });
+      await identityChanged(this.deps.events, trx, 'identity.updated', identityId, identityId);
+    });
+  }
+
+  /** GET /pictures/{pictureId}: the stored bytes, or 404 identity.picture_not_found. */
+  async picture(pictureId: string) {
+    const picture = await pictureById(this.deps.database.db, pictureId);
+    if (!picture) throw new Problem('identity.picture_not_found');
+    return picture;
+  }
+
+  /** The picture's absolute address, or null. */
+  #picture(pictureId: string | null): string | null {
+    return pictureId === null ? null : pictureUrl(this.deps.config.publicOrigin, pictureId);
+  }
+
+  /**
    * One JSON document: the identity, its identifiers unmasked, its methods,
    * second factors and passkeys without secrets, its sessions and sign-in history with the
    * addresses and user agents recorded, and the audit records about it. Audited as an export.
@@ -148,6 +201,7 @@ export class AccountService {
           createdAt: iso(identity.createdAt),
           locale: identity.locale,
           ...profileJson(identity),
+          picture: this.#picture(identity.pictureId),
           password: { set: identity.hasPassword, changedAt: iso(identity.passwordChangedAt) },
           lock: { failedAttempts: identity.failedAttempts, lockedUntil: iso(identity.lockedUntil) },
         },

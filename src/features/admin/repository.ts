@@ -64,6 +64,8 @@ export async function identitiesPage(
 }
 
 export interface IdentityDetailRow extends IdentityListRow {
+  /** The id of the identity's picture (migration 0030), null when it has none. */
+  pictureId: string | null;
   failedAttempts: number;
   lockedUntil: Date | null;
   liveSessions: number;
@@ -87,6 +89,12 @@ export async function identityDetail(
       'i.disabled_at as disabledAt',
       'i.erased_at as erasedAt',
       liveIdentifiers(eb),
+      eb
+        .selectFrom('identity_pictures as p')
+        .select('p.id')
+        .whereRef('p.identity_id', '=', 'i.id')
+        .$asScalar()
+        .as('pictureId'),
       'i.failed_attempts as failedAttempts',
       'i.locked_until as lockedUntil',
       eb

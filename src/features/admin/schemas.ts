@@ -1,7 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { IdInput, Instant, Uuid } from '../../platform/http/schemas.js';
 import { Page, PageQuerySchema } from '../../platform/pagination/page.js';
-import { ProfileFields } from '../identities/profile.js';
+import { PictureField, ProfileFields } from '../identities/profile.js';
 import { LocaleSchema } from '../identities/schemas.js';
 import { MethodKind } from '../sign-in-methods/schemas.js';
 
@@ -64,6 +64,7 @@ export const IdentityDetail = Type.Object(
     createdAt: Instant,
     locale: LocaleSchema,
     ...ProfileFields,
+    picture: PictureField,
     disabledAt: Type.Union([Instant, Type.Null()]),
     erasedAt: Type.Union([Instant, Type.Null()]),
     identifiers: Type.Array(Identifier),

@@ -15,6 +15,7 @@ import { redactIdentityEvents } from '../events/repository.js';
 import { identityJson } from '../identities/events.js';
 import { normaliseIdentifier } from '../identities/identifier.js';
 import type { AccountLock } from '../identities/lock.js';
+import { pictureUrl } from '../identities/picture.js';
 import {
   disableIdentity,
   enableIdentity,
@@ -100,7 +101,7 @@ export interface AdminServiceDeps {
   signals: Signals;
   events: EventLog;
   /** Which channels may sign in by code, and whether with a password (the detail's codeSignIn). */
-  config: Pick<Config, 'signInCodes'>;
+  config: Pick<Config, 'signInCodes' | 'publicOrigin'>;
 }
 
 /**
@@ -196,6 +197,7 @@ export class AdminService {
       : [];
     const detail = {
       ...listItem(row),
+      picture: row.pictureId === null ? null : pictureUrl(this.deps.config.publicOrigin, row.pictureId),
       methods: methods.map((m) => ({
         id: m.id,
         kind: m.kind,

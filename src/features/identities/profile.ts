@@ -3,8 +3,9 @@ import { Type } from '@sinclair/typebox';
 /*
  * The identity's name (migration 0029, issue 46 item 3): a given name, a family name and a display
  * name, each optional. The display name is what applications show (the OpenID `name` claim);
- * unset, they are shown the given and family names joined. A picture, when it comes, is one more
- * nullable field beside these three, in every view that shows them.
+ * unset, they are shown the given and family names joined. The picture is one more
+ * nullable field beside these three (PictureField, migration 0030: its own table, identities/
+ * picture.ts) in the views of one identity.
  */
 
 /** The longest name kept, in characters (migration 0029's CHECKs). */
@@ -47,6 +48,16 @@ export const ProfileFields = {
       'family names joined, else null',
   }),
 };
+
+/**
+ * The identity's picture where a view shows it (account, export, admin detail): its absolute
+ * address on PUBLIC_ORIGIN, new with every upload, or null (the pages then show initials).
+ */
+export const PictureField = Type.Union([Type.String({ format: 'uri' }), Type.Null()], {
+  description:
+    'the picture’s public address (GET /api/v1/pictures/{pictureId}, a 256×256 WebP); a new ' +
+    'upload gives a new address; null when the person has none',
+});
 
 export interface ProfileNames {
   givenName: string | null;

@@ -5,6 +5,7 @@ import type { Executor } from '../../platform/db/database.js';
 import type { DB } from '../../platform/db/schema.js';
 import { isLocale, type Locale } from '../../shared/locales.js';
 import type { IdentifierType, NormalisedIdentifier } from './identifier.js';
+import { deletePicture } from './picture-repository.js';
 import type { ProfileNames } from './profile.js';
 
 export interface IdentifierRow {
@@ -616,7 +617,7 @@ export async function enableIdentity(trx: Executor, identityId: string): Promise
  * Erasure of the identity's own rows (the caller holds the row lock and has already deleted the
  * challenges that name its identifiers): every identifier, live or removed, is deleted, and the
  * identity keeps only its id, its creation time, its epoch and the instants it was disabled and
- * erased: no password, no lock. Answers how many identifiers were deleted.
+ * erased: no password, no lock, no name, no picture. Answers how many identifiers were deleted.
  */
 export async function eraseIdentity(trx: Executor, identityId: string, now: Date): Promise<number> {
   const gone = await trx
@@ -624,6 +625,8 @@ export async function eraseIdentity(trx: Executor, identityId: string, now: Date
     .where('identity_id', '=', identityId)
     .returning('id')
     .execute();
+  // The picture is the person's face: it goes with the name (migration 0030).
+  await deletePicture(trx, identityId);
   await trx
     .updateTable('identities')
     .set((eb) => ({

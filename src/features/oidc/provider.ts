@@ -12,6 +12,7 @@ import type {
 } from 'oidc-provider';
 import type { Config, OidcClientConfig } from '../../config.js';
 import type { Clock } from '../../platform/clock.js';
+import { pictureUrl } from '../identities/picture.js';
 import { type ProfileNames, shownName } from '../identities/profile.js';
 import { errorPage } from './error-page.js';
 import {
@@ -89,7 +90,7 @@ export interface AccountClaims {
   email?: { value: string };
   phone?: { value: string };
   /** The `profile` scope's facts: the identity's name (migration 0029) and language (0027). */
-  profile?: ProfileNames & { locale: string };
+  profile?: ProfileNames & { locale: string; pictureId?: string | null };
 }
 
 /** The `organization` scope's claims: the active organization of the grant's service session. */
@@ -325,7 +326,7 @@ const SCOPE_CLAIMS = {
   openid: ['sub', 'acr', 'amr', 'auth_time', 'sid'],
   email: ['email', 'email_verified'],
   phone: ['phone_number', 'phone_number_verified'],
-  profile: ['name', 'given_name', 'family_name', 'locale'],
+  profile: ['name', 'given_name', 'family_name', 'picture', 'locale'],
   [ORGANIZATION_SCOPE]: ORGANIZATION_CLAIMS,
 } as const;
 
@@ -333,12 +334,17 @@ const SCOPE_CLAIMS = {
  * The `profile` scope's claims (OpenID Connect Core 5.1): each only when the identity has it;
  * `name` is the display name, else the given and family names joined (identities/profile.ts).
  */
-function profileClaims(profile: ProfileNames & { locale: string }): Record<string, string> {
+function profileClaims(
+  profile: NonNullable<AccountClaims['profile']>,
+  publicOrigin: string,
+): Record<string, string> {
   const name = shownName(profile);
   return {
     ...(name ? { name } : {}),
     ...(profile.givenName ? { given_name: profile.givenName } : {}),
     ...(profile.familyName ? { family_name: profile.familyName } : {}),
+    // The picture's public address (identities/picture.ts): a new one with every upload.
+    ...(profile.pictureId ? { picture: pictureUrl(publicOrigin, profile.pictureId) } : {}),
     ...(profile.locale ? { locale: profile.locale } : {}),
   };
 }
@@ -864,7 +870,9 @@ export class OpenIdProvider {
               sub,
               ...(found.email ? { email: found.email.value, email_verified: true } : {}),
               ...(found.phone ? { phone_number: found.phone.value, phone_number_verified: true } : {}),
-              ...(found.profile && scope.split(' ').includes('profile') ? profileClaims(found.profile) : {}),
+              ...(found.profile && scope.split(' ').includes('profile')
+                ? profileClaims(found.profile, deps.config.publicOrigin)
+                : {}),
               ...organization,
             };
           },

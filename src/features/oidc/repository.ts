@@ -168,7 +168,7 @@ export interface TokenWithGrant extends StoredPayload {
     identityId: string;
     email: string | null;
     phone: string | null;
-    profile: ProfileNames & { locale: string };
+    profile: ProfileNames & { locale: string; pictureId: string | null };
   };
 }
 
@@ -189,6 +189,7 @@ const tokensWithGrant = (db: Executor, kinds: readonly string[], id: string, now
         .on((eb) => eb.or([eb('gp.expires_at', 'is', null), eb('gp.expires_at', '>', now)])),
     )
     .leftJoin('identifiers as v', 'v.identity_id', 'gl.identity_id')
+    .leftJoin('identity_pictures as pic', 'pic.identity_id', 'gl.identity_id')
     .select([
       'oidc_payloads.kind',
       'oidc_payloads.payload',
@@ -201,6 +202,7 @@ const tokensWithGrant = (db: Executor, kinds: readonly string[], id: string, now
       'gli.family_name as familyName',
       'gli.display_name as displayName',
       'gli.locale as locale',
+      'pic.id as pictureId',
       'v.id as identifierId',
       'v.type as identifierType',
       'v.value as identifierValue',
@@ -293,6 +295,7 @@ export async function findTokensWithGrant(
         familyName: row.familyName,
         displayName: row.displayName,
         locale: String(row.locale),
+        pictureId: row.pictureId ?? null,
       },
     };
     return found;

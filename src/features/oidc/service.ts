@@ -8,6 +8,7 @@ import type { Database, Executor } from '../../platform/db/database.js';
 import { Problem } from '../../platform/problem.js';
 import { type GuessBudgets, guessSubject } from '../../platform/rate-limit/guess-budget.js';
 import { EventLog } from '../events/log.js';
+import { pictureIdOf } from '../identities/picture-repository.js';
 import { findIdentity, verifiedIdentifiers } from '../identities/repository.js';
 import { OrganizationRoles } from '../organizations/roles.js';
 import { OidcAdapter } from './adapter.js';
@@ -168,6 +169,7 @@ export class OidcService {
         familyName: identity.familyName,
         displayName: identity.displayName,
         locale: identity.locale,
+        pictureId: await pictureIdOf(db, identityId),
       },
     };
   }

@@ -119,6 +119,14 @@ export interface Identities {
   session_epoch: Generated<number>;
 }
 
+export interface IdentityPictures {
+  bytes: Buffer;
+  content_type: string;
+  created_at: Timestamp;
+  id: string;
+  identity_id: string;
+}
+
 export interface KeyChecks {
   created_at: Timestamp;
   id: number;
@@ -458,6 +466,7 @@ export interface DB {
   guess_budgets: GuessBudgets;
   identifiers: Identifiers;
   identities: Identities;
+  identity_pictures: IdentityPictures;
   key_checks: KeyChecks;
   oidc_clients: OidcClients;
   oidc_consents: OidcConsents;

@@ -12,13 +12,29 @@ import { routePatternOf } from './route-pattern.js';
  * Made with the listener (createServer), because one kind of answer passes no hook: a path the
  * router refuses (Fastify's frameworkErrors), which `refusedPath` marks instead.
  */
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * The route's successful answers are public and immutable (a profile picture under an address
+     * that changes with it): its handler sets their cache-control; every other answer of it is
+     * no-store like the rest of /api.
+     */
+    publicCache?: boolean;
+  }
+}
+
 export class RequestLifecycle {
   #draining = false;
+  /** The patterns of the routes marked `publicCache`. */
+  readonly #publicCache = new Set<string>();
 
   /** The hooks that mark every routed answer, and the draining switch. */
   install(app: FastifyInstance): void {
     app.addHook('preClose', async () => {
       this.#draining = true;
+    });
+    app.addHook('onRoute', (route) => {
+      if (route.config?.publicCache) this.#publicCache.add(route.url);
     });
     // Callback hooks, not async ones: they run on every answer, and a promise per hook per request
     // is measurable on the cheapest routes (docs/performance.md).
@@ -60,6 +76,8 @@ export class RequestLifecycle {
     // raw URL does not start with /api/. An answer no route gave (404, a refused path) holds
     // nothing worth caching either.
     const pattern = routePatternOf(request);
+    // The one exception: a 200 of a `publicCache` route (a picture), whose handler said how long.
+    if (pattern !== undefined && reply.statusCode === 200 && this.#publicCache.has(pattern)) return;
     if (pattern === undefined || pattern.startsWith('/api/') || pattern.startsWith('/admin/')) {
       reply.header('cache-control', 'no-store');
     }

@@ -131,5 +131,19 @@ export function responses(
   return out;
 }
 
+/** The keyword that marks a route's body as raw bytes (BinaryBody), read by validation.ts. */
+export const BINARY_BODY = 'x-binary-body';
+
+/**
+ * A body of raw bytes (an uploaded image), not JSON: documented as `format: binary` under each of
+ * the route's `consumes` media types, handed to the handler as a Buffer by the route's own content
+ * type parser (with its own size limit), and checked only for being bytes (validation.ts); the
+ * route's handler judges the content. The route names its media types in `config.binaryBody`
+ * (content-type.ts refuses any other with 415).
+ */
+export function BinaryBody(description: string) {
+  return Type.Unsafe<Buffer>({ type: 'string', format: 'binary', description, [BINARY_BODY]: true });
+}
+
 // type null makes @fastify/swagger document a response without a body.
 export const NoContent = Type.Null({ description: 'No content' });

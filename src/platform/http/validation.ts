@@ -5,6 +5,7 @@ import type { FastifySchemaCompiler } from 'fastify';
 const addFormats = formatsModule as unknown as { default: (ajv: Ajv, formats: string[]) => Ajv };
 
 import type { ValidationEntry } from '../problem.js';
+import { BINARY_BODY } from './schemas.js';
 
 /**
  * The service's Ajv set-up. `verbose` (errors carry their schema) is for the fuzz suite, which
@@ -48,6 +49,10 @@ const bodyAjv = makeAjv(false);
 const textAjv = makeAjv(true);
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  // A body of raw bytes (schemas.ts BinaryBody): its parser made a Buffer, its handler judges it.
+  if (httpPart === 'body' && (schema as Record<string, unknown>)[BINARY_BODY] === true) {
+    return ((data: unknown) => Buffer.isBuffer(data)) as ReturnType<FastifySchemaCompiler<unknown>>;
+  }
   const ajv = httpPart === 'body' ? bodyAjv : textAjv;
   return ajv.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
 };

@@ -423,6 +423,175 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/account/picture": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set the caller’s picture from an uploaded image (PNG, JPEG, WebP or GIF, at most 5 MB)
+         * @description The body is the image’s bytes. They are judged by their content, not by the Content-Type: anything that does not decode as a PNG, JPEG, WebP or GIF image, or whose canvas exceeds 40 megapixels, is 422 identity.picture_unusable and nothing is kept. The image is turned upright by its EXIF orientation, cropped to a 256×256 square and re-encoded as WebP without any metadata (no EXIF, GPS or comment survives). It replaces any earlier picture under a new address (the old one stops answering), is audited (identity.profile.changed, `picture`) and emits identity.updated. Answers the account at a glance, as GET /account, whose `picture` is the new address.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description the image file’s bytes (PNG, JPEG, WebP or GIF; at most 5 MB) */
+            requestBody: {
+                content: {
+                    "image/gif": string;
+                    "image/jpeg": string;
+                    "image/png": string;
+                    "image/webp": string;
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["AccountOverview"];
+                        };
+                    };
+                };
+                /** @description validation.failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.session_required */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.body_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.picture_unusable */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description internal.unexpected */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description service.unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        /**
+         * Remove the caller’s picture
+         * @description The picture is deleted and its address stops answering; the pages show initials again. Without a picture nothing changes (still 204, no audit record, no event); otherwise audited (identity.profile.changed, `picture`) and identity.updated is emitted.
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description No content */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description validation.failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.session_required */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description internal.unexpected */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description service.unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/browser-session": {
         parameters: {
             query?: never;
@@ -3681,6 +3850,83 @@ export type paths = {
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/pictures/{pictureId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A person’s picture, by its unguessable address (public, cached as immutable)
+         * @description No credentials: the address is what applications receive (the OpenID `picture` claim, `picture` in GET /account) and put in an `<img>`. Its id changes with every upload, so the bytes at one address never change: `cache-control: public, max-age=31536000, immutable`. Always the service’s own WebP, with `x-content-type-options: nosniff` and a content-security-policy that lets nothing run. A removed or replaced picture, or an erased identity’s, is 404 identity.picture_not_found.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    pictureId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the picture: a 256×256 WebP image */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "image/webp": string;
+                    };
+                };
+                /** @description validation.failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.picture_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description internal.unexpected */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description service.unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -8445,6 +8691,11 @@ export type components = {
                     changedAt: string | null;
                     set: boolean;
                 };
+                /**
+                 * Format: uri
+                 * @description the picture’s public address (GET /api/v1/pictures/{pictureId}, a 256×256 WebP); a new upload gives a new address; null when the person has none
+                 */
+                picture: string | null;
             };
             /** @description the organization invitations the identity sent (never their tokens) */
             invitationsSent: {
@@ -8593,6 +8844,11 @@ export type components = {
                 changedAt: string | null;
                 set: boolean;
             };
+            /**
+             * Format: uri
+             * @description the picture’s public address (GET /api/v1/pictures/{pictureId}, a 256×256 WebP); a new upload gives a new address; null when the person has none
+             */
+            picture: string | null;
             providerLinks: {
                 /** Format: date-time */
                 createdAt: string;
