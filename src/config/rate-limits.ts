@@ -54,6 +54,11 @@ export const rateLimits = section({
       description: 'per client address on POST /sign-ins and POST /sign-ins/renewals',
     }),
     RATE_LIMIT_ACCOUNT_EXPORTS: rate('5/3600', { description: 'per client address on GET /account/export' }),
+    // Each upload is decoded and re-encoded (libvips): a signed-in caller must not be able to keep
+    // the image threads busy. A person sets a picture a few times, not a few times a minute.
+    RATE_LIMIT_PICTURE_UPLOADS: rate('20/3600', {
+      description: 'per client address on PUT /account/picture (each upload is decoded and re-encoded)',
+    }),
     RATE_LIMIT_OIDC_CLIENTS: rate('600/60', {
       description:
         "per client address on the OpenID Provider's client-authenticated endpoints (token, introspection, revocation, pushed authorization requests), each counted on its own; a relying party's server refreshes and introspects from one address. Wrong client secrets are also held by the client's guess budget (`RATE_LIMIT_GUESSES`)",
@@ -95,6 +100,8 @@ export const rateLimits = section({
         provesAPassword: rateOf(e.RATE_LIMIT_PROVES_A_PASSWORD),
         /** GET /account/export, per client address. */
         accountExports: rateOf(e.RATE_LIMIT_ACCOUNT_EXPORTS),
+        /** PUT /account/picture, per client address. */
+        pictureUploads: rateOf(e.RATE_LIMIT_PICTURE_UPLOADS),
         /** The OpenID Provider's client-authenticated endpoints, per client address. */
         oidcClients: rateOf(e.RATE_LIMIT_OIDC_CLIENTS),
         /** The OpenID Provider's browser endpoints (authorization, end session), per client address. */

@@ -340,3 +340,39 @@ describe('OpenID Provider: the picture claim', () => {
     expect(await userinfo()).not.toHaveProperty('picture');
   });
 });
+
+describe('picture uploads are rate limited', () => {
+  let limited: TestApp;
+  beforeAll(async () => {
+    limited = await createTestApp({ env: { RATE_LIMIT_PICTURE_UPLOADS: '2/3600' } });
+  });
+  afterAll(async () => {
+    await limited?.close();
+  });
+
+  it('refuses the upload past RATE_LIMIT_PICTURE_UPLOADS with 429 before decoding, keeping the picture it has', async () => {
+    const p = await createPerson(limited.ctx, address());
+    const grant = await signIn(limited.app, p);
+    const put = async () =>
+      limited.app.inject({
+        method: 'PUT',
+        url: '/api/v1/account/picture',
+        headers: { ...bearer(grant.accessToken), 'content-type': 'image/png' },
+        payload: await image('png', 64, 64),
+      });
+    expect((await put()).statusCode).toBe(200);
+    const second = await put();
+    expect(second.statusCode).toBe(200);
+    const kept = second.json().data.picture;
+    const refused = await put();
+    expect(refused.statusCode).toBe(429);
+    expect(refused.json().code).toBe('rate_limit.exceeded');
+    expect(refused.headers['retry-after']).toBeDefined();
+    const account = await limited.app.inject({
+      method: 'GET',
+      url: '/api/v1/account',
+      headers: bearer(grant.accessToken),
+    });
+    expect(account.json().data.picture).toBe(kept);
+  });
+});

@@ -81,8 +81,30 @@ function expectNoSecret(events: Ev[], ...secrets: string[]) {
 async function listed(identityId: string) {
   const res = await admin(t, 'GET', `/identities/${identityId}`);
   expect(res.statusCode, res.body).toBe(200);
-  const { id, createdAt, locale, identifiers, disabledAt, erasedAt } = res.json().data;
-  return { id, createdAt, locale, identifiers, disabledAt, erasedAt };
+  const {
+    id,
+    createdAt,
+    locale,
+    givenName,
+    familyName,
+    displayName,
+    name,
+    identifiers,
+    disabledAt,
+    erasedAt,
+  } = res.json().data;
+  return {
+    id,
+    createdAt,
+    locale,
+    givenName,
+    familyName,
+    displayName,
+    name,
+    identifiers,
+    disabledAt,
+    erasedAt,
+  };
 }
 
 async function sessionIdOf(grant: Grant): Promise<string> {

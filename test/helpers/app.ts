@@ -56,6 +56,7 @@ export function testEnv(extra: Record<string, string> = {}): Record<string, stri
     RATE_LIMIT_ANSWERS_A_CHALLENGE: '1000/60',
     RATE_LIMIT_PROVES_A_PASSWORD: '1000/60',
     RATE_LIMIT_ACCOUNT_EXPORTS: '1000/60',
+    RATE_LIMIT_PICTURE_UPLOADS: '1000/60',
     RATE_LIMIT_OIDC_AUTHORIZATIONS: '1000/60',
     // Tests sign in from many addresses; notices (on by default) are tested on their own.
     SIGN_IN_NOTICES: 'off',

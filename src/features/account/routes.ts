@@ -73,7 +73,10 @@ export const accountRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContex
     '/account/picture',
     {
       preHandler: session,
-      config: { binaryBody: PICTURE_UPLOAD_TYPES },
+      config: {
+        ...limitFor(ctx.config.rateLimits.pictureUploads, 'account/picture'),
+        binaryBody: PICTURE_UPLOAD_TYPES,
+      },
       schema: {
         tags: ['account'],
         summary: 'Set the caller’s picture from an uploaded image (PNG, JPEG, WebP or GIF, at most 5 MB)',
@@ -85,14 +88,14 @@ export const accountRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContex
           'WebP without any metadata (no EXIF, GPS or comment survives). It replaces any earlier picture ' +
           'under a new address (the old one stops answering), is audited (identity.profile.changed, ' +
           '`picture`) and emits identity.updated. Answers the account at a glance, as GET /account, ' +
-          'whose `picture` is the new address.',
+          'whose `picture` is the new address. Rate limit: RATE_LIMIT_PICTURE_UPLOADS per client address.',
         security: security.session,
         consumes: [...PICTURE_UPLOAD_TYPES],
         body: BinaryBody('the image file’s bytes (PNG, JPEG, WebP or GIF; at most 5 MB)'),
         response: responses(
           { 200: Data(Type.Ref(AccountOverviewSchema)) },
           ['identity.session_required', 'identity.picture_unusable'],
-          { body: true },
+          { body: true, rateLimited: true },
         ),
       },
     },

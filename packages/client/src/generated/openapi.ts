@@ -433,7 +433,7 @@ export type paths = {
         get?: never;
         /**
          * Set the caller’s picture from an uploaded image (PNG, JPEG, WebP or GIF, at most 5 MB)
-         * @description The body is the image’s bytes. They are judged by their content, not by the Content-Type: anything that does not decode as a PNG, JPEG, WebP or GIF image, or whose canvas exceeds 40 megapixels, is 422 identity.picture_unusable and nothing is kept. The image is turned upright by its EXIF orientation, cropped to a 256×256 square and re-encoded as WebP without any metadata (no EXIF, GPS or comment survives). It replaces any earlier picture under a new address (the old one stops answering), is audited (identity.profile.changed, `picture`) and emits identity.updated. Answers the account at a glance, as GET /account, whose `picture` is the new address.
+         * @description The body is the image’s bytes. They are judged by their content, not by the Content-Type: anything that does not decode as a PNG, JPEG, WebP or GIF image, or whose canvas exceeds 40 megapixels, is 422 identity.picture_unusable and nothing is kept. The image is turned upright by its EXIF orientation, cropped to a 256×256 square and re-encoded as WebP without any metadata (no EXIF, GPS or comment survives). It replaces any earlier picture under a new address (the old one stops answering), is audited (identity.profile.changed, `picture`) and emits identity.updated. Answers the account at a glance, as GET /account, whose `picture` is the new address. Rate limit: RATE_LIMIT_PICTURE_UPLOADS per client address.
          */
         put: {
             parameters: {
@@ -501,6 +501,15 @@ export type paths = {
                 };
                 /** @description identity.picture_unusable */
                 422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description rate_limit.exceeded */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };
