@@ -1,4 +1,3 @@
-import sharp from 'sharp';
 import { Problem } from '../../platform/problem.js';
 
 /*
@@ -41,6 +40,9 @@ export interface ProcessedPicture {
  * first frame of an animation is kept.
  */
 export async function processPicture(upload: Buffer): Promise<ProcessedPicture> {
+  // Loaded at the first upload, not at start-up: libvips costs every process ~40 ms to load, and
+  // most never see a picture (each test file builds the app; a CLI command never does).
+  const { default: sharp } = await import('sharp');
   const options = { limitInputPixels: PICTURE_MAX_PIXELS, failOn: 'error', animated: false } as const;
   try {
     const meta = await sharp(upload, options).metadata();
