@@ -555,6 +555,7 @@ describe('loadConfig', () => {
       answersAChallenge: { max: 10, windowSeconds: 60 },
       provesAPassword: { max: 10, windowSeconds: 60 },
       accountExports: { max: 5, windowSeconds: 3600 },
+      pictureUploads: { max: 20, windowSeconds: 3600 },
       oidcClients: { max: 600, windowSeconds: 60 },
       oidcAuthorizations: { max: 60, windowSeconds: 60 },
       guesses: { free: 10, maxDelaySeconds: 43200 },
