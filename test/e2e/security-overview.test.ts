@@ -482,7 +482,9 @@ describe('Your name', () => {
     });
     await card.getByRole('button', { name: 'Enregistrer votre nom' }).click();
     const given = card.getByLabel('Prénom');
-    await expect.poll(() => given.getAttribute('aria-invalid')).toBe('true');
+    // The refusal's round trip (PATCH /account, then the page marks the field): on a loaded CI
+    // machine it took longer than expect.poll's default second.
+    await expect.poll(() => given.getAttribute('aria-invalid'), { timeout: 10_000 }).toBe('true');
     await axeCheck(p, 'account home, a name refused, in French');
     await card.getByLabel('Prénom').fill('Rosa');
     await card.getByRole('button', { name: 'Enregistrer votre nom' }).click();
