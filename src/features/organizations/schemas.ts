@@ -1,6 +1,18 @@
 import { Type } from '@sinclair/typebox';
+import { SESSION_REFUSALS } from '../../platform/http/auth.js';
 import { IdInput, Instant, StoredText, Uuid } from '../../platform/http/schemas.js';
 import { Page } from '../../platform/pagination/page.js';
+import type { ProblemCode } from '../../platform/problem.js';
+
+/**
+ * What a route of one organization that needs a permission answers before its own refusals: no
+ * session, an organization the caller is not a member of, a permission the caller's role lacks.
+ */
+export const PERMISSION_REFUSALS: ProblemCode[] = [
+  ...SESSION_REFUSALS,
+  'organization.not_found',
+  'organization.permission_denied',
+];
 
 /** An organization's name: 1 to 100 characters, not only spaces. */
 export const Name = StoredText({ maxLength: 100, visible: true });

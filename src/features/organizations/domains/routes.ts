@@ -1,13 +1,12 @@
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../../context.js';
-import { guards, principalOf, SESSION_REFUSALS } from '../../../platform/http/auth.js';
+import { guards, principalOf } from '../../../platform/http/auth.js';
 import { envelope } from '../../../platform/http/envelope.js';
 import { listRoute } from '../../../platform/http/list-route.js';
 import type { RouteApp } from '../../../platform/http/routes.js';
 import { Data, IdInput, Instant, NoContent, responses, Uuid } from '../../../platform/http/schemas.js';
 import { Page } from '../../../platform/pagination/page.js';
-import type { ProblemCode } from '../../../platform/problem.js';
-import { OrganizationParams } from '../schemas.js';
+import { OrganizationParams, PERMISSION_REFUSALS } from '../schemas.js';
 import { DomainService } from './service.js';
 
 const TAGS = ['organizations'];
@@ -44,12 +43,6 @@ export const DomainSchema = Type.Object(
 );
 export const DomainPageSchema = Page(DomainSchema);
 
-const REFUSALS: ProblemCode[] = [
-  ...SESSION_REFUSALS,
-  'organization.not_found',
-  'organization.permission_denied',
-];
-
 /**
  * Verified domains (docs/organizations.md, "Domains"), declared inside the organizations plugin
  * (routes.ts). Every route needs `domains:manage` (owner and admin).
@@ -75,7 +68,7 @@ export function domainRoutes(app: RouteApp, ctx: AppContext): void {
         body: DomainBody,
         response: responses(
           { 201: Data(DomainSchema) },
-          [...REFUSALS, 'organization.domain_invalid', 'organization.domain_exists'],
+          [...PERMISSION_REFUSALS, 'organization.domain_invalid', 'organization.domain_exists'],
           { body: true },
         ),
       },
@@ -125,7 +118,7 @@ export function domainRoutes(app: RouteApp, ctx: AppContext): void {
         security: security.session,
         params: DomainParams,
         response: responses({ 200: Data(DomainSchema) }, [
-          ...REFUSALS,
+          ...PERMISSION_REFUSALS,
           'organization.domain_not_found',
           'organization.domain_unverified',
           'organization.domain_taken',
@@ -153,7 +146,7 @@ export function domainRoutes(app: RouteApp, ctx: AppContext): void {
         description: 'Once removed, another organization may verify the domain.',
         security: security.session,
         params: DomainParams,
-        response: responses({ 204: NoContent }, [...REFUSALS, 'organization.domain_not_found']),
+        response: responses({ 204: NoContent }, [...PERMISSION_REFUSALS, 'organization.domain_not_found']),
       },
     },
     async (request, reply) => {

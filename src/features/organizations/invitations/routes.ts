@@ -10,7 +10,7 @@ import type { ProblemCode } from '../../../platform/problem.js';
 import { limitFor, senderOf, sendingRouteLimit } from '../../../platform/rate-limit/rate-limit.js';
 import { acceptLanguageTags, firstSpoken } from '../../../shared/locales.js';
 import { IdentifierForm } from '../../identities/schemas.js';
-import { OrganizationParams, RoleName } from '../schemas.js';
+import { OrganizationParams, PERMISSION_REFUSALS, RoleName } from '../schemas.js';
 import { InvitationService } from './service.js';
 
 const TAGS = ['organizations'];
@@ -101,11 +101,6 @@ const TOKEN_REFUSALS: ProblemCode[] = [
   'organization.invitation_revoked',
   'organization.invitation_accepted',
 ];
-const INVITE_REFUSALS: ProblemCode[] = [
-  ...SESSION_REFUSALS,
-  'organization.not_found',
-  'organization.permission_denied',
-];
 
 /**
  * Organization invitations (docs/organizations.md, "Invitations"), declared inside the
@@ -139,7 +134,7 @@ export function invitationRoutes(app: RouteApp, ctx: AppContext): void {
         response: responses(
           { 201: Data(SentInvitationSchema) },
           [
-            ...INVITE_REFUSALS,
+            ...PERMISSION_REFUSALS,
             'organization.role_unknown',
             'identity.identifier_unusable',
             'identity.identifier_channel_unavailable',
@@ -189,7 +184,10 @@ export function invitationRoutes(app: RouteApp, ctx: AppContext): void {
           'An unknown id, or an invitation no longer pending, answers 404 organization.invitation_not_found.',
         security: security.session,
         params: InvitationParams,
-        response: responses({ 204: NoContent }, [...INVITE_REFUSALS, 'organization.invitation_not_found']),
+        response: responses({ 204: NoContent }, [
+          ...PERMISSION_REFUSALS,
+          'organization.invitation_not_found',
+        ]),
       },
     },
     async (request, reply) => {
