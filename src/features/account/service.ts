@@ -91,9 +91,12 @@ export class AccountService {
       ...(change.familyName !== undefined ? { familyName: normaliseName(change.familyName) } : {}),
       ...(change.displayName !== undefined ? { displayName: normaliseName(change.displayName) } : {}),
     };
-    if (change.locale || Object.keys(names).length > 0) {
+    const naming = Object.keys(names).length > 0;
+    if (change.locale || naming) {
       await this.deps.database.db.transaction().execute(async (trx) => {
-        const before = await repo.identityFacts(trx, identityId);
+        // The names as they were, to audit which fields change: read only when some are sent (the
+        // hosted pages send their language alone on every visit).
+        const before = naming ? await repo.identityFacts(trx, identityId) : undefined;
         let changed = false;
         if (change.locale && (await setIdentityLocale(trx, identityId, change.locale))) {
           await this.deps.audit.appendOwn(trx, 'identity.locale.changed', identityId, {
