@@ -78,9 +78,7 @@ export class DomainService {
   /** GET /organizations/{id}/domains (`domains:manage`), newest first. */
   async list(scope: CursorScope, query: PageQuery, identityId: string, organizationId: string) {
     const { db } = this.deps.database;
-    const me = await orgs.memberView(db, organizationId, identityId);
-    if (!me) throw notFound();
-    if (!this.#roles.can(me.role, DOMAINS_MANAGE)) throw denied();
+    this.#permitted((await orgs.memberView(db, organizationId, identityId))?.role);
     return this.#page(scope, query, organizationId);
   }
 
@@ -93,9 +91,7 @@ export class DomainService {
    */
   async verify(identityId: string, organizationId: string, domainId: string) {
     const { db } = this.deps.database;
-    const me = await orgs.memberView(db, organizationId, identityId);
-    if (!me) throw notFound();
-    if (!this.#roles.can(me.role, DOMAINS_MANAGE)) throw denied();
+    this.#permitted((await orgs.memberView(db, organizationId, identityId))?.role);
     const claim = await repo.domainById(db, organizationId, domainId);
     if (!claim) throw unknownDomain();
     if (claim.verifiedAt !== null) return domainView(claim);
@@ -124,9 +120,7 @@ export class DomainService {
       throw new Problem('organization.domain_unverified', { txtRecord: expected });
     }
     return this.#markVerified(organizationId, domainId, 'dns', identityId, async (trx) => {
-      const role = await orgs.roleOf(trx, organizationId, identityId);
-      if (role === undefined) throw notFound();
-      if (!this.#roles.can(role, DOMAINS_MANAGE)) throw denied();
+      this.#permitted(await orgs.roleOf(trx, organizationId, identityId));
     });
   }
 
@@ -206,7 +200,11 @@ export class DomainService {
   async #mayManage(trx: Executor, organizationId: string, identityId: string): Promise<void> {
     const organization = await orgs.lockOrganization(trx, organizationId);
     if (!organization) throw notFound();
-    const role = await orgs.roleOf(trx, organizationId, identityId);
+    this.#permitted(await orgs.roleOf(trx, organizationId, identityId));
+  }
+
+  /** A caller who is not a member: 404 (nothing is told); a role without `domains:manage`: 403. */
+  #permitted(role: string | undefined): void {
     if (role === undefined) throw notFound();
     if (!this.#roles.can(role, DOMAINS_MANAGE)) throw denied();
   }
