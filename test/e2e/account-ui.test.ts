@@ -515,10 +515,12 @@ describe('the hosted account UI in Chromium', () => {
   });
 
   it('sign-in history lists the attempts', async () => {
-    // The passkey button: it aborts the field's waiting request before asking its own.
-    await presence(true);
+    // The passkey button: it aborts the field's waiting request before asking its own. Presence
+    // comes only after the click: turned on first, it answers the field's request at once, and the
+    // page signs in before the button is clicked (which is how this test failed in CI).
     const signedIn = passkeySignedIn();
     await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+    await presence(true);
     await signedIn;
     await heading(page, 'Your account');
     await nav(page, 'Sign-in history').click();
