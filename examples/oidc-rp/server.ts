@@ -4,7 +4,7 @@
  *
  *   ISSUER=http://localhost:3000 CLIENT_ID=example-rp CLIENT_SECRET=… PORT=4000 npx tsx examples/oidc-rp/server.ts
  *
- * Routes: `/` (a sign-in link, or the signed-in person's claims and userinfo), `/login`,
+ * Routes: `/` (a sign-in link, or the signed-in person's name, picture, claims and userinfo), `/login`,
  * `/callback`, `/logout` (RP-initiated logout) and `POST /backchannel-logout`.
  */
 import { randomBytes } from 'node:crypto';
@@ -20,7 +20,9 @@ const PORT = Number(process.env.PORT ?? 4000);
 const BASE_URL = process.env.BASE_URL ?? `http://localhost:${PORT}`;
 const REDIRECT_URI = `${BASE_URL}/callback`;
 const POST_LOGOUT_REDIRECT_URI = `${BASE_URL}/`;
-const SCOPE = process.env.SCOPE ?? 'openid email phone';
+// `profile` asks for the person's name, picture and language (name, given_name, family_name,
+// picture, locale): the service answers them at userinfo, each only when the person has it.
+const SCOPE = process.env.SCOPE ?? 'openid email phone profile';
 const COOKIE = 'example_rp_session';
 const BACKCHANNEL_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
 
@@ -109,10 +111,34 @@ function home(req: IncomingMessage, res: ServerResponse): void {
     html(res, 200, `<h1>Example RP</h1><p>You are not signed in.</p><p><a href="/login">Sign in</a></p>`);
     return;
   }
+  // The `profile` scope's claims, from userinfo (the ID token of the code flow carries only the
+  // `openid` scope's claims), else from the ID token: shown as an app would, a face and a name.
+  const claim = (name: string): string | undefined => {
+    const value = signedIn.userinfo[name] ?? signedIn.claims[name];
+    return typeof value === 'string' && value !== '' ? value : undefined;
+  };
+  const name = claim('name');
+  const picture = claim('picture');
+  // Only an https:// address (or the local development provider's own http:// one) becomes an <img>.
+  const pictureShown =
+    picture && (picture.startsWith('https://') || (insecure && picture.startsWith(`${metadata.issuer}/`)));
+  const profile =
+    (pictureShown
+      ? `<img id="picture" src="${escapeHtml(picture)}" alt="" width="64" height="64" referrerpolicy="no-referrer">`
+      : '') +
+    `<dl id="profile">` +
+    (['name', 'given_name', 'family_name', 'locale'] as const)
+      .map((key) => {
+        const value = claim(key);
+        return value ? `<dt>${key}</dt><dd id="claim-${key}">${escapeHtml(value)}</dd>` : '';
+      })
+      .join('') +
+    `</dl>`;
   html(
     res,
     200,
-    `<h1>Example RP</h1><p>Signed in as <strong>${escapeHtml(String(signedIn.userinfo.email ?? signedIn.claims.sub))}</strong>.</p>` +
+    `<h1>Example RP</h1><p>Signed in as <strong>${escapeHtml(name ?? String(signedIn.userinfo.email ?? signedIn.claims.sub))}</strong>.</p>` +
+      profile +
       `<h2>ID token claims</h2><pre id="claims">${escapeHtml(JSON.stringify(signedIn.claims, null, 2))}</pre>` +
       `<h2>Userinfo</h2><pre id="userinfo">${escapeHtml(JSON.stringify(signedIn.userinfo, null, 2))}</pre>` +
       `<p><a href="/logout">Sign out</a></p>`,
