@@ -249,13 +249,21 @@ describe('the hosted account UI in Chromium', () => {
     await heading(page, 'Your account');
   });
 
-  it('account home shows the owner their own address, the security overview and the methods', async () => {
+  it('account home shows the owner their own address, what Security suggests and the methods', async () => {
     // Unmasked to its owner (GET /account); the session context keeps answering it masked.
     await expect.poll(() => page.locator('.identifier').first().textContent()).toBe(EMAIL);
-    const overview = page.locator('#overview');
-    expect(await overview.textContent()).toMatch(/Password\s*Changed/);
-    expect(await overview.textContent()).toMatch(/2-step verification\s*Off/);
-    expect(await overview.textContent()).toMatch(/Recovery codes\s*None/);
+    // Not the overview again: what would make the account safer, and the way to Security.
+    expect(await page.locator('#overview').count()).toBe(0);
+    const security = page.locator('#home-security');
+    expect(await security.locator('#home-security-todo').textContent()).toBe(
+      'One step would make your account safer:',
+    );
+    expect(
+      await security.getByRole('link', { name: 'Turn on 2-step verification' }).getAttribute('href'),
+    ).toBe('#/security/two-step');
+    expect(await security.getByRole('link', { name: 'Review your security' }).getAttribute('href')).toBe(
+      '#/security',
+    );
     expect(await page.locator('#methods').textContent()).toContain('Password');
     await axe(page, 'account home');
     await shot(page, 'account-home');

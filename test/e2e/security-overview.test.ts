@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { axeCheck, launchChromium, signInPage } from '../helpers/browser.js';
+import { addAuthenticator } from '../helpers/elevation.js';
 import { createPerson, type Person, signIn } from '../helpers/identities.js';
 import { freePort } from '../helpers/net.js';
 import { messagesTo, waitForCode } from '../helpers/outbox.js';
@@ -87,6 +88,12 @@ describe('the Security overview and its focused pages', () => {
     expect(await row('addresses')).toContain(person.email);
     // No provider configured and none linked: no linked accounts row.
     expect(await page.locator('#row-linked').count()).toBe(0);
+    // A password and no second step: the row says what to do (issue 46, item 7). Recovery codes
+    // only finish a second step, so they suggest nothing yet.
+    expect(await page.locator('#row-two-step #nudge-two-step').innerText()).toBe(
+      'Turn it on: a stolen password alone will no longer be enough to sign in.',
+    );
+    expect(await page.locator('.row-nudge').count()).toBe(1);
     await axeCheck(page, 'security overview');
 
     for (const [id, title, card] of [
@@ -104,6 +111,58 @@ describe('the Security overview and its focused pages', () => {
       await page.getByRole('link', { name: 'Back to Security' }).click();
       await heading('Security');
     }
+  });
+
+  it('each row looks like what it is, one link: a chevron, a hover, the focus ring; Tab reaches it, Enter opens it', async () => {
+    const rows = page.locator('#security-overview > li');
+    const count = await rows.count();
+    for (let i = 0; i < count; i++) {
+      // The whole row (title, state, suggestion) is one link and nothing else in it takes the focus.
+      const li = rows.nth(i);
+      expect(await li.locator('a, button, input, select, [tabindex]').count()).toBe(1);
+      const link = li.locator('a.overview-row');
+      expect(await link.innerText()).toBe(await li.innerText());
+      expect(await link.locator('.row-chevron[aria-hidden="true"]').count()).toBe(1);
+      expect(await link.evaluate((a) => getComputedStyle(a).cursor)).toBe('pointer');
+    }
+    // The pointer over a row lights the whole row, not only its title.
+    const row = page.locator('#row-passkeys');
+    const background = () => row.evaluate((a) => getComputedStyle(a).backgroundColor);
+    await page.locator('h1').hover();
+    const resting = await background();
+    await row.hover();
+    await expect.poll(background).not.toBe(resting);
+    await page.locator('h1').hover();
+
+    // The keyboard: Tab from the top of the page reaches the rows in their order, each with the
+    // focus ring drawn inside the row.
+    await page.locator('h1').focus();
+    const ids: string[] = [];
+    for (let i = 0; i < 40 && ids.length < count; i++) {
+      await page.keyboard.press('Tab');
+      const id = await page.evaluate(() => document.activeElement?.id ?? '');
+      if (id.startsWith('row-')) {
+        ids.push(id);
+        const ring = await page.evaluate(() => {
+          const s = getComputedStyle(document.activeElement as Element);
+          return `${s.outlineStyle} ${s.outlineWidth}`;
+        });
+        expect(ring).toBe('solid 3px');
+      }
+    }
+    expect(ids).toEqual([
+      'row-password',
+      'row-two-step',
+      'row-passkeys',
+      'row-recovery-codes',
+      'row-addresses',
+    ]);
+    // Enter on the focused row opens its page.
+    await page.locator('#row-two-step').focus();
+    await page.keyboard.press('Enter');
+    await heading('2-step verification');
+    await page.getByRole('link', { name: 'Back to Security' }).click();
+    await heading('Security');
   });
 
   it('asks before removing an address; Cancel closes the question and gives the focus back', async () => {
@@ -197,6 +256,22 @@ describe('the Security overview and its focused pages', () => {
     await heading('Security');
     expect(await page.locator('#row-two-step').innerText()).toMatch(/On · 1 authenticator app/);
     expect(await page.locator('#row-recovery-codes').innerText()).toMatch(/10 left/);
+    // Nothing left to suggest.
+    expect(await page.locator('.row-nudge').count()).toBe(0);
+  });
+
+  it('the account home does not repeat the overview: it says nothing needs attention, and links to it', async () => {
+    await page.goto(`${origin}/account/#/`);
+    await heading('Your account');
+    const security = page.locator('#home-security');
+    expect(await security.locator('#home-security-ok').innerText()).toBe('Nothing needs your attention.');
+    expect(await security.locator('ul.todo').count()).toBe(0);
+    // None of the overview's rows or states on the home page.
+    expect(await page.locator('.overview-row, #overview').count()).toBe(0);
+    expect(await page.locator('main').innerText()).not.toContain('10 left');
+    await axeCheck(page, 'account home, nothing to suggest');
+    await security.getByRole('link', { name: 'Review your security' }).click();
+    await heading('Security');
   });
 
   it('asks before new recovery codes void the old ones', async () => {
@@ -349,6 +424,9 @@ describe('Security in other settings', () => {
     await p.goto(`${origin}/account/#/security`);
     await p.getByRole('heading', { level: 1, name: 'Sécurité' }).waitFor();
     expect(await p.locator('#row-two-step').innerText()).toMatch(/Validation en deux étapes\s+Désactivée/);
+    expect(await p.locator('#nudge-two-step').innerText()).toBe(
+      'Activez-la : un mot de passe volé ne suffira plus pour se connecter.',
+    );
     await p.locator('#row-two-step').click();
     await p.getByRole('link', { name: 'Retour à Sécurité' }).waitFor();
     const mails = messagesTo(t.config.dataDir, who.email).length;
@@ -366,6 +444,48 @@ describe('Security in other settings', () => {
     const start = p.getByRole('button', { name: 'Configurer une application d’authentification' });
     await start.waitFor();
     expect(await start.evaluate((el) => el === document.activeElement)).toBe(true);
+    await p.context().close();
+  });
+});
+
+// Issue 46, item 7: what Security suggests, on the overview and on the account home.
+describe('Security suggests what is missing', () => {
+  it('on the home page: the 2-step verification to turn on, in English', async () => {
+    const { p } = await freshPage({ locale: 'en-GB' });
+    await p.goto(`${origin}/account/#/`);
+    await p.getByRole('heading', { level: 1, name: 'Your account' }).waitFor();
+    const security = p.locator('#home-security');
+    expect(await security.locator('#home-security-todo').innerText()).toBe(
+      'One step would make your account safer:',
+    );
+    const todo = security.getByRole('link', { name: 'Turn on 2-step verification' });
+    expect(await security.locator('ul.todo li').count()).toBe(1);
+    await axeCheck(p, 'account home, a step suggested');
+    await todo.click();
+    await p.getByRole('heading', { level: 1, name: '2-step verification' }).waitFor();
+    await p.context().close();
+  });
+
+  it('2-step on and no recovery codes: both pages suggest them, in French', async () => {
+    const { p, who } = await freshPage({ locale: 'fr-FR' });
+    // An authenticator added through the API, which issues no recovery codes.
+    const mails = messagesTo(t.config.dataDir, who.email).length;
+    await addAuthenticator(t, who, () => waitForCode(t.config.dataDir, who.email, mails + 1, 10_000));
+    await p.goto(`${origin}/account/#/security`);
+    await p.getByRole('heading', { level: 1, name: 'Sécurité' }).waitFor();
+    expect(await p.locator('#nudge-two-step').count()).toBe(0);
+    expect(await p.locator('#row-recovery-codes #nudge-recovery-codes').innerText()).toBe(
+      'Créez-en : ils vous permettent de revenir si vous perdez votre téléphone ou votre application.',
+    );
+    await axeCheck(p, 'sécurité, codes de secours suggérés');
+    await p.goto(`${origin}/account/#/`);
+    await p.getByRole('heading', { level: 1, name: 'Votre compte' }).waitFor();
+    const security = p.locator('#home-security');
+    expect(await security.locator('#home-security-todo').innerText()).toBe(
+      'Une étape rendrait votre compte plus sûr :',
+    );
+    await security.getByRole('link', { name: 'Créer des codes de secours' }).click();
+    await p.getByRole('heading', { level: 1, name: 'Codes de secours' }).waitFor();
     await p.context().close();
   });
 });
@@ -467,6 +587,75 @@ describe('Your name', () => {
       .where('identity_id', '=', who.identityId)
       .execute();
     expect(left).toEqual([]);
+    await p.context().close();
+  });
+
+  it('in French, the picture: upload, a non-image, a text file, a file too large, removal, all in French (axe each)', async () => {
+    const { p, who } = await freshPage({ locale: 'fr-FR' });
+    await p.goto(`${origin}/account/#/`);
+    await p.getByRole('heading', { level: 1, name: 'Votre compte' }).waitFor();
+    const card = p.locator('section', { has: p.getByRole('heading', { name: 'Votre nom', exact: true }) });
+    const group = card.getByRole('group', { name: 'Votre photo' });
+    const avatar = group.locator('#picture-avatar');
+    expect(await avatar.getAttribute('title')).toBe(
+      'Pas de photo : les applications affichent vos initiales.',
+    );
+    expect(await group.locator('#picture-hint').innerText()).toBe(
+      'PNG, JPEG, WebP ou GIF, 5 Mo au plus. Elle est recadrée en carré.',
+    );
+    const input = group.getByLabel('Importer une photo');
+    // The initials of the address; the Remove button only once there is a picture.
+    expect((await avatar.textContent())?.trim()).toBe(who.email[0].toUpperCase());
+    expect(await group.getByRole('button', { name: 'Retirer votre photo' }).isVisible()).toBe(false);
+    await axeCheck(p, 'compte, les initiales');
+
+    const jpeg = await sharp({ create: { width: 200, height: 300, channels: 3, background: '#118844' } })
+      .jpeg()
+      .toBuffer();
+    await input.setInputFiles({ name: 'moi.jpg', mimeType: 'image/jpeg', buffer: jpeg });
+    await group.getByRole('status').getByText('Votre photo est enregistrée.').waitFor();
+    const img = avatar.getByRole('img', { name: 'Votre photo' });
+    await expect
+      .poll(() => img.evaluate((el: HTMLImageElement) => (el.complete ? el.naturalWidth : 0)))
+      .toBe(256);
+    await axeCheck(p, 'compte, une photo');
+
+    // Not an image, though it says it is one: the service's refusal, in French.
+    const alert = group.getByRole('alert');
+    await input.setInputFiles({
+      name: 'notes.png',
+      mimeType: 'image/png',
+      buffer: Buffer.from('pas une image'),
+    });
+    await expect
+      .poll(() => alert.innerText())
+      .toBe(
+        'Ce fichier n’est pas une image utilisable. Choisissez une image PNG, JPEG, WebP ou GIF de taille normale.',
+      );
+    await axeCheck(p, 'compte, une photo refusée');
+    // A text file as what it is: a type the service does not take.
+    await input.setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('du texte') });
+    await expect.poll(() => alert.innerText()).toBe('Ce type de fichier ne peut pas être utilisé ici.');
+    // Larger than 5 MB: said before anything is sent.
+    const sent: string[] = [];
+    p.on('request', (r) => r.url().endsWith('/account/picture') && sent.push(r.method()));
+    await input.setInputFiles({
+      name: 'grande.png',
+      mimeType: 'image/png',
+      buffer: Buffer.alloc(5 * 1024 * 1024 + 1),
+    });
+    await expect
+      .poll(() => alert.innerText())
+      .toBe('Ce fichier dépasse 5 Mo. Choisissez une photo plus petite.');
+    expect(sent).toEqual([]);
+    // The picture from before is still there, and no English anywhere on the card.
+    expect(await img.count()).toBe(1);
+    expect(await card.innerText()).not.toMatch(/\b(picture|Upload|Remove|saved|This file)\b/);
+
+    await group.getByRole('button', { name: 'Retirer votre photo' }).click();
+    await group.getByRole('status').getByText('Votre photo est retirée.').waitFor();
+    expect(await avatar.getByRole('img').count()).toBe(0);
+    await axeCheck(p, 'compte, la photo retirée');
     await p.context().close();
   });
 

@@ -22,6 +22,10 @@ export const t = messages(
     'row.addresses': 'Email addresses and phone numbers',
     'row.addressesMore': { one: '{first} and {count} more', other: '{first} and {count} more' },
     'row.linked': 'Linked accounts',
+    // What an overview row suggests when a protection is missing (also on the account home).
+    'nudge.twoStep': 'Turn it on: a stolen password alone will no longer be enough to sign in.',
+    'nudge.recovery': 'Create some: they let you back in if you lose your phone or authenticator.',
+    'nudge.recoveryFew': 'Almost used up: create new ones before they run out.',
     // Inline confirmation
     'confirm.cancel': 'Cancel',
     // Password
@@ -202,6 +206,10 @@ export const t = messages(
     'row.addresses': 'Adresses e-mail et numéros de téléphone',
     'row.addressesMore': { one: '{first} et {count} autre', other: '{first} et {count} autres' },
     'row.linked': 'Comptes associés',
+    'nudge.twoStep': 'Activez-la : un mot de passe volé ne suffira plus pour se connecter.',
+    'nudge.recovery':
+      'Créez-en : ils vous permettent de revenir si vous perdez votre téléphone ou votre application.',
+    'nudge.recoveryFew': 'Presque épuisés : créez-en de nouveaux avant qu’il n’en reste plus.',
     'confirm.cancel': 'Annuler',
     'password.title': 'Mot de passe',
     'password.current': 'Mot de passe actuel',

@@ -4,8 +4,8 @@ import { actionButton, alertBox, makeForm } from '../forms.js';
 import { t } from '../messages/account.js';
 import { messageFor } from '../problems.js';
 import type { PageContent } from '../router.js';
-import { ago } from '../when.js';
 import { homeOrganizations } from './organizations.js';
+import { type Nudge, nudgesOf } from './security/nudges.js';
 
 const METHODS = [
   'password',
@@ -25,25 +25,44 @@ export function methodName(kind: string): string {
   return (METHODS as readonly string[]).includes(key) ? t(`method.${key}` as MethodKey) : kind;
 }
 
-/** One row of the security overview: what it is, its state, a link to where it is changed. */
-function row(label: string, state: string, href: string, on: boolean | null): HTMLElement {
+/** Where each suggestion of Security is done, and what the home page calls it. */
+const TODO: Record<
+  Nudge,
+  { href: string; key: 'security.twoStepTodo' | 'security.recoveryTodo' | 'security.recoveryFewTodo' }
+> = {
+  'two-step': { href: '#/security/two-step', key: 'security.twoStepTodo' },
+  'recovery-codes': { href: '#/security/recovery-codes', key: 'security.recoveryTodo' },
+  'recovery-codes-few': { href: '#/security/recovery-codes', key: 'security.recoveryFewTodo' },
+};
+
+/**
+ * Security in short (issue 46, item 7: the home page no longer repeats the overview): what would
+ * make the account safer, each a link to the page that does it, or that nothing needs attention;
+ * then the way to the overview itself.
+ */
+function securitySummary(account: AccountOverview): HTMLElement {
+  const nudges = nudgesOf(account);
   return h(
-    'li',
-    null,
-    h(
-      'a',
-      { class: 'overview-row', href },
-      h('span', { class: 'item-title' }, label),
-      h('span', { class: on === null ? 'item-meta' : on ? 'item-meta on' : 'item-meta off' }, state),
-    ),
+    'section',
+    { class: 'card', 'aria-labelledby': 'home-security-title', id: 'home-security' },
+    h('h2', { id: 'home-security-title' }, t('security.title')),
+    nudges.length
+      ? [
+          h('p', { id: 'home-security-todo' }, t('security.todo', { count: nudges.length })),
+          h(
+            'ul',
+            { class: 'todo', 'aria-labelledby': 'home-security-todo' },
+            nudges.map((n) => h('li', null, h('a', { href: TODO[n].href, id: `todo-${n}` }, t(TODO[n].key)))),
+          ),
+        ]
+      : h('p', { class: 'all-set', id: 'home-security-ok' }, t('security.allSet')),
+    h('p', null, h('a', { href: '#/security', id: 'home-security-link' }, t('security.review'))),
   );
 }
 
 export async function homePage(): Promise<PageContent> {
   // The session context for the methods, the person's own account (unmasked) for the rest.
   const [context, account] = await Promise.all([api.context(), api.account()]);
-  const { password, secondFactors, passkeys, recoveryCodes, providerLinks } = account;
-  const providers = [...new Set(providerLinks.map((l) => l.provider))];
   return {
     title: t('title'),
     body: [
@@ -76,56 +95,9 @@ export async function homePage(): Promise<PageContent> {
           ),
         ),
       ),
+      securitySummary(account),
       // The organizations the person belongs to, with their role in each (the session context).
       homeOrganizations(context.organizations),
-      h(
-        'section',
-        { class: 'card', 'aria-labelledby': 'overview-title' },
-        h('h2', { id: 'overview-title' }, t('security.title')),
-        h('p', { class: 'hint' }, t('security.hint')),
-        h(
-          'ul',
-          { class: 'items overview', id: 'overview' },
-          row(
-            t('security.password'),
-            password.set
-              ? t('security.passwordChanged', { when: password.changedAt ? ago(password.changedAt) : '—' })
-              : t('security.passwordNone'),
-            '#/security/password',
-            null,
-          ),
-          row(
-            t('security.twoStep'),
-            secondFactors.active > 0
-              ? t('security.twoStepOn', { count: secondFactors.active })
-              : t('security.twoStepOff'),
-            '#/security/two-step',
-            secondFactors.active > 0,
-          ),
-          row(
-            t('security.passkeys'),
-            passkeys.count > 0
-              ? t('security.passkeysCount', { count: passkeys.count })
-              : t('security.passkeysNone'),
-            '#/security/passkeys',
-            null,
-          ),
-          row(
-            t('security.recovery'),
-            recoveryCodes.remaining > 0
-              ? t('security.recoveryLeft', { count: recoveryCodes.remaining })
-              : t('security.recoveryNone'),
-            '#/security/recovery-codes',
-            null,
-          ),
-          row(
-            t('security.linked'),
-            providers.length ? providers.join(', ') : t('security.linkedNone'),
-            '#/security/linked',
-            null,
-          ),
-        ),
-      ),
       h(
         'section',
         { class: 'card', 'aria-labelledby': 'methods-title' },

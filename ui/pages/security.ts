@@ -5,6 +5,7 @@ import { displayNameOf } from '../providers.js';
 import type { PageContent } from '../router.js';
 import { ago } from '../when.js';
 import { takeReturn } from './security/common.js';
+import { nudgesOf } from './security/nudges.js';
 
 export { addressesPage } from './security/addresses.js';
 export { deleteAccountPage } from './security/delete.js';
@@ -14,16 +15,33 @@ export { passwordPage } from './security/password.js';
 export { recoveryCodesPage } from './security/recovery.js';
 export { twoStepPage } from './security/two-step.js';
 
-/** One row of the overview: what it is, its state, a link to its focused page. */
-function row(id: string, label: string, state: string, href: string, on: boolean | null): HTMLElement {
+/**
+ * One row of the overview: what it is, its state, and what it suggests when a protection is
+ * missing; the whole row is the link to its focused page (a chevron, a hover and focus ring mark
+ * it as one, and Tab reaches it).
+ */
+function row(
+  id: string,
+  label: string,
+  state: string,
+  href: string,
+  on: boolean | null,
+  nudge?: string,
+): HTMLElement {
   return h(
     'li',
     null,
     h(
       'a',
-      { class: 'overview-row', href, id: `row-${id}` },
-      h('span', { class: 'item-title' }, label),
-      h('span', { class: on === null ? 'item-meta' : on ? 'item-meta on' : 'item-meta off' }, state),
+      { class: nudge ? 'overview-row nudged' : 'overview-row', href, id: `row-${id}` },
+      h(
+        'span',
+        { class: 'row-text' },
+        h('span', { class: 'item-title' }, label),
+        h('span', { class: on === null ? 'item-meta' : on ? 'item-meta on' : 'item-meta off' }, state),
+        nudge ? h('span', { class: 'row-nudge', id: `nudge-${id}` }, nudge) : null,
+      ),
+      h('span', { class: 'row-chevron', 'aria-hidden': 'true' }),
     ),
   );
 }
@@ -40,6 +58,7 @@ export async function securityPage(): Promise<PageContent> {
   const { password, secondFactors, passkeys, recoveryCodes, providerLinks } = account;
   const addresses = account.identifiers.filter((i) => i.verifiedAt).map((i) => i.value);
   const linked = [...new Set(providerLinks.map((l) => displayNameOf(providers, l.provider)))];
+  const nudges = nudgesOf(account);
   const rows = [
     row(
       'password',
@@ -58,6 +77,7 @@ export async function securityPage(): Promise<PageContent> {
       secondFactors.active > 0 ? t('row.twoStepOn', { count: secondFactors.active }) : t('row.twoStepOff'),
       '#/security/two-step',
       secondFactors.active > 0,
+      nudges.includes('two-step') ? t('nudge.twoStep') : undefined,
     ),
     row(
       'passkeys',
@@ -72,6 +92,11 @@ export async function securityPage(): Promise<PageContent> {
       recoveryCodes.remaining > 0 ? t('row.recoveryLeft', { count: recoveryCodes.remaining }) : t('none'),
       '#/security/recovery-codes',
       null,
+      nudges.includes('recovery-codes')
+        ? t('nudge.recovery')
+        : nudges.includes('recovery-codes-few')
+          ? t('nudge.recoveryFew')
+          : undefined,
     ),
     row(
       'addresses',
