@@ -1,4 +1,5 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/platform/clock.js';
 import { setLocale } from '../../ui/i18n.js';
@@ -426,4 +427,132 @@ describe('organizations in the hosted pages', () => {
     await axeCheck(b, 'invitation revoked');
     expect(pageErrors).toEqual([]);
   }, 60_000);
+});
+
+/*
+ * Issue 46's new states under axe in both themes and on both screens: the member list as its owner
+ * sees it (real addresses), the role pickers with the configured role, the ownership transfer page,
+ * the invitation page naming who invited, and the account page's name and picture.
+ */
+describe('the new organization and profile states, light and dark, desktop and phone', () => {
+  let owner: Person;
+  let heir: Person;
+  let org: { id: string };
+  const invitee = 'ivy-invited@example.com';
+  let link = '';
+
+  beforeAll(async () => {
+    owner = await createPerson(t0.ctx, 'otto-owner@example.com');
+    heir = await createPerson(t0.ctx, 'hana-member@example.com');
+    const grant = await signIn(t0.app, owner);
+    org = await createOrganization(t0, grant.accessToken, 'Umbrella');
+    await join(t0, org.id, heir.identityId, 'billing');
+    // The owner's name and picture, as the account page sets them.
+    const named = await t0.app.inject({
+      method: 'PATCH',
+      url: '/api/v1/account',
+      headers: { authorization: `Bearer ${grant.accessToken}` },
+      payload: { givenName: 'Otto', familyName: 'Octavius' },
+    });
+    expect(named.statusCode, named.body).toBe(200);
+    const png = await sharp({ create: { width: 300, height: 300, channels: 3, background: '#884422' } })
+      .png()
+      .toBuffer();
+    const pictured = await t0.app.inject({
+      method: 'PUT',
+      url: '/api/v1/account/picture',
+      headers: { authorization: `Bearer ${grant.accessToken}`, 'content-type': 'image/png' },
+      payload: png,
+    });
+    expect(pictured.statusCode, pictured.body).toBe(200);
+    const invited = await t0.app.inject({
+      method: 'POST',
+      url: `/api/v1/organizations/${org.id}/invitations`,
+      headers: { authorization: `Bearer ${grant.accessToken}` },
+      payload: { identifierType: 'email', identifier: invitee, role: 'billing' },
+    });
+    expect(invited.statusCode, invited.body).toBe(201);
+    link = await invitationLink(invitee, 1);
+  });
+
+  for (const theme of ['light', 'dark'] as const) {
+    for (const screen of Object.keys(SCREENS) as Screen[]) {
+      it(`${theme}, ${screen}`, async () => {
+        const context = await browser.newContext({
+          viewport: SCREENS[screen],
+          locale: 'en-GB',
+          colorScheme: theme,
+        });
+        contexts.push(context);
+        const a = await context.newPage();
+        a.setDefaultTimeout(10_000);
+        a.on('pageerror', (e) => pageErrors.push(String(e)));
+        const where = `${theme}, ${screen}`;
+        await a.goto(`${origin}/account/`);
+        await signInPage(a, owner);
+        await a.reload();
+        await h1(a, account('title'));
+
+        // The account page: the name and the picture (loaded), with Remove.
+        const img = a.locator('#picture-avatar img');
+        await expect
+          .poll(() => img.evaluate((el: HTMLImageElement) => (el.complete ? el.naturalWidth : 0)))
+          .toBe(256);
+        expect(await a.locator('#name-form input[name="givenName"]').inputValue()).toBe('Otto');
+        expect(await a.locator('#picture-remove').isVisible()).toBe(true);
+        await axeCheck(a, `${where}: account page, name and picture`);
+
+        // The organization as its owner sees it: members and invitations by their real address,
+        // the configured role in the member's picker and in the invitation's.
+        await a.goto(`${origin}/account/#/organizations/${org.id}`);
+        await h1(a, 'Umbrella');
+        const row = a.locator('#member-list li', { hasText: heir.email });
+        await row.waitFor();
+        expect(await row.locator('.identifier').innerText()).toBe(heir.email);
+        expect(await row.getByRole('combobox').inputValue()).toBe('billing');
+        expect(await row.getByRole('combobox').locator('option').allInnerTexts()).toContain('Billing');
+        expect(await a.locator('#invitation-list').innerText()).toContain(invitee);
+        expect(await a.locator('#invitation-list').innerText()).toContain('Billing');
+        const inviteRole = a.locator('#invitations').getByLabel(t('invite.role'), { exact: true });
+        expect(await inviteRole.locator('option').allInnerTexts()).toContain('Billing');
+        expect(await a.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(
+          SCREENS[screen].width,
+        );
+        await axeCheck(a, `${where}: members and invitations (owner), configured role`);
+
+        // The ownership transfer page, a member chosen.
+        await a.locator('#transfer-link').click();
+        await h1(a, t('transfer.title'));
+        await a.getByLabel(t('transfer.member'), { exact: true }).selectOption(heir.identityId);
+        await axeCheck(a, `${where}: ownership transfer`);
+
+        // The invitation, opened signed out: who invited, to what, as which role.
+        const bContext = await browser.newContext({
+          viewport: SCREENS[screen],
+          locale: 'en-GB',
+          colorScheme: theme,
+        });
+        contexts.push(bContext);
+        const b = await bContext.newPage();
+        b.setDefaultTimeout(10_000);
+        b.on('pageerror', (e) => pageErrors.push(String(e)));
+        await b.goto(link);
+        await h1(b, t('invitation.title'));
+        await b
+          .getByRole('heading', {
+            level: 2,
+            name: t('invitation.whatFrom', {
+              inviter: `Otto Octavius (${owner.email})`,
+              org: 'Umbrella',
+              role: 'Billing',
+            }),
+          })
+          .waitFor();
+        await axeCheck(b, `${where}: invitation, invited by`);
+        await bContext.close();
+        await context.close();
+        expect(pageErrors).toEqual([]);
+      }, 60_000);
+    }
+  }
 });
