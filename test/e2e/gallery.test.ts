@@ -2,10 +2,12 @@ import { mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
+import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { insertMembership } from '../../src/features/organizations/repository.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { axeCheck, launchChromium, signInPage } from '../helpers/browser.js';
-import { createPerson, type Person } from '../helpers/identities.js';
+import { createPerson, type Person, signIn } from '../helpers/identities.js';
 import { freePort } from '../helpers/net.js';
 import { messagesTo } from '../helpers/outbox.js';
 
@@ -29,7 +31,8 @@ const LANGUAGES = { en: 'en-GB', fr: 'fr-FR' } as const;
  */
 interface GalleryPage {
   name: string;
-  route: string;
+  /** A function when it names what beforeAll made (an organization's id). */
+  route: string | (() => string);
   signedIn: boolean;
   heading: { en: string; fr: string };
   reach?: (page: Page, language: 'en' | 'fr') => Promise<void>;
@@ -67,10 +70,114 @@ const PAGES: readonly GalleryPage[] = [
         .waitFor();
     },
   },
+  // An invitation opened signed out: who invited (their name and address), to what, as which role.
+  {
+    name: 'invitation',
+    route: () => invitation.slice(invitation.indexOf('#')),
+    signedIn: false,
+    heading: { en: 'Invitation', fr: 'Invitation' },
+    async reach(page) {
+      await page.locator('#invitation h2, main h2').first().waitFor();
+    },
+  },
+  // The home page with a name and a picture, and Security's short summary.
   { name: 'home', route: '#/', signedIn: true, heading: { en: 'Your account', fr: 'Votre compte' } },
   { name: 'security', route: '#/security', signedIn: true, heading: { en: 'Security', fr: 'Sécurité' } },
   { name: 'devices', route: '#/devices', signedIn: true, heading: { en: 'Devices', fr: 'Appareils' } },
+  // An organization as its owner sees it: members and invitations by their address, the configured
+  // role (ORGANIZATION_ROLES) in the pickers under its display name.
+  {
+    name: 'organization',
+    route: () => `#/organizations/${organizationId}`,
+    signedIn: true,
+    heading: { en: 'Umbrella', fr: 'Umbrella' },
+    async reach(page) {
+      await page.locator('#member-list li').nth(1).waitFor();
+      await page.locator('#invitation-list li').first().waitFor();
+    },
+  },
+  {
+    name: 'transfer',
+    route: () => `#/organizations/${organizationId}/transfer`,
+    signedIn: true,
+    heading: { en: 'Transfer ownership', fr: 'Transférer la propriété' },
+  },
 ];
+
+/**
+ * What the signed-in pages show: the person's name and picture, an organization they own with a
+ * member in the configured role, and a pending invitation (its link is the invitation page's).
+ */
+async function furnish(): Promise<void> {
+  const { accessToken } = await signIn(t.app, person);
+  const as = (extra: Record<string, string> = {}) => ({ authorization: `Bearer ${accessToken}`, ...extra });
+  const ok = (res: { statusCode: number; body: string }, status: number) =>
+    expect(res.statusCode, res.body).toBe(status);
+  ok(
+    await t.app.inject({
+      method: 'PATCH',
+      url: '/api/v1/account',
+      headers: as(),
+      payload: { givenName: 'Mara', familyName: 'Lindqvist' },
+    }),
+    200,
+  );
+  const picture = await sharp({
+    create: { width: 256, height: 256, channels: 3, background: '#3b6ea5' },
+  })
+    .composite([
+      {
+        input: Buffer.from(
+          '<svg xmlns="http://www.w3.org/2000/svg" width="256" height="256"><circle cx="128" cy="100" r="52" fill="#f3d9c4"/><ellipse cx="128" cy="250" rx="96" ry="80" fill="#f3d9c4"/></svg>',
+        ),
+      },
+    ])
+    .png()
+    .toBuffer();
+  ok(
+    await t.app.inject({
+      method: 'PUT',
+      url: '/api/v1/account/picture',
+      headers: as({ 'content-type': 'image/png' }),
+      payload: picture,
+    }),
+    200,
+  );
+  const created = await t.app.inject({
+    method: 'POST',
+    url: '/api/v1/organizations',
+    headers: as(),
+    payload: { name: 'Umbrella', slug: 'umbrella' },
+  });
+  ok(created, 201);
+  organizationId = created.json().data.id;
+  const colleague = await createPerson(t.ctx, 'jonas.berg@example.com');
+  await insertMembership(t.ctx.database.db, {
+    organizationId,
+    identityId: colleague.identityId,
+    role: 'billing',
+    now: t.clock.now(),
+  });
+  const invitee = 'lena.holm@example.com';
+  ok(
+    await t.app.inject({
+      method: 'POST',
+      url: `/api/v1/organizations/${organizationId}/invitations`,
+      headers: as(),
+      payload: { identifierType: 'email', identifier: invitee, role: 'member' },
+    }),
+    201,
+  );
+  // The message goes out after the answer (the outbox's worker): waited for without expect.poll,
+  // which only runs inside a test.
+  for (const until = Date.now() + 10_000; messagesTo(t.config.dataDir, invitee).length === 0; ) {
+    if (Date.now() > until) throw new Error(`no invitation for ${invitee}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  const link = /\S+#\/invitations\/[A-Za-z0-9_-]+/.exec(messagesTo(t.config.dataDir, invitee)[0]?.text ?? '');
+  if (!link) throw new Error(`no invitation link for ${invitee}`);
+  invitation = link[0];
+}
 
 /** A fresh sign-in link for `email`, asked through the API (not the browser), from the outbox. */
 async function signInLink(email: string): Promise<string> {
@@ -93,14 +200,26 @@ let t: TestApp;
 let browser: Browser;
 let origin: string;
 let person: Person;
+let organizationId = '';
+let invitation = '';
 
 beforeAll(async () => {
   mkdirSync(GALLERY, { recursive: true });
   const port = await freePort();
   origin = `http://localhost:${port}`;
-  t = await createTestApp({ env: { PUBLIC_ORIGIN: origin, ACCOUNT_UI: 'on', SIGN_IN_CODES: 'email' } });
+  t = await createTestApp({
+    env: {
+      PUBLIC_ORIGIN: origin,
+      ACCOUNT_UI: 'on',
+      SIGN_IN_CODES: 'email',
+      ORGANIZATION_ROLES: JSON.stringify([
+        { name: 'billing', permissions: ['billing:read'], displayName: { en: 'Billing', fr: 'Facturation' } },
+      ]),
+    },
+  });
   await t.app.listen({ host: '127.0.0.1', port });
-  person = await createPerson(t.ctx);
+  person = await createPerson(t.ctx, 'mara.lindqvist@example.com');
+  await furnish();
   browser = await launchChromium();
 }, 60_000);
 
@@ -130,7 +249,7 @@ describe('the hosted pages on every screen, theme and language', () => {
               }
               // A fresh load each time (a change of hash alone would not ask for the cookie's session).
               await page.goto('about:blank');
-              await page.goto(`${origin}/account/${p.route}`);
+              await page.goto(`${origin}/account/${typeof p.route === 'string' ? p.route : p.route()}`);
               await page.getByRole('heading', { level: 1, name: p.heading[language] }).waitFor();
               await page.locator('.page-loading').waitFor({ state: 'hidden' });
               if (p.reach) await p.reach(page, language);
