@@ -31,7 +31,10 @@ const LANGUAGES = { en: 'en-GB', fr: 'fr-FR' } as const;
  */
 interface GalleryPage {
   name: string;
-  /** A function when it names what beforeAll made (an organization's id). */
+  /**
+   * Under the account pages (`#/…`), or from the origin when it starts with `/` (an application's
+   * authorization request); a function when it names what beforeAll made (an organization's id).
+   */
   route: string | (() => string);
   signedIn: boolean;
   heading: { en: string; fr: string };
@@ -84,6 +87,34 @@ const PAGES: readonly GalleryPage[] = [
   { name: 'home', route: '#/', signedIn: true, heading: { en: 'Your account', fr: 'Votre compte' } },
   { name: 'security', route: '#/security', signedIn: true, heading: { en: 'Security', fr: 'Sécurité' } },
   { name: 'devices', route: '#/devices', signedIn: true, heading: { en: 'Devices', fr: 'Appareils' } },
+  // Delete your account: the identifier to type, before the step-up.
+  {
+    name: 'delete-account',
+    route: '#/security/delete',
+    signedIn: true,
+    heading: { en: 'Delete your account', fr: 'Supprimer votre compte' },
+  },
+  // A third-party application's consent, asked by its authorization request: the signed-in
+  // account, the application's links, what it asks for.
+  {
+    name: 'consent',
+    route: () =>
+      `/oidc/auth?${new URLSearchParams({
+        client_id: 'reports',
+        redirect_uri: 'https://reports.example/callback',
+        response_type: 'code',
+        scope: 'openid email profile',
+        state: 'gallery-state',
+        nonce: 'gallery-nonce',
+        code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+        code_challenge_method: 'S256',
+      })}`,
+    signedIn: true,
+    heading: {
+      en: 'Allow Partner Reports to use your account?',
+      fr: 'Autoriser Partner Reports à utiliser votre compte ?',
+    },
+  },
   // An organization as its owner sees it: members and invitations by their address, the configured
   // role (ORGANIZATION_ROLES) in the pickers under its display name.
   {
@@ -212,6 +243,18 @@ beforeAll(async () => {
       PUBLIC_ORIGIN: origin,
       ACCOUNT_UI: 'on',
       SIGN_IN_CODES: 'email',
+      OIDC_CLIENTS: JSON.stringify([
+        {
+          client_id: 'reports',
+          client_secret: `reports-${'s'.repeat(40)}`,
+          client_name: 'Partner Reports',
+          redirect_uris: ['https://reports.example/callback'],
+          grant_types: ['authorization_code'],
+          client_uri: 'https://reports.example/',
+          policy_uri: 'https://reports.example/privacy',
+          tos_uri: 'https://reports.example/terms',
+        },
+      ]),
       ORGANIZATION_ROLES: JSON.stringify([
         { name: 'billing', permissions: ['billing:read'], displayName: { en: 'Billing', fr: 'Facturation' } },
       ]),
@@ -249,7 +292,8 @@ describe('the hosted pages on every screen, theme and language', () => {
               }
               // A fresh load each time (a change of hash alone would not ask for the cookie's session).
               await page.goto('about:blank');
-              await page.goto(`${origin}/account/${typeof p.route === 'string' ? p.route : p.route()}`);
+              const route = typeof p.route === 'string' ? p.route : p.route();
+              await page.goto(route.startsWith('/') ? `${origin}${route}` : `${origin}/account/${route}`);
               await page.getByRole('heading', { level: 1, name: p.heading[language] }).waitFor();
               await page.locator('.page-loading').waitFor({ state: 'hidden' });
               if (p.reach) await p.reach(page, language);
