@@ -250,6 +250,45 @@ describe('the hosted pages in French (a fr-FR browser)', () => {
   });
 });
 
+// Issue 46, item 2: a text message speaks the person's language too (no SMS gateway in this run:
+// the development outbox holds the text, to the E.164 number).
+describe('a texted code in French', () => {
+  it('adding a phone number from the French pages texts the code in French', async () => {
+    const { page, person: who } = await open('fr-FR');
+    await page.goto(`${origin}/account/`);
+    await signInPage(page, { refreshToken: (await signIn(t.app, who)).refreshToken });
+    // A fresh load: the page finds the session in the cookie, and its language becomes the identity's.
+    await page.goto('about:blank');
+    await page.goto(`${origin}/account/#/security/addresses`);
+    await reach(page, 'Adresses e-mail et numéros de téléphone');
+    const section = page.locator('#methods');
+    await section.getByLabel('Ajouter un numéro de téléphone').fill('06 98 76 54 32');
+    await section.getByLabel('Indicatif pays de ce numéro').fill('fr');
+    const mails = messagesTo(t.config.dataDir, who.email).length;
+    await section.getByRole('button', { name: 'Envoyer un code par SMS à ce numéro' }).click();
+    // Adding a way in asks who it is first (the step-up by mail, in French too).
+    const box = page.locator('.stepup');
+    const confirm = section.getByRole('heading', { name: 'Confirmer 06 98 76 54 32' });
+    await Promise.race([box.waitFor(), confirm.waitFor()]);
+    if (await box.isVisible()) {
+      await expect
+        .poll(() => messagesTo(t.config.dataDir, who.email).length, { timeout: 10_000 })
+        .toBe(mails + 1);
+      const code = /\b(\d{6})\b/.exec(messagesTo(t.config.dataDir, who.email).at(-1)?.text ?? '')?.[1] ?? '';
+      await box.getByLabel('Code').fill(code);
+      await box.getByRole('button', { name: 'Confirmer', exact: true }).click();
+    }
+    await confirm.waitFor();
+    await expect
+      .poll(() => messagesTo(t.config.dataDir, '+33698765432').at(-1)?.text ?? '', { timeout: 10_000 })
+      .toContain('Votre code pour confirmer ce nouveau moyen de connexion est');
+    const sms = messagesTo(t.config.dataDir, '+33698765432').at(-1);
+    expect(sms?.text).not.toMatch(/\b(Your|code is|expires)\b/);
+    await axeCheck(page, 'numéro de téléphone, le code envoyé');
+    await page.context().close();
+  });
+});
+
 describe('the pseudo-locale en-XA: every string from a catalogue', () => {
   let page: Page;
   let person: Person;
