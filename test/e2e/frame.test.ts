@@ -47,7 +47,7 @@ describe('the hosted pages’ frame in Chromium', () => {
     const context = await browser.newContext({ viewport: { width: 375, height: 812 }, locale: 'en-US' });
     const page = await signedInPage(context);
     const menu = page.getByRole('button', { name: 'Menu' });
-    const security = page.getByRole('link', { name: 'Security' });
+    const security = page.getByRole('navigation').getByRole('link', { name: 'Security', exact: true });
     expect(await menu.getAttribute('aria-expanded')).toBe('false');
     expect(await security.isVisible()).toBe(false);
     await menu.click();
