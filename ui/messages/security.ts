@@ -7,6 +7,7 @@ export const t = messages(
     hint: 'How your account is protected. Open a row to change it.',
     back: 'Back to Security',
     none: 'None',
+    'row.passkeysNone': 'None',
     // Overview rows
     'row.password': 'Password',
     'row.passwordChanged': 'Changed {when}',
@@ -189,6 +190,7 @@ export const t = messages(
     hint: 'Comment votre compte est protégé. Ouvrez une ligne pour la modifier.',
     back: 'Retour à Sécurité',
     none: 'Aucun',
+    'row.passkeysNone': 'Aucune',
     'row.password': 'Mot de passe',
     'row.passwordChanged': 'Modifié {when}',
     'row.passwordSet': 'Défini',

@@ -82,7 +82,7 @@ export async function securityPage(): Promise<PageContent> {
     row(
       'passkeys',
       t('row.passkeys'),
-      passkeys.count > 0 ? t('row.passkeysCount', { count: passkeys.count }) : t('none'),
+      passkeys.count > 0 ? t('row.passkeysCount', { count: passkeys.count }) : t('row.passkeysNone'),
       '#/security/passkeys',
       null,
     ),
