@@ -182,6 +182,9 @@ export function authenticationOf(
       return { amr: ['pwd'], acr: ACR.singleFactor };
     case 'provider':
       return { amr: ['fed'], acr: ACR.singleFactor };
+    // An organization's own IdP (SAML, docs/sso.md): federated, one factor.
+    case 'sso':
+      return { amr: ['fed'], acr: ACR.singleFactor };
     case 'passkey':
       return { amr: ['hwk'], acr: ACR.singleFactor };
     // A one-time code sent by email or SMS (POST /sign-ins/codes, a sign-up by code): one factor,
