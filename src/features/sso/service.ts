@@ -277,43 +277,19 @@ export class SsoService {
     const holder = await findIdentifier(trx, { type: 'email', value: email });
     let identityId: string;
     let epoch: number;
-    if (holder && holder.verifiedAt !== null) {
-      const owner = await findIdentity(trx, holder.identityId);
+    const existing = holder && holder.verifiedAt !== null ? holder.identityId : undefined;
+    const made = existing ? undefined : await this.#created(trx, connection, assertion, email, holder, now);
+    if (made && 'error' in made) return made;
+    if (made && 'identityId' in made) {
+      identityId = made.identityId;
+      epoch = 0;
+    } else {
+      // The verified holder: found first, or the winner of a concurrent first sign-in (made.raced).
+      const owner = await findIdentity(trx, existing ?? (made?.raced as string));
       if (!owner || owner.disabledAt !== null) return { error: 'refused', reason: 'identity disabled' };
       identityId = owner.id;
       epoch = owner.sessionEpoch;
       await audit.appendOwn(trx, 'identity.sso.linked', identityId, { connectionId: connection.id });
-    } else {
-      if (holder && (await removeIdentifier(trx, holder.id, now, { pendingOnly: true }))) {
-        await revokeChallenges(trx, { identifierId: holder.id }, now);
-        await audit.appendOwn(trx, 'identity.sign_up.superseded', holder.identityId, {
-          connectionId: connection.id,
-        });
-      }
-      identityId = randomUUID();
-      await insertIdentity(trx, {
-        id: identityId,
-        createdAt: now,
-        names: this.#names(connection, assertion),
-      });
-      const claimed = await claimIdentifier(trx, {
-        id: randomUUID(),
-        identityId,
-        identifier: { type: 'email', value: email },
-        now,
-        verified: true,
-      });
-      if (!claimed) {
-        // A concurrent first sign-in of the same address committed its identity first.
-        await deleteFreshIdentity(trx, identityId);
-        return { error: 'refused', reason: 'address claimed meanwhile' };
-      }
-      epoch = 0;
-      await identityChanged(events, trx, 'identity.created', identityId, identityId, { via: 'sso' });
-      await audit.appendOwn(trx, 'identity.sso.registered', identityId, {
-        connectionId: connection.id,
-        identifierId: claimed,
-      });
     }
     const role = connection.defaultRole;
     if (await joinIfAbsent(trx, { organizationId: connection.organizationId, identityId, role, now })) {
@@ -322,13 +298,57 @@ export class SsoService {
         identityId,
         role,
       });
-      await audit.appendOwn(trx, 'organization.member.joined', identityId, {
+      await audit.appendOwn(trx, 'organization.member.added', identityId, {
         organizationId: connection.organizationId,
         role,
         via: `sso:${connection.id}`,
       });
     }
     return { identityId, epoch };
+  }
+
+  /**
+   * JIT: a new identity with the address verified and the IdP's names; a registration never
+   * confirmed yields first. A concurrent first sign-in of the same address that committed first
+   * wins the address (the unique index): this one's identity is dropped and the winner's used.
+   */
+  async #created(
+    trx: Executor,
+    connection: ConnectionRow,
+    assertion: SamlAssertion,
+    email: string,
+    holder: Awaited<ReturnType<typeof findIdentifier>>,
+    now: Date,
+  ): Promise<{ identityId: string } | { raced: string } | { error: SsoFailure; reason: string }> {
+    const { audit, events } = this.deps;
+    if (holder && (await removeIdentifier(trx, holder.id, now, { pendingOnly: true }))) {
+      await revokeChallenges(trx, { identifierId: holder.id }, now);
+      await audit.appendOwn(trx, 'identity.sign_up.superseded', holder.identityId, {
+        connectionId: connection.id,
+      });
+    }
+    const identityId = randomUUID();
+    await insertIdentity(trx, { id: identityId, createdAt: now, names: this.#names(connection, assertion) });
+    const claimed = await claimIdentifier(trx, {
+      id: randomUUID(),
+      identityId,
+      identifier: { type: 'email', value: email },
+      now,
+      verified: true,
+    });
+    if (!claimed) {
+      await deleteFreshIdentity(trx, identityId);
+      const winner = await findIdentifier(trx, { type: 'email', value: email });
+      if (!winner || winner.verifiedAt === null)
+        return { error: 'refused', reason: 'address claimed meanwhile' };
+      return { raced: winner.identityId };
+    }
+    await identityChanged(events, trx, 'identity.created', identityId, identityId, { via: 'sso' });
+    await audit.appendOwn(trx, 'identity.sso.registered', identityId, {
+      connectionId: connection.id,
+      identifierId: claimed,
+    });
+    return { identityId };
   }
 
   #attribute(
