@@ -67,3 +67,7 @@ CREATE TABLE saml_assertion_ids (
   PRIMARY KEY (connection_id, assertion_id)
 );
 CREATE INDEX saml_assertion_ids_expiry ON saml_assertion_ids (expires_at);
+
+-- The connection a session was opened through (method `sso`): its amr names it and its context
+-- shows it. A connection removed leaves its sessions as they are, without the name.
+ALTER TABLE sessions ADD COLUMN sso_connection_id uuid REFERENCES sso_connections (id) ON DELETE SET NULL;

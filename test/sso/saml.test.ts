@@ -1,6 +1,7 @@
 import type { Element } from '@xmldom/xmldom';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { authenticationOf } from '../../src/features/oidc/provider.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { auditCount } from '../helpers/audit.js';
 import { createPerson } from '../helpers/identities.js';
@@ -127,6 +128,18 @@ describe('a good response', () => {
       .where('identity_id', '=', who.id)
       .executeTakeFirstOrThrow();
     expect(session.method).toBe('sso');
+    // The session names its connection: in its context, and in the amr the OpenID Provider gives it.
+    const context = await t.app.inject({
+      method: 'GET',
+      url: '/api/v1/session/context',
+      headers: { authorization: `Bearer ${data.accessToken}` },
+    });
+    expect(context.json().data.ssoConnection).toEqual({
+      id: s.connectionId,
+      name: 'Corp IdP',
+      organizationId: s.orgId,
+    });
+    expect(authenticationOf('sso', null, s.connectionId).amr).toEqual(['fed', `sso:${s.connectionId}`]);
     expect(await auditCount(t, 'identity.sso.registered', who.id)).toBe(1);
   });
 

@@ -410,6 +410,7 @@ export interface Sessions {
   renewed_at: Timestamp | null;
   revoked_at: Timestamp | null;
   revoked_reason: string | null;
+  sso_connection_id: string | null;
   theft_detected_at: Timestamp | null;
   user_agent: string | null;
 }

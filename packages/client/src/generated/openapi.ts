@@ -5897,6 +5897,14 @@ export type paths = {
                                 }[];
                                 /** Format: uuid */
                                 sessionId: string;
+                                /** @description the organization's connection this session was signed in through (docs/sso.md), else null */
+                                ssoConnection: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    name: string;
+                                    /** Format: uuid */
+                                    organizationId: string;
+                                } | null;
                             };
                         };
                     };

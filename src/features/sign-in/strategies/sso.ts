@@ -17,9 +17,7 @@ export interface SsoHandoff {
  */
 export class SsoStrategy implements Strategy<SsoHandoff> {
   signIn(handoff: SsoHandoff, meta: RequestMeta, complete: Complete): Promise<SignInResult> {
-    return complete(
-      { identityId: handoff.identityId, epoch: handoff.epoch, method: 'sso', stage: 'first' },
-      meta,
-    );
+    const { identityId, epoch, connectionId } = handoff;
+    return complete({ identityId, epoch, method: 'sso', connectionId, stage: 'first' }, meta);
   }
 }
