@@ -383,6 +383,13 @@ export const CATALOGUE = {
       'The metadata URL did not answer a document within the time and size allowed; nothing was changed. Retry later.',
     retryable: true,
   },
+  'identity.sso_unavailable': {
+    status: 422,
+    title: 'No enterprise sign-in',
+    detail:
+      'No enabled enterprise connection signs in for this address or organization: sign in another way.',
+    retryable: false,
+  },
   'idempotency.key_reused': {
     status: 409,
     title: 'Idempotency key reused',

@@ -985,6 +985,18 @@ const ROWS: Record<string, Row> = {
       );
     },
   },
+  'POST /api/v1/sign-ins/sso': {
+    exempt:
+      'starts a SAML sign-in found by the address’s domain: a flow record and its cookie, as the start by connection',
+    async run(act) {
+      const sso = await ssoOrganization();
+      await act(() =>
+        api('POST', '/sign-ins/sso', {
+          payload: { email: `someone@${sso.domain}`, returnTo: '/account/#/sign-in' },
+        }),
+      );
+    },
+  },
   'POST /api/v1/sso/saml/{connectionId}/acs': {
     // A first sign-in of a person of the domain: the identity is made (JIT) and joins.
     emits: ['identity.created', 'organization.membership.created'],

@@ -260,3 +260,65 @@ describe('the linking rules', () => {
     expect(data.accessToken).toBeUndefined();
   });
 });
+
+describe('POST /sign-ins/sso: home-realm discovery', () => {
+  const discover = (payload: Record<string, string | undefined>, origin = ORIGIN) =>
+    t.app.inject({ method: 'POST', url: '/api/v1/sign-ins/sso', headers: { origin }, payload });
+
+  it('an address in a verified domain: the IdP URL of the organization’s connection and the flow’s cookie', async () => {
+    const res = await discover({
+      email: `Someone@${s.domain.toUpperCase()}`,
+      returnTo: '/account/#/sign-in',
+    });
+    expect(res.statusCode, res.body).toBe(201);
+    expect(res.json().data.redirectUrl).toMatch(
+      new RegExp(`^${idp.ssoUrl.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\?SAMLRequest=`),
+    );
+    expect(String(res.headers['set-cookie'])).toMatch(/^__Host-identity-saml-flow-[0-9a-f]{16}=/);
+  });
+
+  it('the organization by id or by slug', async () => {
+    const slug = (
+      await t.ctx.database.db
+        .selectFrom('organizations')
+        .select('slug')
+        .where('id', '=', s.orgId)
+        .executeTakeFirstOrThrow()
+    ).slug;
+    for (const organization of [s.orgId, slug]) {
+      const res = await discover({ organization, returnTo: '/account/#/sign-in' });
+      expect(res.statusCode, res.body).toBe(201);
+    }
+  });
+
+  it('an unknown domain, an unverified one, an organization without an enabled connection: one identical 422', async () => {
+    const plain = await setUp(t, idp);
+    await adminCall(t, 'PATCH', `/organizations/${plain.orgId}/connections/${plain.connectionId}`, {
+      enabled: false,
+    });
+    const bodies = new Set<string>();
+    for (const payload of [
+      { email: 'someone@nowhere-at-all.example' },
+      { email: `someone@unclaimed-${randomUUID().slice(0, 6)}.example` },
+      { email: `someone@${plain.domain}` },
+      { organization: plain.orgId },
+      { organization: 'no-such-organization' },
+      { email: 'not-an-address' },
+    ]) {
+      const res = await discover({ ...payload, returnTo: '/account/#/sign-in' });
+      expect(res.statusCode).toBe(422);
+      expect(res.json().code).toBe('identity.sso_unavailable');
+      const { traceId: _t, ...rest } = res.json();
+      bodies.add(JSON.stringify(rest));
+    }
+    expect(bodies.size).toBe(1);
+  });
+
+  it('refused from another origin (it sets a cookie)', async () => {
+    const res = await discover(
+      { email: `someone@${s.domain}`, returnTo: '/account/#/sign-in' },
+      'https://evil.example',
+    );
+    expect(res.statusCode).toBe(403);
+  });
+});

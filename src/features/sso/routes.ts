@@ -17,6 +17,10 @@ import { SsoService } from './service.js';
 const TAGS = ['sso'];
 const FORM_LIMIT = 600 * 1024;
 const Params = Type.Object({ connectionId: IdInput }, { additionalProperties: false });
+const StartedSchema = Type.Object(
+  { redirectUrl: Type.String({ format: 'uri' }), expiresAt: Instant },
+  { additionalProperties: false },
+);
 
 /**
  * Enterprise sign-in by SAML 2.0 (docs/sso.md): our SP metadata per connection, the start of a
@@ -73,12 +77,7 @@ export const ssoRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext })
         ),
         response: responses(
           {
-            201: Data(
-              Type.Object(
-                { redirectUrl: Type.String({ format: 'uri' }), expiresAt: Instant },
-                { additionalProperties: false },
-              ),
-            ),
+            201: Data(StartedSchema),
           },
           ['identity.cross_site_refused', 'organization.connection_not_found'],
           { body: true, rateLimited: true },
@@ -87,6 +86,57 @@ export const ssoRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext })
     },
     async (request, reply) => {
       const started = await service.start(request.params.connectionId, request.body.returnTo);
+      reply.header('set-cookie', started.cookie);
+      return reply
+        .code(201)
+        .send(envelope({ redirectUrl: started.redirectUrl, expiresAt: started.expiresAt }));
+    },
+  );
+
+  app.post(
+    '/sign-ins/sso',
+    {
+      onRequest: sameOrigin,
+      onSend: noStore,
+      config: limitFor(ctx.config.rateLimits.provesAPassword, 'sso-discovery'),
+      schema: {
+        tags: TAGS,
+        summary: 'Start enterprise sign-in by email address or organization (home-realm discovery)',
+        description:
+          'Exactly one of `email` (its domain verified by an organization with an enabled SAML ' +
+          'connection) or `organization` (its id or slug). Answers as POST /sso/saml/{connectionId}/flows ' +
+          '(the IdP URL and the flow’s cookie). No enabled connection for it, whatever the reason: 422 ' +
+          'identity.sso_unavailable, the same whether or not anyone holds the address. ' +
+          FLOW_COOKIE_NOTE,
+        body: Type.Union([
+          Type.Object(
+            {
+              email: Type.String({ minLength: 3, maxLength: 320 }),
+              returnTo: Type.String({ minLength: 1, maxLength: 300 }),
+            },
+            { additionalProperties: false },
+          ),
+          Type.Object(
+            {
+              organization: Type.String({
+                minLength: 1,
+                maxLength: 100,
+                description: 'the organization’s id or slug',
+              }),
+              returnTo: Type.String({ minLength: 1, maxLength: 300 }),
+            },
+            { additionalProperties: false },
+          ),
+        ]),
+        response: responses(
+          { 201: Data(StartedSchema) },
+          ['identity.cross_site_refused', 'identity.sso_unavailable'],
+          { body: true, rateLimited: true },
+        ),
+      },
+    },
+    async (request, reply) => {
+      const started = await service.startFor(request.body);
       reply.header('set-cookie', started.cookie);
       return reply
         .code(201)

@@ -20,7 +20,11 @@ import {
   insertIdentity,
   removeIdentifier,
 } from '../identities/repository.js';
-import { type ConnectionRow, connectionOf } from '../organizations/connections/repository.js';
+import {
+  type ConnectionRow,
+  connectionOf,
+  enabledSamlConnectionOf,
+} from '../organizations/connections/repository.js';
 import { spEndpoints } from '../organizations/connections/view.js';
 import { verifiedOwner } from '../organizations/domains/repository.js';
 import { membershipChanged } from '../organizations/events.js';
@@ -147,6 +151,35 @@ export class SsoService {
       expiresAt: expiresAt.toISOString(),
       cookie: this.#cookies.serialize(`${this.#cookiePrefix}${tag}`, binding, FLOW_SECONDS, 'None'),
     };
+  }
+
+  /**
+   * POST /sign-ins/sso (home-realm discovery): the flow of the enabled SAML connection of the
+   * organization that verified the address's domain, or of the organization named (id or slug).
+   * Whatever is missing (an unknown or unverified domain, no enabled connection, a disabled or
+   * unknown organization) is the same 422 identity.sso_unavailable: the answer never depends on
+   * whether anyone holds the address, only on whether its domain signs in through an IdP, which
+   * the IdP's own redirect tells anyone who tries (docs/decisions.md).
+   */
+  async startFor(input: {
+    email?: string;
+    organization?: string;
+    returnTo: string;
+  }): Promise<StartedSamlFlow> {
+    const { db } = this.deps.database;
+    let connectionId: string | undefined;
+    if (input.email !== undefined) {
+      const email = normaliseEmail(input.email);
+      const at = email ? email.lastIndexOf('@') : -1;
+      const owner = email && at > 0 ? await verifiedOwner(db, email.slice(at + 1)) : undefined;
+      connectionId = owner ? await enabledSamlConnectionOf(db, { id: owner }) : undefined;
+    } else if (input.organization !== undefined) {
+      const named = input.organization;
+      const isId = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(named);
+      connectionId = await enabledSamlConnectionOf(db, isId ? { id: named.toLowerCase() } : { slug: named });
+    }
+    if (!connectionId) throw new Problem('identity.sso_unavailable');
+    return this.start(connectionId, input.returnTo);
   }
 
   /**

@@ -169,3 +169,30 @@ export async function deleteConnection(trx: Executor, organizationId: string, id
     .execute();
   return rows.length === 1;
 }
+
+/**
+ * The enabled SAML connection that signs in for an organization (its oldest, so the answer is
+ * stable when there are several), the organization named by id or slug and not disabled.
+ */
+export async function enabledSamlConnectionOf(
+  trx: Executor,
+  organization: { id: string } | { slug: string },
+): Promise<string | undefined> {
+  const row = await trx
+    .selectFrom('sso_connections as c')
+    .innerJoin('organizations as o', 'o.id', 'c.organization_id')
+    .select('c.id')
+    .where('o.disabled_at', 'is', null)
+    .where('c.enabled', '=', true)
+    .where('c.type', '=', 'saml')
+    .where(
+      'id' in organization ? 'o.id' : 'o.slug',
+      '=',
+      'id' in organization ? organization.id : organization.slug,
+    )
+    .orderBy('c.created_at', 'asc')
+    .orderBy('c.id', 'asc')
+    .limit(1)
+    .executeTakeFirst();
+  return row?.id;
+}
