@@ -22,7 +22,7 @@ import {
 } from './support.js';
 
 // Issue 47, item 2: our SAML service provider on @node-saml/node-saml, with the checks the library
-// leaves to us (docs/sso.md, "Checks"). The IdP is made here (tests/sso/idp.ts): a key and a
+// leaves to us (docs/sso.md, "Checks"). The IdP is made here (test/sso/idp.ts): a key and a
 // self-signed certificate made now, responses signed with xml-crypto. Every forged response is
 // answered with the same 303, byte for byte, and leaves no handoff and no session behind.
 
