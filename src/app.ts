@@ -31,6 +31,7 @@ import {
   signInRoutes,
 } from './features/sign-in/routes.js';
 import { signInMethodRoutes } from './features/sign-in-methods/routes.js';
+import { ssoRoutes } from './features/sso/routes.js';
 import { stepUpRoutes } from './features/step-up/routes.js';
 import { installAuditHeadLog } from './platform/audit/anchor.js';
 import { type Clock, systemClock } from './platform/clock.js';
@@ -180,6 +181,7 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
       await api.register(accountDeletionRoutes, { ctx });
       await api.register(organizationRoutes, { ctx });
       await api.register(connectedAppRoutes, { ctx });
+      await api.register(ssoRoutes, { ctx });
       // Passkeys only with a WebAuthn relying party (off in production without WEBAUTHN_*).
       if (ctx.config.webauthn) {
         await api.register(passkeyRoutes, { ctx });

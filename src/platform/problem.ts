@@ -363,6 +363,33 @@ export const CATALOGUE = {
     detail: 'The DNS did not answer in time; nothing was changed. Retry later.',
     retryable: true,
   },
+  'organization.connection_not_found': {
+    status: 404,
+    title: 'Connection not found',
+    detail: 'The organization has no connection with this id.',
+    retryable: false,
+  },
+  'organization.connection_invalid': {
+    status: 422,
+    title: 'Connection not accepted',
+    detail:
+      'The connection is incomplete or malformed: a SAML connection needs the IdP metadata (XML or URL), or its entity id, an http(s) SSO URL and 1 to 4 X.509 signing certificates; an OpenID connection needs an https issuer, a client id and a client secret; the default role must be one the caller may grant, never owner; a document type declaration is refused.',
+    retryable: false,
+  },
+  'organization.connection_metadata_unavailable': {
+    status: 503,
+    title: 'Metadata unavailable',
+    detail:
+      'The metadata URL did not answer a document within the time and size allowed; nothing was changed. Retry later.',
+    retryable: true,
+  },
+  'identity.sso_unavailable': {
+    status: 422,
+    title: 'No enterprise sign-in',
+    detail:
+      'No enabled enterprise connection signs in for this address or organization: sign in another way.',
+    retryable: false,
+  },
   'idempotency.key_reused': {
     status: 409,
     title: 'Idempotency key reused',

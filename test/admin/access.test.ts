@@ -230,6 +230,8 @@ describe('the admin listener', () => {
       '/admin/v1/oidc-clients/{clientId}/secret-rotations',
       '/admin/v1/organizations',
       '/admin/v1/organizations/{id}',
+      '/admin/v1/organizations/{id}/connections',
+      '/admin/v1/organizations/{id}/connections/{connectionId}',
       '/admin/v1/organizations/{id}/disablements',
       '/admin/v1/organizations/{id}/domains',
       '/admin/v1/organizations/{id}/domains/{domainId}/verifications',

@@ -15,6 +15,8 @@ import { messagesTo, waitForCode } from '../helpers/outbox.js';
 import { followToCallback, hostMappingFetch, startUpstream, type Upstream } from '../helpers/upstream.js';
 import { ISSUER, idToken, issueNonce, nonceHash, PROVIDER, ProviderSink } from '../providers/support.js';
 import { DEFAULT_POLICY, personWithFactor, ticketFor, totp } from '../second-factors/helpers.js';
+import { TestIdp } from '../sso/idp.js';
+import { handoffOf, postAcs, startFlow } from '../sso/support.js';
 
 /*
  * Issue 44: "A test walks every write route of the OpenAPI document and fails when one changes
@@ -191,6 +193,41 @@ async function claimDomain(org: { id: string; owner: { token: string } }) {
     }),
   );
   return r.json().data as { id: string; txtRecord: { name: string; value: string } };
+}
+
+/** A SAML IdP made here, and the metadata of a connection to it. */
+const samlIdp = new TestIdp(new Date('2026-03-01T12:00:00.000Z'), 'walk-idp');
+const samlConnection = (name = 'Walk IdP') => ({
+  type: 'saml',
+  name,
+  saml: { metadataXml: samlIdp.metadata() },
+});
+
+/** An organization with a domain an operator verified and an enabled SAML connection. */
+async function ssoOrganization() {
+  const org = await organization();
+  const d = await claimDomain(org);
+  await ok(adm('POST', `/organizations/${org.id}/domains/${d.id}/verifications`));
+  const c = await ok(
+    api('POST', `/organizations/${org.id}/connections`, {
+      token: org.owner.token,
+      payload: { ...samlConnection(), enabled: true },
+    }),
+  );
+  const data = c.json().data as { id: string; saml: { acsUrl: string; entityId: string } };
+  const host = (d as unknown as { domain: string }).domain;
+  return { org, connectionId: data.id, acsUrl: data.saml.acsUrl, entityId: data.saml.entityId, domain: host };
+}
+
+/** A signed response for a new person of the organization's domain, answering `requestId`. */
+function samlResponse(sso: Awaited<ReturnType<typeof ssoOrganization>>, requestId: string) {
+  return samlIdp.response({
+    acsUrl: sso.acsUrl,
+    audience: sso.entityId,
+    inResponseTo: requestId,
+    now: t.clock.now(),
+    nameId: `p-${randomBytes(4).toString('hex')}@${sso.domain}`,
+  });
 }
 
 /** The token of the newest invitation message to `to`. */
@@ -894,6 +931,99 @@ const ROWS: Record<string, Row> = {
       await act(() => api('DELETE', `/organizations/${org.id}/domains/${d.id}`, { token: org.owner.token }));
     },
   },
+  'POST /api/v1/organizations/{organizationId}/connections': {
+    emits: ['organization.connection.created'],
+    async run(act) {
+      const org = await organization();
+      await act(() =>
+        api('POST', `/organizations/${org.id}/connections`, {
+          token: org.owner.token,
+          payload: samlConnection(),
+        }),
+      );
+    },
+  },
+  'PATCH /api/v1/organizations/{organizationId}/connections/{connectionId}': {
+    emits: ['organization.connection.updated'],
+    async run(act) {
+      const org = await organization();
+      const c = await ok(
+        api('POST', `/organizations/${org.id}/connections`, {
+          token: org.owner.token,
+          payload: samlConnection(),
+        }),
+      );
+      await act(() =>
+        api('PATCH', `/organizations/${org.id}/connections/${c.json().data.id}`, {
+          token: org.owner.token,
+          payload: { enabled: true },
+        }),
+      );
+    },
+  },
+  'DELETE /api/v1/organizations/{organizationId}/connections/{connectionId}': {
+    emits: ['organization.connection.deleted'],
+    async run(act) {
+      const org = await organization();
+      const c = await ok(
+        api('POST', `/organizations/${org.id}/connections`, {
+          token: org.owner.token,
+          payload: samlConnection(),
+        }),
+      );
+      await act(() =>
+        api('DELETE', `/organizations/${org.id}/connections/${c.json().data.id}`, { token: org.owner.token }),
+      );
+    },
+  },
+  'POST /api/v1/sso/saml/{connectionId}/flows': {
+    exempt: 'starts a SAML sign-in: a flow record and its cookie; nothing exists until the IdP answers',
+    async run(act) {
+      const sso = await ssoOrganization();
+      await act(() =>
+        api('POST', `/sso/saml/${sso.connectionId}/flows`, { payload: { returnTo: '/account/#/sign-in' } }),
+      );
+    },
+  },
+  'POST /api/v1/sign-ins/sso': {
+    exempt:
+      'starts a SAML sign-in found by the address’s domain: a flow record and its cookie, as the start by connection',
+    async run(act) {
+      const sso = await ssoOrganization();
+      await act(() =>
+        api('POST', '/sign-ins/sso', {
+          payload: { email: `someone@${sso.domain}`, returnTo: '/account/#/sign-in' },
+        }),
+      );
+    },
+  },
+  'POST /api/v1/sso/saml/{connectionId}/acs': {
+    // A first sign-in of a person of the domain: the identity is made (JIT) and joins.
+    emits: ['identity.created', 'organization.membership.created'],
+    async run(act) {
+      const sso = await ssoOrganization();
+      const flow = await startFlow(t, sso.connectionId);
+      await act(async () => {
+        const res = await postAcs(t, sso.connectionId, samlResponse(sso, flow.requestId), flow.cookie);
+        expect(handoffOf(res), String(res.headers.location)).toBeTruthy();
+        // 303 is the ACS's success: answered as 2xx for the walk's check.
+        return {
+          ...res,
+          statusCode: res.statusCode === 303 ? 200 : res.statusCode,
+        } as LightMyRequestResponse;
+      });
+    },
+  },
+  'POST /api/v1/sso-handoffs': {
+    emits: ['session.created'],
+    async run(act) {
+      const sso = await ssoOrganization();
+      const flow = await startFlow(t, sso.connectionId);
+      const res = await postAcs(t, sso.connectionId, samlResponse(sso, flow.requestId), flow.cookie);
+      const code = handoffOf(res) as string;
+      await act(() => api('POST', '/sso-handoffs', { payload: { code }, headers: { cookie: flow.cookie } }));
+    },
+  },
   'POST /api/v1/organization-invitations/lookups': {
     exempt: 'reads an invitation by its token (a POST keeps the token out of URLs): changes nothing',
     async run(act) {
@@ -1095,6 +1225,33 @@ const ROWS: Record<string, Row> = {
       const org = await organization();
       const d = await claimDomain(org);
       await act(() => adm('POST', `/organizations/${org.id}/domains/${d.id}/verifications`));
+    },
+  },
+  'POST /admin/v1/organizations/{id}/connections': {
+    emits: ['organization.connection.created'],
+    async run(act) {
+      const org = await organization();
+      await act(() => adm('POST', `/organizations/${org.id}/connections`, samlConnection()));
+    },
+  },
+  'PATCH /admin/v1/organizations/{id}/connections/{connectionId}': {
+    emits: ['organization.connection.updated'],
+    async run(act) {
+      const org = await organization();
+      const c = await ok(adm('POST', `/organizations/${org.id}/connections`, samlConnection()));
+      await act(() =>
+        adm('PATCH', `/organizations/${org.id}/connections/${c.json().data.id}`, {
+          saml: { allowIdpInitiated: true },
+        }),
+      );
+    },
+  },
+  'DELETE /admin/v1/organizations/{id}/connections/{connectionId}': {
+    emits: ['organization.connection.deleted'],
+    async run(act) {
+      const org = await organization();
+      const c = await ok(adm('POST', `/organizations/${org.id}/connections`, samlConnection()));
+      await act(() => adm('DELETE', `/organizations/${org.id}/connections/${c.json().data.id}`));
     },
   },
   'DELETE /admin/v1/organizations/{id}': {

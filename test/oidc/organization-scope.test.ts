@@ -22,6 +22,7 @@ function orgPart(claims: Record<string, unknown> | undefined) {
 }
 
 const ADMIN_PERMISSIONS = [
+  'connections:manage',
   'domains:manage',
   'members:invite',
   'members:manage',

@@ -78,6 +78,8 @@ describe('organization settings', () => {
       invitationTtl: 604800,
       dnsResolvers: [],
       dnsTimeoutMs: 3000,
+      ssoClockSkew: 60,
+      ssoMetadataTimeoutMs: 5000,
     });
     // DNS_RESOLVERS: ip, ipv4:port or [ipv6]:port, comma-separated; anything else stops start-up.
     expect(

@@ -43,6 +43,8 @@ export interface HostedSession {
   method: string;
   /** The channel of a code sign-in's code ('email' or 'phone'), else null. */
   channel: string | null;
+  /** The organization's connection of an `sso` sign-in, else null. */
+  ssoConnectionId?: string | null;
   epoch: number;
 }
 
@@ -176,12 +178,16 @@ export const ACR = {
 export function authenticationOf(
   method: string,
   channel: string | null = null,
+  connectionId: string | null = null,
 ): { amr: string[]; acr: string } {
   switch (method) {
     case 'password':
       return { amr: ['pwd'], acr: ACR.singleFactor };
     case 'provider':
       return { amr: ['fed'], acr: ACR.singleFactor };
+    // An organization's own IdP (SAML, docs/sso.md): federated, one factor, and which connection.
+    case 'sso':
+      return { amr: connectionId ? ['fed', `sso:${connectionId}`] : ['fed'], acr: ACR.singleFactor };
     case 'passkey':
       return { amr: ['hwk'], acr: ACR.singleFactor };
     // A one-time code sent by email or SMS (POST /sign-ins/codes, a sign-up by code): one factor,
@@ -548,7 +554,7 @@ export class OpenIdProvider {
         await interaction.save((interaction.exp ?? 0) - Math.floor(Date.now() / 1000));
       }
     }
-    const { amr, acr } = authenticationOf(hosted.method, hosted.channel);
+    const { amr, acr } = authenticationOf(hosted.method, hosted.channel, hosted.ssoConnectionId ?? null);
     return this.interactionResult(req, res, {
       login: {
         accountId: hosted.identityId,

@@ -50,6 +50,7 @@ export interface OidcServiceDeps {
         createdAt: Date;
         method: string;
         channel: string | null;
+        ssoConnectionId: string | null;
         epoch: number;
       }
     | undefined
@@ -211,6 +212,7 @@ export class OidcService {
       signedInAt: live.createdAt,
       method: live.method,
       channel: live.channel,
+      ssoConnectionId: live.ssoConnectionId,
       epoch: live.epoch,
     };
   }

@@ -133,6 +133,14 @@ export const organizationsSection = section({
       description:
         'milliseconds a domain verification waits for each DNS server before it gives up: the verification then answers `503 organization.domain_check_unavailable` and changes nothing. See [organizations](organizations.md#domains)',
     }),
+    SSO_CLOCK_SKEW_SECONDS: integer(60, 0, 300, {
+      description:
+        "seconds a SAML assertion's NotBefore and NotOnOrAfter (and its SubjectConfirmationData's) are stretched by, for the clocks of an IdP and this service that disagree a little. See [sso](sso.md#checks)",
+    }),
+    SSO_METADATA_TIMEOUT_MS: integer(5000, 100, 30000, {
+      description:
+        "milliseconds a connection's IdP metadata URL may take to answer its document (at most 1 MiB); past it the change answers `503 organization.connection_metadata_unavailable` and changes nothing. See [sso](sso.md#connections)",
+    }),
   },
   map: (e) => ({
     /** Organizations: who may create them, and the operator-defined roles (ORGANIZATION_*). */
@@ -145,6 +153,10 @@ export const organizationsSection = section({
       dnsResolvers: resolversFrom(e.DNS_RESOLVERS),
       /** Milliseconds per DNS server before a verification gives up (DNS_TIMEOUT_MS). */
       dnsTimeoutMs: e.DNS_TIMEOUT_MS,
+      /** Seconds of clock skew a SAML assertion's validity window is stretched by (SSO_CLOCK_SKEW_SECONDS). */
+      ssoClockSkew: e.SSO_CLOCK_SKEW_SECONDS,
+      /** Milliseconds an IdP metadata URL may take (SSO_METADATA_TIMEOUT_MS). */
+      ssoMetadataTimeoutMs: e.SSO_METADATA_TIMEOUT_MS,
     },
   }),
 });

@@ -442,3 +442,26 @@ export async function deleteIdentityMemberships(trx: Executor, identityId: strin
     .execute();
   return r.length;
 }
+
+/**
+ * Makes the identity a member with `role` unless it already is one (its role then unchanged):
+ * true when this call made the membership. Two at once: the primary key lets one insert.
+ */
+export async function joinIfAbsent(
+  trx: Executor,
+  m: { organizationId: string; identityId: string; role: string; now: Date },
+): Promise<boolean> {
+  const rows = await trx
+    .insertInto('organization_memberships')
+    .values({
+      organization_id: m.organizationId,
+      identity_id: m.identityId,
+      role: m.role,
+      created_at: m.now,
+      updated_at: m.now,
+    })
+    .onConflict((oc) => oc.columns(['organization_id', 'identity_id']).doNothing())
+    .returning('identity_id')
+    .execute();
+  return rows.length === 1;
+}

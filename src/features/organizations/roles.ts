@@ -16,6 +16,7 @@ const ADMIN: Permission[] = [
   'members:manage',
   'members:invite',
   'domains:manage',
+  'connections:manage',
 ];
 const OWNER: Permission[] = [...ADMIN, 'organization:delete', 'organization:transfer'];
 

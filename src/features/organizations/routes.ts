@@ -7,6 +7,7 @@ import { listRoute } from '../../platform/http/list-route.js';
 import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, NoContent, responses } from '../../platform/http/schemas.js';
 import type { ProblemCode } from '../../platform/problem.js';
+import { connectionRoutes } from './connections/routes.js';
 import { domainRoutes } from './domains/routes.js';
 import { invitationRoutes } from './invitations/routes.js';
 import * as schema from './schemas.js';
@@ -255,4 +256,5 @@ export const organizationRoutes = featureRoutes(async (app, { ctx }: { ctx: AppC
 
   invitationRoutes(app, ctx);
   domainRoutes(app, ctx);
+  connectionRoutes(app, ctx);
 });

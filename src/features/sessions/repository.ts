@@ -19,6 +19,7 @@ export interface NewSession {
   epoch: number;
   method: string;
   channel: 'email' | 'phone' | null;
+  connectionId: string | null;
   now: Date;
   expiresAt: Date;
   refreshHash: string;
@@ -41,6 +42,7 @@ export async function insertSession(trx: Executor, s: NewSession): Promise<boole
       'epoch',
       'method',
       'channel',
+      'sso_connection_id',
       'created_at',
       'expires_at',
       'generation',
@@ -56,6 +58,7 @@ export async function insertSession(trx: Executor, s: NewSession): Promise<boole
           eb.val(s.epoch).as('epoch'),
           eb.val(s.method).as('method'),
           eb.val(s.channel).as('channel'),
+          eb.val(s.connectionId).as('sso_connection_id'),
           eb.val(s.now).as('created_at'),
           eb.val(s.expiresAt).as('expires_at'),
           eb.lit(1).as('generation'),
@@ -138,7 +141,14 @@ export interface ContextOrganization {
 }
 
 /** The guard's row with all GET /session/context answers: summary and memberships. */
-export type SessionContextRow = SessionState & SummaryColumns & { organizations: ContextOrganization[] };
+export type SessionContextRow = SessionState &
+  SummaryColumns & {
+    organizations: ContextOrganization[];
+    /** The connection an `sso` session was opened through (docs/sso.md), while it exists. */
+    ssoConnectionId: string | null;
+    ssoConnectionName: string | null;
+    ssoOrganizationId: string | null;
+  };
 
 /**
  * GET /session/context in one statement (one prepared round trip): the guard's read, the identity
@@ -153,8 +163,10 @@ export async function sessionContext(
   // raw: summaryColumns (identities/repository.ts) is a raw multi-column fragment a builder select
   // cannot take; the memberships ride along as one JSON column, so the answer is one round trip.
   const r = await sql<SessionContextRow>`
-    SELECT ${STATE_COLUMNS}, ${summaryColumns}, mo.organizations
+    SELECT ${STATE_COLUMNS}, ${summaryColumns}, mo.organizations, sc.id AS "ssoConnectionId",
+      sc.name AS "ssoConnectionName", sc.organization_id AS "ssoOrganizationId"
     FROM ${STATE_FROM}
+    LEFT JOIN sso_connections sc ON sc.id = s.sso_connection_id
     CROSS JOIN LATERAL (
       SELECT COALESCE(json_agg(json_build_object('id', x.id, 'name', x.name, 'slug', x.slug, 'role', x.role)
                                ORDER BY x.created_at DESC, x.id DESC), '[]'::json) AS organizations
@@ -667,6 +679,7 @@ export interface LiveSessionByToken {
   identityId: string;
   method: string;
   channel: string | null;
+  ssoConnectionId: string | null;
   createdAt: Date;
   expiresAt: Date;
   epoch: number;
@@ -692,6 +705,7 @@ export async function liveSessionByRefreshHash(
       's.identity_id as identityId',
       's.method',
       's.channel',
+      's.sso_connection_id as ssoConnectionId',
       's.created_at as createdAt',
       's.expires_at as expiresAt',
       's.epoch',

@@ -44,6 +44,20 @@ export const SessionContextSchema = Type.Object({
     }),
   ),
   methods: Type.Array(Type.String()),
+  ssoConnection: Type.Union(
+    [
+      Type.Object({
+        id: Type.String({ format: 'uuid' }),
+        name: Type.String(),
+        organizationId: Type.String({ format: 'uuid' }),
+      }),
+      Type.Null(),
+    ],
+    {
+      description:
+        "the organization's connection this session was signed in through (docs/sso.md), else null",
+    },
+  ),
   organizations: Type.Array(
     Type.Object({
       id: Type.String({ format: 'uuid' }),

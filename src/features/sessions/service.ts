@@ -34,6 +34,8 @@ export interface SessionOpening {
   method: string;
   /** The channel of a code sign-in's code (amr `email` or `sms`); absent for every other method. */
   channel?: 'email' | 'phone';
+  /** The organization's connection of an `sso` sign-in (docs/sso.md); absent for every other method. */
+  connectionId?: string;
   meta: RequestMeta;
   now: Date;
 }
@@ -90,7 +92,7 @@ export class SessionService {
    * failure rolls the session back. A disabled (or erased) identity is `refusal`.
    */
   async create(trx: Executor, opening: SessionOpening, refusal: ProblemCode): Promise<OpenedSession> {
-    const { identityId, epoch, method, channel, meta, now } = opening;
+    const { identityId, epoch, method, channel, connectionId, meta, now } = opening;
     const sessionId = randomUUID();
     const refreshToken = opaqueToken();
     const expiresAt = new Date(now.getTime() + this.deps.config.lifetimes.session * 1000);
@@ -100,6 +102,7 @@ export class SessionService {
       epoch,
       method,
       channel: channel ?? null,
+      connectionId: connectionId ?? null,
       now,
       expiresAt,
       refreshHash: sha256Hex(refreshToken),
@@ -312,7 +315,9 @@ export class SessionService {
   context(
     identityId: string,
     sessionId: string,
-    row: SummaryColumns & Pick<repo.SessionContextRow, 'activeOrganizationId' | 'organizations'>,
+    row: SummaryColumns &
+      Pick<repo.SessionContextRow, 'activeOrganizationId' | 'organizations'> &
+      Partial<Pick<repo.SessionContextRow, 'ssoConnectionId' | 'ssoConnectionName' | 'ssoOrganizationId'>>,
   ) {
     const { identifiers, methods } = toSummary(identityId, row);
     const memberships = row.organizations;
@@ -326,6 +331,13 @@ export class SessionService {
         verifiedAt: new Date(i.verifiedAt!).toISOString(),
       })),
       methods,
+      ssoConnection: row.ssoConnectionId
+        ? {
+            id: row.ssoConnectionId,
+            name: row.ssoConnectionName ?? '',
+            organizationId: row.ssoOrganizationId ?? '',
+          }
+        : null,
       organizations: memberships.map((m) => ({
         id: m.id,
         name: m.name,

@@ -69,11 +69,11 @@ export class SignInCompletion {
 
   /** The session, its history line and its notice, inside `trx`. */
   async #open(trx: Executor, proven: ProvenIdentity, meta: RequestMeta): Promise<SessionGrant> {
-    const { identityId, epoch, method, channel } = proven;
+    const { identityId, epoch, method, channel, connectionId } = proven;
     const now = this.deps.clock.now();
     const { sessionId, grant } = await this.deps.sessions.create(
       trx,
-      { identityId, epoch, method, channel, meta, now },
+      { identityId, epoch, method, channel, connectionId, meta, now },
       proven.refusal ?? 'identity.sign_in_refused',
     );
     await recordAttempt(trx, {

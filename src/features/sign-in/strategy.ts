@@ -29,6 +29,8 @@ export interface ProvenIdentity {
   method: string;
   /** The channel a one-time code went out on (method 'code'): amr `email` or `sms` (RFC 8176). */
   channel?: 'email' | 'phone';
+  /** The organization's connection a sign-in came through (method 'sso'): named by the session. */
+  connectionId?: string;
   /**
    * 'first': one factor (a password, an upstream account), so an identity holding a second factor
    * gets a ticket for the second step. 'final': nothing is left to prove (a passkey with user

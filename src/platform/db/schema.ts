@@ -315,6 +315,28 @@ export interface RefreshTokens {
   spent_at: Timestamp | null;
 }
 
+export interface SamlAssertionIds {
+  assertion_id: string;
+  connection_id: string;
+  expires_at: Timestamp;
+}
+
+export interface SamlFlows {
+  answered_at: Timestamp | null;
+  binding_hash: string | null;
+  connection_id: string;
+  created_at: Timestamp;
+  epoch: number | null;
+  exchanged_at: Timestamp | null;
+  expires_at: Timestamp;
+  handoff_expires_at: Timestamp | null;
+  handoff_hash: string | null;
+  id: string;
+  identity_id: string | null;
+  request_id: string;
+  return_to: string;
+}
+
 export interface SchemaMigrations {
   applied_at: Generated<Timestamp>;
   checksum: string | null;
@@ -388,6 +410,7 @@ export interface Sessions {
   renewed_at: Timestamp | null;
   revoked_at: Timestamp | null;
   revoked_reason: string | null;
+  sso_connection_id: string | null;
   theft_detected_at: Timestamp | null;
   user_agent: string | null;
 }
@@ -410,6 +433,28 @@ export interface SigningKeys {
   public_jwk: Json;
   retired_at: Timestamp | null;
   sealed_private_jwk: string;
+}
+
+export interface SsoConnections {
+  allow_idp_initiated: boolean;
+  attribute_mapping: Json;
+  client_id: string | null;
+  created_at: Timestamp;
+  decryption_certificate: string | null;
+  default_role: string;
+  enabled: boolean;
+  id: string;
+  idp_entity_id: string | null;
+  issuer: string | null;
+  name: string;
+  organization_id: string;
+  sealed_client_secret: string | null;
+  sealed_decryption_key: string | null;
+  signing_certificates: Json;
+  sso_url: string | null;
+  type: string;
+  updated_at: Timestamp;
+  want_encrypted: boolean;
 }
 
 export interface WebauthnChallenges {
@@ -485,6 +530,8 @@ export interface DB {
   provider_nonces: ProviderNonces;
   recovery_codes: RecoveryCodes;
   refresh_tokens: RefreshTokens;
+  saml_assertion_ids: SamlAssertionIds;
+  saml_flows: SamlFlows;
   schema_migrations: SchemaMigrations;
   second_factor_tickets: SecondFactorTickets;
   second_factors: SecondFactors;
@@ -494,6 +541,7 @@ export interface DB {
   sessions: Sessions;
   sign_in_attempts: SignInAttempts;
   signing_keys: SigningKeys;
+  sso_connections: SsoConnections;
   webauthn_challenges: WebauthnChallenges;
   webhook_deliveries: WebhookDeliveries;
   webhook_endpoints: WebhookEndpoints;

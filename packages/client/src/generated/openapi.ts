@@ -1850,6 +1850,753 @@ export type paths = {
         };
         trace?: never;
     };
+    "/api/v1/organizations/{organizationId}/connections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization’s connections, newest first (connections:manage) */
+        get: {
+            parameters: {
+                query?: {
+                    after?: string;
+                    cursorTtl?: number;
+                    limit?: number;
+                };
+                header?: never;
+                path: {
+                    organizationId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                /** @description the IdP attribute (SAML) or claim (OpenID) carrying each field; without `email`, the NameID (SAML) or the `email` claim */
+                                attributeMapping: {
+                                    email?: string;
+                                    familyName?: string;
+                                    givenName?: string;
+                                };
+                                /** Format: date-time */
+                                createdAt: string;
+                                defaultRole: string;
+                                enabled: boolean;
+                                /** Format: uuid */
+                                id: string;
+                                name: string;
+                                oidc: {
+                                    clientId: string;
+                                    clientSecretSet: boolean;
+                                    issuer: string;
+                                } | null;
+                                /** Format: uuid */
+                                organizationId: string;
+                                saml: {
+                                    /** @description our Assertion Consumer Service (HTTP-POST) */
+                                    acsUrl: string;
+                                    allowIdpInitiated: boolean;
+                                    /** @description ours, base64 DER: give it to the IdP */
+                                    encryptionCertificate: string | null;
+                                    /** @description our SP entity id for this connection (also its metadata URL) */
+                                    entityId: string;
+                                    idpEntityId: string;
+                                    metadataUrl: string;
+                                    signingCertificates: {
+                                        /** @description base64 DER */
+                                        certificate: string;
+                                        /** Format: date-time */
+                                        notAfter: string;
+                                        sha256: string;
+                                    }[];
+                                    ssoUrl: string;
+                                    wantEncrypted: boolean;
+                                } | null;
+                                type: "saml" | "oidc";
+                                /** Format: date-time */
+                                updatedAt: string;
+                            }[];
+                            meta: {
+                                pageInfo: {
+                                    hasNextPage: boolean;
+                                    nextCursor: string | null;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description No content */
+                304: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description validation.failed, collection.cursor_tampered, collection.cursor_invalid, collection.cursor_expired */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.session_required */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.permission_denied */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description internal.unexpected */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description service.unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Add a SAML or OpenID connection (connections:manage; audited)
+         * @description SAML: `metadataXml` or `metadataUrl` (read once, now), or `idpEntityId`, `ssoUrl` and `signingCertificates`. OpenID: `issuer`, `clientId`, `clientSecret` (sealed, never shown). A connection is created disabled unless `enabled` is true. Incomplete, malformed, a DOCTYPE in the metadata, or a default role the caller may not grant: 422 organization.connection_invalid; a metadata URL that does not answer in time: 503 organization.connection_metadata_unavailable.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    organizationId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description the IdP attribute (SAML) or claim (OpenID) carrying each field; without `email`, the NameID (SAML) or the `email` claim */
+                        attributeMapping?: {
+                            email?: string;
+                            familyName?: string;
+                            givenName?: string;
+                        };
+                        /** @description the role a person signed in through the connection is made a member with (default member; never owner) */
+                        defaultRole?: string;
+                        /** @description only an enabled connection signs anyone in (default false) */
+                        enabled?: boolean;
+                        name: string;
+                        oidc?: {
+                            clientId?: string;
+                            /** @description sealed; never shown again */
+                            clientSecret?: string;
+                            issuer?: string;
+                        };
+                        saml?: {
+                            /** @description unsolicited responses accepted (the person still confirms on a page); default false */
+                            allowIdpInitiated?: boolean;
+                            idpEntityId?: string;
+                            /** @description an https address the metadata is read from (once, now: timeout SSO_METADATA_TIMEOUT_MS, 1 MiB) */
+                            metadataUrl?: string;
+                            /** @description the IdP metadata document itself */
+                            metadataXml?: string;
+                            /** @description PEM or base64 DER; replaces the set (a rotation sends the current and the next) */
+                            signingCertificates?: string[];
+                            /** @description the IdP’s HTTP-Redirect single sign-on URL */
+                            ssoUrl?: string;
+                            wantEncrypted?: boolean;
+                        };
+                        type: "saml" | "oidc";
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                /** @description the IdP attribute (SAML) or claim (OpenID) carrying each field; without `email`, the NameID (SAML) or the `email` claim */
+                                attributeMapping: {
+                                    email?: string;
+                                    familyName?: string;
+                                    givenName?: string;
+                                };
+                                /** Format: date-time */
+                                createdAt: string;
+                                defaultRole: string;
+                                enabled: boolean;
+                                /** Format: uuid */
+                                id: string;
+                                name: string;
+                                oidc: {
+                                    clientId: string;
+                                    clientSecretSet: boolean;
+                                    issuer: string;
+                                } | null;
+                                /** Format: uuid */
+                                organizationId: string;
+                                saml: {
+                                    /** @description our Assertion Consumer Service (HTTP-POST) */
+                                    acsUrl: string;
+                                    allowIdpInitiated: boolean;
+                                    /** @description ours, base64 DER: give it to the IdP */
+                                    encryptionCertificate: string | null;
+                                    /** @description our SP entity id for this connection (also its metadata URL) */
+                                    entityId: string;
+                                    idpEntityId: string;
+                                    metadataUrl: string;
+                                    signingCertificates: {
+                                        /** @description base64 DER */
+                                        certificate: string;
+                                        /** Format: date-time */
+                                        notAfter: string;
+                                        sha256: string;
+                                    }[];
+                                    ssoUrl: string;
+                                    wantEncrypted: boolean;
+                                } | null;
+                                type: "saml" | "oidc";
+                                /** Format: date-time */
+                                updatedAt: string;
+                            };
+                        };
+                    };
+                };
+                /** @description validation.failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.session_required */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.permission_denied */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.body_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.connection_invalid */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description internal.unexpected */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.connection_metadata_unavailable, service.unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/organizations/{organizationId}/connections/{connectionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One connection, with our SP entity id, metadata URL and ACS URL (connections:manage) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    connectionId: string;
+                    organizationId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                /** @description the IdP attribute (SAML) or claim (OpenID) carrying each field; without `email`, the NameID (SAML) or the `email` claim */
+                                attributeMapping: {
+                                    email?: string;
+                                    familyName?: string;
+                                    givenName?: string;
+                                };
+                                /** Format: date-time */
+                                createdAt: string;
+                                defaultRole: string;
+                                enabled: boolean;
+                                /** Format: uuid */
+                                id: string;
+                                name: string;
+                                oidc: {
+                                    clientId: string;
+                                    clientSecretSet: boolean;
+                                    issuer: string;
+                                } | null;
+                                /** Format: uuid */
+                                organizationId: string;
+                                saml: {
+                                    /** @description our Assertion Consumer Service (HTTP-POST) */
+                                    acsUrl: string;
+                                    allowIdpInitiated: boolean;
+                                    /** @description ours, base64 DER: give it to the IdP */
+                                    encryptionCertificate: string | null;
+                                    /** @description our SP entity id for this connection (also its metadata URL) */
+                                    entityId: string;
+                                    idpEntityId: string;
+                                    metadataUrl: string;
+                                    signingCertificates: {
+                                        /** @description base64 DER */
+                                        certificate: string;
+                                        /** Format: date-time */
+                                        notAfter: string;
+                                        sha256: string;
+                                    }[];
+                                    ssoUrl: string;
+                                    wantEncrypted: boolean;
+                                } | null;
+                                type: "saml" | "oidc";
+                                /** Format: date-time */
+                                updatedAt: string;
+                            };
+                        };
+                    };
+                };
+                /** @description validation.failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.session_required */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.permission_denied */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.not_found, organization.connection_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description internal.unexpected */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description service.unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Remove a connection (connections:manage; audited) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    connectionId: string;
+                    organizationId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description No content */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description validation.failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.session_required */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.permission_denied */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.not_found, organization.connection_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description internal.unexpected */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description service.unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        /**
+         * Change a connection: enable, disable, rotate certificates, new metadata (connections:manage; audited)
+         * @description Only the fields sent change. New metadata replaces the entity id, SSO URL and certificates; `signingCertificates` replaces the set (send the current and the next during a rotation).
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    connectionId: string;
+                    organizationId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description the IdP attribute (SAML) or claim (OpenID) carrying each field; without `email`, the NameID (SAML) or the `email` claim */
+                        attributeMapping?: {
+                            email?: string;
+                            familyName?: string;
+                            givenName?: string;
+                        };
+                        /** @description the role a person signed in through the connection is made a member with (default member; never owner) */
+                        defaultRole?: string;
+                        /** @description only an enabled connection signs anyone in (default false) */
+                        enabled?: boolean;
+                        name?: string;
+                        oidc?: {
+                            clientId?: string;
+                            /** @description sealed; never shown again */
+                            clientSecret?: string;
+                            issuer?: string;
+                        };
+                        saml?: {
+                            /** @description unsolicited responses accepted (the person still confirms on a page); default false */
+                            allowIdpInitiated?: boolean;
+                            idpEntityId?: string;
+                            /** @description an https address the metadata is read from (once, now: timeout SSO_METADATA_TIMEOUT_MS, 1 MiB) */
+                            metadataUrl?: string;
+                            /** @description the IdP metadata document itself */
+                            metadataXml?: string;
+                            /** @description PEM or base64 DER; replaces the set (a rotation sends the current and the next) */
+                            signingCertificates?: string[];
+                            /** @description the IdP’s HTTP-Redirect single sign-on URL */
+                            ssoUrl?: string;
+                            wantEncrypted?: boolean;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                /** @description the IdP attribute (SAML) or claim (OpenID) carrying each field; without `email`, the NameID (SAML) or the `email` claim */
+                                attributeMapping: {
+                                    email?: string;
+                                    familyName?: string;
+                                    givenName?: string;
+                                };
+                                /** Format: date-time */
+                                createdAt: string;
+                                defaultRole: string;
+                                enabled: boolean;
+                                /** Format: uuid */
+                                id: string;
+                                name: string;
+                                oidc: {
+                                    clientId: string;
+                                    clientSecretSet: boolean;
+                                    issuer: string;
+                                } | null;
+                                /** Format: uuid */
+                                organizationId: string;
+                                saml: {
+                                    /** @description our Assertion Consumer Service (HTTP-POST) */
+                                    acsUrl: string;
+                                    allowIdpInitiated: boolean;
+                                    /** @description ours, base64 DER: give it to the IdP */
+                                    encryptionCertificate: string | null;
+                                    /** @description our SP entity id for this connection (also its metadata URL) */
+                                    entityId: string;
+                                    idpEntityId: string;
+                                    metadataUrl: string;
+                                    signingCertificates: {
+                                        /** @description base64 DER */
+                                        certificate: string;
+                                        /** Format: date-time */
+                                        notAfter: string;
+                                        sha256: string;
+                                    }[];
+                                    ssoUrl: string;
+                                    wantEncrypted: boolean;
+                                } | null;
+                                type: "saml" | "oidc";
+                                /** Format: date-time */
+                                updatedAt: string;
+                            };
+                        };
+                    };
+                };
+                /** @description validation.failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.session_required */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.permission_denied */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.not_found, organization.connection_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.body_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.connection_invalid */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description internal.unexpected */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.connection_metadata_unavailable, service.unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
     "/api/v1/organizations/{organizationId}/domains": {
         parameters: {
             query?: never;
@@ -5150,6 +5897,14 @@ export type paths = {
                                 }[];
                                 /** Format: uuid */
                                 sessionId: string;
+                                /** @description the organization's connection this session was signed in through (docs/sso.md), else null */
+                                ssoConnection: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    name: string;
+                                    /** Format: uuid */
+                                    organizationId: string;
+                                } | null;
                             };
                         };
                     };
@@ -7371,6 +8126,135 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/sign-ins/sso": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start enterprise sign-in by email address or organization (home-realm discovery)
+         * @description Exactly one of `email` (its domain verified by an organization with an enabled SAML connection) or `organization` (its id or slug). Answers as POST /sso/saml/{connectionId}/flows (the IdP URL and the flow’s cookie). No enabled connection for it, whatever the reason: 422 identity.sso_unavailable, the same whether or not anyone holds the address. Refused with 403 identity.cross_site_refused unless Origin is the service’s public origin (and Sec-Fetch-Site, when sent, is same-origin).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        email: string;
+                        returnTo: string;
+                    } | {
+                        /** @description the organization’s id or slug */
+                        organization: string;
+                        returnTo: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                /** Format: date-time */
+                                expiresAt: string;
+                                /** Format: uri */
+                                redirectUrl: string;
+                            };
+                        };
+                    };
+                };
+                /** @description validation.failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.cross_site_refused */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.body_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.sso_unavailable */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description rate_limit.exceeded */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description internal.unexpected */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description service.unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/sign-outs": {
         parameters: {
             query?: never;
@@ -7861,6 +8745,369 @@ export type paths = {
                     };
                 };
                 /** @description hooks.unavailable, service.unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sso-handoffs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Exchange the one-time handoff code of a completed SAML sign-in
+         * @description Answers exactly as POST /sign-ins: a session, or a second-factor ticket when the identity holds a second factor (an IdP is one factor). The code is single use, lives two minutes and counts only with the cookie of the browser that started the flow (an IdP-initiated sign-in has no cookie: its page asked the person to continue). Every other failure answers the identical 401 identity.sign_in_refused. Refused with 403 identity.cross_site_refused unless Origin is the service’s public origin (and Sec-Fetch-Site, when sent, is same-origin).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        code: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["SessionGrant"] | components["schemas"]["SecondFactorTicket"];
+                        };
+                    };
+                };
+                /** @description validation.failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.sign_in_refused */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.cross_site_refused, hooks.refused */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.body_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description rate_limit.exceeded */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description internal.unexpected */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description hooks.unavailable, service.unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sso/saml/{connectionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Our SAML SP metadata for a connection (its URL is also our entity id)
+         * @description Public: the XML document an IdP imports (entity id, ACS, our encryption certificate if any).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    connectionId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description SAML 2.0 metadata (application/samlmetadata+xml) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": string;
+                    };
+                };
+                /** @description validation.failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.connection_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description internal.unexpected */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description service.unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sso/saml/{connectionId}/acs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Our Assertion Consumer Service (HTTP-POST binding): give this URL to the IdP
+         * @description Always 303 See Other to the hosted page: with `handoff` (exchange it with POST /sso-handoffs) when the response passed every check (docs/sso.md, "Checks") and the linking rules; with `error=not_allowed` when the assertion was good but its email is not in a domain the organization verified (nothing is created); else with `error=refused`, the same answer byte for byte whatever failed.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    connectionId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Back to the hosted page */
+                303: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": unknown;
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sso/saml/{connectionId}/flows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a SAML sign-in: the IdP URL carrying our AuthnRequest (HTTP-Redirect)
+         * @description Sets an HttpOnly cookie (SameSite=None: the IdP answers by a cross-site POST) that binds the AuthnRequest, ten minutes and single use, to this browser; the page navigates to `redirectUrl`. `returnTo` is the hosted sign-in or an OpenID Provider interaction. A disabled or unknown connection: 404 organization.connection_not_found. Refused with 403 identity.cross_site_refused unless Origin is the service’s public origin (and Sec-Fetch-Site, when sent, is same-origin).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    connectionId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        returnTo: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                /** Format: date-time */
+                                expiresAt: string;
+                                /** Format: uri */
+                                redirectUrl: string;
+                            };
+                        };
+                    };
+                };
+                /** @description validation.failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.cross_site_refused */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.connection_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.body_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description rate_limit.exceeded */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description internal.unexpected */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description service.unavailable */
                 503: {
                     headers: {
                         [name: string]: unknown;

@@ -8,6 +8,7 @@ import { featureRoutes } from '../../../platform/http/routes.js';
 import { Data, NoContent, responses } from '../../../platform/http/schemas.js';
 import { PageQuerySchema } from '../../../platform/pagination/page.js';
 import type { ProblemCode } from '../../../platform/problem.js';
+import { connectionAdminRoutes } from '../connections/admin-routes.js';
 import { domainAdminRoutes } from '../domains/admin-routes.js';
 import * as schema from './schemas.js';
 import { AdminOrganizations } from './service.js';
@@ -244,4 +245,5 @@ export const organizationAdminRoutes = featureRoutes(async (app, { ctx }: { ctx:
   );
 
   domainAdminRoutes(app, ctx);
+  connectionAdminRoutes(app, ctx);
 });

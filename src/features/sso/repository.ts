@@ -1,0 +1,133 @@
+import type { Executor } from '../../platform/db/database.js';
+
+/** The one writer of `saml_flows` and `saml_assertion_ids` (docs/architecture.md, "Tables and their owners"). */
+
+export interface SamlFlow {
+  id: string;
+  connectionId: string;
+  requestId: string;
+  bindingHash: string | null;
+  returnTo: string;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+const flowColumns = [
+  'id',
+  'connection_id as connectionId',
+  'request_id as requestId',
+  'binding_hash as bindingHash',
+  'return_to as returnTo',
+  'created_at as createdAt',
+  'expires_at as expiresAt',
+] as const;
+
+export async function insertFlow(trx: Executor, f: SamlFlow & { answeredAt?: Date }): Promise<void> {
+  await trx
+    .insertInto('saml_flows')
+    .values({
+      id: f.id,
+      connection_id: f.connectionId,
+      request_id: f.requestId,
+      binding_hash: f.bindingHash,
+      return_to: f.returnTo,
+      created_at: f.createdAt,
+      expires_at: f.expiresAt,
+      answered_at: f.answeredAt ?? null,
+    })
+    .execute();
+}
+
+/**
+ * The ACS's answer to a flow, once: the compare-and-set on `answered_at` lets one of two posts of
+ * the same response through (the other finds nothing), expired flows never.
+ */
+export function answerFlow(
+  trx: Executor,
+  connectionId: string,
+  requestId: string,
+  now: Date,
+): Promise<SamlFlow | undefined> {
+  return trx
+    .updateTable('saml_flows')
+    .set({ answered_at: now })
+    .where('connection_id', '=', connectionId)
+    .where('request_id', '=', requestId)
+    .where('answered_at', 'is', null)
+    .where('expires_at', '>', now)
+    .returning(flowColumns)
+    .executeTakeFirst();
+}
+
+/** The handoff of an answered flow: the identity the assertion proved and its epoch. */
+export async function setHandoff(
+  trx: Executor,
+  h: { flowId: string; handoffHash: string; identityId: string; epoch: number; expiresAt: Date },
+): Promise<void> {
+  await trx
+    .updateTable('saml_flows')
+    .set({
+      handoff_hash: h.handoffHash,
+      identity_id: h.identityId,
+      epoch: h.epoch,
+      handoff_expires_at: h.expiresAt,
+    })
+    .where('id', '=', h.flowId)
+    .execute();
+}
+
+export interface SamlHandoff {
+  connectionId: string;
+  bindingHash: string | null;
+  identityId: string;
+  epoch: number;
+}
+
+/** Spends a handoff code once (compare-and-set), unexpired. */
+export async function spendHandoff(
+  trx: Executor,
+  handoffHash: string,
+  now: Date,
+): Promise<SamlHandoff | undefined> {
+  const row = await trx
+    .updateTable('saml_flows')
+    .set({ exchanged_at: now })
+    .where('handoff_hash', '=', handoffHash)
+    .where('exchanged_at', 'is', null)
+    .where('handoff_expires_at', '>', now)
+    .returning(['connection_id', 'binding_hash', 'identity_id', 'epoch'])
+    .executeTakeFirst();
+  if (!row || row.identity_id === null || row.epoch === null) return undefined;
+  return {
+    connectionId: row.connection_id,
+    bindingHash: row.binding_hash,
+    identityId: row.identity_id,
+    epoch: row.epoch,
+  };
+}
+
+/**
+ * Records an assertion id as used: false when it was already (a replay, whichever instance saw it
+ * first). INSERT … ON CONFLICT DO NOTHING: the primary key decides between two posts at once.
+ */
+export async function useAssertionId(
+  trx: Executor,
+  a: { connectionId: string; assertionId: string; expiresAt: Date },
+): Promise<boolean> {
+  const rows = await trx
+    .insertInto('saml_assertion_ids')
+    .values({ connection_id: a.connectionId, assertion_id: a.assertionId, expires_at: a.expiresAt })
+    .onConflict((oc) => oc.columns(['connection_id', 'assertion_id']).doNothing())
+    .returning('assertion_id')
+    .execute();
+  return rows.length === 1;
+}
+
+/** Deletes flows and assertion ids that can no longer change an answer (run at each flow start). */
+export async function pruneExpired(trx: Executor, now: Date): Promise<void> {
+  await trx.deleteFrom('saml_assertion_ids').where('expires_at', '<=', now).execute();
+  await trx
+    .deleteFrom('saml_flows')
+    .where('expires_at', '<=', new Date(now.getTime() - 3600_000))
+    .execute();
+}

@@ -1,0 +1,463 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Config } from '../../config.js';
+import type { AuditLog } from '../../platform/audit/audit.js';
+import type { Clock } from '../../platform/clock.js';
+import type { Sealer } from '../../platform/crypto/seal.js';
+import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
+import type { Database, Executor } from '../../platform/db/database.js';
+import { Cookies } from '../../platform/http/cookies.js';
+import { Problem } from '../../platform/problem.js';
+import { revokeChallenges } from '../challenges/repository.js';
+import type { EventLog } from '../events/log.js';
+import { identityChanged } from '../identities/events.js';
+import { normaliseEmail } from '../identities/identifier.js';
+import { nameFromClaim, type ProfileNames } from '../identities/profile.js';
+import {
+  claimIdentifier,
+  deleteFreshIdentity,
+  findIdentifier,
+  findIdentity,
+  insertIdentity,
+  removeIdentifier,
+} from '../identities/repository.js';
+import {
+  type ConnectionRow,
+  connectionOf,
+  enabledSamlConnectionOf,
+} from '../organizations/connections/repository.js';
+import { spEndpoints } from '../organizations/connections/view.js';
+import { verifiedOwner } from '../organizations/domains/repository.js';
+import { membershipChanged } from '../organizations/events.js';
+import { joinIfAbsent } from '../organizations/repository.js';
+import type { SsoHandoff } from '../sign-in/strategies/sso.js';
+import * as repo from './repository.js';
+import {
+  authnRequestUrl,
+  checkResponse,
+  EMAIL_FORMAT,
+  inResponseToOf,
+  type SamlAssertion,
+  type SamlParty,
+  SamlRefused,
+  spMetadata,
+} from './saml.js';
+
+/** A SAML flow lives ten minutes (docs/sso.md); its handoff code two. */
+export const FLOW_SECONDS = 600;
+export const HANDOFF_SECONDS = 120;
+
+const COOKIE_BASE = 'identity-saml-flow-';
+const COOKIE_TAG = /^[0-9a-f]{16}$/;
+const COOKIE_VALUE = /^[A-Za-z0-9_-]{43}$/;
+
+/** Attribute names tried, in order, when the connection maps none (Entra ID, Okta, Google, LDAP OIDs). */
+const DEFAULT_ATTRIBUTES = {
+  email: [
+    'email',
+    'mail',
+    'emailAddress',
+    'urn:oid:0.9.2342.19200300.100.1.3',
+    'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/emailaddress',
+  ],
+  givenName: [
+    'givenName',
+    'firstName',
+    'urn:oid:2.5.4.42',
+    'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/givenname',
+  ],
+  familyName: [
+    'sn',
+    'surname',
+    'lastName',
+    'urn:oid:2.5.4.4',
+    'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/surname',
+  ],
+} as const;
+
+/** What the person is told on return, as the `error` of the return address (docs/sso.md, "Refusals"). */
+export type SsoFailure = 'refused' | 'not_allowed';
+
+export interface StartedSamlFlow {
+  redirectUrl: string;
+  expiresAt: string;
+  cookie: string;
+}
+
+/** What enterprise sign-in uses. */
+export interface SsoServiceDeps {
+  database: Database;
+  clock: Clock;
+  audit: AuditLog;
+  sealer: Sealer;
+  events: EventLog;
+  config: Pick<Config, 'publicOrigin' | 'accountUi' | 'organizations'>;
+}
+
+/**
+ * SAML 2.0 sign-in through an organization's connection (docs/sso.md): the start (an AuthnRequest
+ * by HTTP-Redirect, a flow record bound to this browser by a cookie), the ACS (the response checked
+ * by saml.ts, the assertion id spent once, the linking rules), and the handoff of the proven identity
+ * to the page, which completes the sign-in (sign-in/strategies/sso.ts).
+ */
+export class SsoService {
+  readonly #cookies: Cookies;
+  readonly #cookiePrefix: string;
+  readonly #uiPath: string;
+  readonly #returnTo: RegExp;
+
+  constructor(private readonly deps: SsoServiceDeps) {
+    this.#uiPath = deps.config.accountUi?.path ?? '/account/';
+    const base = this.#uiPath.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    this.#returnTo = new RegExp(`^${base}#/(?:sign-in|authorize/[A-Za-z0-9_-]{1,128})$`);
+    this.#cookies = new Cookies(deps.config.publicOrigin);
+    this.#cookiePrefix = this.#cookies.name(COOKIE_BASE);
+  }
+
+  /** GET /sso/saml/{connectionId}: our SP metadata for an existing SAML connection. */
+  async metadata(connectionId: string): Promise<string> {
+    const connection = await connectionOf(this.deps.database.db, connectionId);
+    if (!connection || connection.type !== 'saml') throw new Problem('organization.connection_not_found');
+    return spMetadata(this.#party(connection), connection.decryptionCertificate);
+  }
+
+  /** POST /sso/saml/{connectionId}/flows: the AuthnRequest URL and the cookie binding the flow. */
+  async start(connectionId: string, returnTo: string): Promise<StartedSamlFlow> {
+    if (!this.#returnTo.test(returnTo)) throw new Problem('validation.failed');
+    const connection = await this.#enabled(connectionId);
+    if (!connection) throw new Problem('organization.connection_not_found');
+    // An NCName (xs:ID): a letter or underscore first.
+    const requestId = `_${randomBytes(20).toString('hex')}`;
+    const redirectUrl = await authnRequestUrl(this.#party(connection), requestId, '');
+    const binding = opaqueToken();
+    const now = this.deps.clock.now();
+    const expiresAt = new Date(now.getTime() + FLOW_SECONDS * 1000);
+    await this.deps.database.db.transaction().execute(async (trx) => {
+      await repo.pruneExpired(trx, now);
+      await repo.insertFlow(trx, {
+        id: randomUUID(),
+        connectionId,
+        requestId,
+        bindingHash: sha256Hex(binding),
+        returnTo,
+        createdAt: now,
+        expiresAt,
+      });
+    });
+    // The ACS is a cross-site form POST from the IdP, which SameSite=Lax would strip the cookie
+    // from. The cookie authenticates nothing: it only ties the InResponseTo to this browser.
+    const tag = randomBytes(8).toString('hex');
+    return {
+      redirectUrl,
+      expiresAt: expiresAt.toISOString(),
+      cookie: this.#cookies.serialize(`${this.#cookiePrefix}${tag}`, binding, FLOW_SECONDS, 'None'),
+    };
+  }
+
+  /**
+   * POST /sign-ins/sso (home-realm discovery): the flow of the enabled SAML connection of the
+   * organization that verified the address's domain, or of the organization named (id or slug).
+   * Whatever is missing (an unknown or unverified domain, no enabled connection, a disabled or
+   * unknown organization) is the same 422 identity.sso_unavailable: the answer never depends on
+   * whether anyone holds the address, only on whether its domain signs in through an IdP, which
+   * the IdP's own redirect tells anyone who tries (docs/decisions.md).
+   */
+  async startFor(input: {
+    email?: string;
+    organization?: string;
+    returnTo: string;
+  }): Promise<StartedSamlFlow> {
+    const { db } = this.deps.database;
+    let connectionId: string | undefined;
+    if (input.email !== undefined) {
+      const email = normaliseEmail(input.email);
+      const at = email ? email.lastIndexOf('@') : -1;
+      const owner = email && at > 0 ? await verifiedOwner(db, email.slice(at + 1)) : undefined;
+      connectionId = owner ? await enabledSamlConnectionOf(db, { id: owner }) : undefined;
+    } else if (input.organization !== undefined) {
+      const named = input.organization;
+      const isId = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(named);
+      connectionId = await enabledSamlConnectionOf(db, isId ? { id: named.toLowerCase() } : { slug: named });
+    }
+    if (!connectionId) throw new Problem('identity.sso_unavailable');
+    return this.start(connectionId, input.returnTo);
+  }
+
+  /**
+   * POST /sso/saml/{connectionId}/acs: always a return address. Every refusal of the response is
+   * the same address, byte for byte, and nothing is written for it but its audit record.
+   */
+  async acs(
+    connectionId: string,
+    samlResponse: string | undefined,
+    cookieHeader: string | undefined,
+  ): Promise<string> {
+    const refused = this.#location(`${this.#uiPath}#/sign-in`, { error: 'refused' });
+    const now = this.deps.clock.now();
+    const connection = await this.#enabled(connectionId);
+    if (!connection || !samlResponse || samlResponse.length > 512 * 1024) return refused;
+    const inResponseTo = inResponseToOf(samlResponse);
+    if (inResponseTo === 'malformed') return this.#refuse(connection, 'malformed', refused);
+    const { db } = this.deps.database;
+    let flow: repo.SamlFlow | undefined;
+    if (inResponseTo === null) {
+      if (!connection.allowIdpInitiated) return this.#refuse(connection, 'unsolicited', refused);
+      flow = {
+        id: randomUUID(),
+        connectionId,
+        requestId: `idp-${randomUUID()}`,
+        bindingHash: null,
+        // IdP-initiated: the page asks the person to continue before the handoff is spent.
+        returnTo: `${this.#uiPath}#/sso-continue`,
+        createdAt: now,
+        expiresAt: new Date(now.getTime() + FLOW_SECONDS * 1000),
+      };
+    } else {
+      flow = await repo.answerFlow(db, connectionId, inResponseTo, now);
+      if (!flow || !flow.bindingHash || !this.#binding(cookieHeader, flow.bindingHash))
+        return this.#refuse(connection, 'flow', refused);
+    }
+    let assertion: SamlAssertion;
+    try {
+      assertion = await checkResponse(
+        this.#party(connection),
+        samlResponse,
+        inResponseTo === null ? null : { requestId: inResponseTo, createdAt: flow.createdAt },
+        now,
+        this.deps.config.organizations.ssoClockSkew,
+      );
+    } catch (err) {
+      if (err instanceof SamlRefused) return this.#refuse(connection, err.reason, refused);
+      throw err;
+    }
+    const answered = flow;
+    const outcome = await db.transaction().execute(async (trx) => {
+      // Single use, whatever the instance: the primary key decides between two posts at once.
+      if (
+        !(await repo.useAssertionId(trx, {
+          connectionId,
+          assertionId: assertion.assertionId,
+          expiresAt: assertion.usableUntil,
+        }))
+      )
+        return { error: 'refused' as const, reason: 'replayed' };
+      const account = await this.#account(trx, connection, assertion, now);
+      if ('error' in account) return account;
+      if (answered.bindingHash === null) await repo.insertFlow(trx, { ...answered, answeredAt: now });
+      const code = opaqueToken();
+      await repo.setHandoff(trx, {
+        flowId: answered.id,
+        handoffHash: sha256Hex(code),
+        identityId: account.identityId,
+        epoch: account.epoch,
+        expiresAt: new Date(now.getTime() + HANDOFF_SECONDS * 1000),
+      });
+      return { code };
+    });
+    if ('error' in outcome) {
+      if (outcome.error === 'refused') return this.#refuse(connection, outcome.reason, refused);
+      await this.#refusalAudit(connection, outcome.reason);
+      return this.#location(`${this.#uiPath}#/sign-in`, { error: 'not_allowed' });
+    }
+    return this.#location(answered.returnTo, { handoff: outcome.code });
+  }
+
+  /**
+   * POST /sso-handoffs: the code is spent once, unexpired, with the cookie of the browser that
+   * started the flow (an IdP-initiated flow has none: its page asked the person to continue, and the
+   * route takes only same-origin requests). Every failure is the same 401.
+   */
+  async exchange(
+    code: string,
+    cookieHeader: string | undefined,
+  ): Promise<{ handoff: SsoHandoff; cookies: string[] }> {
+    const now = this.deps.clock.now();
+    const spent = await this.deps.database.db.transaction().execute(async (trx) => {
+      const handoff = await repo.spendHandoff(trx, sha256Hex(code), now);
+      if (!handoff) return undefined;
+      if (handoff.bindingHash === null) return { handoff, cookie: undefined };
+      const cookie = this.#binding(cookieHeader, handoff.bindingHash);
+      return cookie ? { handoff, cookie } : undefined;
+    });
+    if (!spent) throw new Problem('identity.sign_in_refused');
+    const { identityId, epoch, connectionId } = spent.handoff;
+    return {
+      handoff: { identityId, epoch, connectionId },
+      cookies: spent.cookie ? [this.#cookies.clearing(spent.cookie)] : [],
+    };
+  }
+
+  /**
+   * The linking rules (docs/sso.md, "Accounts"): the IdP speaks only for its organization's
+   * verified domains. An email outside them (or none) creates and links nothing: `not_allowed`. A
+   * verified local holder of the address is the identity signed in; a registration never confirmed
+   * yields (its address removed, its codes revoked); with no holder, an identity is made (JIT) with
+   * the address verified and the IdP's names. Either way it becomes a member with the default role.
+   */
+  async #account(
+    trx: Executor,
+    connection: ConnectionRow,
+    assertion: SamlAssertion,
+    now: Date,
+  ): Promise<{ identityId: string; epoch: number } | { error: SsoFailure; reason: string }> {
+    const raw =
+      this.#attribute(connection, assertion, 'email') ??
+      (assertion.nameIdFormat === EMAIL_FORMAT || assertion.nameId.includes('@') ? assertion.nameId : null);
+    const email = raw ? normaliseEmail(raw) : null;
+    const domain = email?.slice(email.lastIndexOf('@') + 1);
+    if (!email || !domain || (await verifiedOwner(trx, domain)) !== connection.organizationId)
+      return { error: 'not_allowed', reason: 'email outside the verified domains' };
+    const { audit, events } = this.deps;
+    const holder = await findIdentifier(trx, { type: 'email', value: email });
+    let identityId: string;
+    let epoch: number;
+    const existing = holder && holder.verifiedAt !== null ? holder.identityId : undefined;
+    const made = existing ? undefined : await this.#created(trx, connection, assertion, email, holder, now);
+    if (made && 'error' in made) return made;
+    if (made && 'identityId' in made) {
+      identityId = made.identityId;
+      epoch = 0;
+    } else {
+      // The verified holder: found first, or the winner of a concurrent first sign-in (made.raced).
+      const owner = await findIdentity(trx, existing ?? (made?.raced as string));
+      if (!owner || owner.disabledAt !== null) return { error: 'refused', reason: 'identity disabled' };
+      identityId = owner.id;
+      epoch = owner.sessionEpoch;
+      await audit.appendOwn(trx, 'identity.sso.linked', identityId, { connectionId: connection.id });
+    }
+    const role = connection.defaultRole;
+    if (await joinIfAbsent(trx, { organizationId: connection.organizationId, identityId, role, now })) {
+      await membershipChanged(events, trx, 'organization.membership.created', identityId, {
+        organizationId: connection.organizationId,
+        identityId,
+        role,
+      });
+      await audit.appendOwn(trx, 'organization.member.added', identityId, {
+        organizationId: connection.organizationId,
+        role,
+        via: `sso:${connection.id}`,
+      });
+    }
+    return { identityId, epoch };
+  }
+
+  /**
+   * JIT: a new identity with the address verified and the IdP's names; a registration never
+   * confirmed yields first. A concurrent first sign-in of the same address that committed first
+   * wins the address (the unique index): this one's identity is dropped and the winner's used.
+   */
+  async #created(
+    trx: Executor,
+    connection: ConnectionRow,
+    assertion: SamlAssertion,
+    email: string,
+    holder: Awaited<ReturnType<typeof findIdentifier>>,
+    now: Date,
+  ): Promise<{ identityId: string } | { raced: string } | { error: SsoFailure; reason: string }> {
+    const { audit, events } = this.deps;
+    if (holder && (await removeIdentifier(trx, holder.id, now, { pendingOnly: true }))) {
+      await revokeChallenges(trx, { identifierId: holder.id }, now);
+      await audit.appendOwn(trx, 'identity.sign_up.superseded', holder.identityId, {
+        connectionId: connection.id,
+      });
+    }
+    const identityId = randomUUID();
+    await insertIdentity(trx, { id: identityId, createdAt: now, names: this.#names(connection, assertion) });
+    const claimed = await claimIdentifier(trx, {
+      id: randomUUID(),
+      identityId,
+      identifier: { type: 'email', value: email },
+      now,
+      verified: true,
+    });
+    if (!claimed) {
+      await deleteFreshIdentity(trx, identityId);
+      const winner = await findIdentifier(trx, { type: 'email', value: email });
+      if (!winner || winner.verifiedAt === null)
+        return { error: 'refused', reason: 'address claimed meanwhile' };
+      return { raced: winner.identityId };
+    }
+    await identityChanged(events, trx, 'identity.created', identityId, identityId, { via: 'sso' });
+    await audit.appendOwn(trx, 'identity.sso.registered', identityId, {
+      connectionId: connection.id,
+      identifierId: claimed,
+    });
+    return { identityId };
+  }
+
+  #attribute(
+    connection: ConnectionRow,
+    assertion: SamlAssertion,
+    field: keyof typeof DEFAULT_ATTRIBUTES,
+  ): string | null {
+    const mapped = connection.attributeMapping[field];
+    const names = mapped ? [mapped] : DEFAULT_ATTRIBUTES[field];
+    for (const name of names) {
+      const value = assertion.attributes[name]?.[0];
+      if (value) return value;
+    }
+    return null;
+  }
+
+  #names(connection: ConnectionRow, assertion: SamlAssertion): ProfileNames {
+    return {
+      givenName: nameFromClaim(this.#attribute(connection, assertion, 'givenName')),
+      familyName: nameFromClaim(this.#attribute(connection, assertion, 'familyName')),
+      displayName: null,
+    };
+  }
+
+  async #enabled(connectionId: string): Promise<ConnectionRow | undefined> {
+    const connection = await connectionOf(this.deps.database.db, connectionId);
+    return connection && connection.type === 'saml' && connection.enabled ? connection : undefined;
+  }
+
+  #party(connection: ConnectionRow): SamlParty {
+    const { entityId, acsUrl } = spEndpoints(this.deps.config.publicOrigin, connection.id);
+    return {
+      spEntityId: entityId,
+      acsUrl,
+      idpEntityId: connection.idpEntityId ?? '',
+      ssoUrl: connection.ssoUrl ?? '',
+      certificates: connection.signingCertificates,
+      ...(connection.sealedDecryptionKey
+        ? {
+            decryptionKey: this.deps.sealer.open(
+              connection.sealedDecryptionKey,
+              `sso-connection:${connection.id}`,
+            ),
+          }
+        : {}),
+    };
+  }
+
+  async #refuse(connection: ConnectionRow, reason: string, location: string): Promise<string> {
+    await this.#refusalAudit(connection, reason);
+    return location;
+  }
+
+  /** Why a response was refused, for operators only (never for the browser). */
+  #refusalAudit(connection: ConnectionRow, reason: string) {
+    return this.deps.database.db.transaction().execute((trx) =>
+      this.deps.audit.append(trx, {
+        name: 'sso.assertion.refused',
+        actor: null,
+        target: connection.id,
+        outcome: 'failure',
+        details: { organizationId: connection.organizationId, reason },
+      }),
+    );
+  }
+
+  #binding(cookieHeader: string | undefined, bindingHash: string): string | undefined {
+    for (const { name, value } of this.#cookies.parse(cookieHeader)) {
+      if (!name.startsWith(this.#cookiePrefix) || !COOKIE_TAG.test(name.slice(this.#cookiePrefix.length)))
+        continue;
+      if (COOKIE_VALUE.test(value) && sha256Hex(value) === bindingHash) return name;
+    }
+    return undefined;
+  }
+
+  #location(returnTo: string, extra: Record<string, string>): string {
+    return `${this.deps.config.publicOrigin}${returnTo}?${new URLSearchParams(extra)}`;
+  }
+}

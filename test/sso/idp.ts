@@ -1,0 +1,153 @@
+import { randomUUID } from 'node:crypto';
+import { DOMParser, type Element, MIME_TYPE, XMLSerializer } from '@xmldom/xmldom';
+import { SignedXml } from 'xml-crypto';
+import { selfSignedCertificate } from '../../src/platform/crypto/self-signed.js';
+
+/**
+ * A SAML identity provider made in the test: a key and its self-signed certificate, made now, and
+ * responses written as XML and signed with xml-crypto. Everything a forger can change is an option,
+ * so each check of the service is proven by one response that breaks it alone.
+ */
+
+const SAMLP = 'urn:oasis:names:tc:SAML:2.0:protocol';
+const SAML = 'urn:oasis:names:tc:SAML:2.0:assertion';
+const ALG = {
+  sha256: {
+    signature: 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256',
+    digest: 'http://www.w3.org/2001/04/xmlenc#sha256',
+  },
+  sha1: {
+    signature: 'http://www.w3.org/2000/09/xmldsig#rsa-sha1',
+    digest: 'http://www.w3.org/2000/09/xmldsig#sha1',
+  },
+} as const;
+const EXC_C14N = 'http://www.w3.org/2001/10/xml-exc-c14n#';
+const ENVELOPED = 'http://www.w3.org/2000/09/xmldsig#enveloped-signature';
+
+export interface ResponseOptions {
+  /** Our ACS and entity id, and the AuthnRequest this answers (null: unsolicited). */
+  acsUrl: string;
+  audience: string;
+  inResponseTo: string | null;
+  now: Date;
+  nameId: string;
+  nameIdFormat?: string;
+  attributes?: Record<string, string>;
+  destination?: string;
+  recipient?: string;
+  subjectInResponseTo?: string | null;
+  /** Seconds from now. */
+  notBefore?: number;
+  notOnOrAfter?: number;
+  assertionId?: string;
+  issuer?: string;
+  sign?: 'assertion' | 'response' | 'both' | 'none';
+  algorithm?: 'sha256' | 'sha1';
+  /** Signs with this key instead of the IdP's (a certificate the connection does not hold). */
+  key?: string;
+  /** Raw text put before the root element (a DOCTYPE). */
+  prolog?: string;
+}
+
+const iso = (d: Date) => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/"/g, '&quot;');
+
+export class TestIdp {
+  readonly entityId: string;
+  readonly ssoUrl: string;
+  readonly key: string;
+  readonly certificate: string;
+
+  constructor(now: Date, name = 'idp') {
+    this.entityId = `https://${name}.test/saml/metadata`;
+    this.ssoUrl = `https://${name}.test/saml/sso`;
+    const made = selfSignedCertificate(`${name} test IdP`, new Date(now.getTime() - 86_400_000), 3650);
+    this.key = made.privateKey;
+    this.certificate = made.certificate;
+  }
+
+  get certificateBase64(): string {
+    return this.certificate.replace(/-----[A-Z ]+-----/g, '').replace(/\s+/g, '');
+  }
+
+  metadata(): string {
+    return `<?xml version="1.0"?>
+<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata" xmlns:ds="http://www.w3.org/2000/09/xmldsig#" entityID="${this.entityId}">
+  <md:IDPSSODescriptor protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol">
+    <md:KeyDescriptor use="signing"><ds:KeyInfo><ds:X509Data><ds:X509Certificate>${this.certificateBase64}</ds:X509Certificate></ds:X509Data></ds:KeyInfo></md:KeyDescriptor>
+    <md:SingleSignOnService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST" Location="${this.ssoUrl}/post"/>
+    <md:SingleSignOnService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect" Location="${this.ssoUrl}"/>
+  </md:IDPSSODescriptor>
+</md:EntityDescriptor>`;
+  }
+
+  /** The unsigned Response XML. */
+  unsigned(o: ResponseOptions): string {
+    const at = (s: number) => iso(new Date(o.now.getTime() + s * 1000));
+    const irt = o.inResponseTo === null ? '' : ` InResponseTo="${o.inResponseTo}"`;
+    const subjectIrt = o.subjectInResponseTo === undefined ? o.inResponseTo : o.subjectInResponseTo;
+    const scdIrt = subjectIrt === null ? '' : ` InResponseTo="${subjectIrt}"`;
+    const issuer = o.issuer ?? this.entityId;
+    const attributes = Object.entries(o.attributes ?? {})
+      .map(
+        ([name, value]) =>
+          `<saml:Attribute Name="${esc(name)}"><saml:AttributeValue>${esc(value)}</saml:AttributeValue></saml:Attribute>`,
+      )
+      .join('');
+    const assertionId = o.assertionId ?? `_a${randomUUID().replace(/-/g, '')}`;
+    return `${o.prolog ?? ''}<samlp:Response xmlns:samlp="${SAMLP}" xmlns:saml="${SAML}" ID="_r${randomUUID().replace(/-/g, '')}" Version="2.0" IssueInstant="${at(0)}" Destination="${o.destination ?? o.acsUrl}"${irt}><saml:Issuer>${issuer}</saml:Issuer><samlp:Status><samlp:StatusCode Value="urn:oasis:names:tc:SAML:2.0:status:Success"/></samlp:Status><saml:Assertion ID="${assertionId}" Version="2.0" IssueInstant="${at(0)}"><saml:Issuer>${issuer}</saml:Issuer><saml:Subject><saml:NameID Format="${o.nameIdFormat ?? 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress'}">${o.nameId}</saml:NameID><saml:SubjectConfirmation Method="urn:oasis:names:tc:SAML:2.0:cm:bearer"><saml:SubjectConfirmationData${scdIrt} NotOnOrAfter="${at(o.notOnOrAfter ?? 300)}" Recipient="${o.recipient ?? o.acsUrl}"/></saml:SubjectConfirmation></saml:Subject><saml:Conditions NotBefore="${at(o.notBefore ?? -5)}" NotOnOrAfter="${at(o.notOnOrAfter ?? 300)}"><saml:AudienceRestriction><saml:Audience>${o.audience}</saml:Audience></saml:AudienceRestriction></saml:Conditions><saml:AuthnStatement AuthnInstant="${at(0)}"><saml:AuthnContext><saml:AuthnContextClassRef>urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport</saml:AuthnContextClassRef></saml:AuthnContext></saml:AuthnStatement>${attributes ? `<saml:AttributeStatement>${attributes}</saml:AttributeStatement>` : ''}</saml:Assertion></samlp:Response>`;
+  }
+
+  /** The Response XML, signed as asked (the assertion by default). */
+  xml(o: ResponseOptions): string {
+    let xml = this.unsigned(o);
+    const sign = o.sign ?? 'assertion';
+    const key = o.key ?? this.key;
+    const alg = o.algorithm ?? 'sha256';
+    if (sign === 'assertion' || sign === 'both') xml = signElement(xml, 'Assertion', key, alg);
+    if (sign === 'response' || sign === 'both') xml = signElement(xml, 'Response', key, alg);
+    return xml;
+  }
+
+  /** The SAMLResponse form value. */
+  response(o: ResponseOptions): string {
+    return b64(this.xml(o));
+  }
+}
+
+export const b64 = (xml: string) => Buffer.from(xml, 'utf8').toString('base64');
+
+/** Signs the element (`Response`: the root; `Assertion`: the assertion), the signature after its Issuer. */
+export function signElement(
+  xml: string,
+  element: 'Response' | 'Assertion',
+  key: string,
+  alg: 'sha256' | 'sha1' = 'sha256',
+) {
+  const path = element === 'Response' ? "/*[local-name(.)='Response']" : "//*[local-name(.)='Assertion']";
+  const sig = new SignedXml({
+    privateKey: key,
+    signatureAlgorithm: ALG[alg].signature,
+    canonicalizationAlgorithm: EXC_C14N,
+  });
+  sig.addReference({ xpath: path, transforms: [ENVELOPED, EXC_C14N], digestAlgorithm: ALG[alg].digest });
+  sig.computeSignature(xml, {
+    location: { reference: `${path}/*[local-name(.)='Issuer']`, action: 'after' },
+  });
+  return sig.getSignedXml();
+}
+
+/** DOM helpers for the wrapping attacks. */
+export function parse(xml: string) {
+  return new DOMParser().parseFromString(xml, MIME_TYPE.XML_TEXT);
+}
+export function serialise(node: unknown): string {
+  return new XMLSerializer().serializeToString(node as never);
+}
+export function child(parent: Element, local: string): Element {
+  const found = Array.from(parent.childNodes).find((n) => (n as Element).localName === local) as
+    | Element
+    | undefined;
+  if (!found) throw new Error(`no ${local}`);
+  return found;
+}
