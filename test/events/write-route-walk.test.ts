@@ -196,7 +196,7 @@ async function claimDomain(org: { id: string; owner: { token: string } }) {
 }
 
 /** A SAML IdP made here, and the metadata of a connection to it. */
-const samlIdp = new TestIdp(new Date('2026-03-01T12:00:00.000Z'), 'walk-idp');
+const samlIdp = await TestIdp.create(new Date('2026-03-01T12:00:00.000Z'), 'walk-idp');
 const samlConnection = (name = 'Walk IdP') => ({
   type: 'saml',
   name,

@@ -21,7 +21,7 @@ let metadataBody = '';
 
 beforeAll(async () => {
   t = await createTestApp({ admin: true, env: { PUBLIC_ORIGIN: ORIGIN } });
-  idp = new TestIdp(t.clock.now());
+  idp = await TestIdp.create(t.clock.now());
   metadataServer = createServer((request, response) => {
     if (request.url === '/slow') return; // never answers
     if (request.url === '/big') {
@@ -106,7 +106,7 @@ describe('connections of an organization', () => {
     });
     expect(res.statusCode, res.body).toBe(201);
     const id = res.json().data.id;
-    const next = new TestIdp(t.clock.now(), 'next');
+    const next = await TestIdp.create(t.clock.now(), 'next');
     const rotated = await call(t.app, 'PATCH', `${ORGS}/${org.id}/connections/${id}`, owner.token, {
       enabled: true,
       saml: { signingCertificates: [idp.certificate, next.certificateBase64] },

@@ -38,7 +38,7 @@ beforeAll(async () => {
       RATE_LIMIT_PROVES_A_PASSWORD: '1000000/60',
     },
   });
-  idp = new TestIdp(t.clock.now());
+  idp = await TestIdp.create(t.clock.now());
   s = await setUp(t, idp);
   unsolicited = await setUp(t, idp);
   const allowed = await adminCall(

@@ -58,12 +58,17 @@ export class TestIdp {
   readonly key: string;
   readonly certificate: string;
 
-  constructor(now: Date, name = 'idp') {
+  private constructor(name: string, made: { privateKey: string; certificate: string }) {
     this.entityId = `https://${name}.test/saml/metadata`;
     this.ssoUrl = `https://${name}.test/saml/sso`;
-    const made = selfSignedCertificate(`${name} test IdP`, new Date(now.getTime() - 86_400_000), 3650);
     this.key = made.privateKey;
     this.certificate = made.certificate;
+  }
+
+  /** An IdP whose certificate is valid from a day before `now` for ten years. */
+  static async create(now: Date, name = 'idp'): Promise<TestIdp> {
+    const made = await selfSignedCertificate(`${name} test IdP`, new Date(now.getTime() - 86_400_000), 3650);
+    return new TestIdp(name, made);
   }
 
   get certificateBase64(): string {

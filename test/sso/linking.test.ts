@@ -32,7 +32,7 @@ let n = 0;
 
 beforeAll(async () => {
   t = await createTestApp({ admin: true, env: { PUBLIC_ORIGIN: ORIGIN } });
-  idp = new TestIdp(t.clock.now());
+  idp = await TestIdp.create(t.clock.now());
   s = await setUp(t, idp);
 }, 60_000);
 afterAll(async () => {
@@ -163,7 +163,7 @@ describe('the linking rules', () => {
   });
 
   it('a domain another organization verified: not_allowed, nothing made, nobody there linked', async () => {
-    const other = await setUp(t, new TestIdp(t.clock.now(), 'other'));
+    const other = await setUp(t, await TestIdp.create(t.clock.now(), 'other'));
     const email = address(other.domain);
     const victim = await createPerson(t.ctx, email);
     const before = await identityCount();

@@ -28,12 +28,14 @@ import {
 
 let t: TestApp;
 let idp: TestIdp;
+let rogue: TestIdp;
 let s: SsoSetup;
 let n = 0;
 
 beforeAll(async () => {
   t = await createTestApp({ admin: true, env: { PUBLIC_ORIGIN: ORIGIN, SSO_CLOCK_SKEW_SECONDS: '60' } });
-  idp = new TestIdp(t.clock.now());
+  idp = await TestIdp.create(t.clock.now());
+  rogue = await TestIdp.create(t.clock.now(), 'rogue');
   s = await setUp(t, idp);
 }, 60_000);
 afterAll(async () => {
@@ -212,7 +214,7 @@ describe('each check failing alone: the one refusal, no handoff, no session', ()
       ],
       [
         'signed by a certificate the connection does not hold',
-        (o) => idp.response({ ...o, key: new TestIdp(t.clock.now(), 'rogue').key }),
+        (o) => idp.response({ ...o, key: rogue.key }),
         'library',
       ],
       [
@@ -477,7 +479,7 @@ describe('the attack corpus', () => {
   it('a signed Response wrapping an unsigned assertion re-signed by another key: refused', async () => {
     const flow = await startFlow(t, s.connectionId);
     const xml = idp.unsigned({ ...good(s, flow, t, victim()) });
-    const rogue = new TestIdp(t.clock.now(), 'rogue2');
+    const rogue = await TestIdp.create(t.clock.now(), 'rogue2');
     await expectRefused(flow, b64(signElement(xml, 'Response', rogue.key)), 'library');
   });
 

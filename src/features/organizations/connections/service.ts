@@ -253,7 +253,7 @@ export class ConnectionService {
     // Our decryption key is made once, when encryption is first asked for, and kept (an IdP that
     // was given our certificate keeps encrypting to it even while encryption is switched off).
     if (fields.wantEncrypted && fields.sealedDecryptionKey === null) {
-      const made = selfSignedCertificate(`SAML SP ${id}`, now, DECRYPTION_CERT_DAYS);
+      const made = await selfSignedCertificate(`SAML SP ${id}`, now, DECRYPTION_CERT_DAYS);
       fields.decryptionCertificate = normaliseCertificate(made.certificate);
       fields.sealedDecryptionKey = this.deps.sealer.seal(made.privateKey, `sso-connection:${id}`);
     }
