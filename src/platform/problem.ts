@@ -154,6 +154,30 @@ export const CATALOGUE = {
     detail: 'No route matches this method and path.',
     retryable: false,
   },
+  'admin.forbidden': {
+    status: 403,
+    title: 'Forbidden',
+    detail: "The operator's role does not allow this act.",
+    retryable: false,
+  },
+  'admin.operator_own_role': {
+    status: 403,
+    title: 'Own role',
+    detail: 'An operator cannot change their own role.',
+    retryable: false,
+  },
+  'admin.operator_configured': {
+    status: 409,
+    title: 'Operator configured',
+    detail: 'CONSOLE_OPERATORS names this identity: its role changes there only.',
+    retryable: false,
+  },
+  'admin.operator_not_found': {
+    status: 404,
+    title: 'Operator not found',
+    detail: 'The admin API gave this identity no role.',
+    retryable: false,
+  },
   'admin.identity_not_found': {
     status: 404,
     title: 'Identity not found',

@@ -24,6 +24,7 @@ import {
   lockIdentity,
 } from '../identities/repository.js';
 import { eraseConsents } from '../oidc/repository.js';
+import { deleteOperatorRole } from '../operators/repository.js';
 import {
   deleteIdentityMemberships,
   deleteOrganizations,
@@ -315,6 +316,9 @@ export class AdminService {
         await deleteIdentityFactors(trx, identityId);
         await deleteIdentityCodes(trx, identityId);
         await deleteIdentityLinks(trx, identityId);
+        // An erased person runs nothing: a role granted through the admin API goes with them (a
+        // grant racing this act waits for the identity row and then finds it erased).
+        await deleteOperatorRole(trx, identityId);
         // Remembered consents name the identity's apps; its grants end with its sessions (the sweep).
         await eraseConsents(trx, identityId);
         // Challenges name the identifiers (foreign key): they go first.
