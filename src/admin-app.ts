@@ -6,6 +6,11 @@ import { adminRoutes } from './features/admin/routes.js';
 import { eventAdminRoutes } from './features/events/operators/routes.js';
 import { webhookEndpointRoutes } from './features/events/webhooks/operators/routes.js';
 import { oidcClientAdminRoutes } from './features/oidc/operators/routes.js';
+import {
+  type ConsoleProviderCalls,
+  consoleRoutes,
+  isConsolePath,
+} from './features/operators/console-routes.js';
 import { permissionOf, roleAllows } from './features/operators/permissions.js';
 import { operatorRoutes } from './features/operators/routes.js';
 import { OperatorService } from './features/operators/service.js';
@@ -41,6 +46,7 @@ export async function buildAdminApp(
   ctx: AppContext,
   logger: Logger,
   access: AccessLog,
+  provider?: ConsoleProviderCalls,
 ): Promise<FastifyInstance> {
   const admin = createServer(ctx.config, logger.child({ listener: 'admin' }), {
     guard: adminRefusal(ctx.config.admin.keys),
@@ -55,16 +61,19 @@ export async function buildAdminApp(
   });
   // On the root instance, so it also guards the not-found handler: a caller without a key gets the
   // one 401 for a made-up path as for a real one, and learns no route of the listener.
-  admin.addHook(
-    'onRequest',
-    requireAdminKey(ctx.config.admin.keys, (token) => operators.authenticate(token)),
-  );
+  const guard = requireAdminKey(ctx.config.admin.keys, (token) => operators.authenticate(token));
+  // The console's sign-in and session routes (features/operators/console-routes.ts) are open:
+  // they are how an operator comes to hold a token. Everything else needs a key or a token.
+  admin.addHook('onRequest', async (request, reply) => {
+    if (!isConsolePath(request.url)) await guard(request, reply);
+  });
   admin.addHook('onRequest', requireRole(roleAllows));
   // A route no role is classified for would be open to owners only by accident, or to nobody:
   // refused at start-up instead (test/admin/operator-roles.test.ts walks the table).
   const routes: string[] = [];
   admin.decorate('adminRoutes', routes);
   admin.addHook('onRoute', (route) => {
+    if (isConsolePath(route.url)) return;
     for (const method of [route.method].flat()) {
       if (method === 'HEAD') continue;
       routes.push(`${method} ${route.url}`);
@@ -111,6 +120,15 @@ export async function buildAdminApp(
   await admin.register(eventAdminRoutes, { ctx, prefix: ADMIN_PREFIX });
   await admin.register(webhookEndpointRoutes, { ctx, prefix: ADMIN_PREFIX });
   await admin.register(operatorRoutes, { operators, prefix: ADMIN_PREFIX });
+  if (provider) {
+    await admin.register(consoleRoutes, {
+      config: ctx.config,
+      clock: ctx.clock,
+      sealer: ctx.sealer,
+      operators,
+      provider,
+    });
+  }
   // Behind the key like every admin route: it names every route the listener hides from strangers.
   admin.get(`${ADMIN_PREFIX}/openapi.json`, { schema: { hide: true } }, async () => admin.swagger());
   return admin;

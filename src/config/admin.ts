@@ -94,6 +94,10 @@ export const admin = section({
         shown: 'none (roles can also be granted through the admin API)',
       },
     ),
+    CONSOLE_IDLE_TIMEOUT: integer(900, 60, 28800, {
+      description:
+        "seconds an operator's console session lasts without a request to `/console/session`; its end, or the end of the operator's account session, signs the console out (see [admin](admin.md#the-consoles-session))",
+    }),
     CONSOLE_ORIGIN: formatted('origin', 'must be an absolute origin', {
       description:
         "the origin at which operators' browsers reach the operators' listener: the console's OpenID redirect URI is `CONSOLE_ORIGIN/console/callback` (see [admin](admin.md#operators))",
@@ -116,6 +120,7 @@ export const admin = section({
           ? (parseOrigin(e.CONSOLE_ORIGIN) as string)
           : `http://${e.ADMIN_HOST}:${e.ADMIN_PORT}`,
         operators: consoleOperators(e.CONSOLE_OPERATORS ?? '') ?? [],
+        idleTimeout: e.CONSOLE_IDLE_TIMEOUT,
       },
     },
   }),

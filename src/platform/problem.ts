@@ -160,6 +160,18 @@ export const CATALOGUE = {
     detail: "The operator's role does not allow this act.",
     retryable: false,
   },
+  'admin.console_sign_in_failed': {
+    status: 400,
+    title: 'Console sign-in failed',
+    detail: 'The console sign-in could not be completed; start it again.',
+    retryable: false,
+  },
+  'admin.console_session_ended': {
+    status: 401,
+    title: 'Console session ended',
+    detail: 'The console session has ended; sign in again.',
+    retryable: false,
+  },
   'admin.operator_own_role': {
     status: 403,
     title: 'Own role',

@@ -28,12 +28,8 @@ export async function passwordOnly(f: OidcFixture): Promise<Candidate> {
  * authenticator's code when `c` holds one), then the authorization code flow of the built-in
  * `console` client with PKCE, its code exchanged at the token endpoint: the access token.
  */
-export async function consoleAccessToken(
-  f: OidcFixture,
-  c: Candidate,
-  clientId = CONSOLE_CLIENT_ID,
-  secret?: string,
-): Promise<string> {
+/** The hosted sign-in of `c` in a fresh browser (password, then the authenticator's code): its jar. */
+export async function hostedOperatorSignIn(f: OidcFixture, c: Candidate): Promise<CookieJar> {
   let refreshToken: string;
   if (c.factor) {
     const ticket = await ticketFor(f.t.app, c.person);
@@ -57,6 +53,16 @@ export async function consoleAccessToken(
   });
   if (handover.status !== 201) throw new Error(`handover failed: ${handover.status}`);
   jar.take(handover);
+  return jar;
+}
+
+export async function consoleAccessToken(
+  f: OidcFixture,
+  c: Candidate,
+  clientId = CONSOLE_CLIENT_ID,
+  secret?: string,
+): Promise<string> {
+  const jar = await hostedOperatorSignIn(f, c);
   const config = await rpConfig(f, secret ? { id: clientId, secret } : { id: clientId });
   const verifier = client.randomPKCECodeVerifier();
   const state = client.randomState();
