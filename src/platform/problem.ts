@@ -172,6 +172,18 @@ export const CATALOGUE = {
     detail: 'The console session has ended; sign in again.',
     retryable: false,
   },
+  'admin.step_up_required': {
+    status: 403,
+    title: 'Fresh sign-in required',
+    detail: 'This act needs a sign-in with a second factor within the last minutes; sign in again.',
+    retryable: false,
+  },
+  'admin.erasure_not_confirmed': {
+    status: 422,
+    title: 'Erasure not confirmed',
+    detail: "The identifier typed is not one of the person's.",
+    retryable: false,
+  },
   'admin.operator_own_role': {
     status: 403,
     title: 'Own role',

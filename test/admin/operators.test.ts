@@ -245,6 +245,45 @@ describe('roles through the admin API', () => {
   });
 });
 
+describe("an operator's erasure", () => {
+  it('needs the identifier typed again and a sign-in with a second factor within ELEVATION_TTL', async () => {
+    const c = await withAuthenticator(f);
+    await asOperator(ownerToken, 'PUT', `/operators/${c.person.identityId}`, { role: 'owner' });
+    const token = await consoleAccessToken(f, c);
+    const target = await createPerson(f.t.ctx);
+    const erase = (body?: object) =>
+      asOperator(token, 'POST', `/identities/${target.identityId}/erasures`, body);
+    for (const body of [undefined, { identifier: 'someone-else@example.com' }, { identifier: 'DELETE' }]) {
+      const r = await erase(body);
+      expect(r.statusCode, JSON.stringify(body)).toBe(422);
+      expect(r.json().code).toBe('admin.erasure_not_confirmed');
+    }
+    expect(
+      (await adminRequest(admin(), 'GET', `/identities/${target.identityId}`)).json().data.erasedAt,
+    ).toBeNull();
+    // As the person wrote it: case and spaces do not matter.
+    expect((await erase({ identifier: ` ${target.email.toUpperCase()} ` })).statusCode).toBe(204);
+
+    // The same operator once ELEVATION_TTL (300 s) has passed since that sign-in: sign in again.
+    const later = await createPerson(f.t.ctx);
+    f.t.clock.advance(301);
+    const stale = await asOperator(token, 'POST', `/identities/${later.identityId}/erasures`, {
+      identifier: later.email,
+    });
+    expect(stale.statusCode).toBe(403);
+    expect(stale.json().code).toBe('admin.step_up_required');
+    const fresh = await consoleAccessToken(f, c);
+    const again = await asOperator(fresh, 'POST', `/identities/${later.identityId}/erasures`, {
+      identifier: later.email,
+    });
+    expect(again.statusCode, again.body).toBe(204);
+    const trail = await adminRequest(admin(), 'GET', `/audit-records?identityId=${later.identityId}`);
+    expect(trail.json().data.map((r: { name: string; actor: string }) => `${r.name} ${r.actor}`)).toContain(
+      `identity.erased operator:${c.person.identityId}`,
+    );
+  });
+});
+
 describe('the console settings', () => {
   const env = (extra: Record<string, string>) =>
     testEnv({ ADMIN_PORT: '3999', ADMIN_API_KEYS: adminEntry('ops', 'k'.repeat(40)), ...extra });

@@ -18,6 +18,7 @@ const LIST_CAP = 500;
 export interface ConsoleToken {
   identityId: string;
   method: string;
+  signedInAt: Date;
 }
 
 export interface OperatorServiceDeps {
@@ -54,7 +55,7 @@ export class OperatorService {
     const found = await this.deps.consoleToken(token);
     if (!found || !SECOND_FACTOR_METHODS.has(found.method)) return undefined;
     const role = await this.roleOf(this.deps.database.db, found.identityId);
-    return role ? { identityId: found.identityId, role } : undefined;
+    return role ? { identityId: found.identityId, role, signedInAt: found.signedInAt } : undefined;
   }
 
   /** The role CONSOLE_OPERATORS gives an identity (by id, or by one of its verified addresses). */

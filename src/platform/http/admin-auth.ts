@@ -15,6 +15,8 @@ declare module 'fastify' {
 export interface OperatorIdentity {
   identityId: string;
   role: string;
+  /** When the account session the token was given in was opened (with its second factor). */
+  signedInAt: Date;
 }
 
 /**
