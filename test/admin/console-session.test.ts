@@ -169,6 +169,23 @@ describe("the console's session", () => {
     expect(bare.json().code).toBe('admin.console_sign_in_failed');
   });
 
+  it("asks the provider for a new sign-in when the console needs a fresh one (an erasure's step-up)", async () => {
+    const plain = new URL(
+      String((await admin().inject({ method: 'GET', url: '/console/sign-in' })).headers.location),
+    );
+    expect(plain.searchParams.get('prompt')).toBeNull();
+    const fresh = await admin().inject({ method: 'GET', url: '/console/sign-in?fresh=1' });
+    const url = new URL(String(fresh.headers.location));
+    expect(url.searchParams.get('prompt')).toBe('login');
+    expect(url.searchParams.get('max_age')).toBe('0');
+    expect((await admin().inject({ method: 'GET', url: '/console/sign-in?fresh=yes' })).statusCode).toBe(400);
+    // The provider takes it: a page to sign in on, not an error back to the console.
+    const c = await withAuthenticator(f);
+    const landed = await browse(f, url.href, await hostedOperatorSignIn(f, c));
+    expect(landed.callback).toBeUndefined();
+    expect(landed.page?.location ?? '').toMatch(/\/account\//);
+  });
+
   it('is never on the public port', async () => {
     for (const [method, url] of [
       ['GET', '/console/sign-in'],

@@ -99,29 +99,43 @@ export const consoleRoutes = featureRoutes(async (app, opts: ConsoleRouteOptions
   };
   const ended = () => new Problem('admin.console_session_ended', { headers: { 'set-cookie': clearSession } });
 
-  app.get(`${CONSOLE_PREFIX}/sign-in`, { schema: { hide: true } }, async (_request, reply) => {
-    const flow: Flow = {
-      state: randomBytes(32).toString('base64url'),
-      verifier: randomBytes(32).toString('base64url'),
-      exp: now() + FLOW_TTL,
-    };
-    const challenge = createHash('sha256').update(flow.verifier).digest('base64url');
-    const url = new URL('/oidc/auth', config.publicOrigin);
-    url.search = new URLSearchParams({
-      client_id: CONSOLE_CLIENT_ID,
-      redirect_uri: `${origin}${CONSOLE_CALLBACK_PATH}`,
-      response_type: 'code',
-      scope: 'openid',
-      code_challenge: challenge,
-      code_challenge_method: 'S256',
-      state: flow.state,
-    }).toString();
-    reply.header(
-      'set-cookie',
-      cookies.serialize(flowCookie, sealer.seal(JSON.stringify(flow), FLOW_AAD), FLOW_TTL),
-    );
-    return reply.code(303).header('location', url.href).send();
-  });
+  app.get(
+    `${CONSOLE_PREFIX}/sign-in`,
+    {
+      schema: {
+        hide: true,
+        // fresh=1: the provider asks for the sign-in again (an erasure's step-up, docs/admin.md).
+        querystring: Type.Object(
+          { fresh: Type.Optional(Type.Literal('1')) },
+          { additionalProperties: false },
+        ),
+      },
+    },
+    async (request, reply) => {
+      const flow: Flow = {
+        state: randomBytes(32).toString('base64url'),
+        verifier: randomBytes(32).toString('base64url'),
+        exp: now() + FLOW_TTL,
+      };
+      const challenge = createHash('sha256').update(flow.verifier).digest('base64url');
+      const url = new URL('/oidc/auth', config.publicOrigin);
+      url.search = new URLSearchParams({
+        client_id: CONSOLE_CLIENT_ID,
+        redirect_uri: `${origin}${CONSOLE_CALLBACK_PATH}`,
+        response_type: 'code',
+        scope: 'openid',
+        code_challenge: challenge,
+        code_challenge_method: 'S256',
+        state: flow.state,
+        ...(request.query.fresh ? { prompt: 'login', max_age: '0' } : {}),
+      }).toString();
+      reply.header(
+        'set-cookie',
+        cookies.serialize(flowCookie, sealer.seal(JSON.stringify(flow), FLOW_AAD), FLOW_TTL),
+      );
+      return reply.code(303).header('location', url.href).send();
+    },
+  );
 
   app.get(
     CONSOLE_CALLBACK_PATH,
