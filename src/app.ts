@@ -11,6 +11,7 @@ import { accountUiRoutes } from './features/account-ui/routes.js';
 import { installWebhookDelivery } from './features/events/webhooks/worker.js';
 import { healthRoutes } from './features/health/routes.js';
 import { connectedAppRoutes } from './features/oidc/account-routes.js';
+import { CONSOLE_CLIENT_ID } from './features/oidc/console-client.js';
 import { oidcRoutes } from './features/oidc/routes.js';
 import { organizationRoutes } from './features/organizations/routes.js';
 import { passkeyRoutes, passkeyStepUpRoutes } from './features/passkeys/routes.js';
@@ -197,7 +198,31 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   // The operators' listener: its own instance, so no admin route is ever on the public port.
-  const admin = config.admin.port > 0 ? await buildAdminApp(ctx, logger, access) : undefined;
+  // The console's calls to the OpenID Provider go through the public app's own routes, in process.
+  const providerCall = (url: string, form: Record<string, string>) =>
+    app.inject({
+      method: 'POST',
+      url,
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        host: new URL(config.publicOrigin).host,
+      },
+      payload: new URLSearchParams(form).toString(),
+    });
+  const admin =
+    config.admin.port > 0
+      ? await buildAdminApp(ctx, logger, access, {
+          async token(form) {
+            const res = await providerCall('/oidc/token', form);
+            const body =
+              res.statusCode === 200 ? (res.json() as { access_token?: string; expires_in?: number }) : {};
+            return { status: res.statusCode, accessToken: body.access_token, expiresIn: body.expires_in };
+          },
+          async revoke(token) {
+            await providerCall('/oidc/token/revocation', { token, client_id: CONSOLE_CLIENT_ID });
+          },
+        })
+      : undefined;
   if (admin) {
     app.addHook('preClose', async () => {
       await admin.close();

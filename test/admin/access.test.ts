@@ -228,6 +228,8 @@ describe('the admin listener', () => {
       '/admin/v1/oidc-clients',
       '/admin/v1/oidc-clients/{clientId}',
       '/admin/v1/oidc-clients/{clientId}/secret-rotations',
+      '/admin/v1/operators',
+      '/admin/v1/operators/{identityId}',
       '/admin/v1/organizations',
       '/admin/v1/organizations/{id}',
       '/admin/v1/organizations/{id}/connections',
@@ -253,6 +255,8 @@ describe('the admin listener', () => {
       }>) {
         expect(op.security, path).toEqual([{ adminKey: [] }]);
         expect(Object.keys(op.responses), path).toContain('401');
+        // An operator signed in with a role that does not allow the route is refused.
+        expect(Object.keys(op.responses), path).toContain('403');
       }
     }
     for (const stream of ['/admin/v1/audit-records/stream', '/admin/v1/events/stream']) {

@@ -56,6 +56,8 @@ const RENEWAL = 'rotates the tokens of a session that goes on: no session begins
 const CLIENTS =
   "the OpenID Provider's client registry: no catalogue type (clients are the operator's, audited)";
 const WEBHOOKS = 'webhook endpoint management itself (audited): the event plumbing, not a change it reports';
+const OPERATORS =
+  "the admin listener's own access control (audited): who runs the service, not a change to its people";
 
 let t: TestApp;
 let sink: ProviderSink;
@@ -1289,6 +1291,23 @@ const ROWS: Record<string, Row> = {
     async run(act) {
       const org = await organization();
       await act(() => adm('DELETE', `/organizations/${org.id}/members/${org.other.person.identityId}`));
+    },
+  },
+
+  // ---- admin: operators and their roles
+  'PUT /admin/v1/operators/{identityId}': {
+    exempt: OPERATORS,
+    async run(act) {
+      const p = await createPerson(t.ctx);
+      await act(() => adm('PUT', `/operators/${p.identityId}`, { role: 'support' }));
+    },
+  },
+  'DELETE /admin/v1/operators/{identityId}': {
+    exempt: OPERATORS,
+    async run(act) {
+      const p = await createPerson(t.ctx);
+      await ok(adm('PUT', `/operators/${p.identityId}`, { role: 'auditor' }));
+      await act(() => adm('DELETE', `/operators/${p.identityId}`));
     },
   },
 

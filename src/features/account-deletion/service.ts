@@ -1,32 +1,16 @@
-import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
 import type { RequestMeta, SessionPrincipal } from '../../platform/http/auth.js';
 import { sessionRequired } from '../../platform/http/problem.js';
 import { Problem } from '../../platform/problem.js';
 import type { Locale } from '../../shared/locales.js';
 import { AdminService, type AdminServiceDeps } from '../admin/service.js';
-import { normaliseEmail, normalisePhone } from '../identities/identifier.js';
+import { confirms } from '../identities/confirmation.js';
 import { type IdentifierRow, localeOf, verifiedIdentifiers } from '../identities/repository.js';
 import type { SecurityNotices } from '../security-notices/service.js';
 import { lockCallerSession } from '../sessions/revocations.js';
 
-/** What an account without any identifier types to confirm its deletion (docs/decisions.md). */
-export const NO_IDENTIFIER_CONFIRMATION = 'DELETE';
-
 /** What the deletion uses: the erasure's own dependencies, and the notices. */
 export interface AccountDeletionDeps extends AdminServiceDeps {
   securityNotices: SecurityNotices;
-}
-
-/** Whether `typed` names one of `identifiers` (or is the word an account without any types). */
-export function confirms(typed: string, identifiers: readonly IdentifierRow[]): boolean {
-  const value = typed.trim();
-  if (identifiers.length === 0) return value === NO_IDENTIFIER_CONFIRMATION;
-  return identifiers.some((i) => {
-    if (i.type === 'email') return normaliseEmail(value) === i.value;
-    // The number's own country reads a national form ("06 12 34 56 78") as the person wrote it.
-    const country = parsePhoneNumberFromString(i.value)?.country;
-    return country !== undefined && normalisePhone(value, country) === i.value;
-  });
 }
 
 /**

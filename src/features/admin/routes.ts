@@ -25,7 +25,7 @@ const WRITE_REFUSALS: ProblemCode[] = [
 
 /** A cursor of an admin list is bound to its route and to the key that asked for it. */
 function adminScope(request: FastifyRequest): { route: string; subject: string } {
-  return { route: `GET ${routePatternOf(request)}`, subject: `admin:${request.operator ?? ''}` };
+  return { route: `GET ${routePatternOf(request)}`, subject: operatorOf(request) };
 }
 
 /**
@@ -95,11 +95,6 @@ export const adminRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext 
       'End every session of the identity, including sign-ins still committing (audited)',
       (id, actor) => service.endSessions(id, actor),
     ],
-    [
-      'erasures',
-      'Erase: identifiers, credentials, factors, passkeys, links and addresses deleted; bare id kept (audited)',
-      (id, actor) => service.erase(id, actor),
-    ],
   ];
   for (const [path, summary, act] of writes) {
     app.post(
@@ -110,10 +105,7 @@ export const adminRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext 
           summary,
           security: SECURITY,
           params: schema.IdentityParams,
-          response: responses(
-            { 204: NoContent },
-            path === 'erasures' ? [...WRITE_REFUSALS, 'organization.last_owner_erasure'] : WRITE_REFUSALS,
-          ),
+          response: responses({ 204: NoContent }, WRITE_REFUSALS),
         },
       },
       async (request, reply) => {
@@ -122,6 +114,46 @@ export const adminRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext 
       },
     );
   }
+
+  app.post(
+    '/identities/:id/erasures',
+    {
+      // A key's erasure sends no body (docs/admin.md, "Erase").
+      config: { optionalBody: true },
+      schema: {
+        tags: TAGS,
+        summary:
+          'Erase: identifiers, credentials, factors, passkeys, links and addresses deleted; bare id kept (audited)',
+        description:
+          "With an operator's console token: only within ELEVATION_TTL of the operator's sign-in with a second factor (else 403 admin.step_up_required), and with `identifier`, one of the person's verified identifiers typed again (`DELETE` when it has none; else 422 admin.erasure_not_confirmed). With a key, no body is needed.",
+        security: SECURITY,
+        params: schema.IdentityParams,
+        body: schema.ErasureBody,
+        response: responses(
+          { 204: NoContent },
+          [
+            ...WRITE_REFUSALS,
+            'organization.last_owner_erasure',
+            'admin.step_up_required',
+            'admin.erasure_not_confirmed',
+          ],
+          { body: true },
+        ),
+      },
+    },
+    async (request, reply) => {
+      const operator = request.operatorIdentity;
+      if (operator) {
+        await service.eraseAsOperator(request.params.id, operatorOf(request), {
+          signedInAt: operator.signedInAt,
+          typed: request.body.identifier,
+        });
+      } else {
+        await service.erase(request.params.id, operatorOf(request));
+      }
+      return reply.code(204).send();
+    },
+  );
 
   app.get(
     '/audit-records',

@@ -33,6 +33,21 @@ export type SearchQuery = Static<typeof SearchQuery>;
 
 export const IdentityParams = Type.Object({ id: IdInput }, { additionalProperties: false });
 
+/** POST …/erasures from the console: the person's identifier typed again. */
+export const ErasureBody = Type.Object(
+  {
+    identifier: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 320,
+        description:
+          "One of the person's verified identifiers, or `DELETE` when it has none: required with an operator's console token",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 const Identifier = Type.Object(
   {
     id: Uuid,

@@ -12,6 +12,7 @@ import { deleteIdentityChallenges } from '../challenges/repository.js';
 import type { EventType } from '../events/catalogue.js';
 import type { EventLog } from '../events/log.js';
 import { redactIdentityEvents } from '../events/repository.js';
+import { confirms } from '../identities/confirmation.js';
 import { identityJson } from '../identities/events.js';
 import { normaliseIdentifier } from '../identities/identifier.js';
 import type { AccountLock } from '../identities/lock.js';
@@ -22,8 +23,10 @@ import {
   eraseIdentity,
   type IdentityRow,
   lockIdentity,
+  verifiedIdentifiers,
 } from '../identities/repository.js';
 import { eraseConsents } from '../oidc/repository.js';
+import { deleteOperatorRole } from '../operators/repository.js';
 import {
   deleteIdentityMemberships,
   deleteOrganizations,
@@ -101,7 +104,7 @@ export interface AdminServiceDeps {
   signals: Signals;
   events: EventLog;
   /** Which channels may sign in by code, and whether with a password (the detail's codeSignIn). */
-  config: Pick<Config, 'signInCodes' | 'publicOrigin'>;
+  config: Pick<Config, 'signInCodes' | 'publicOrigin' | 'lifetimes'>;
 }
 
 /**
@@ -315,6 +318,9 @@ export class AdminService {
         await deleteIdentityFactors(trx, identityId);
         await deleteIdentityCodes(trx, identityId);
         await deleteIdentityLinks(trx, identityId);
+        // An erased person runs nothing: a role granted through the admin API goes with them (a
+        // grant racing this act waits for the identity row and then finds it erased).
+        await deleteOperatorRole(trx, identityId);
         // Remembered consents name the identity's apps; its grants end with its sessions (the sweep).
         await eraseConsents(trx, identityId);
         // Challenges name the identifiers (foreign key): they go first.
@@ -337,6 +343,28 @@ export class AdminService {
       check,
     );
     this.deps.signals.sessionsRevoked('erased', ended);
+  }
+
+  /**
+   * An operator's erasure from the console (docs/admin.md, "Operators"): only within a step-up's
+   * lifetime (ELEVATION_TTL) of the operator's sign-in with a second factor, and with one of the
+   * person's verified identifiers typed again (`DELETE` for an account without any), checked under
+   * the erasure's identity row lock against the identifiers as they are then.
+   */
+  async eraseAsOperator(
+    identityId: string,
+    actor: string,
+    operator: { signedInAt: Date; typed: string | undefined },
+  ): Promise<void> {
+    const age = this.deps.clock.now().getTime() - operator.signedInAt.getTime();
+    if (age > this.deps.config.lifetimes.elevation * 1000) throw new Problem('admin.step_up_required');
+    const typed = operator.typed;
+    await this.erase(identityId, actor, async (trx, identity) => {
+      if (!identity || identity.erasedAt !== null) return;
+      const identifiers = await verifiedIdentifiers(trx, identityId);
+      if (typed === undefined || !confirms(typed, identifiers))
+        throw new Problem('admin.erasure_not_confirmed');
+    });
   }
 
   /**

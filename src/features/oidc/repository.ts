@@ -158,6 +158,51 @@ export async function findLivePayload(
   return row ? asStored(row) : undefined;
 }
 
+/** A live access token of one client, with the service session its grant stands for. */
+export interface ClientAccessToken {
+  identityId: string;
+  sessionId: string;
+  /** How that session was opened (sessions.method). */
+  method: string;
+  /** When that session was opened. */
+  signedInAt: Date;
+}
+
+/**
+ * A live access token (unexpired, its grant live: identity enabled, epoch current, session live,
+ * not offline) issued to `clientId`: the operators' console's tokens, which the admin listener
+ * takes as an operator's credential (docs/decisions.md, "Operators with a role").
+ */
+export async function findClientAccessToken(
+  db: Executor,
+  clientId: string,
+  id: string,
+  now: Date,
+): Promise<ClientAccessToken | undefined> {
+  const row = await withGrantLink(db)
+    .select([
+      'gl.identity_id as identityId',
+      'gls.id as sessionId',
+      'gls.method',
+      'gls.created_at as createdAt',
+    ])
+    .where('oidc_payloads.kind', '=', 'AccessToken')
+    .where('oidc_payloads.id', '=', id)
+    .where('gl.client_id', '=', clientId)
+    .where('gl.offline', '=', false)
+    .where('oidc_payloads.consumed_at', 'is', null)
+    .where(notExpired(now))
+    .where(grantLive(now))
+    .executeTakeFirst();
+  if (!row?.identityId || !row.sessionId || !row.method || !row.createdAt) return undefined;
+  return {
+    identityId: row.identityId,
+    sessionId: row.sessionId,
+    method: row.method,
+    signedInAt: new Date(row.createdAt),
+  };
+}
+
 /** A token with what the library reads next about it, found in the same statement. */
 export interface TokenWithGrant extends StoredPayload {
   kind: string;

@@ -13,6 +13,7 @@ import { findIdentity, verifiedIdentifiers } from '../identities/repository.js';
 import { OrganizationRoles } from '../organizations/roles.js';
 import { OidcAdapter } from './adapter.js';
 import { storedClient } from './clients.js';
+import { CONSOLE_CLIENT_ID, configuredClients } from './console-client.js';
 import { grantChanged } from './grant-events.js';
 import { Interactions } from './interactions.js';
 import { deleteRetiredKeys, loadSigningKeys, rotateSigningKeys, type SigningKeys } from './keys.js';
@@ -89,7 +90,7 @@ export class OidcService {
     library: OidcLibrary,
   ) {
     this.#configured = new Map(
-      deps.config.oidc.clients.map((c) => {
+      configuredClients(deps.config).map((c) => {
         const { clientSecret, ...rest } = c;
         return [c.clientId, { ...rest, secretHash: clientSecret ? sha256Hex(clientSecret) : null }];
       }),
@@ -199,6 +200,16 @@ export class OidcService {
     if (configured) return configured;
     const stored = await repo.findClient(this.deps.database.db, clientId);
     return stored ? registeredFrom(stored) : undefined;
+  }
+
+  /**
+   * The operator an access token of the console's client stands for: live (unexpired, its grant
+   * and service session live, the identity enabled, the epoch current), with how that session was
+   * opened. Any other token, a token of another client included, is undefined.
+   */
+  consoleToken(value: string): Promise<repo.ClientAccessToken | undefined> {
+    if (!/^[\w-]{16,128}$/.test(value)) return Promise.resolve(undefined);
+    return repo.findClientAccessToken(this.deps.database.db, CONSOLE_CLIENT_ID, value, this.deps.clock.now());
   }
 
   async hostedSession(cookieHeader: string | undefined): Promise<HostedSession | undefined> {

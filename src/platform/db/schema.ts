@@ -190,6 +190,13 @@ export interface OidcSignInPages {
   uid: string;
 }
 
+export interface OperatorRoles {
+  granted_at: Timestamp;
+  granted_by: string;
+  identity_id: string;
+  role: string;
+}
+
 export interface OrganizationDomains {
   created_at: Timestamp;
   domain: string;
@@ -519,6 +526,7 @@ export interface DB {
   oidc_payloads: OidcPayloads;
   oidc_sign_in_pages: OidcSignInPages;
   oidc_signing_keys: OidcSigningKeys;
+  operator_roles: OperatorRoles;
   organization_domains: OrganizationDomains;
   organization_invitations: OrganizationInvitations;
   organization_memberships: OrganizationMemberships;

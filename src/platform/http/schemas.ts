@@ -96,7 +96,8 @@ export function Data<T extends TSchema>(data: T, meta?: TSchema) {
   return Type.Object(meta ? { data, meta } : { data });
 }
 
-const problemResponse = (codes: ProblemCode[]) => ({
+/** One status's refusals as a response map entry (the OpenAPI document lists their codes). */
+export const problemResponse = (codes: ProblemCode[]) => ({
   description: codes.join(', '),
   content: { 'application/problem+json': { schema: Type.Ref(ProblemSchema) } },
 });

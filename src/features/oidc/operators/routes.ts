@@ -13,6 +13,7 @@ import { featureRoutes } from '../../../platform/http/routes.js';
 import { Data, NoContent, responses } from '../../../platform/http/schemas.js';
 import { Problem, type ProblemCode } from '../../../platform/problem.js';
 import { OidcClients } from '../clients.js';
+import { configuredClients } from '../console-client.js';
 import * as schema from '../schemas.js';
 
 const TAGS = ['admin'];
@@ -33,7 +34,7 @@ const WRITE_REFUSALS: ProblemCode[] = [
 
 /** A cursor of the client list is bound to its route and to the key that asked for it. */
 function adminScope(request: FastifyRequest): { route: string; subject: string } {
-  return { route: `GET ${routePatternOf(request)}`, subject: `admin:${request.operator ?? ''}` };
+  return { route: `GET ${routePatternOf(request)}`, subject: operatorOf(request) };
 }
 
 /** If-Match as the service reads it: absent is `required` (428) or any version, as the route says. */
@@ -57,7 +58,7 @@ export const oidcClientAdminRoutes = featureRoutes(async (app, { ctx }: { ctx: A
     audit: ctx.audit,
     events: ctx.events,
     cursors: ctx.cursors,
-    configured: ctx.config.oidc.clients,
+    configured: configuredClients(ctx.config),
     production: ctx.config.nodeEnv === 'production',
   });
   app.addSchema(schema.ClientSchema);

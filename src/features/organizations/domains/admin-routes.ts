@@ -17,7 +17,7 @@ const Params = Type.Object({ id: IdInput }, { additionalProperties: false });
 const DomainIdParams = Type.Object({ id: IdInput, domainId: IdInput }, { additionalProperties: false });
 
 function adminScope(request: FastifyRequest): { route: string; subject: string } {
-  return { route: `GET ${routePatternOf(request)}`, subject: `admin:${request.operator ?? ''}` };
+  return { route: `GET ${routePatternOf(request)}`, subject: operatorOf(request) };
 }
 
 /** The operators' domain routes, declared inside the operators' organization plugin. */

@@ -32,7 +32,7 @@ const WRITE_REFUSALS: ProblemCode[] = ['admin.unauthorized', 'admin.organization
 
 /** A cursor of an admin list is bound to its route and to the key that asked for it. */
 function adminScope(request: FastifyRequest): { route: string; subject: string } {
-  return { route: `GET ${routePatternOf(request)}`, subject: `admin:${request.operator ?? ''}` };
+  return { route: `GET ${routePatternOf(request)}`, subject: operatorOf(request) };
 }
 
 /**

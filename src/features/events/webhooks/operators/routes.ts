@@ -23,7 +23,7 @@ const WRITE_REFUSALS: ProblemCode[] = ['admin.unauthorized', 'admin.webhook_endp
 
 /** A cursor of an admin list is bound to its route and to the key that asked for it. */
 function adminScope(request: FastifyRequest): { route: string; subject: string } {
-  return { route: `GET ${routePatternOf(request)}`, subject: `admin:${request.operator ?? ''}` };
+  return { route: `GET ${routePatternOf(request)}`, subject: operatorOf(request) };
 }
 
 /** The operators' webhook endpoints (docs/events.md, "Endpoints"), on the admin listener. */

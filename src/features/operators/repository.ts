@@ -1,0 +1,78 @@
+import type { Executor } from '../../platform/db/database.js';
+import type { OperatorRole } from './permissions.js';
+
+/** A role the admin API gave an identity (migration 0035). */
+export interface OperatorRoleRow {
+  identityId: string;
+  role: OperatorRole;
+  grantedBy: string;
+  grantedAt: Date;
+}
+
+const COLUMNS = [
+  'identity_id as identityId',
+  'role',
+  'granted_by as grantedBy',
+  'granted_at as grantedAt',
+] as const;
+
+function asRow(r: { identityId: string; role: string; grantedBy: string; grantedAt: Date | string }) {
+  return { ...r, role: r.role as OperatorRole, grantedAt: new Date(r.grantedAt) };
+}
+
+export async function findOperatorRole(
+  db: Executor,
+  identityId: string,
+): Promise<OperatorRoleRow | undefined> {
+  const row = await db
+    .selectFrom('operator_roles')
+    .select(COLUMNS)
+    .where('identity_id', '=', identityId)
+    .executeTakeFirst();
+  return row ? asRow(row) : undefined;
+}
+
+/** Every granted role, newest first: a handful of rows (the people who run the service). */
+export async function operatorRoles(db: Executor, limit: number): Promise<OperatorRoleRow[]> {
+  const rows = await db
+    .selectFrom('operator_roles')
+    .select(COLUMNS)
+    .orderBy('granted_at', 'desc')
+    .orderBy('identity_id', 'desc')
+    .limit(limit)
+    .execute();
+  return rows.map(asRow);
+}
+
+/** Grants (or changes) a role in one statement; answers the role it replaced, if any. */
+export async function upsertOperatorRole(trx: Executor, row: OperatorRoleRow): Promise<void> {
+  await trx
+    .insertInto('operator_roles')
+    .values({
+      identity_id: row.identityId,
+      role: row.role,
+      granted_by: row.grantedBy,
+      granted_at: row.grantedAt,
+    })
+    .onConflict((oc) =>
+      oc.column('identity_id').doUpdateSet((eb) => ({
+        role: eb.ref('excluded.role'),
+        granted_by: eb.ref('excluded.granted_by'),
+        granted_at: eb.ref('excluded.granted_at'),
+      })),
+    )
+    .execute();
+}
+
+/** Removes a granted role: the role it was, undefined when there was none. */
+export async function deleteOperatorRole(
+  trx: Executor,
+  identityId: string,
+): Promise<OperatorRole | undefined> {
+  const row = await trx
+    .deleteFrom('operator_roles')
+    .where('identity_id', '=', identityId)
+    .returning('role')
+    .executeTakeFirst();
+  return row?.role as OperatorRole | undefined;
+}
