@@ -54,6 +54,8 @@ interface Settings {
   signInCodes: ('email' | 'phone')[];
   /** Whether a sign-in code's message carries a link too (SIGN_IN_LINKS). */
   signInLinks: boolean;
+  /** Whether any organization signs in through an enabled SAML connection (identifier first). */
+  sso?: boolean;
 }
 let settings: Settings = {
   api: '/api/v1',
@@ -71,6 +73,9 @@ export const codeLifetimeSeconds = (): number => settings.codeLifetimeSeconds;
 
 /** Whether an identifier of this type may ask for a sign-in code (SIGN_IN_CODES, from the service). */
 export const signInByCode = (type: 'email' | 'phone'): boolean => (settings.signInCodes ?? []).includes(type);
+
+/** Whether the sign-in asks for the identifier first (an enabled SSO connection exists). */
+export const ssoAvailable = (): boolean => settings.sso === true;
 
 /** Whether a sign-in code's message carries a link (SIGN_IN_LINKS, from the service). */
 export const signInLinks = (): boolean => settings.signInLinks === true;
@@ -302,6 +307,24 @@ export const api = {
   /** A provider flow came back signed in: its handoff code becomes a session (handed to the cookie) or a ticket. */
   exchangeProviderHandoff: async (code: string): Promise<SignInOutcome> =>
     outcome(await client.exchangeProviderHandoff(code)),
+  /**
+   * Enterprise sign-in for an email address: the IdP's URL when its domain signs in through an
+   * organization's connection, null when it does not (422 identity.sso_unavailable).
+   */
+  async ssoRedirectFor(email: string, route: string): Promise<string | null> {
+    try {
+      const started = await client.startSsoSignIn({ email, returnTo: `${location.pathname}#${route}` });
+      return started.redirectUrl;
+    } catch (error) {
+      if (asProblem(error).code === 'identity.sso_unavailable') return null;
+      throw error;
+    }
+  },
+  /** The organization and connection a SAML handoff signs into (nothing spent). */
+  previewSsoHandoff: (code: string) => client.previewSsoHandoff(code),
+  /** A SAML sign-in came back: its handoff code becomes a session (handed to the cookie) or a ticket. */
+  exchangeSsoHandoff: async (code: string): Promise<SignInOutcome> =>
+    outcome(await client.exchangeSsoHandoff(code)),
   /** A step-up flow came back: its handoff code becomes this page's elevation. */
   stepUpWithProviderHandoff: async (code: string): Promise<string> =>
     keep(await client.exchangeProviderStepUp(code)),

@@ -24,6 +24,7 @@ import {
 } from './pages/security.js';
 import { secondFactorPage, signInPage } from './pages/sign-in.js';
 import { captureSignInLink, signInLinkPage } from './pages/sign-in-link.js';
+import { ssoContinuePage } from './pages/sso-continue.js';
 import { signUpPage } from './pages/sign-up.js';
 import { messageFor } from './problems.js';
 import { captureProviderReturn, dropProviderReturn } from './providers.js';
@@ -68,6 +69,8 @@ const OPEN: Record<string, Page> = {
   '/invitation': invitationPage,
   // A sign-in code's link (its token already taken out of the address bar, ui/pages/sign-in-link.ts).
   '/sign-in/link': signInLinkPage,
+  // An IdP-initiated SAML sign-in asks the person to continue (ui/pages/sso-continue.ts).
+  '/sso-continue': ssoContinuePage,
 };
 /** The OpenID Provider's interactions, for signed-in and signed-out people alike, without the nav. */
 const INTERACTIONS: [RegExp, (uid: string) => ReturnType<Page>][] = [

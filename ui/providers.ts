@@ -2,6 +2,7 @@ import { api, asProblem, type IdentityProvider, type SignInOutcome } from './api
 import { h, uid } from './dom.js';
 import { actionButton, alertBox } from './forms.js';
 import { t } from './messages/providers.js';
+import { t as ssoText } from './messages/sso.js';
 import { messageFor } from './problems.js';
 
 /*
@@ -263,9 +264,27 @@ export function continueWith(o: ContinueWithOptions): { notice: HTMLElement; car
     setTimeout(() => notice.isConnected && notice.focus(), 0);
   };
   if (back?.handoff) {
-    status.textContent = t('finishing');
+    status.textContent = back.provider === null ? ssoText('finishing') : t('finishing');
     status.hidden = false;
   }
+  // No provider named: an enterprise (SAML) sign-in came back here (docs/sso.md).
+  if (back && back.provider === null) {
+    void (async () => {
+      if (!back.handoff) {
+        tell(ssoText(back.error === 'not_allowed' ? 'not_allowed' : 'refused'));
+        return;
+      }
+      try {
+        const outcome = await api.exchangeSsoHandoff(back.handoff);
+        status.hidden = true;
+        o.signedIn(outcome, ssoText('theIdp'));
+      } catch (error) {
+        const p = asProblem(error);
+        tell(p.code === 'identity.sign_in_refused' || p.status === 401 ? ssoText('refused') : messageFor(p));
+      }
+    })();
+  }
+  const sso = back?.provider === null;
   void (async () => {
     const providers = await api.providers();
     buttons.replaceChildren(
@@ -280,7 +299,7 @@ export function continueWith(o: ContinueWithOptions): { notice: HTMLElement; car
       ),
     );
     card.hidden = providers.length === 0;
-    if (!back) return;
+    if (!back || sso) return;
     const name = displayNameOf(providers, back.provider);
     if (!back.handoff) {
       tell(providerSentence(back.error, name, 'sign_in'));

@@ -15,6 +15,7 @@ import {
   NOT_ALLOWED,
   ORIGIN,
   postAcs,
+  preview,
   REFUSED,
   type SsoSetup,
   setUp,
@@ -163,6 +164,17 @@ describe('a good response', () => {
     expect((await signInWith(flow, idp.response({ ...good(s, flow, t, email()), notBefore: 50 }))).kind).toBe(
       'session',
     );
+  });
+
+  it('the preview of a handoff bound to a flow: only with the flow’s cookie, and spends nothing', async () => {
+    const flow = await startFlow(t, s.connectionId);
+    const res = await postAcs(t, s.connectionId, idp.response(good(s, flow, t, email())), flow.cookie);
+    const code = handoffOf(res) as string;
+    expect((await preview(t, code)).statusCode).toBe(401);
+    const peek = await preview(t, code, flow.cookie);
+    expect(peek.statusCode, peek.body).toBe(200);
+    expect(peek.json().data.organization.id).toBe(s.orgId);
+    expect((await exchange(t, code, flow.cookie)).statusCode).toBe(201);
   });
 
   it('the handoff is spent once and only with the flow’s cookie', async () => {
@@ -523,13 +535,30 @@ describe('IdP-initiated sign-in', () => {
       },
     );
     expect(allowed.statusCode, allowed.body).toBe(200);
+    const sessionsBefore = await sessionCount();
     const response = idp.response(good(other, null, t, `boss@${other.domain}`));
     const res = await postAcs(t, other.connectionId, response);
     expect(String(res.headers.location)).toMatch(
       /^https:\/\/id\.example\/account\/#\/sso-continue\?handoff=/,
     );
-    const grant = await exchange(t, handoffOf(res) as string);
+    // The page names the organization and the connection before anything is signed in.
+    const code = handoffOf(res) as string;
+    const peek = await preview(t, code);
+    expect(peek.statusCode, peek.body).toBe(200);
+    expect(peek.json().data).toEqual({
+      organization: { id: other.orgId, name: expect.any(String) },
+      connection: { name: 'Corp IdP' },
+    });
+    expect(await sessionCount()).toBe(sessionsBefore);
+    const grant = await exchange(t, code);
     expect(grant.statusCode, grant.body).toBe(201);
+    // Spent: the preview knows it no more, with the same 401 as a code never issued.
+    const spent = await preview(t, code);
+    expect(spent.statusCode).toBe(401);
+    expect(spent.json().code).toBe('identity.sign_in_refused');
+    const unknown = await preview(t, 'x'.repeat(43));
+    expect(unknown.statusCode).toBe(401);
+    expect(unknown.body).toBe(spent.body);
     // The same unsolicited response again: its assertion id was spent.
     const again = await postAcs(t, other.connectionId, response);
     expect(again.headers.location).toBe(REFUSED);

@@ -115,6 +115,15 @@ export function exchange(t: TestApp, code: string, cookie?: string) {
   });
 }
 
+export function preview(t: TestApp, code: string, cookie?: string) {
+  return t.app.inject({
+    method: 'POST',
+    url: '/api/v1/sso-handoffs/previews',
+    headers: { ...SAME_ORIGIN, ...(cookie ? { cookie } : {}) },
+    payload: { code },
+  });
+}
+
 /** Options of a good response for the flow. */
 export function good(
   s: SsoSetup,

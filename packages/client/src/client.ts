@@ -687,6 +687,66 @@ export class IdentityClient {
   }
 
   /**
+   * Starts enterprise sign-in (SAML) for an email address or an organization (id or slug): the
+   * IdP's URL to send the browser to, the flow bound to this browser by a cookie. `returnTo` is the
+   * hosted page the ACS comes back to. No enabled connection for it: 422 identity.sso_unavailable
+   * (the same whether or not anyone holds the address). POST /sign-ins/sso.
+   */
+  async startSsoSignIn(
+    input: { email: string; returnTo: string } | { organization: string; returnTo: string },
+    options?: { signal?: AbortSignal },
+  ): Promise<{ redirectUrl: string; expiresAt: string }> {
+    const body = await this.send<Envelope<{ redirectUrl: string; expiresAt: string }>>(
+      false,
+      options?.signal,
+      () =>
+        this.api.POST(`${API}/sign-ins/sso`, {
+          body: input,
+          credentials: 'same-origin',
+          signal: options?.signal,
+        }),
+    );
+    return body.data;
+  }
+
+  /**
+   * The organization and connection a SAML handoff code signs into, without spending it (the
+   * page that asks the person to continue an IdP-initiated sign-in). POST /sso-handoffs/previews.
+   */
+  async previewSsoHandoff(
+    code: string,
+    options?: { signal?: AbortSignal },
+  ): Promise<{ organization: { id: string; name: string }; connection: { name: string } }> {
+    const body = await this.send<
+      Envelope<{ organization: { id: string; name: string }; connection: { name: string } }>
+    >(false, options?.signal, () =>
+      this.api.POST(`${API}/sso-handoffs/previews`, {
+        body: { code },
+        credentials: 'same-origin',
+        signal: options?.signal,
+      }),
+    );
+    return body.data;
+  }
+
+  /**
+   * Exchanges the handoff code of a completed SAML sign-in: a session (handed to the session
+   * store) or a second-factor ticket, exactly as `signIn`. Single use, two minutes; every refusal
+   * is 401 identity.sign_in_refused. POST /sso-handoffs. Never repeated.
+   */
+  async exchangeSsoHandoff(code: string, options?: { signal?: AbortSignal }): Promise<SignInResult> {
+    const body = await this.send<Envelope<SignInResult>>(false, options?.signal, () =>
+      this.api.POST(`${API}/sso-handoffs`, {
+        body: { code },
+        credentials: 'same-origin',
+        signal: options?.signal,
+      }),
+    );
+    if (body.data.kind === 'session') await this.session?.grantReceived(body.data);
+    return body.data;
+  }
+
+  /**
    * Exchanges the handoff code of a `step_up` flow, for the signed-in session that started it: an
    * elevation token, as `confirmStepUp`. An identity holding a second factor is refused with 422
    * identity.step_up_unavailable (an upstream account is one factor). POST /provider-handoffs.

@@ -83,6 +83,34 @@ export interface SamlHandoff {
   epoch: number;
 }
 
+/**
+ * What an unspent, unexpired handoff signs into, without spending it: the organization and
+ * connection named on the page that asks the person to continue (IdP-initiated sign-in).
+ */
+export async function peekHandoff(
+  trx: Executor,
+  handoffHash: string,
+  now: Date,
+): Promise<
+  | { bindingHash: string | null; organizationId: string; organizationName: string; connectionName: string }
+  | undefined
+> {
+  return trx
+    .selectFrom('saml_flows as f')
+    .innerJoin('sso_connections as c', 'c.id', 'f.connection_id')
+    .innerJoin('organizations as o', 'o.id', 'c.organization_id')
+    .select([
+      'f.binding_hash as bindingHash',
+      'o.id as organizationId',
+      'o.name as organizationName',
+      'c.name as connectionName',
+    ])
+    .where('f.handoff_hash', '=', handoffHash)
+    .where('f.exchanged_at', 'is', null)
+    .where('f.handoff_expires_at', '>', now)
+    .executeTakeFirst();
+}
+
 /** Spends a handoff code once (compare-and-set), unexpired. */
 export async function spendHandoff(
   trx: Executor,

@@ -185,6 +185,47 @@ export const ssoRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext })
   });
 
   app.post(
+    '/sso-handoffs/previews',
+    {
+      onRequest: sameOrigin,
+      onSend: noStore,
+      config: limitFor(ctx.config.rateLimits.provesAPassword, 'sso-handoffs'),
+      schema: {
+        tags: TAGS,
+        summary: 'Which organization and connection a handoff code signs into, without spending it',
+        description:
+          'For the page that asks the person to continue an IdP-initiated sign-in (no login CSRF): it ' +
+          'names the organization and the connection before anything is signed in. The code stays ' +
+          'usable; a code bound to a flow counts only with that flow’s cookie. Every failure answers ' +
+          'the identical 401 identity.sign_in_refused.',
+        body: Type.Object(
+          { code: Type.String({ minLength: 1, maxLength: 128 }) },
+          { additionalProperties: false },
+        ),
+        response: responses(
+          {
+            200: Data(
+              Type.Object(
+                {
+                  organization: Type.Object(
+                    { id: Type.String({ format: 'uuid' }), name: Type.String() },
+                    { additionalProperties: false },
+                  ),
+                  connection: Type.Object({ name: Type.String() }, { additionalProperties: false }),
+                },
+                { additionalProperties: false },
+              ),
+            ),
+          },
+          ['identity.cross_site_refused', 'identity.sign_in_refused'],
+          { body: true, rateLimited: true },
+        ),
+      },
+    },
+    async (request) => envelope(await service.preview(request.body.code, request.headers.cookie)),
+  );
+
+  app.post(
     '/sso-handoffs',
     {
       onRequest: sameOrigin,

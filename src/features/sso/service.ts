@@ -262,6 +262,24 @@ export class SsoService {
   }
 
   /**
+   * POST /sso-handoffs/previews: the organization and connection an unspent handoff signs into,
+   * spending nothing (the IdP-initiated page names them before the person presses Continue). The
+   * same conditions as the exchange (a flow's cookie when it has one); every failure the same 401.
+   */
+  async preview(
+    code: string,
+    cookieHeader: string | undefined,
+  ): Promise<{ organization: { id: string; name: string }; connection: { name: string } }> {
+    const found = await repo.peekHandoff(this.deps.database.db, sha256Hex(code), this.deps.clock.now());
+    if (!found || (found.bindingHash !== null && !this.#binding(cookieHeader, found.bindingHash)))
+      throw new Problem('identity.sign_in_refused');
+    return {
+      organization: { id: found.organizationId, name: found.organizationName },
+      connection: { name: found.connectionName },
+    };
+  }
+
+  /**
    * POST /sso-handoffs: the code is spent once, unexpired, with the cookie of the browser that
    * started the flow (an IdP-initiated flow has none: its page asked the person to continue, and the
    * route takes only same-origin requests). Every failure is the same 401.
