@@ -7,6 +7,7 @@ import { eventAdminRoutes } from './features/events/operators/routes.js';
 import { webhookEndpointRoutes } from './features/events/webhooks/operators/routes.js';
 import { oidcClientAdminRoutes } from './features/oidc/operators/routes.js';
 import { organizationAdminRoutes } from './features/organizations/operators/routes.js';
+import { scimTokenAdminRoutes } from './features/scim/token-routes.js';
 import { adminRefusal, requireAdminKey } from './platform/http/admin-auth.js';
 import { createServer, installPlatformPolicies } from './platform/http/server.js';
 import type { AccessLog } from './platform/log/logger.js';
@@ -63,6 +64,7 @@ export async function buildAdminApp(
   await admin.register(adminRoutes, { ctx, prefix: ADMIN_PREFIX });
   await admin.register(oidcClientAdminRoutes, { ctx, prefix: ADMIN_PREFIX });
   await admin.register(organizationAdminRoutes, { ctx, prefix: ADMIN_PREFIX });
+  await admin.register(scimTokenAdminRoutes, { ctx, prefix: ADMIN_PREFIX });
   await admin.register(eventAdminRoutes, { ctx, prefix: ADMIN_PREFIX });
   await admin.register(webhookEndpointRoutes, { ctx, prefix: ADMIN_PREFIX });
   // Behind the key like every admin route: it names every route the listener hides from strangers.

@@ -63,6 +63,7 @@ describe('POST /session/active-organization', () => {
       org_id: second.id,
       org_role: 'owner',
       org_permissions: [
+        'directory:manage',
         'domains:manage',
         'members:invite',
         'members:manage',
