@@ -281,7 +281,9 @@ export const scimRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }
 
 /** The path's id, lower-cased (ids are UUIDs; any other text finds nothing). */
 function idOf(request: FastifyRequest): string {
-  return (request.params as { id: string }).id.toLowerCase();
+  const id = (request.params as { id: string }).id.toLowerCase();
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)) throw notFound();
+  return id;
 }
 
 function ifMatchOf(request: FastifyRequest): string | undefined {

@@ -525,10 +525,12 @@ export function patchOperations(body: unknown): { op: string; path?: string; val
 /** scim-patch's refusals as SCIM errors; anything else it throws on a strange document is invalidValue. */
 export function patchError(error: unknown): ScimError {
   if (error instanceof ScimError) return error;
-  const e = error as { scimType?: unknown; scimCode?: unknown; name?: string };
+  const e = error as { scimType?: unknown; scimCode?: unknown; constructor?: { name?: string } };
   const type = (typeof e.scimType === 'string' ? e.scimType : e.scimCode) as ScimType | undefined;
+  const kind = e.constructor?.name ?? '';
   if (type === 'noTarget') return noTarget('The operation matched no value.');
-  if (type === 'invalidPath' || e.name === 'InvalidScimPatchOp')
+  // InvalidScimPatchOp: the path names nothing this resource can hold.
+  if (type === 'invalidPath' || kind === 'InvalidScimPatchOp' || kind === 'FilterArrayTargetNotFound')
     return invalidPath('The operation path is not valid.');
   if (type === 'invalidSyntax') return invalidSyntax('The operation is not valid.');
   return invalidValue('The operation cannot be applied.');
