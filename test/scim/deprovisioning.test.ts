@@ -22,7 +22,8 @@ import { expectScimError, newUser, PATCH_SCHEMA, SCIM, uniqueDomain } from './su
 
 let f: OidcFixture;
 beforeAll(async () => {
-  f = await oidcFixture({}, !!process.env.TEST_DATABASE_URL);
+  // The service's own sweep waits a minute: only the SCIM request's can have sent the logouts.
+  f = await oidcFixture({ OIDC_SWEEP_SECONDS: '60' }, !!process.env.TEST_DATABASE_URL);
 }, 60_000);
 afterAll(async () => {
   await f?.close();
