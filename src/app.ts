@@ -21,7 +21,7 @@ import type { OutboundFetch } from './features/providers/upstream.js';
 import { recoveryCodeRoutes } from './features/recovery-codes/routes.js';
 import { registrationRoutes } from './features/registration/routes.js';
 import { SCIM_PREFIX, scimRoutes } from './features/scim/routes.js';
-import { scimTokenRoutes } from './features/scim/token-routes.js';
+import { scimGroupRoleRoutes, scimTokenRoutes } from './features/scim/token-routes.js';
 import { secondFactorRoutes } from './features/second-factors/routes.js';
 import { installSecurityNotices } from './features/security-notices/service.js';
 import { installSignInNotices } from './features/security-notices/sign-ins.js';
@@ -187,6 +187,7 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
       await api.register(accountDeletionRoutes, { ctx });
       await api.register(organizationRoutes, { ctx });
       await api.register(scimTokenRoutes, { ctx });
+      await api.register(scimGroupRoleRoutes, { ctx });
       await api.register(connectedAppRoutes, { ctx });
       // Passkeys only with a WebAuthn relying party (off in production without WEBAUTHN_*).
       if (ctx.config.webauthn) {

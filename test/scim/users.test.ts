@@ -138,7 +138,7 @@ describe('creating users', () => {
     [{ userName: 'a@b.example.com', emails: 'x' }, 'emails not an array'],
     [{ userName: 'a@b.example.com', name: 'x' }, 'name not an object'],
     [{ userName: 'a\u0000@b.example.com' }, 'a NUL'],
-  ])('refuses %j with 400 invalidValue (%s)', async (body) => {
+  ] as [Record<string, unknown>, string][])('refuses %j with 400 invalidValue (%s)', async (body) => {
     const tn = await tenant(t);
     const res = await scim(t.app, 'POST', '/Users', tn.token, { schemas: [USER_SCHEMA], ...body });
     expectScimError(res, 400, 'invalidValue');

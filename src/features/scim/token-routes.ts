@@ -132,6 +132,73 @@ export const scimTokenRoutes = featureRoutes(async (app, { ctx }: { ctx: AppCont
   );
 });
 
+const GroupRole = Type.Object(
+  {
+    groupKey: Type.String({ description: 'a SCIM group’s displayName or externalId (case-insensitive)' }),
+    role: Type.String(),
+  },
+  { additionalProperties: false },
+);
+const GroupRoleBody = Type.Object(
+  {
+    groupKey: StoredText({ maxLength: 320, visible: true, description: 'a group displayName or externalId' }),
+    role: Type.Union([Type.String({ pattern: '^[a-z][a-z0-9_-]{1,31}$' }), Type.Null()], {
+      description: 'a role of the deployment other than owner; null removes the mapping',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+/** The organization's group → role mapping for SCIM groups (docs/scim.md, "Groups and roles"). */
+export const scimGroupRoleRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }) => {
+  const { session, security } = guards(ctx.auth);
+  const service = new ScimTokenService(ctx);
+  const TAGS = ['organizations'];
+  app.get(
+    '/organizations/:organizationId/scim-group-roles',
+    {
+      preHandler: session,
+      schema: {
+        tags: TAGS,
+        summary: 'The roles SCIM groups give their members (directory:manage)',
+        security: security.session,
+        params: OrganizationParams,
+        response: responses({ 200: Data(Type.Array(GroupRole)) }, PERMISSION_REFUSALS),
+      },
+    },
+    async (request) =>
+      envelope(await service.groupRoles(principalOf(request).identityId, request.params.organizationId)),
+  );
+  app.put(
+    '/organizations/:organizationId/scim-group-roles',
+    {
+      preHandler: session,
+      schema: {
+        tags: TAGS,
+        summary:
+          'Map a SCIM group to a role, or remove the mapping with role null (directory:manage; audited)',
+        security: security.session,
+        params: OrganizationParams,
+        body: GroupRoleBody,
+        response: responses(
+          { 200: Data(Type.Array(GroupRole)) },
+          [...PERMISSION_REFUSALS, 'organization.role_unknown'],
+          { body: true },
+        ),
+      },
+    },
+    async (request) =>
+      envelope(
+        await service.setGroupRole(
+          principalOf(request).identityId,
+          request.params.organizationId,
+          request.body.groupKey.trim(),
+          request.body.role,
+        ),
+      ),
+  );
+});
+
 function adminScope(request: FastifyRequest): { route: string; subject: string } {
   return { route: `GET ${routePatternOf(request)}`, subject: `admin:${request.operator ?? ''}` };
 }

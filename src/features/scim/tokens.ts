@@ -9,7 +9,7 @@ import { type KeysetWindow, keysetPage, type PageQuery } from '../../platform/pa
 import { Problem } from '../../platform/problem.js';
 import { lockAnyOrganization, organizationDetail } from '../organizations/operators/repository.js';
 import * as orgs from '../organizations/repository.js';
-import { OrganizationRoles } from '../organizations/roles.js';
+import { OrganizationRoles, OWNER_ROLE } from '../organizations/roles.js';
 import * as repo from './repository.js';
 
 /** The permission to create and revoke an organization's SCIM tokens (owners only by default). */
@@ -123,6 +123,35 @@ export class ScimTokenService {
         details: { organizationId },
       });
     });
+  }
+
+  /** GET /organizations/{id}/scim-group-roles (directory:manage): group displayName or externalId → role. */
+  async groupRoles(identityId: string, organizationId: string) {
+    const { db } = this.deps.database;
+    this.#permitted((await orgs.memberView(db, organizationId, identityId))?.role);
+    return repo.groupRoles(db, organizationId);
+  }
+
+  /**
+   * PUT /organizations/{id}/scim-group-roles (directory:manage): the role a group's members get
+   * (null removes the mapping). Never `owner`: a directory does not hand out ownership. It applies
+   * to memberships as the directory next changes the group (docs/scim.md, "Groups and roles").
+   */
+  async setGroupRole(identityId: string, organizationId: string, groupKey: string, role: string | null) {
+    if (role !== null && (role === OWNER_ROLE || !this.#roles.known(role)))
+      throw new Problem('organization.role_unknown');
+    await this.deps.database.db.transaction().execute(async (trx) => {
+      await this.#mayManage(trx, organizationId, identityId);
+      await repo.setGroupRole(trx, organizationId, groupKey, role);
+      await this.deps.audit.append(trx, {
+        name: 'organization.scim.group_role.set',
+        actor: identityId,
+        target: organizationId,
+        outcome: 'success',
+        details: { groupKey, role },
+      });
+    });
+    return repo.groupRoles(this.deps.database.db, organizationId);
   }
 
   /** The caller of a SCIM request, by its bearer token; undefined for anything else. */
