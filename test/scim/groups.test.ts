@@ -280,7 +280,7 @@ describe("Okta's provisioning sequence, request by request", () => {
     expect(again.json().Resources.map((r: { id: string }) => r.id)).toEqual([id]);
     // 4. Profile update (PUT of the whole user).
     const put = await scim(t.app, 'PUT', `/Users/${id}`, tn.token, {
-      ...create.json(),
+      ...(create.json() as Record<string, unknown>),
       name: { givenName: 'Dade', familyName: 'Murphy-Burn' },
     });
     expect(put.json().name.familyName).toBe('Murphy-Burn');
