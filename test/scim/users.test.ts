@@ -3,6 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { auditCount } from '../helpers/audit.js';
 import { createPerson } from '../helpers/identities.js';
+import { waitForCode } from '../helpers/outbox.js';
+import { confirm, PASSWORD, signUp } from '../registration/helpers.js';
 import {
   createUser,
   ENTERPRISE,
@@ -83,11 +85,20 @@ describe('creating users', () => {
     expect(identity).toEqual({ given_name: 'Ada', family_name: 'Lovelace', display_name: 'Ada Lovelace' });
   });
 
-  it('leaves the address unverified outside a verified domain', async () => {
+  it('leaves the address unverified outside a verified domain; the person confirms it by signing up', async () => {
     const tn = await tenant(t, { verified: false });
     const u = await createUser(t, tn);
     const ids = await identifiersOf(u.id);
     expect(ids[0].verified_at).toBeNull();
+    // The documented way in (docs/scim.md, "Users"): a sign-up with the address and a password.
+    const form = { identifierType: 'email', identifier: u.userName, password: PASSWORD };
+    expect((await signUp(t.app, form)).statusCode).toBe(201);
+    const code = await waitForCode(t.config.dataDir, u.userName, 1);
+    const confirmed = await confirm(t.app, { ...form, code });
+    expect(confirmed.statusCode, confirmed.body).toBe(204);
+    const after = await identifiersOf(u.id);
+    expect(after).toHaveLength(1);
+    expect(after[0].verified_at).not.toBeNull();
   });
 
   it('an identity already holding the verified address becomes the member, not a duplicate', async () => {
