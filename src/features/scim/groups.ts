@@ -5,7 +5,7 @@ import type { Executor } from '../../platform/db/database.js';
 import { membershipChanged } from '../organizations/events.js';
 import * as orgs from '../organizations/repository.js';
 import { invalidPath, noTarget, notFound, preconditionFailed, uniqueness } from './errors.js';
-import { groupFilter } from './filter.js';
+import { groupFilter } from './filter-repository.js';
 import * as repo from './repository.js';
 import {
   checkImmutableId,

@@ -259,7 +259,7 @@ export async function userByName(trx: Executor, organizationId: string, userName
 }
 
 /**
- * One window of the organization's users matching `where` (a filter built by filter.ts over the
+ * One window of the organization's users matching `where` (a filter built by filter-repository.ts over the
  * alias `u`), oldest first, and how many match in all (SCIM's totalResults).
  */
 export async function usersWindow(
@@ -472,14 +472,6 @@ export async function removeGroupMembers(
     q = q.where('identity_id', 'in', ids);
   }
   await q.execute();
-}
-
-export async function bumpGroup(trx: Executor, groupId: string, now: Date): Promise<void> {
-  await trx
-    .updateTable('scim_groups')
-    .set((eb) => ({ version: eb('version', '+', eb.lit(1)), updated_at: now }))
-    .where('id', '=', groupId)
-    .execute();
 }
 
 /** The organization's group → role mappings (group displayName or externalId → role). */

@@ -33,7 +33,7 @@ import {
   type ScimType,
   uniqueness,
 } from './errors.js';
-import { userFilter } from './filter.js';
+import { userFilter } from './filter-repository.js';
 import * as repo from './repository.js';
 import {
   checkImmutableId,
