@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_KEY } from '../helpers/admin.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { auditCount } from '../helpers/audit.js';
 import { createPerson } from '../helpers/identities.js';
@@ -456,6 +457,41 @@ describe('PATCH and PUT', () => {
       userName: a.userName,
     });
     expectScimError(otherId, 400, 'mutability');
+  });
+});
+
+describe('erasure', () => {
+  it("an operator's erasure forgets the SCIM user in every organization, its groups included", async () => {
+    const a = await tenant(t);
+    const b = await tenant(t);
+    const u = await createUser(t, a);
+    const inB = await scim(
+      t.app,
+      'POST',
+      '/Users',
+      b.token,
+      newUser(b.domain, { userName: u.userName, emails: [{ value: u.userName }] }),
+    );
+    expect(inB.json().id).toBe(u.id);
+    const g = await scim(t.app, 'POST', '/Groups', a.token, {
+      displayName: 'Team',
+      members: [{ value: u.id }],
+    });
+    const erased = await t.admin!.inject({
+      method: 'POST',
+      url: `/admin/v1/identities/${u.id}/erasures`,
+      headers: { authorization: `Bearer ${ADMIN_KEY}` },
+    });
+    expect(erased.statusCode, erased.body).toBe(204);
+    expectScimError(await scim(t.app, 'GET', `/Users/${u.id}`, a.token), 404);
+    expectScimError(await scim(t.app, 'GET', `/Users/${u.id}`, b.token), 404);
+    expect((await scim(t.app, 'GET', `/Groups/${g.json().id}`, a.token)).json().members).toEqual([]);
+    const left = await t.ctx.database.db
+      .selectFrom('scim_users')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('identity_id', '=', u.id)
+      .executeTakeFirstOrThrow();
+    expect(Number(left.n)).toBe(0);
   });
 });
 

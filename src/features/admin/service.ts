@@ -91,8 +91,13 @@ function filterOf(q: SearchQuery): IdentityFilter {
   return { kind: 'exact', type: ident.type, value: ident.value };
 }
 
+/** A deletion an erasure makes in a feature above this one (the wiring lists them: context.ts). */
+export type ErasureStep = (trx: Executor, identityId: string) => Promise<void>;
+
 /** What the operator acts use. */
 export interface AdminServiceDeps {
+  /** The other features' parts of an erasure, run in its transaction (SCIM users: docs/scim.md). */
+  erasing?: readonly ErasureStep[];
   database: Database;
   clock: Clock;
   audit: AuditLog;
@@ -315,6 +320,7 @@ export class AdminService {
         await deleteIdentityFactors(trx, identityId);
         await deleteIdentityCodes(trx, identityId);
         await deleteIdentityLinks(trx, identityId);
+        for (const step of this.deps.erasing ?? []) await step(trx, identityId);
         // Remembered consents name the identity's apps; its grants end with its sessions (the sweep).
         await eraseConsents(trx, identityId);
         // Challenges name the identifiers (foreign key): they go first.

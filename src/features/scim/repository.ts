@@ -247,6 +247,15 @@ export async function deleteUser(
   );
 }
 
+/**
+ * Erasure (admin/service.ts, through the wiring's `erasing`): every SCIM user the identity was
+ * provisioned as, in every organization; their group memberships cascade. A directory's next read
+ * of them answers 404, and nothing the directory sent about the person is kept.
+ */
+export async function forgetScimUsers(trx: Executor, identityId: string): Promise<void> {
+  await trx.deleteFrom('scim_users').where('identity_id', '=', identityId).execute();
+}
+
 /** The user with this userName (case-insensitively) in the organization. */
 export async function userByName(trx: Executor, organizationId: string, userName: string) {
   const row = await trx

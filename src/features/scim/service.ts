@@ -270,8 +270,9 @@ export class ScimUserService {
     await db.transaction().execute(async (trx) => {
       if (!(await orgs.lockOrganization(trx, organizationId))) throw notFound('User');
       const current = await repo.userById(trx, organizationId, id);
-      if (!current) throw notFound('User');
-      if (typeof expected === 'number' && expected !== current.version) throw preconditionFailed();
+      // The erasure above already forgot the user (with its membership): only the record is left.
+      if (!current && !erase) throw notFound('User');
+      if (current && typeof expected === 'number' && expected !== current.version) throw preconditionFailed();
       await this.#leave(trx, organizationId, id, actor);
       await repo.deleteUser(trx, organizationId, id);
       await this.deps.audit.append(trx, {
