@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { auditCount } from '../helpers/audit.js';
-import { call, ORGS } from '../organizations/support.js';
+import { call, member, ORGS } from '../organizations/support.js';
+import { CONTEXT } from '../sessions/support.js';
 import {
   createUser,
   expectScimError,
@@ -22,6 +23,12 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
 });
+
+async function ok(res: Promise<{ statusCode: number; body: string }>) {
+  const r = await res;
+  expect(r.statusCode, r.body).toBeLessThan(300);
+  return r;
+}
 
 const patch = (...Operations: unknown[]) => ({ schemas: [PATCH_SCHEMA], Operations });
 const memberIds = (g: { members: { value: string }[] }) => g.members.map((m) => m.value).sort();
@@ -239,6 +246,34 @@ describe('groups', () => {
       patch({ op: 'add', path: 'members', value: [{ value: owner.json().id }] }),
     );
     expect(await role(tn.orgId, tn.owner.person.identityId)).toBe('owner');
+  });
+});
+
+describe('plain groups', () => {
+  it('are listed by name in the session context; a group mapped to a role is not', async () => {
+    const tn = await tenant(t);
+    const person = await member(t);
+    const u = await scim(t.app, 'POST', '/Users', tn.token, {
+      userName: person.person.email,
+      emails: [{ value: person.person.email }],
+    });
+    expect(u.statusCode, u.body).toBe(201);
+    await ok(
+      call(t.app, 'PUT', `${ORGS}/${tn.orgId}/scim-group-roles`, tn.owner.token, {
+        groupKey: 'Admins',
+        role: 'admin',
+      }),
+    );
+    for (const displayName of ['Zeta', 'alpha', 'Admins'])
+      await ok(
+        scim(t.app, 'POST', '/Groups', tn.token, {
+          displayName,
+          members: [{ value: person.person.identityId }],
+        }),
+      );
+    const ctx = await call(t.app, 'GET', CONTEXT, person.token);
+    const here = ctx.json().data.organizations.find((o: { id: string }) => o.id === tn.orgId);
+    expect(here).toMatchObject({ role: 'admin', groups: ['alpha', 'Zeta'] });
   });
 });
 

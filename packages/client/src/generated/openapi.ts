@@ -5692,6 +5692,8 @@ export type paths = {
                                 organizations: {
                                     /** @description the calling session's active organization */
                                     active: boolean;
+                                    /** @description the SCIM groups the identity belongs to there that map to no role, by name (docs/scim.md) */
+                                    groups: string[];
                                     /** Format: uuid */
                                     id: string;
                                     name: string;
