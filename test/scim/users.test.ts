@@ -241,6 +241,8 @@ describe('filters and paging', () => {
     'userName zz "x"',
     'emails[value eq "x"][type eq "y"]',
     'password eq "x"',
+    'userName eq "a\u0000b"',
+    'meta.lastModified gt "0000-01-01T00:00:00Z"',
   ])('refuses %j with 400 invalidFilter', async (f) => {
     const res = await scim(t.app, 'GET', `/Users?filter=${encodeURIComponent(f)}`, tn.token);
     expectScimError(res, 400, 'invalidFilter');
@@ -256,6 +258,13 @@ describe('filters and paging', () => {
     expect(none.json()).toMatchObject({ totalResults: 3, itemsPerPage: 0, Resources: [] });
     const low = await scim(t.app, 'GET', '/Users?startIndex=-5&count=1', tn.token);
     expect(low.json()).toMatchObject({ startIndex: 1, itemsPerPage: 1 });
+    const far = await scim(t.app, 'GET', '/Users?startIndex=2147483647', tn.token);
+    expect(far.json()).toMatchObject({ totalResults: 3, itemsPerPage: 0 });
+    expectScimError(
+      await scim(t.app, 'GET', '/Users?startIndex=99999999999999999999', tn.token),
+      400,
+      'invalidValue',
+    );
   });
 
   it('answers only the attributes asked for, or all but the excluded ones', async () => {

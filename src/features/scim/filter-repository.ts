@@ -130,13 +130,17 @@ function compare(col: Column, op: string, value: unknown, path: string): RawBuil
   }
   if (col.kind === 'instant') {
     const at = typeof value === 'string' ? new Date(value) : new Date(Number.NaN);
-    if (Number.isNaN(at.getTime()) || !/^\d{4}-\d{2}-\d{2}T/.test(String(value)))
+    // Years PostgreSQL's timestamptz and JavaScript agree on (no year 0, no five-digit years).
+    const year = at.getUTCFullYear();
+    if (Number.isNaN(at.getTime()) || !/^\d{4}-\d{2}-\d{2}T/.test(String(value)) || year < 1 || year > 9999)
       throw invalidFilter(`${path} compares with a date-time string.`);
     const ops: Record<string, string> = { eq: '=', ne: '<>', gt: '>', ge: '>=', lt: '<', le: '<=' };
     if (!ops[op]) throw invalidFilter(`${path} does not take ${op}.`);
     return sql<SqlBool>`(${col.ref} ${sql.raw(ops[op])} ${at}::timestamptz)`;
   }
   if (typeof value !== 'string') throw invalidFilter(`${path} compares with a string.`);
+  // PostgreSQL's text holds no U+0000: such a value matches nothing any user could hold.
+  if (value.includes('\u0000')) throw invalidFilter(`${path} compares with a value holding U+0000.`);
   // Case-insensitive attributes (RFC 7643 §2.2 caseExact false) compare lower-cased.
   const left = col.kind === 'text' ? sql`lower(${col.ref})` : col.ref;
   const right = col.kind === 'text' ? value.toLowerCase() : value;

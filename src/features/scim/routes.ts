@@ -34,8 +34,16 @@ const ListQuery = Type.Object(
     filter: Type.Optional(
       Type.String({ maxLength: 4096, description: 'RFC 7644 §3.4.2.2 (docs/scim.md, "Filters")' }),
     ),
-    startIndex: Type.Optional(Type.Integer({ description: '1-based; below 1 reads as 1' })),
-    count: Type.Optional(Type.Integer({ description: 'at most 200; below 0 reads as 0' })),
+    startIndex: Type.Optional(
+      Type.Integer({ minimum: -2147483648, maximum: 2147483647, description: '1-based; below 1 reads as 1' }),
+    ),
+    count: Type.Optional(
+      Type.Integer({
+        minimum: -2147483648,
+        maximum: 2147483647,
+        description: 'at most 200; below 0 reads as 0',
+      }),
+    ),
     ...Projection,
   },
   { additionalProperties: false },
