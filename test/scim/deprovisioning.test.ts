@@ -5,6 +5,7 @@ import { ADMIN_KEY } from '../helpers/admin.js';
 import { type Person, signIn } from '../helpers/identities.js';
 import {
   browse,
+  CookieJar,
   FIRST_PARTY,
   hostedSignIn,
   type OidcFixture,
@@ -173,5 +174,51 @@ describe('deprovisioning', () => {
     });
     expect(ctx.statusCode).toBe(200);
     expect(ctx.json().data.organizations).toEqual([]);
+  });
+
+  it("lists the person's plain groups in the organization claims (org_groups)", async () => {
+    const tn = await tenant();
+    const created = await scimHttp(tn.token, 'POST', '/Users', newUser(tn.domain));
+    const id = created.body.id as string;
+    const password = `correct horse ${id.slice(0, 6)}`;
+    await f.t.ctx.database.db
+      .updateTable('identities')
+      .set({ password_hash: await f.t.ctx.passwords.hash(password), password_changed_at: f.t.clock.now() })
+      .where('id', '=', id)
+      .execute();
+    expect(
+      (await scimHttp(tn.token, 'POST', '/Groups', { displayName: 'Night shift', members: [{ value: id }] }))
+        .status,
+    ).toBe(201);
+    // The API session, handed to the browser cookie, acts in the organization.
+    const api = await signIn(f.t.app, { email: created.body.userName, password });
+    const switched = await f.t.app.inject({
+      method: 'POST',
+      url: '/api/v1/session/active-organization',
+      headers: { authorization: `Bearer ${api.accessToken}` },
+      payload: { organizationId: tn.orgId },
+    });
+    expect(switched.statusCode, switched.body).toBe(200);
+    const jar = new CookieJar();
+    const handed = await fetch(`${f.origin}/api/v1/browser-session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: f.origin },
+      body: JSON.stringify({ refreshToken: api.refreshToken }),
+    });
+    expect(handed.status).toBe(201);
+    jar.take(handed);
+    const config = await rpConfig(f, FIRST_PARTY);
+    const auth = await startAuthorization(f, config, { scope: 'openid organization' });
+    const landed = await browse(f, auth.url.href, jar);
+    const tokens = await client.authorizationCodeGrant(config, landed.callback as URL, {
+      pkceCodeVerifier: auth.verifier,
+      expectedState: auth.state,
+      expectedNonce: auth.nonce,
+    });
+    expect(tokens.claims()).toMatchObject({
+      org_id: tn.orgId,
+      org_role: 'member',
+      org_groups: ['Night shift'],
+    });
   });
 });
