@@ -21,6 +21,8 @@ import { providerRoutes } from './features/providers/routes.js';
 import type { OutboundFetch } from './features/providers/upstream.js';
 import { recoveryCodeRoutes } from './features/recovery-codes/routes.js';
 import { registrationRoutes } from './features/registration/routes.js';
+import { SCIM_PREFIX, scimRoutes } from './features/scim/routes.js';
+import { scimGroupRoleRoutes, scimTokenRoutes } from './features/scim/token-routes.js';
 import { secondFactorRoutes } from './features/second-factors/routes.js';
 import { installSecurityNotices } from './features/security-notices/service.js';
 import { installSignInNotices } from './features/security-notices/sign-ins.js';
@@ -147,6 +149,11 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
         securitySchemes: {
           bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
           elevation: { type: 'apiKey', in: 'header', name: 'x-elevation-token' },
+          scimToken: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'A SCIM token of one organization (docs/scim.md)',
+          },
         },
       },
     },
@@ -181,6 +188,8 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
       await api.register(accountRoutes, { ctx });
       await api.register(accountDeletionRoutes, { ctx });
       await api.register(organizationRoutes, { ctx });
+      await api.register(scimTokenRoutes, { ctx });
+      await api.register(scimGroupRoleRoutes, { ctx });
       await api.register(connectedAppRoutes, { ctx });
       await api.register(ssoRoutes, { ctx });
       // Passkeys only with a WebAuthn relying party (off in production without WEBAUTHN_*).
@@ -192,6 +201,8 @@ export async function buildApp(opts: BuildOptions): Promise<BuiltApp> {
     },
     { prefix: API_PREFIX },
   );
+  // SCIM 2.0 provisioning (docs/scim.md): its own errors and media type, outside /api/v1.
+  await app.register(scimRoutes, { ctx, prefix: SCIM_PREFIX });
   // The hosted account UI (ACCOUNT_UI): a page outside the API, hidden from its OpenAPI document.
   await app.register(accountUiRoutes, { ctx, api: API_PREFIX });
 

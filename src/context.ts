@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from './config.js';
+import type { ErasureStep } from './features/admin/service.js';
 import { ChallengeFlow } from './features/challenges/service.js';
 import { HookService, type Hooks } from './features/events/hooks/service.js';
 import { EventLog } from './features/events/log.js';
@@ -8,6 +9,7 @@ import { AccountLock } from './features/identities/lock.js';
 import { OidcService } from './features/oidc/service.js';
 import { type OutboundFetch, UpstreamProviders } from './features/providers/upstream.js';
 import { ProviderVerifier } from './features/providers/verifier.js';
+import { forgetScimUsers } from './features/scim/repository.js';
 import { SecurityNotices } from './features/security-notices/service.js';
 import { SignInNotices } from './features/security-notices/sign-ins.js';
 import { AccessTokens } from './features/sessions/access-tokens.js';
@@ -82,6 +84,11 @@ export interface AppContext {
   webhooks: WebhookWorker;
   /** The deployment's synchronous hooks (docs/events.md, "Synchronous hooks"). */
   hooks: Hooks;
+  /**
+   * What an erasure also deletes, of features above the operators' acts (admin/service.ts): the
+   * SCIM users the identity was provisioned as (docs/scim.md). Run in the erasure's transaction.
+   */
+  erasing: readonly ErasureStep[];
 }
 
 export async function createContext(
@@ -225,6 +232,7 @@ export async function createContext(
     events,
     webhooks,
     hooks,
+    erasing: [forgetScimUsers],
   } satisfies AppContext;
 }
 

@@ -61,7 +61,7 @@ export const rateLimits = section({
     }),
     RATE_LIMIT_OIDC_CLIENTS: rate('600/60', {
       description:
-        "per client address on the OpenID Provider's client-authenticated endpoints (token, introspection, revocation, pushed authorization requests), each counted on its own; a relying party's server refreshes and introspects from one address. Wrong client secrets are also held by the client's guess budget (`RATE_LIMIT_GUESSES`)",
+        "per client address on the OpenID Provider's client-authenticated endpoints (token, introspection, revocation, pushed authorization requests), each counted on its own; a relying party's server refreshes and introspects from one address. Wrong client secrets are also held by the client's guess budget (`RATE_LIMIT_GUESSES`). The SCIM routes (`/scim/v2`, a directory's server authenticated by its SCIM token) share one count of their own under the same limit; see [SCIM](scim.md)",
     }),
     // One sign-in into an app is one authorization request (two when the app tries prompt=none
     // first); 60 a minute leaves room for a household or an office behind one address while a

@@ -392,6 +392,12 @@ export const CATALOGUE = {
     detail: 'The organization claims no domain with this id.',
     retryable: false,
   },
+  'organization.scim_token_not_found': {
+    status: 404,
+    title: 'SCIM token not found',
+    detail: 'The organization has no live SCIM token with this id.',
+    retryable: false,
+  },
   'organization.domain_unverified': {
     status: 422,
     title: 'Domain not verified',

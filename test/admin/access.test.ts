@@ -239,6 +239,8 @@ describe('the admin listener', () => {
       '/admin/v1/organizations/{id}/domains/{domainId}/verifications',
       '/admin/v1/organizations/{id}/members',
       '/admin/v1/organizations/{id}/members/{identityId}',
+      '/admin/v1/organizations/{id}/scim-tokens',
+      '/admin/v1/organizations/{id}/scim-tokens/{tokenId}',
       '/admin/v1/webhook-endpoints',
       '/admin/v1/webhook-endpoints/{id}',
       '/admin/v1/webhook-endpoints/{id}/deliveries',

@@ -196,7 +196,7 @@ describe('organization methods', () => {
     expect(me.events.at(-1)).toMatchObject({ status: 'signed-in', reason: 'organization' });
     expect((await me.client.listOrganizations()).items[0].active).toBe(true);
     expect((await me.client.context()).organizations).toEqual([
-      { id: org.id, name: 'Switch Co', slug: org.slug, role: 'owner', active: true },
+      { id: org.id, name: 'Switch Co', slug: org.slug, role: 'owner', groups: [], active: true },
     ]);
 
     // The kept refresh token renews, and the renewal carries the active organization.

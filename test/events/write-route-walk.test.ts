@@ -232,6 +232,54 @@ function samlResponse(sso: Awaited<ReturnType<typeof ssoOrganization>>, requestI
   });
 }
 
+/** An organization with a verified domain and a SCIM token (docs/scim.md). */
+async function scimTenant() {
+  const org = await organization();
+  const d = await claimDomain(org);
+  await ok(adm('POST', `/organizations/${org.id}/domains/${d.id}/verifications`));
+  const domainName = d.txtRecord.name.replace('_identity-service-verification.', '');
+  const made = await ok(
+    api('POST', `/organizations/${org.id}/scim-tokens`, {
+      token: org.owner.token,
+      payload: { name: 'Walk' },
+    }),
+  );
+  return { org, domain: domainName, token: made.json().data.token as string };
+}
+
+function scimCall(token: string, method: Method, url: string, payload?: unknown) {
+  return t.app.inject({
+    method,
+    url: `/scim/v2${url}`,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(payload ? { 'content-type': 'application/scim+json' } : {}),
+    },
+    ...(payload === undefined ? {} : { payload: JSON.stringify(payload) }),
+  });
+}
+
+const scimUser = (domainName: string) => {
+  const name = `s${randomBytes(4).toString('hex')}@${domainName}`;
+  return {
+    userName: name,
+    name: { givenName: 'Walk', familyName: 'Er' },
+    emails: [{ value: name, primary: true }],
+  };
+};
+
+async function provisioned(tn: Awaited<ReturnType<typeof scimTenant>>) {
+  return (await ok(scimCall(tn.token, 'POST', '/Users', scimUser(tn.domain)))).json() as {
+    id: string;
+    userName: string;
+  };
+}
+
+const SCIM_GROUPS =
+  'a SCIM group (audited): no catalogue type; a group mapped to a role changes memberships, which emit organization.membership.updated';
+const SCIM_TOKENS =
+  "an organization's SCIM token (audited): a credential, not a change an application mirrors";
+
 /** The token of the newest invitation message to `to`. */
 function invitationToken(to: string): string {
   const mine = messagesTo(t.config.dataDir, to);
@@ -945,6 +993,18 @@ const ROWS: Record<string, Row> = {
       );
     },
   },
+  'POST /api/v1/organizations/{organizationId}/scim-tokens': {
+    exempt: SCIM_TOKENS,
+    async run(act) {
+      const org = await organization();
+      await act(() =>
+        api('POST', `/organizations/${org.id}/scim-tokens`, {
+          token: org.owner.token,
+          payload: { name: 'x' },
+        }),
+      );
+    },
+  },
   'PATCH /api/v1/organizations/{organizationId}/connections/{connectionId}': {
     emits: ['organization.connection.updated'],
     async run(act) {
@@ -959,6 +1019,23 @@ const ROWS: Record<string, Row> = {
         api('PATCH', `/organizations/${org.id}/connections/${c.json().data.id}`, {
           token: org.owner.token,
           payload: { enabled: true },
+        }),
+      );
+    },
+  },
+  'DELETE /api/v1/organizations/{organizationId}/scim-tokens/{tokenId}': {
+    exempt: SCIM_TOKENS,
+    async run(act) {
+      const org = await organization();
+      const made = await ok(
+        api('POST', `/organizations/${org.id}/scim-tokens`, {
+          token: org.owner.token,
+          payload: { name: 'x' },
+        }),
+      );
+      await act(() =>
+        api('DELETE', `/organizations/${org.id}/scim-tokens/${made.json().data.id}`, {
+          token: org.owner.token,
         }),
       );
     },
@@ -999,6 +1076,19 @@ const ROWS: Record<string, Row> = {
       );
     },
   },
+  'PUT /api/v1/organizations/{organizationId}/scim-group-roles': {
+    exempt:
+      'the group → role mapping (audited): it changes memberships only as the directory next changes a group',
+    async run(act) {
+      const org = await organization();
+      await act(() =>
+        api('PUT', `/organizations/${org.id}/scim-group-roles`, {
+          token: org.owner.token,
+          payload: { groupKey: 'Admins', role: 'admin' },
+        }),
+      );
+    },
+  },
   'POST /api/v1/sso/saml/{connectionId}/acs': {
     // A first sign-in of a person of the domain: the identity is made (JIT) and joins.
     emits: ['identity.created', 'organization.membership.created'],
@@ -1024,6 +1114,96 @@ const ROWS: Record<string, Row> = {
       const res = await postAcs(t, sso.connectionId, samlResponse(sso, flow.requestId), flow.cookie);
       const code = handoffOf(res) as string;
       await act(() => api('POST', '/sso-handoffs', { payload: { code }, headers: { cookie: flow.cookie } }));
+    },
+  },
+  'POST /scim/v2/Users': {
+    emits: ['identity.created', 'organization.membership.created'],
+    async run(act) {
+      const tn = await scimTenant();
+      await act(() => scimCall(tn.token, 'POST', '/Users', scimUser(tn.domain)));
+    },
+  },
+  'PUT /scim/v2/Users/{id}': {
+    emits: ['identity.updated'],
+    async run(act) {
+      const tn = await scimTenant();
+      const u = await provisioned(tn);
+      await act(() =>
+        scimCall(tn.token, 'PUT', `/Users/${u.id}`, { userName: u.userName, name: { givenName: 'New' } }),
+      );
+    },
+  },
+  'PATCH /scim/v2/Users/{id}': {
+    emits: ['organization.membership.deleted', 'identity.disabled'],
+    async run(act) {
+      const tn = await scimTenant();
+      const u = await provisioned(tn);
+      await act(() =>
+        scimCall(tn.token, 'PATCH', `/Users/${u.id}`, {
+          schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+          Operations: [{ op: 'replace', path: 'active', value: false }],
+        }),
+      );
+    },
+  },
+  'DELETE /scim/v2/Users/{id}': {
+    emits: ['identity.erased'],
+    async run(act) {
+      const tn = await scimTenant();
+      const u = await provisioned(tn);
+      await act(() => scimCall(tn.token, 'DELETE', `/Users/${u.id}`));
+    },
+  },
+  'POST /scim/v2/Groups': {
+    exempt: SCIM_GROUPS,
+    async run(act) {
+      const tn = await scimTenant();
+      await act(() => scimCall(tn.token, 'POST', '/Groups', { displayName: 'Walkers' }));
+    },
+  },
+  'PUT /scim/v2/Groups/{id}': {
+    exempt: SCIM_GROUPS,
+    async run(act) {
+      const tn = await scimTenant();
+      const g = (await ok(scimCall(tn.token, 'POST', '/Groups', { displayName: 'Walkers' }))).json();
+      await act(() => scimCall(tn.token, 'PUT', `/Groups/${g.id}`, { displayName: 'Runners' }));
+    },
+  },
+  'PATCH /scim/v2/Groups/{id}': {
+    exempt: SCIM_GROUPS,
+    async run(act) {
+      const tn = await scimTenant();
+      const u = await provisioned(tn);
+      const g = (await ok(scimCall(tn.token, 'POST', '/Groups', { displayName: 'Walkers' }))).json();
+      await act(() =>
+        scimCall(tn.token, 'PATCH', `/Groups/${g.id}`, {
+          schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+          Operations: [{ op: 'add', path: 'members', value: [{ value: u.id }] }],
+        }),
+      );
+    },
+  },
+  'DELETE /scim/v2/Groups/{id}': {
+    exempt: SCIM_GROUPS,
+    async run(act) {
+      const tn = await scimTenant();
+      const g = (await ok(scimCall(tn.token, 'POST', '/Groups', { displayName: 'Walkers' }))).json();
+      await act(() => scimCall(tn.token, 'DELETE', `/Groups/${g.id}`));
+    },
+  },
+  'POST /admin/v1/organizations/{id}/scim-tokens': {
+    exempt: SCIM_TOKENS,
+    async run(act) {
+      const org = await organization();
+      await act(() => adm('POST', `/organizations/${org.id}/scim-tokens`, { name: 'x' }));
+    },
+  },
+  'DELETE /admin/v1/organizations/{id}/scim-tokens/{tokenId}': {
+    exempt: SCIM_TOKENS,
+    async run(act) {
+      const org = await organization();
+      const made = await ok(adm('POST', `/organizations/${org.id}/scim-tokens`, { name: 'x' }));
+      await act(() => adm('DELETE', `/organizations/${org.id}/scim-tokens/${made.json().data.id}`));
     },
   },
   'POST /api/v1/organization-invitations/lookups': {

@@ -138,7 +138,8 @@ export function routesOf(doc: {
         bodyRequired: Array.isArray(resolved?.required) ? (resolved.required as string[]) : [],
         queryNames: params.filter((p) => p.in === 'query').map((p) => p.name),
         pathParams: params.filter((p) => p.in === 'path').map((p) => p.name),
-        bearer: security.some((s) => 'bearer' in s),
+        // A SCIM route's bearer is its organization's SCIM token (FuzzApp.scimToken).
+        bearer: security.some((s) => 'bearer' in s || 'scimToken' in s),
         elevation: security.some((s) => 'elevation' in s),
       });
     }
@@ -276,6 +277,8 @@ export class FuzzApp {
   private rsaKey!: CryptoKey;
   private foreignKey!: CryptoKey;
   private foreignJwk!: JWK;
+  /** A SCIM token of an organization of its own: 'real' credentials on /scim/v2 (docs/scim.md). */
+  private scimToken = '';
   /** Every secret sent in a body or credential header; none may reach the logs. */
   readonly sentSecrets = new Set<string>();
   routes: Route[] = [];
@@ -337,6 +340,22 @@ export class FuzzApp {
     const foreign = await generateKeyPair('EdDSA', { crv: 'Ed25519', extractable: true });
     this.foreignKey = foreign.privateKey;
     this.foreignJwk = await exportJWK(foreign.publicKey);
+    const owner = await createPerson(this.t.ctx);
+    const ownerToken = (await signIn(this.t.app, owner)).accessToken;
+    const org = await this.t.app.inject({
+      method: 'POST',
+      url: '/api/v1/organizations',
+      headers: { authorization: `Bearer ${ownerToken}` },
+      payload: { name: 'Fuzz', slug: `fuzz-${Date.now().toString(36)}` },
+    });
+    const token = await this.t.app.inject({
+      method: 'POST',
+      url: `/api/v1/organizations/${org.json().data.id}/scim-tokens`,
+      headers: { authorization: `Bearer ${ownerToken}` },
+      payload: { name: 'Fuzz' },
+    });
+    if (token.statusCode !== 201) throw new Error(`scim token: ${token.statusCode} ${token.body}`);
+    this.scimToken = token.json().data.token;
   }
 
   close(): Promise<void> {
@@ -500,17 +519,22 @@ export class FuzzApp {
     return token;
   }
 
-  private async authorization(a: Actor | undefined, auth: AuthSpec): Promise<string | undefined> {
+  private async authorization(
+    a: Actor | undefined,
+    auth: AuthSpec,
+    scim: boolean,
+  ): Promise<string | undefined> {
     if (auth === 'none') return undefined;
     if (typeof auth === 'object') return `${auth.scheme} ${auth.value}`.trim();
     if (!a) throw new Error('actor required');
+    const real = scim ? this.scimToken : a.accessToken;
     switch (auth) {
       case 'real':
-        return `Bearer ${a.accessToken}`;
+        return `Bearer ${real}`;
       case 'real-lowercase-scheme':
-        return `bearer ${a.accessToken}`;
+        return `bearer ${real}`;
       case 'real-trailing-space':
-        return `Bearer ${a.accessToken} `;
+        return `Bearer ${real} `;
       case 'real-twice':
         return `Bearer ${a.accessToken}, Bearer ${a.otherAccessToken}`;
       case 'elevation-as-bearer':
@@ -565,7 +589,7 @@ export class FuzzApp {
         : text;
     const headers: Record<string, string | string[]> = { 'x-request-id': SUPPLIED_REQUEST_ID };
     for (const [name, value] of spec.headers) headers[name] = value;
-    const authorization = await this.authorization(a, spec.auth);
+    const authorization = await this.authorization(a, spec.auth, spec.path.startsWith(SCIM_PATH));
     if (authorization !== undefined) headers.authorization = authorization;
     const elevation = this.elevationHeader(a, spec.elevation);
     if (elevation !== undefined) headers['x-elevation-token'] = elevation;
@@ -583,7 +607,14 @@ export class FuzzApp {
     if (authorization && authorization.length >= 24) secrets.add(authorization.replace(/^\S+\s+/, '').trim());
     for (const e of [elevation ?? []].flat()) if (e.length >= 24) secrets.add(e.trim());
     if (a) {
-      for (const s of [a.accessToken, a.refreshToken, a.elevation, a.foreignElevation, a.person.password]) {
+      for (const s of [
+        a.accessToken,
+        a.refreshToken,
+        a.elevation,
+        a.foreignElevation,
+        a.person.password,
+        this.scimToken,
+      ]) {
         secrets.add(s);
       }
       secrets.add(a.person.email);
@@ -652,7 +683,14 @@ export class FuzzApp {
       if (!location.startsWith(`${this.t.config.publicOrigin}/`))
         out.push(`303 to ${JSON.stringify(location)}`);
     }
-    if (!success) {
+    // The SCIM routes refuse in SCIM's error schema (docs/scim.md, "Errors"); a path under /scim/v2
+    // the router refuses before matching (a malformed URL) may still be Problem Details.
+    const scimAnswer = /^application\/scim\+json(;|$)/.test(contentType);
+    const scimRoute = matched?.split(' ')[1]?.startsWith(SCIM_PATH) ?? false;
+    if (!success && (scimRoute || (spec.path.startsWith(SCIM_PATH) && scimAnswer))) {
+      if (!scimAnswer) out.push(`content-type ${JSON.stringify(contentType)} on a SCIM ${status}`);
+      if (!isHead) out.push(...scimErrorBreaches(res.body, status));
+    } else if (!success) {
       if (!/^application\/problem\+json(;|$)/.test(contentType)) {
         out.push(`content-type ${JSON.stringify(contentType)} on a ${status}`);
       }
@@ -756,6 +794,40 @@ function safeCode(body: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+const SCIM_PATH = '/scim/v2';
+const SCIM_TYPES = new Set([
+  'invalidFilter',
+  'tooMany',
+  'uniqueness',
+  'mutability',
+  'invalidSyntax',
+  'invalidPath',
+  'noTarget',
+  'invalidValue',
+  'invalidVers',
+]);
+
+/** The SCIM error schema (RFC 7644 §3.12): its schema URN, status as a string equal to HTTP's, a detail. */
+export function scimErrorBreaches(text: string, status: number): string[] {
+  let body: Record<string, unknown>;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return [`SCIM error body is not JSON: ${JSON.stringify(text.slice(0, 80))}`];
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    return ['SCIM error body is not an object'];
+  const out: string[] = [];
+  if (JSON.stringify(body.schemas) !== '["urn:ietf:params:scim:api:messages:2.0:Error"]')
+    out.push('SCIM error schemas missing');
+  if (body.status !== String(status))
+    out.push(`SCIM error status ${String(body.status)} differs from HTTP ${status}`);
+  if (typeof body.detail !== 'string' || body.detail === '') out.push('SCIM error detail missing');
+  if (body.scimType !== undefined && !SCIM_TYPES.has(String(body.scimType)))
+    out.push(`SCIM error scimType ${String(body.scimType)} unknown`);
+  return out;
 }
 
 /** Problem Details (interface 2.3): every required field, with status equal to the HTTP status. */

@@ -15,7 +15,7 @@ import { createOrganization, join, member, remove, setRole, switchTo } from '../
 // The `organization` scope: the ID token and userinfo carry the active organization of the service
 // session the grant is linked to, read when they are asked for (docs/oidc.md, "Claims").
 
-const ORG_CLAIMS = ['org_id', 'org_name', 'org_slug', 'org_role', 'org_permissions'] as const;
+const ORG_CLAIMS = ['org_id', 'org_name', 'org_slug', 'org_role', 'org_permissions', 'org_groups'] as const;
 
 function orgPart(claims: Record<string, unknown> | undefined) {
   return Object.fromEntries(ORG_CLAIMS.filter((k) => claims && k in claims).map((k) => [k, claims?.[k]]));
@@ -92,6 +92,7 @@ describe('OpenID Provider: the organization scope', () => {
       org_slug: org.slug,
       org_role: 'admin',
       org_permissions: ADMIN_PERMISSIONS,
+      org_groups: [],
     };
     expect(orgPart(tokens.claims())).toEqual(expected);
     const info = await client.fetchUserInfo(config, tokens.access_token, person.identityId);

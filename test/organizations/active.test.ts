@@ -64,6 +64,7 @@ describe('POST /session/active-organization', () => {
       org_role: 'owner',
       org_permissions: [
         'connections:manage',
+        'directory:manage',
         'domains:manage',
         'members:invite',
         'members:manage',
@@ -80,8 +81,8 @@ describe('POST /session/active-organization', () => {
     const ctx = await context(t.app, data.accessToken);
     expect(ctx.statusCode, ctx.body).toBe(200);
     expect(ctx.json().data.organizations).toEqual([
-      { id: second.id, name: 'Second', slug: second.slug, role: 'owner', active: true },
-      { id: first.id, name: 'First', slug: first.slug, role: 'owner', active: false },
+      { id: second.id, name: 'Second', slug: second.slug, role: 'owner', groups: [], active: true },
+      { id: first.id, name: 'First', slug: first.slug, role: 'owner', groups: [], active: false },
     ]);
     const list = await call(t.app, 'GET', ORGS, me.token);
     expect(list.json().data.map((o: { active: boolean }) => o.active)).toEqual([true, false]);

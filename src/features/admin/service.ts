@@ -94,8 +94,13 @@ function filterOf(q: SearchQuery): IdentityFilter {
   return { kind: 'exact', type: ident.type, value: ident.value };
 }
 
+/** A deletion an erasure makes in a feature above this one (the wiring lists them: context.ts). */
+export type ErasureStep = (trx: Executor, identityId: string) => Promise<void>;
+
 /** What the operator acts use. */
 export interface AdminServiceDeps {
+  /** The other features' parts of an erasure, run in its transaction (SCIM users: docs/scim.md). */
+  erasing?: readonly ErasureStep[];
   database: Database;
   clock: Clock;
   audit: AuditLog;
@@ -321,6 +326,7 @@ export class AdminService {
         // An erased person runs nothing: a role granted through the admin API goes with them (a
         // grant racing this act waits for the identity row and then finds it erased).
         await deleteOperatorRole(trx, identityId);
+        for (const step of this.deps.erasing ?? []) await step(trx, identityId);
         // Remembered consents name the identity's apps; its grants end with its sessions (the sweep).
         await eraseConsents(trx, identityId);
         // Challenges name the identifiers (foreign key): they go first.

@@ -102,6 +102,8 @@ export interface OrganizationClaims {
   org_slug: string;
   org_role: string;
   org_permissions: string[];
+  /** The SCIM groups of the person there that map to no role (docs/scim.md). */
+  org_groups: string[];
 }
 
 export interface OidcProviderDeps {
@@ -318,7 +320,14 @@ export const INTERACTION_TTL = 3600;
 const HOSTED_SESSION = 'x_hosted_session';
 
 const ORGANIZATION_SCOPE = 'organization';
-const ORGANIZATION_CLAIMS = ['org_id', 'org_name', 'org_slug', 'org_role', 'org_permissions'] as const;
+const ORGANIZATION_CLAIMS = [
+  'org_id',
+  'org_name',
+  'org_slug',
+  'org_role',
+  'org_permissions',
+  'org_groups',
+] as const;
 
 /**
  * Every scope the provider knows speaks for a person (their identity, identifiers, organization or

@@ -3,6 +3,7 @@ import { type CompiledQuery, type ExpressionBuilder, type QueryCreator, sql } fr
 import type { Executor } from '../../platform/db/database.js';
 import type { DB } from '../../platform/db/schema.js';
 import type { ProfileNames } from '../identities/profile.js';
+import { plainGroups } from '../sessions/repository.js';
 
 /*
  * The OpenID Provider's tables (migrations/0014_openid_provider.sql): what oidc-provider stores,
@@ -490,6 +491,8 @@ export interface GrantOrganization {
   name: string;
   slug: string;
   role: string;
+  /** The SCIM groups mapped to no role (docs/scim.md, "Groups and roles"). */
+  groups: string[];
 }
 
 /**
@@ -512,6 +515,7 @@ export async function grantOrganization(
     )
     .innerJoin('organizations as o', 'o.id', 'm.organization_id')
     .select(['o.id', 'o.name', 'o.slug', 'm.role'])
+    .select(plainGroups(sql.ref('o.id'), sql.ref('m.identity_id')).as('groups'))
     .where('g.grant_id', '=', grantId)
     .where('g.identity_id', '=', identityId)
     .where('o.disabled_at', 'is', null)

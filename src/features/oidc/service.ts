@@ -187,6 +187,7 @@ export class OidcService {
       org_slug: o.slug,
       org_role: o.role,
       org_permissions: this.#roles.permissions(o.role),
+      org_groups: o.groups ?? [],
     };
   }
 

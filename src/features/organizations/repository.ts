@@ -201,6 +201,39 @@ export async function setRole(
   );
 }
 
+/** The roles of these identities in the organization (those that are members). */
+export async function rolesOf(
+  trx: Executor,
+  organizationId: string,
+  identityIds: string[],
+): Promise<Map<string, string>> {
+  if (identityIds.length === 0) return new Map();
+  const rows = await trx
+    .selectFrom('organization_memberships')
+    .select(['identity_id', 'role'])
+    .where('organization_id', '=', organizationId)
+    .where('identity_id', 'in', identityIds)
+    .execute();
+  return new Map(rows.map((r) => [r.identity_id, r.role]));
+}
+
+/** One role for many members in one statement (a SCIM group mapped to a role: docs/scim.md). */
+export async function setRoles(
+  trx: Executor,
+  organizationId: string,
+  identityIds: string[],
+  role: string,
+  now: Date,
+): Promise<void> {
+  if (identityIds.length === 0) return;
+  await trx
+    .updateTable('organization_memberships')
+    .set({ role, updated_at: now })
+    .where('organization_id', '=', organizationId)
+    .where('identity_id', 'in', identityIds)
+    .execute();
+}
+
 /**
  * Removes a membership. Sessions whose active organization it was lose it in the same statement
  * (the sessions_active_membership key, ON DELETE SET NULL), so the next request and the next token

@@ -18,7 +18,9 @@ const ADMIN: Permission[] = [
   'domains:manage',
   'connections:manage',
 ];
-const OWNER: Permission[] = [...ADMIN, 'organization:delete', 'organization:transfer'];
+// directory:manage (SCIM tokens, docs/scim.md): a token creates, suspends and erases members, so
+// only an owner holds it (docs/decisions.md, "SCIM provisioning").
+const OWNER: Permission[] = [...ADMIN, 'organization:delete', 'organization:transfer', 'directory:manage'];
 
 export const OWNER_ROLE = 'owner';
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { changedOne } from '../../platform/db/compare-and-set.js';
 import type { Executor } from '../../platform/db/database.js';
 import type { SessionState as GuardSessionState } from '../../platform/http/auth.js';
@@ -138,6 +138,24 @@ export interface ContextOrganization {
   name: string;
   slug: string;
   role: string;
+  /** The SCIM groups it belongs to there that the organization maps to no role (docs/scim.md). */
+  groups: string[];
+}
+
+/**
+ * The display names of the SCIM groups an identity belongs to in an organization, those the
+ * organization maps to no role (a mapped group shows as the role), as a JSON array, by name: read
+ * here, in the context's one statement, rather than through the SCIM repository, which sits above.
+ */
+// raw: a correlated subquery spliced into the context's raw statement and the grant's claims.
+export function plainGroups(organizationId: RawBuilder<unknown>, identityId: RawBuilder<unknown>) {
+  return sql<
+    string[]
+  >`(SELECT COALESCE(json_agg(g.display_name ORDER BY lower(g.display_name), g.id), '[]'::json)
+      FROM scim_group_members gm JOIN scim_groups g ON g.id = gm.group_id
+      WHERE gm.organization_id = ${organizationId} AND gm.identity_id = ${identityId}
+        AND NOT EXISTS (SELECT 1 FROM scim_group_roles r WHERE r.organization_id = g.organization_id
+                        AND lower(r.group_key) IN (lower(g.display_name), lower(g.external_id))))`;
 }
 
 /** The guard's row with all GET /session/context answers: summary and memberships. */
@@ -168,9 +186,10 @@ export async function sessionContext(
     FROM ${STATE_FROM}
     LEFT JOIN sso_connections sc ON sc.id = s.sso_connection_id
     CROSS JOIN LATERAL (
-      SELECT COALESCE(json_agg(json_build_object('id', x.id, 'name', x.name, 'slug', x.slug, 'role', x.role)
+      SELECT COALESCE(json_agg(json_build_object('id', x.id, 'name', x.name, 'slug', x.slug, 'role', x.role,
+                                                 'groups', x.groups)
                                ORDER BY x.created_at DESC, x.id DESC), '[]'::json) AS organizations
-      FROM (SELECT co.id, co.name, co.slug, cm.role, cm.created_at
+      FROM (SELECT co.id, co.name, co.slug, cm.role, cm.created_at, ${plainGroups(sql`co.id`, sql`s.identity_id`)} AS groups
             FROM organization_memberships cm JOIN organizations co ON co.id = cm.organization_id
             WHERE cm.identity_id = s.identity_id AND co.disabled_at IS NULL
             ORDER BY cm.created_at DESC, co.id DESC

@@ -64,6 +64,10 @@ export const SessionContextSchema = Type.Object({
       name: Type.String(),
       slug: Type.String(),
       role: Type.String(),
+      groups: Type.Array(Type.String(), {
+        description:
+          'the SCIM groups the identity belongs to there that map to no role, by name (docs/scim.md)',
+      }),
       active: Type.Boolean({ description: "the calling session's active organization" }),
     }),
     {

@@ -343,6 +343,7 @@ export class SessionService {
         name: m.name,
         slug: m.slug,
         role: m.role,
+        groups: m.groups ?? [],
         active: m.id === row.activeOrganizationId,
       })),
     };

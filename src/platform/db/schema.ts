@@ -351,6 +351,53 @@ export interface SchemaMigrations {
   version: number;
 }
 
+export interface ScimGroupMembers {
+  group_id: string;
+  identity_id: string;
+  organization_id: string;
+}
+
+export interface ScimGroupRoles {
+  group_key: string;
+  organization_id: string;
+  role: string;
+}
+
+export interface ScimGroups {
+  created_at: Timestamp;
+  display_name: string;
+  external_id: string | null;
+  id: string;
+  organization_id: string;
+  updated_at: Timestamp;
+  version: Generated<number>;
+}
+
+export interface ScimTokens {
+  created_at: Timestamp;
+  created_by: string;
+  id: string;
+  last_used_at: Timestamp | null;
+  name: string;
+  organization_id: string;
+  revoked_at: Timestamp | null;
+  token_hash: string;
+}
+
+export interface ScimUsers {
+  active: Generated<boolean>;
+  attributes: Generated<Json>;
+  created_at: Timestamp;
+  external_id: string | null;
+  identity_id: string;
+  managed: boolean;
+  organization_id: string;
+  role: string;
+  updated_at: Timestamp;
+  user_name: string;
+  version: Generated<number>;
+}
+
 export interface SecondFactors {
   algorithm: string;
   created_at: Timestamp;
@@ -541,6 +588,11 @@ export interface DB {
   saml_assertion_ids: SamlAssertionIds;
   saml_flows: SamlFlows;
   schema_migrations: SchemaMigrations;
+  scim_group_members: ScimGroupMembers;
+  scim_group_roles: ScimGroupRoles;
+  scim_groups: ScimGroups;
+  scim_tokens: ScimTokens;
+  scim_users: ScimUsers;
   second_factor_tickets: SecondFactorTickets;
   second_factors: SecondFactors;
   security_notice_windows: SecurityNoticeWindows;

@@ -3964,6 +3964,556 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/organizations/{organizationId}/scim-group-roles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The roles SCIM groups give their members (directory:manage) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    organizationId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                /** @description a SCIM group’s displayName or externalId (case-insensitive) */
+                                groupKey: string;
+                                role: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description validation.failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.session_required */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.permission_denied */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description internal.unexpected */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description service.unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        /** Map a SCIM group to a role, or remove the mapping with role null (directory:manage; audited) */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    organizationId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description a group displayName or externalId */
+                        groupKey: string;
+                        /** @description a role of the deployment other than owner; null removes the mapping */
+                        role: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                /** @description a SCIM group’s displayName or externalId (case-insensitive) */
+                                groupKey: string;
+                                role: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description validation.failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.session_required */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.permission_denied */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.body_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.role_unknown */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description internal.unexpected */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description service.unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/organizations/{organizationId}/scim-tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization’s SCIM tokens, revoked ones included, newest first (directory:manage) */
+        get: {
+            parameters: {
+                query?: {
+                    after?: string;
+                    cursorTtl?: number;
+                    limit?: number;
+                };
+                header?: never;
+                path: {
+                    organizationId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                /** Format: date-time */
+                                createdAt: string;
+                                /** @description the owner’s identity id, or admin:<key name> */
+                                createdBy: string;
+                                /** Format: uuid */
+                                id: string;
+                                /**
+                                 * Format: date-time
+                                 * @description the last SCIM request (to the minute)
+                                 */
+                                lastUsedAt: string | null;
+                                name: string;
+                                /** Format: uuid */
+                                organizationId: string;
+                                /** Format: date-time */
+                                revokedAt: string | null;
+                            }[];
+                            meta: {
+                                pageInfo: {
+                                    hasNextPage: boolean;
+                                    nextCursor: string | null;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description validation.failed, collection.cursor_tampered, collection.cursor_invalid, collection.cursor_expired */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.session_required */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.permission_denied */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description internal.unexpected */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description service.unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Create a SCIM token for the organization, shown once (directory:manage; audited) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    organizationId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description e.g. "Okta" or "Entra ID" */
+                        name: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                /** Format: date-time */
+                                createdAt: string;
+                                /** @description the owner’s identity id, or admin:<key name> */
+                                createdBy: string;
+                                /** Format: uuid */
+                                id: string;
+                                /**
+                                 * Format: date-time
+                                 * @description the last SCIM request (to the minute)
+                                 */
+                                lastUsedAt: string | null;
+                                name: string;
+                                /** Format: uuid */
+                                organizationId: string;
+                                /** Format: date-time */
+                                revokedAt: string | null;
+                                /** @description the bearer token for /scim/v2, shown once: only its hash is kept */
+                                token: string;
+                            };
+                        };
+                    };
+                };
+                /** @description validation.failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.session_required */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.permission_denied */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.body_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description internal.unexpected */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description service.unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/organizations/{organizationId}/scim-tokens/{tokenId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke a SCIM token: refused from its next request (directory:manage; audited) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    organizationId: string;
+                    tokenId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description No content */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description validation.failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.session_required */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.permission_denied */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.not_found, organization.scim_token_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description internal.unexpected */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description service.unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/passkeys": {
         parameters: {
             query?: never;
@@ -5889,6 +6439,8 @@ export type paths = {
                                 organizations: {
                                     /** @description the calling session's active organization */
                                     active: boolean;
+                                    /** @description the SCIM groups the identity belongs to there that map to no role, by name (docs/scim.md) */
+                                    groups: string[];
                                     /** Format: uuid */
                                     id: string;
                                     name: string;
@@ -10016,6 +10568,2481 @@ export type paths = {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List or filter the organization’s groups (startIndex/count) */
+        get: {
+            parameters: {
+                query?: {
+                    attributes?: string;
+                    /** @description at most 200; below 0 reads as 0 */
+                    count?: number;
+                    excludedAttributes?: string;
+                    /** @description RFC 7644 §3.4.2.2 (docs/scim.md, "Filters") */
+                    filter?: string;
+                    /** @description 1-based; below 1 reads as 1 */
+                    startIndex?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the resource or list */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: invalidValue, invalidSyntax, invalidFilter, invalidPath, noTarget, mutability */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no valid SCIM token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no such resource in the token’s organization */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: uniqueness */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: If-Match does not match the version */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body over 1 MiB */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body not JSON (application/scim+json or application/json) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: rate limit (RATE_LIMIT_OIDC_CLIENTS) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Create a group, with its members (audited) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description a SCIM resource or PatchOp (RFC 7643, RFC 7644) */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description the resource as it is now, with its ETag */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: invalidValue, invalidSyntax, invalidFilter, invalidPath, noTarget, mutability */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no valid SCIM token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no such resource in the token’s organization */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: uniqueness */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: If-Match does not match the version */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body over 1 MiB */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body not JSON (application/scim+json or application/json) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: rate limit (RATE_LIMIT_OIDC_CLIENTS) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Groups/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One group with its members (ETag: its version) */
+        get: {
+            parameters: {
+                query?: {
+                    attributes?: string;
+                    excludedAttributes?: string;
+                };
+                header?: never;
+                path: {
+                    /** @description the resource id (a UUID) */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the resource or list */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: invalidValue, invalidSyntax, invalidFilter, invalidPath, noTarget, mutability */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no valid SCIM token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no such resource in the token’s organization */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: uniqueness */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: If-Match does not match the version */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body over 1 MiB */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body not JSON (application/scim+json or application/json) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: rate limit (RATE_LIMIT_OIDC_CLIENTS) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        /** Replace a group and its members (If-Match honoured; audited) */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description the resource id (a UUID) */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            /** @description a SCIM resource or PatchOp (RFC 7643, RFC 7644) */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description the resource as it is now, with its ETag */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: invalidValue, invalidSyntax, invalidFilter, invalidPath, noTarget, mutability */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no valid SCIM token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no such resource in the token’s organization */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: uniqueness */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: If-Match does not match the version */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body over 1 MiB */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body not JSON (application/scim+json or application/json) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: rate limit (RATE_LIMIT_OIDC_CLIENTS) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        post?: never;
+        /** Delete a group (audited) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description the resource id (a UUID) */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description No content */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description SCIM error: invalidValue, invalidSyntax, invalidFilter, invalidPath, noTarget, mutability */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no valid SCIM token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no such resource in the token’s organization */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: uniqueness */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: If-Match does not match the version */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body over 1 MiB */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body not JSON (application/scim+json or application/json) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: rate limit (RATE_LIMIT_OIDC_CLIENTS) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        /** Rename a group, add or remove members (1,000 in one request; audited) */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description the resource id (a UUID) */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            /** @description a SCIM resource or PatchOp (RFC 7643, RFC 7644) */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description the resource as it is now, with its ETag */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: invalidValue, invalidSyntax, invalidFilter, invalidPath, noTarget, mutability */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no valid SCIM token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no such resource in the token’s organization */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: uniqueness */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: If-Match does not match the version */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body over 1 MiB */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body not JSON (application/scim+json or application/json) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: rate limit (RATE_LIMIT_OIDC_CLIENTS) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
+    "/scim/v2/ResourceTypes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** User and Group */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the resource or list */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: invalidValue, invalidSyntax, invalidFilter, invalidPath, noTarget, mutability */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no valid SCIM token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no such resource in the token’s organization */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: uniqueness */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: If-Match does not match the version */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body over 1 MiB */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body not JSON (application/scim+json or application/json) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: rate limit (RATE_LIMIT_OIDC_CLIENTS) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/ResourceTypes/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One resource type */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description the resource id (a UUID) */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the resource or list */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: invalidValue, invalidSyntax, invalidFilter, invalidPath, noTarget, mutability */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no valid SCIM token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no such resource in the token’s organization */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: uniqueness */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: If-Match does not match the version */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body over 1 MiB */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body not JSON (application/scim+json or application/json) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: rate limit (RATE_LIMIT_OIDC_CLIENTS) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Schemas": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The User, EnterpriseUser and Group schemas */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the resource or list */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: invalidValue, invalidSyntax, invalidFilter, invalidPath, noTarget, mutability */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no valid SCIM token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no such resource in the token’s organization */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: uniqueness */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: If-Match does not match the version */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body over 1 MiB */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body not JSON (application/scim+json or application/json) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: rate limit (RATE_LIMIT_OIDC_CLIENTS) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Schemas/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One schema, by its URN */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the resource or list */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: invalidValue, invalidSyntax, invalidFilter, invalidPath, noTarget, mutability */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no valid SCIM token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no such resource in the token’s organization */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: uniqueness */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: If-Match does not match the version */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body over 1 MiB */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body not JSON (application/scim+json or application/json) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: rate limit (RATE_LIMIT_OIDC_CLIENTS) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/ServiceProviderConfig": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What this service provider supports (RFC 7644 §5) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the resource or list */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: invalidValue, invalidSyntax, invalidFilter, invalidPath, noTarget, mutability */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no valid SCIM token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no such resource in the token’s organization */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: uniqueness */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: If-Match does not match the version */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body over 1 MiB */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body not JSON (application/scim+json or application/json) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: rate limit (RATE_LIMIT_OIDC_CLIENTS) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List or filter the organization’s users (startIndex/count) */
+        get: {
+            parameters: {
+                query?: {
+                    attributes?: string;
+                    /** @description at most 200; below 0 reads as 0 */
+                    count?: number;
+                    excludedAttributes?: string;
+                    /** @description RFC 7644 §3.4.2.2 (docs/scim.md, "Filters") */
+                    filter?: string;
+                    /** @description 1-based; below 1 reads as 1 */
+                    startIndex?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the resource or list */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: invalidValue, invalidSyntax, invalidFilter, invalidPath, noTarget, mutability */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no valid SCIM token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no such resource in the token’s organization */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: uniqueness */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: If-Match does not match the version */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body over 1 MiB */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body not JSON (application/scim+json or application/json) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: rate limit (RATE_LIMIT_OIDC_CLIENTS) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Provision a user: a new identity, or an existing one with that verified address (audited) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description a SCIM resource or PatchOp (RFC 7643, RFC 7644) */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description the resource as it is now, with its ETag */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: invalidValue, invalidSyntax, invalidFilter, invalidPath, noTarget, mutability */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no valid SCIM token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no such resource in the token’s organization */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: uniqueness */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: If-Match does not match the version */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body over 1 MiB */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body not JSON (application/scim+json or application/json) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: rate limit (RATE_LIMIT_OIDC_CLIENTS) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Users/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One user (ETag: its version) */
+        get: {
+            parameters: {
+                query?: {
+                    attributes?: string;
+                    excludedAttributes?: string;
+                };
+                header?: never;
+                path: {
+                    /** @description the resource id (a UUID) */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the resource or list */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: invalidValue, invalidSyntax, invalidFilter, invalidPath, noTarget, mutability */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no valid SCIM token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no such resource in the token’s organization */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: uniqueness */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: If-Match does not match the version */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body over 1 MiB */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body not JSON (application/scim+json or application/json) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: rate limit (RATE_LIMIT_OIDC_CLIENTS) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        /** Replace a user (If-Match honoured; audited) */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description the resource id (a UUID) */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            /** @description a SCIM resource or PatchOp (RFC 7643, RFC 7644) */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description the resource as it is now, with its ETag */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: invalidValue, invalidSyntax, invalidFilter, invalidPath, noTarget, mutability */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no valid SCIM token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no such resource in the token’s organization */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: uniqueness */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: If-Match does not match the version */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body over 1 MiB */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body not JSON (application/scim+json or application/json) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: rate limit (RATE_LIMIT_OIDC_CLIENTS) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        post?: never;
+        /** Deprovision a user: the membership ends; a managed identity is erased (audited) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description the resource id (a UUID) */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description No content */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description SCIM error: invalidValue, invalidSyntax, invalidFilter, invalidPath, noTarget, mutability */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no valid SCIM token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no such resource in the token’s organization */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: uniqueness */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: If-Match does not match the version */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body over 1 MiB */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body not JSON (application/scim+json or application/json) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: rate limit (RATE_LIMIT_OIDC_CLIENTS) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        /** Modify a user with PatchOp; active false suspends and ends every session (audited) */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description the resource id (a UUID) */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            /** @description a SCIM resource or PatchOp (RFC 7643, RFC 7644) */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description the resource as it is now, with its ETag */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: invalidValue, invalidSyntax, invalidFilter, invalidPath, noTarget, mutability */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no valid SCIM token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: no such resource in the token’s organization */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: uniqueness */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: If-Match does not match the version */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body over 1 MiB */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: body not JSON (application/scim+json or application/json) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: rate limit (RATE_LIMIT_OIDC_CLIENTS) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description SCIM error: unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/scim+json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
         trace?: never;
     };
 };
