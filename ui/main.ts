@@ -24,8 +24,8 @@ import {
 } from './pages/security.js';
 import { secondFactorPage, signInPage } from './pages/sign-in.js';
 import { captureSignInLink, signInLinkPage } from './pages/sign-in-link.js';
-import { ssoContinuePage } from './pages/sso-continue.js';
 import { signUpPage } from './pages/sign-up.js';
+import { ssoContinuePage } from './pages/sso-continue.js';
 import { messageFor } from './problems.js';
 import { captureProviderReturn, dropProviderReturn } from './providers.js';
 import { go, type Page, type PageContent, routeOf } from './router.js';

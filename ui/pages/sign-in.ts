@@ -1,8 +1,9 @@
-import { api, asProblem, passkeyAutofillAvailable, passkeyStatus } from '../api.js';
+import { api, asProblem, passkeyAutofillAvailable, passkeyStatus, ssoAvailable } from '../api.js';
 import { append, field, h, passwordToggle } from '../dom.js';
 import { actionButton, alertBox, FieldRefusal, type Form, makeForm } from '../forms.js';
 import { type IdentifierForm, identifierField, pendingStep } from '../identifier.js';
 import { t } from '../messages/sign-in.js';
+import { t as ssoText } from '../messages/sso.js';
 import { codeField } from '../otp.js';
 import { continueWith } from '../providers.js';
 import type { PageContent } from '../router.js';
@@ -53,12 +54,31 @@ export function signInBody(uid: string | null): (Node | string)[] {
 
   const way = h('div', { class: 'way-on' });
   way.hidden = true;
+  const route = uid ? `/authorize/${encodeURIComponent(uid)}` : '/sign-in';
+  // Identifier first when an organization signs in through an IdP (docs/sso.md): the password
+  // shows once the address is known not to, the same for every such address.
+  let identifierFirst = ssoAvailable();
+  password.wrap.hidden = identifierFirst;
   const form = makeForm({
     fields: [identifier, password],
-    submit: t('submit'),
+    submit: identifierFirst ? ssoText('next') : t('submit'),
     async onSubmit() {
       way.hidden = true;
       const who = identifier.value();
+      if (identifierFirst) {
+        const url = who.identifierType === 'email' ? await api.ssoRedirectFor(who.identifier, route) : null;
+        if (url) {
+          form.alert.hidden = true;
+          location.assign(url);
+          return;
+        }
+        identifierFirst = false;
+        password.wrap.hidden = false;
+        const submit = form.el.querySelector('button[type="submit"]');
+        if (submit) submit.textContent = t('submit');
+        password.input.focus();
+        return;
+      }
       try {
         afterFirstStep(await api.signIn(who, password.input.value), uid);
       } catch (error) {
@@ -75,7 +95,7 @@ export function signInBody(uid: string | null): (Node | string)[] {
   if (byCode) form.el.querySelector('.actions')?.append(byCode.button);
   // A provider flow started here comes back here (#/authorize/<uid> for an application's sign-in).
   const providers = continueWith({
-    route: uid ? `/authorize/${encodeURIComponent(uid)}` : '/sign-in',
+    route,
     signedIn: (result, name) => afterFirstStep(result, uid, name),
   });
   const autofill = passkeyAutofill(identifier.input, uid, form);

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { type BrandConfig, type CodeFormat, pageImageOrigins } from '../../config.js';
 import type { AppContext } from '../../context.js';
 import type { Theme, ThemeColours } from '../../platform/colour.js';
+import { anyEnabledSamlConnection } from '../organizations/connections/repository.js';
 import { type Asset, asset, bundleUi } from './bundle.js';
 
 /**
@@ -61,6 +62,11 @@ export interface UiSettings {
   signInCodes: ('email' | 'phone')[];
   /** Whether a sign-in code's message carries a link to these pages too (SIGN_IN_LINKS). */
   signInLinks: boolean;
+  /**
+   * Whether any SAML connection is enabled: the sign-in then asks for the identifier first and
+   * sends an address whose domain signs in through an IdP there (docs/sso.md). Read per request.
+   */
+  sso: boolean;
 }
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -123,7 +129,7 @@ export const accountUiRoutes: FastifyPluginAsync<{ ctx: AppContext; api: string 
   const { brand } = opts.ctx.config;
   const bundle = await bundleUi();
   const headers = securityHeaders(contentSecurityPolicy(pageImageOrigins(opts.ctx.config)));
-  const settings: UiSettings = {
+  const settings: Omit<UiSettings, 'sso'> = {
     api: opts.api,
     passkeyRpId: opts.ctx.config.webauthn?.rpId ?? null,
     brand: {
@@ -140,13 +146,17 @@ export const accountUiRoutes: FastifyPluginAsync<{ ctx: AppContext; api: string 
     signInCodes: [...opts.ctx.config.signInCodes.channels],
     signInLinks: opts.ctx.config.signInCodes.channels.length > 0 && opts.ctx.config.signInCodes.links,
   };
-  const settingsAsset = asset(
-    'settings',
-    'json',
-    'application/json; charset=utf-8',
-    Buffer.from(JSON.stringify(settings)),
-    false,
-  );
+  // Two versions (with and without SSO), each with its etag; which one is a query per request.
+  const settingsAssets = [false, true].map((sso) =>
+    asset(
+      'settings',
+      'json',
+      'application/json; charset=utf-8',
+      Buffer.from(JSON.stringify({ ...settings, sso } satisfies UiSettings)),
+      false,
+    ),
+  ) as [Asset, Asset];
+  const settingsAsset = settingsAssets[0];
   const theme = asset('theme', 'css', 'text/css; charset=utf-8', Buffer.from(themeCss(brand.theme)));
   const index = brandedIndex(bundle.index, brand, theme);
   const hide = { schema: { hide: true } };
@@ -155,9 +165,10 @@ export const accountUiRoutes: FastifyPluginAsync<{ ctx: AppContext; api: string 
     reply.headers(headers).redirect(ui.path, 301),
   );
   app.get(ui.path, hide, async (request, reply) => send(request, reply, index, 'no-cache', headers));
-  app.get(`${ui.path}${settingsAsset.name}`, hide, async (request, reply) =>
-    send(request, reply, settingsAsset, 'no-cache', headers),
-  );
+  app.get(`${ui.path}${settingsAsset.name}`, hide, async (request, reply) => {
+    const sso = await anyEnabledSamlConnection(opts.ctx.database.db);
+    return send(request, reply, settingsAssets[sso ? 1 : 0], 'no-cache', headers);
+  });
   for (const a of [...bundle.assets, theme]) {
     const cache = a.name.startsWith('favicon')
       ? 'public, max-age=86400'

@@ -137,6 +137,18 @@ export async function connectionById(
   return row && toRow(row);
 }
 
+/** Whether any SAML connection is enabled (the hosted sign-in then asks for the identifier first). */
+export async function anyEnabledSamlConnection(trx: Executor): Promise<boolean> {
+  const row = await trx
+    .selectFrom('sso_connections')
+    .select('id')
+    .where('type', '=', 'saml')
+    .where('enabled', '=', true)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** A connection by its id alone (the SAML routes name only the connection). */
 export async function connectionOf(trx: Executor, id: string): Promise<ConnectionRow | undefined> {
   const row = await trx.selectFrom('sso_connections').select(columns).where('id', '=', id).executeTakeFirst();

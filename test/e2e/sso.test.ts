@@ -1,0 +1,208 @@
+import { createServer, type Server } from 'node:http';
+import { inflateRawSync } from 'node:zlib';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/platform/clock.js';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { axeCheck, launchChromium } from '../helpers/browser.js';
+import { createPerson } from '../helpers/identities.js';
+import { freePort } from '../helpers/net.js';
+import { call, createOrganization, member, ORGS } from '../organizations/support.js';
+import { parse, TestIdp } from '../sso/idp.js';
+import { adminCall } from '../sso/support.js';
+
+/**
+ * Issue 47's hosted pages in Chromium: a member of an organization whose domain is verified and
+ * whose SAML connection is enabled types their email on the hosted sign-in and goes through a test
+ * IdP served on loopback (it answers the AuthnRequest with a signed Response, auto-posted to our
+ * ACS), landing signed in; an address outside SSO sees the password step as without SSO; an
+ * IdP-initiated response stops at #/sso-continue, which names the organization and the connection
+ * and signs in only on Continue. axe finds nothing, light and dark.
+ */
+let t: TestApp;
+let idp: TestIdp;
+let idpServer: Server;
+let idpOrigin: string;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let origin: string;
+let domain: string;
+let orgId: string;
+let connectionId: string;
+let acsUrl: string;
+let entityId: string;
+const pageErrors: string[] = [];
+const clock = new ManualClock(new Date());
+
+async function heading(p: Page, text: string | RegExp): Promise<void> {
+  await p.getByRole('heading', { level: 1, name: text }).waitFor();
+}
+
+async function axeBoth(p: Page, name: string): Promise<void> {
+  await p.emulateMedia({ colorScheme: 'light' });
+  await axeCheck(p, `${name} (light)`);
+  await p.emulateMedia({ colorScheme: 'dark' });
+  await axeCheck(p, `${name} (dark)`);
+  await p.emulateMedia({ colorScheme: 'light' });
+}
+
+/** The IdP's page: a signed Response auto-posted to our ACS (the HTTP-POST binding). */
+function postToAcs(samlResponse: string): string {
+  return `<!doctype html><html lang="en"><title>IdP</title><form method="post" action="${acsUrl}"><input type="hidden" name="SAMLResponse" value="${samlResponse}"><input type="hidden" name="RelayState" value=""></form><script>document.forms[0].submit()</script></html>`;
+}
+
+/** Who the test IdP signs in next. */
+let nextPerson = '';
+
+beforeAll(async () => {
+  const port = await freePort();
+  origin = `http://localhost:${port}`;
+  idp = await TestIdp.create(clock.now());
+  idpServer = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', idpOrigin);
+    let response: string;
+    if (url.pathname === '/sso') {
+      const request = url.searchParams.get('SAMLRequest') ?? '';
+      const xml = inflateRawSync(Buffer.from(request, 'base64')).toString('utf8');
+      const requestId = parse(xml).documentElement?.getAttribute('ID') ?? '';
+      response = idp.response({
+        acsUrl,
+        audience: entityId,
+        inResponseTo: requestId,
+        now: clock.now(),
+        nameId: nextPerson,
+      });
+    } else if (url.pathname === '/unsolicited') {
+      response = idp.response({
+        acsUrl,
+        audience: entityId,
+        inResponseTo: null,
+        now: clock.now(),
+        nameId: nextPerson,
+      });
+    } else {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(postToAcs(response));
+  });
+  await new Promise<void>((r) => idpServer.listen(0, '127.0.0.1', r));
+  idpOrigin = `http://127.0.0.1:${(idpServer.address() as { port: number }).port}`;
+  t = await createTestApp({ clock, admin: true, env: { ACCOUNT_UI: 'on', PUBLIC_ORIGIN: origin } });
+  await t.app.listen({ host: '127.0.0.1', port });
+  browser = await launchChromium();
+  context = await browser.newContext({ viewport: { width: 1000, height: 800 } });
+  page = await context.newPage();
+  page.setDefaultTimeout(10_000);
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await t?.close();
+  await new Promise<void>((r) => (idpServer ? idpServer.close(() => r()) : r()));
+});
+
+/** The organization, its domain verified by an operator, its SAML connection to the test IdP. */
+async function setUpByApi(): Promise<void> {
+  const owner = await member(t);
+  const org = await createOrganization(t, owner.token, 'Northwind');
+  orgId = org.id;
+  domain = `northwind-${orgId.slice(0, 8)}.example`;
+  const claimed = await call(t.app, 'POST', `${ORGS}/${orgId}/domains`, owner.token, { domain });
+  expect(claimed.statusCode, claimed.body).toBe(201);
+  const verified = await adminCall(
+    t,
+    'POST',
+    `/organizations/${orgId}/domains/${claimed.json().data.id}/verifications`,
+  );
+  expect(verified.statusCode, verified.body).toBe(200);
+  const created = await call(t.app, 'POST', `${ORGS}/${orgId}/connections`, owner.token, {
+    type: 'saml',
+    name: 'Northwind Okta',
+    enabled: true,
+    saml: { idpEntityId: idp.entityId, ssoUrl: `${idpOrigin}/sso`, signingCertificates: [idp.certificate] },
+  });
+  expect(created.statusCode, created.body).toBe(201);
+  connectionId = created.json().data.id;
+  acsUrl = created.json().data.saml.acsUrl;
+  entityId = created.json().data.saml.entityId;
+}
+
+describe('enterprise sign-in on the hosted pages', () => {
+  it('without any enabled connection, the sign-in is as before (the password at once)', async () => {
+    await page.goto(`${origin}/account/#/sign-in`);
+    await heading(page, 'Sign in');
+    await page.getByLabel('Password', { exact: true }).waitFor();
+  });
+
+  it('a member types their work email and signs in through the IdP', async () => {
+    await setUpByApi();
+    await page.goto(`${origin}/account/#/sign-in`);
+    await page.reload();
+    await heading(page, 'Sign in');
+    // Identifier first: no password field until the address is known not to sign in by SSO.
+    await expect.poll(() => page.getByLabel('Password', { exact: true }).isVisible()).toBe(false);
+    await axeBoth(page, 'sign-in, identifier first');
+    nextPerson = `ana@${domain}`;
+    await page.getByLabel('Email or phone').fill(nextPerson);
+    await page.getByRole('button', { name: 'Continue', exact: true }).click();
+    await heading(page, 'Your account');
+    expect(page.url()).not.toMatch(/handoff=/);
+    await expect.poll(() => page.locator('.identifier').first().textContent()).toBe(nextPerson);
+    // The IdP's person became a member of the organization.
+    const members = await t.ctx.database.db
+      .selectFrom('organization_memberships')
+      .select('identity_id')
+      .where('organization_id', '=', orgId)
+      .execute();
+    expect(members.length).toBe(2);
+  });
+
+  it('an address outside SSO meets the password step and signs in as without SSO', async () => {
+    await context.clearCookies();
+    const person = await createPerson(t.ctx, 'lin@elsewhere.example');
+    await page.goto(`${origin}/account/#/sign-in`);
+    await page.reload();
+    await heading(page, 'Sign in');
+    await page.getByLabel('Email or phone').fill(person.email);
+    await page.getByRole('button', { name: 'Continue', exact: true }).click();
+    const password = page.getByLabel('Password', { exact: true });
+    await password.waitFor();
+    await expect
+      .poll(() => page.evaluate(() => document.activeElement?.getAttribute('name')))
+      .toBe('password');
+    await axeBoth(page, 'sign-in, password step');
+    await password.fill(person.password);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await heading(page, 'Your account');
+  });
+
+  it('an IdP-initiated response stops at a page naming the organization; Continue signs in', async () => {
+    await context.clearCookies();
+    const allowed = await adminCall(t, 'PATCH', `/organizations/${orgId}/connections/${connectionId}`, {
+      saml: { allowIdpInitiated: true },
+    });
+    expect(allowed.statusCode, allowed.body).toBe(200);
+    nextPerson = `bo@${domain}`;
+    await page.goto(`${idpOrigin}/unsolicited`);
+    await heading(page, 'Continue signing in');
+    expect(page.url()).toMatch(/#\/sso-continue$/);
+    await expect.poll(() => page.locator('#sso-organization').textContent()).toBe('Northwind');
+    expect(await page.locator('#sso-connection').textContent()).toBe('Northwind Okta');
+    // Nothing is signed in by the landing alone.
+    const sessions = await t.ctx.database.db.selectFrom('sessions').select('id').execute();
+    await axeBoth(page, 'sso-continue');
+    expect((await t.ctx.database.db.selectFrom('sessions').select('id').execute()).length).toBe(
+      sessions.length,
+    );
+    await page.getByRole('button', { name: 'Continue', exact: true }).click();
+    await heading(page, 'Your account');
+    await expect.poll(() => page.locator('.identifier').first().textContent()).toBe(nextPerson);
+  });
+
+  it('no page error', () => {
+    expect(pageErrors).toEqual([]);
+  });
+});
