@@ -2,6 +2,8 @@ import {
   type AccountOverview,
   BrowserSessionManager,
   type ConnectedApp,
+  type ConnectionInput,
+  type ConnectionUpdate,
   type DeviceSession,
   type EndReason,
   IdentityClient,
@@ -9,6 +11,8 @@ import {
   type InvitationLookup,
   isIdentityError,
   type Organization,
+  type OrganizationConnection,
+  type OrganizationDomain,
   type OrganizationMember,
   type OrganizationMembership,
   type PendingInvitation,
@@ -464,7 +468,15 @@ export const api = {
   },
 };
 
-export type { InvitationLookup, Organization, OrganizationMember, OrganizationMembership, PendingInvitation };
+export type {
+  InvitationLookup,
+  Organization,
+  OrganizationConnection,
+  OrganizationDomain,
+  OrganizationMember,
+  OrganizationMembership,
+  PendingInvitation,
+};
 
 /**
  * The organization routes and invitations (docs/organizations.md), through the typed client.
@@ -503,6 +515,18 @@ export const organizations = {
   /** What an invitation token names. No session needed: the token is the capability. */
   lookUpInvitation: (token: string) => client.lookUpInvitation(token),
   acceptInvitation: (token: string) => client.acceptInvitation(token),
+  // SSO (connections:manage, domains:manage): the organization's SAML connections and domains.
+  connections: async (id: string): Promise<OrganizationConnection[]> =>
+    (await client.listConnections(id, { limit: 100 })).items,
+  addConnection: (id: string, input: ConnectionInput) => client.addConnection(id, input),
+  updateConnection: (id: string, connectionId: string, input: ConnectionUpdate) =>
+    client.updateConnection(id, connectionId, input),
+  removeConnection: (id: string, connectionId: string) => client.removeConnection(id, connectionId),
+  domains: async (id: string): Promise<OrganizationDomain[]> =>
+    (await client.listDomains(id, { limit: 100 })).items,
+  addDomain: (id: string, domain: string) => client.addDomain(id, domain),
+  verifyDomain: (id: string, domainId: string) => client.verifyDomain(id, domainId),
+  removeDomain: (id: string, domainId: string) => client.removeDomain(id, domainId),
 };
 
 /** What GET /oidc/interaction/<uid>/details answers: an OpenID Provider interaction waiting for the person. */

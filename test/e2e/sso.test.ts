@@ -4,10 +4,11 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { axeCheck, launchChromium } from '../helpers/browser.js';
-import { createPerson } from '../helpers/identities.js';
+import { axeCheck, launchChromium, signInPage } from '../helpers/browser.js';
+import { startDns, type TestDns } from '../helpers/dns.js';
+import { createPerson, signIn } from '../helpers/identities.js';
 import { freePort } from '../helpers/net.js';
-import { call, createOrganization, member, ORGS } from '../organizations/support.js';
+import { createOrganization } from '../organizations/support.js';
 import { parse, TestIdp } from '../sso/idp.js';
 import { adminCall } from '../sso/support.js';
 
@@ -22,6 +23,7 @@ import { adminCall } from '../sso/support.js';
 let t: TestApp;
 let idp: TestIdp;
 let idpServer: Server;
+let dns: TestDns;
 let idpOrigin: string;
 let browser: Browser;
 let context: BrowserContext;
@@ -89,7 +91,12 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => idpServer.listen(0, '127.0.0.1', r));
   idpOrigin = `http://127.0.0.1:${(idpServer.address() as { port: number }).port}`;
-  t = await createTestApp({ clock, admin: true, env: { ACCOUNT_UI: 'on', PUBLIC_ORIGIN: origin } });
+  dns = await startDns();
+  t = await createTestApp({
+    clock,
+    admin: true,
+    env: { ACCOUNT_UI: 'on', PUBLIC_ORIGIN: origin, DNS_RESOLVERS: dns.address },
+  });
   await t.app.listen({ host: '127.0.0.1', port });
   browser = await launchChromium();
   context = await browser.newContext({ viewport: { width: 1000, height: 800 } });
@@ -102,33 +109,8 @@ afterAll(async () => {
   await browser?.close();
   await t?.close();
   await new Promise<void>((r) => (idpServer ? idpServer.close(() => r()) : r()));
+  await dns?.close();
 });
-
-/** The organization, its domain verified by an operator, its SAML connection to the test IdP. */
-async function setUpByApi(): Promise<void> {
-  const owner = await member(t);
-  const org = await createOrganization(t, owner.token, 'Northwind');
-  orgId = org.id;
-  domain = `northwind-${orgId.slice(0, 8)}.example`;
-  const claimed = await call(t.app, 'POST', `${ORGS}/${orgId}/domains`, owner.token, { domain });
-  expect(claimed.statusCode, claimed.body).toBe(201);
-  const verified = await adminCall(
-    t,
-    'POST',
-    `/organizations/${orgId}/domains/${claimed.json().data.id}/verifications`,
-  );
-  expect(verified.statusCode, verified.body).toBe(200);
-  const created = await call(t.app, 'POST', `${ORGS}/${orgId}/connections`, owner.token, {
-    type: 'saml',
-    name: 'Northwind Okta',
-    enabled: true,
-    saml: { idpEntityId: idp.entityId, ssoUrl: `${idpOrigin}/sso`, signingCertificates: [idp.certificate] },
-  });
-  expect(created.statusCode, created.body).toBe(201);
-  connectionId = created.json().data.id;
-  acsUrl = created.json().data.saml.acsUrl;
-  entityId = created.json().data.saml.entityId;
-}
 
 describe('enterprise sign-in on the hosted pages', () => {
   it('without any enabled connection, the sign-in is as before (the password at once)', async () => {
@@ -137,8 +119,63 @@ describe('enterprise sign-in on the hosted pages', () => {
     await page.getByLabel('Password', { exact: true }).waitFor();
   });
 
+  it('an owner sets up SSO in the organization’s page: a domain verified by DNS, a SAML connection from the IdP’s metadata, enabled', async () => {
+    const owner = await createPerson(t.ctx);
+    const org = await createOrganization(t, (await signIn(t.app, owner)).accessToken, 'Northwind');
+    orgId = org.id;
+    domain = `northwind-${orgId.slice(0, 8)}.example`;
+    await page.goto(`${origin}/account/#/sign-in`);
+    await signInPage(page, { email: owner.email, password: owner.password });
+    // A new document (a hash change alone would be drawn signed out first).
+    await page.goto('about:blank');
+    await page.goto(`${origin}/account/#/organizations/${orgId}`);
+    await heading(page, 'Northwind');
+    const sso = page.locator('#org-sso');
+    await sso.getByRole('heading', { name: 'Single sign-on (SSO)' }).waitFor();
+    await expect.poll(() => sso.locator('#connection-list').count()).toBe(0);
+    await sso.getByText('No connection yet.').waitFor();
+    // The domain: claimed, its TXT record shown, verified once it is published.
+    await sso.getByLabel('Domain', { exact: true }).fill(domain);
+    await sso.getByRole('button', { name: 'Add domain' }).click();
+    await sso.getByText(`${domain} was added.`).waitFor();
+    const item = sso.locator(`#domain-list li[data-domain="${domain}"]`);
+    const txtName = await item.getByRole('textbox', { name: 'TXT record name' }).inputValue();
+    const txtValue = await item.getByRole('textbox', { name: 'TXT record value' }).inputValue();
+    expect(txtName).toBe(`_identity-service-verification.${domain}`);
+    expect(txtValue).toMatch(/^identity-service-verification=/);
+    await axeBoth(page, 'organization SSO, domain to verify');
+    await item.getByRole('button', { name: `Verify ${domain}` }).click();
+    await sso.getByText('The TXT record was not found yet.').waitFor();
+    dns.set(txtName, txtValue);
+    await item.getByRole('button', { name: `Verify ${domain}` }).click();
+    await sso.getByText(`${domain} is verified.`).waitFor();
+    expect(await sso.locator(`#domain-list li[data-domain="${domain}"] .domain-state`).textContent()).toBe(
+      'Verified',
+    );
+    // The connection, from the IdP's metadata pasted; disabled until enabled.
+    await sso.getByLabel('Name', { exact: true }).fill('Northwind Okta');
+    await sso
+      .getByLabel('Your provider’s metadata (XML)')
+      .fill(idp.metadata().replaceAll(idp.ssoUrl, `${idpOrigin}/sso`));
+    await sso.getByRole('button', { name: 'Add connection' }).click();
+    await sso.getByText('Northwind Okta was added.').waitFor();
+    const row = sso.locator('#connection-list li').first();
+    expect(await row.locator('.connection-state').textContent()).toBe('Disabled');
+    entityId = await row.getByRole('textbox', { name: 'Our metadata URL (entity ID)' }).inputValue();
+    acsUrl = await row
+      .getByRole('textbox', { name: 'Our ACS URL (Assertion Consumer Service)' })
+      .inputValue();
+    connectionId = (await row.getAttribute('data-connection')) as string;
+    expect(entityId).toBe(`${origin}/api/v1/sso/saml/${connectionId}`);
+    expect(acsUrl).toBe(`${origin}/api/v1/sso/saml/${connectionId}/acs`);
+    await row.getByRole('button', { name: 'Enable Northwind Okta' }).click();
+    await sso.getByText('Northwind Okta is enabled').waitFor();
+    expect(await sso.locator('#connection-list li .connection-state').first().textContent()).toBe('Enabled');
+    await axeBoth(page, 'organization SSO, connection enabled');
+  });
+
   it('a member types their work email and signs in through the IdP', async () => {
-    await setUpByApi();
+    await context.clearCookies();
     await page.goto(`${origin}/account/#/sign-in`);
     await page.reload();
     await heading(page, 'Sign in');

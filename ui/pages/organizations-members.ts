@@ -12,6 +12,7 @@ import { identifierField } from '../identifier.js';
 import { rememberRoles, roleName, t } from '../messages/organizations.js';
 import { go, type PageContent } from '../router.js';
 import { inOwnWords, setFlash, switchOrganization } from './organizations.js';
+import { ssoCard } from './organizations-sso.js';
 import { card, confirmButton, saySuccess } from './security/common.js';
 
 /**
@@ -76,6 +77,8 @@ export async function organizationPage(id: string): Promise<PageContent> {
       members ? membersCard(org, members, context.identityId, draw) : '',
       can('members:invite') ? invitationsCard(org, invitations, draw) : '',
       can('organization:update') ? settingsCard(org, draw) : '',
+      // Single sign-on: the connections and the domains they speak for (owners and admins).
+      can('connections:manage') ? await ssoCard(org) : '',
     );
   };
   await draw(false);

@@ -20,6 +20,8 @@ import type {
   ConfirmSignUpInput,
   ConfirmStepUpInput,
   ConnectedApp,
+  ConnectionInput,
+  ConnectionUpdate,
   CreateOrganizationInput,
   DeviceSession,
   Elevation,
@@ -28,6 +30,7 @@ import type {
   InviteMemberInput,
   MemberRole,
   Organization,
+  OrganizationConnection,
   OrganizationDomain,
   OrganizationMember,
   OrganizationMembership,
@@ -1175,6 +1178,75 @@ export class IdentityClient {
       this.api.POST(`${API}/organization-invitations/acceptances`, { body: { token }, headers, signal }),
     );
     return body.data;
+  }
+
+  // ---- Connections --------------------------------------------------------------------------------
+
+  /**
+   * Adds an enterprise connection (`connections:manage`): SAML from the IdP's metadata (`metadataXml`
+   * or `metadataUrl`) or its entity id, SSO URL and signing certificates. Created disabled unless
+   * `enabled`. Refused with `organization.connection_invalid` (incomplete, malformed) or
+   * `organization.connection_metadata_unavailable`.
+   */
+  async addConnection(
+    organizationId: string,
+    input: ConnectionInput,
+    options?: CallOptions,
+  ): Promise<OrganizationConnection> {
+    const body = await this.authed<Envelope<OrganizationConnection>>(false, options, (headers, signal) =>
+      this.api.POST(`${API}/organizations/{organizationId}/connections`, {
+        params: { path: { organizationId } },
+        body: input,
+        headers,
+        signal,
+      }),
+    );
+    return body.data;
+  }
+
+  /** The organization's connections, newest first (`connections:manage`). */
+  async listConnections(
+    organizationId: string,
+    page?: PageRequest,
+    options?: CallOptions,
+  ): Promise<Page<OrganizationConnection>> {
+    const body = await this.authed<Collection<OrganizationConnection>>(true, options, (headers, signal) =>
+      this.api.GET(`${API}/organizations/{organizationId}/connections`, {
+        params: { path: { organizationId }, query: pageQuery(page) },
+        headers,
+        signal,
+      }),
+    );
+    return toPage(body);
+  }
+
+  /** Changes a connection (`connections:manage`): only the fields sent (enable, disable, rename…). */
+  async updateConnection(
+    organizationId: string,
+    connectionId: string,
+    input: ConnectionUpdate,
+    options?: CallOptions,
+  ): Promise<OrganizationConnection> {
+    const body = await this.authed<Envelope<OrganizationConnection>>(false, options, (headers, signal) =>
+      this.api.PATCH(`${API}/organizations/{organizationId}/connections/{connectionId}`, {
+        params: { path: { organizationId, connectionId } },
+        body: input,
+        headers,
+        signal,
+      }),
+    );
+    return body.data;
+  }
+
+  /** Removes a connection (`connections:manage`). */
+  async removeConnection(organizationId: string, connectionId: string, options?: CallOptions): Promise<void> {
+    await this.authed(false, options, (headers, signal) =>
+      this.api.DELETE(`${API}/organizations/{organizationId}/connections/{connectionId}`, {
+        params: { path: { organizationId, connectionId } },
+        headers,
+        signal,
+      }),
+    );
   }
 
   // ---- Domains ------------------------------------------------------------------------------------

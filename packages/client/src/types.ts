@@ -153,3 +153,18 @@ export type InvitationAcceptance = ResponseData<'/api/v1/organization-invitation
  * (and how: `dns` or `operator`) it is verified.
  */
 export type OrganizationDomain = ResponseData<'/api/v1/organizations/{organizationId}/domains', 'post'>;
+/** A new connection: its type, name, and the IdP's settings (`saml` or `oidc`). */
+export type ConnectionInput = RequestBody<'/api/v1/organizations/{organizationId}/connections', 'post'>;
+/** A change to a connection: only the fields sent. */
+export type ConnectionUpdate = RequestBody<
+  '/api/v1/organizations/{organizationId}/connections/{connectionId}',
+  'patch'
+>;
+/**
+ * An organization's enterprise connection (SAML or OpenID): its IdP settings, whether it is
+ * enabled, and for SAML our SP entity id, metadata URL and ACS URL to give the IdP.
+ */
+export type OrganizationConnection = ResponseData<
+  '/api/v1/organizations/{organizationId}/connections',
+  'post'
+>;
