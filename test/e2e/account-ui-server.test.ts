@@ -47,6 +47,8 @@ describe('the account UI plugin', () => {
       codeLifetimeSeconds: 900,
       signInCodes: [],
       signInLinks: false,
+      // No enabled SAML connection: the sign-in asks for the password at once (test/e2e/sso.test.ts).
+      sso: false,
     });
     expect((await t.app.inject({ url: '/account/nothing.js' })).statusCode).toBe(404);
   });
