@@ -239,6 +239,28 @@ describe('enterprise sign-in on the hosted pages', () => {
     await expect.poll(() => page.locator('.identifier').first().textContent()).toBe(nextPerson);
   });
 
+  it('in French: the identifier-first step and the page that asks to continue', async () => {
+    const fr = await browser.newContext({ locale: 'fr-FR' });
+    try {
+      const p = await fr.newPage();
+      p.setDefaultTimeout(10_000);
+      p.on('pageerror', (e) => pageErrors.push(String(e)));
+      await p.goto(`${origin}/account/#/sign-in`);
+      await p.getByRole('button', { name: 'Continuer', exact: true }).waitFor();
+      await axeBoth(p, 'sign-in, identifier first, French');
+      nextPerson = `cy@${domain}`;
+      await p.goto(`${idpOrigin}/unsolicited`);
+      await heading(p, 'Poursuivre la connexion');
+      await p.getByText('Organisation', { exact: true }).waitFor();
+      await axeBoth(p, 'sso-continue, French');
+      await p.getByRole('button', { name: 'Continuer', exact: true }).click();
+      await heading(p, /./);
+      await expect.poll(() => p.locator('.identifier').first().textContent()).toBe(nextPerson);
+    } finally {
+      await fr.close();
+    }
+  });
+
   it('no page error', () => {
     expect(pageErrors).toEqual([]);
   });
