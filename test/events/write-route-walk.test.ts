@@ -1116,6 +1116,18 @@ const ROWS: Record<string, Row> = {
       await act(() => api('POST', '/sso-handoffs', { payload: { code }, headers: { cookie: flow.cookie } }));
     },
   },
+  'POST /api/v1/sso-handoffs/previews': {
+    exempt: 'reads what an IdP-initiated sign-in would sign into before Continue: nothing is written',
+    async run(act) {
+      const sso = await ssoOrganization();
+      const flow = await startFlow(t, sso.connectionId);
+      const res = await postAcs(t, sso.connectionId, samlResponse(sso, flow.requestId), flow.cookie);
+      const code = handoffOf(res) as string;
+      await act(() =>
+        api('POST', '/sso-handoffs/previews', { payload: { code }, headers: { cookie: flow.cookie } }),
+      );
+    },
+  },
   'POST /scim/v2/Users': {
     emits: ['identity.created', 'organization.membership.created'],
     async run(act) {
