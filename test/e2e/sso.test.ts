@@ -197,6 +197,19 @@ describe('enterprise sign-in on the hosted pages', () => {
     expect(members.length).toBe(2);
   });
 
+  it('an IdP that answers for an address outside the verified domains: told so, signed out, nothing in the address bar', async () => {
+    await context.clearCookies();
+    await page.goto('about:blank');
+    await page.goto(`${origin}/account/#/sign-in`);
+    await heading(page, 'Sign in');
+    nextPerson = 'eve@elsewhere.example';
+    await page.getByLabel('Email or phone').fill(`eve@${domain}`);
+    await page.getByRole('button', { name: 'Continue', exact: true }).click();
+    await page.getByText('with an email address outside its verified domains').waitFor();
+    expect(page.url()).toBe(`${origin}/account/#/sign-in`);
+    await axeBoth(page, 'sign-in, SSO refused');
+  });
+
   it('an address outside SSO meets the password step and signs in as without SSO', async () => {
     await context.clearCookies();
     const person = await createPerson(t.ctx, 'lin@elsewhere.example');
