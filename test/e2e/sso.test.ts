@@ -24,6 +24,7 @@ let t: TestApp;
 let idp: TestIdp;
 let idpServer: Server;
 let dns: TestDns;
+let owner: Awaited<ReturnType<typeof createPerson>>;
 let idpOrigin: string;
 let browser: Browser;
 let context: BrowserContext;
@@ -120,7 +121,7 @@ describe('enterprise sign-in on the hosted pages', () => {
   });
 
   it('an owner sets up SSO in the organization’s page: a domain verified by DNS, a SAML connection from the IdP’s metadata, enabled', async () => {
-    const owner = await createPerson(t.ctx);
+    owner = await createPerson(t.ctx);
     const org = await createOrganization(t, (await signIn(t.app, owner)).accessToken, 'Northwind');
     orgId = org.id;
     domain = `northwind-${orgId.slice(0, 8)}.example`;
@@ -272,6 +273,29 @@ describe('enterprise sign-in on the hosted pages', () => {
     } finally {
       await fr.close();
     }
+  });
+
+  it('the owner disables, then deletes the connection: the sign-in asks for the password at once again', async () => {
+    await context.clearCookies();
+    await page.goto(`${origin}/account/#/sign-in`);
+    await signInPage(page, { email: owner.email, password: owner.password });
+    await page.goto('about:blank');
+    await page.goto(`${origin}/account/#/organizations/${orgId}`);
+    await heading(page, 'Northwind');
+    const sso = page.locator('#org-sso');
+    await sso.getByRole('button', { name: 'Disable Northwind Okta' }).click();
+    await sso.getByText('Northwind Okta is disabled.').waitFor();
+    expect(await sso.locator('#connection-list li .connection-state').first().textContent()).toBe('Disabled');
+    await sso.getByRole('button', { name: 'Delete Northwind Okta' }).click();
+    await sso.getByRole('button', { name: 'Delete', exact: true }).click();
+    await sso.getByText('Northwind Okta was deleted.').waitFor();
+    await sso.getByText('No connection yet.').waitFor();
+    await axeBoth(page, 'organization SSO, no connection, a verified domain');
+    await context.clearCookies();
+    await page.goto('about:blank');
+    await page.goto(`${origin}/account/#/sign-in`);
+    await heading(page, 'Sign in');
+    await page.getByLabel('Password', { exact: true }).waitFor();
   });
 
   it('no page error', () => {
