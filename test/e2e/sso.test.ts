@@ -291,6 +291,24 @@ describe('enterprise sign-in on the hosted pages', () => {
     await sso.getByText('Northwind Okta was deleted.').waitFor();
     await sso.getByText('No connection yet.').waitFor();
     await axeBoth(page, 'organization SSO, no connection, a verified domain');
+    // Neither metadata nor the three fields: said, nothing sent.
+    await sso.getByLabel('Name', { exact: true }).fill('Backup IdP');
+    await sso.getByRole('button', { name: 'Add connection' }).click();
+    await sso.getByText('Paste your provider’s metadata, or fill in its entity ID').waitFor();
+    // The metadata from a chosen file.
+    await sso.locator('input[type="file"]').setInputFiles({
+      name: 'idp-metadata.xml',
+      mimeType: 'application/xml',
+      buffer: Buffer.from(idp.metadata()),
+    });
+    await expect
+      .poll(() => sso.getByLabel('Your provider’s metadata (XML)').inputValue())
+      .toContain(idp.entityId);
+    await sso.getByRole('button', { name: 'Add connection' }).click();
+    await sso.getByText('Backup IdP was added.').waitFor();
+    await sso.getByRole('button', { name: 'Delete Backup IdP' }).click();
+    await sso.getByRole('button', { name: 'Delete', exact: true }).click();
+    await sso.getByText('Backup IdP was deleted.').waitFor();
     await context.clearCookies();
     await page.goto('about:blank');
     await page.goto(`${origin}/account/#/sign-in`);
