@@ -644,3 +644,24 @@ export async function eraseIdentity(trx: Executor, identityId: string, now: Date
     .execute();
   return gone.length;
 }
+
+/**
+ * Replaces an imported password hash by the service's Argon2id at a successful sign-in, by
+ * compare-and-set on the hash that was verified: a password changed or recovered meanwhile is kept
+ * (false), never overwritten by the old password's new hash.
+ */
+export async function upgradePasswordHash(
+  trx: Executor,
+  identityId: string,
+  verified: string,
+  upgraded: string,
+): Promise<boolean> {
+  const row = await trx
+    .updateTable('identities')
+    .set({ password_hash: upgraded })
+    .where('id', '=', identityId)
+    .where('password_hash', '=', verified)
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
