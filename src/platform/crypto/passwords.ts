@@ -42,8 +42,10 @@ export interface PasswordHasher {
   sampleLike(stored: string): Promise<string | undefined>;
 }
 
-/** A refusal waits for the slowest profile's mean time plus this share: its spread stays under the floor. */
-const FLOOR_MARGIN = 1.25;
+/** A refusal lasts at least the slowest recent verification of any profile plus this share. */
+const FLOOR_MARGIN = 1.5;
+/** Verification times kept per profile for the floor. */
+const RECENT = 16;
 
 // `Algorithm` is an ambient const enum, which isolated-module builds (tsx, vitest) cannot inline and
 // the package's runtime object leaves empty; 2 is Argon2id in its declaration.
@@ -254,11 +256,16 @@ export function createPasswordHasher(opts: {
   };
   // A malformed hash is a refusal; a shed request (503 from the gate) or a dead hashing thread is
   // not, so it propagates.
-  const means = new Map<string, number>();
+  // The last RECENT verification times of each profile: the floor is the slowest of them with a
+  // margin, so a profile's own spread (a busy machine stretches CPU-bound work unevenly) stays
+  // under it, and a slow spell raises it at once.
+  const recent = new Map<string, number[]>();
   const calibrated = new Set<string>();
   const record = (profile: string, ms: number) => {
-    const mean = means.get(profile);
-    means.set(profile, mean === undefined ? ms : 0.8 * mean + 0.2 * ms);
+    const times = recent.get(profile) ?? [];
+    times.push(ms);
+    if (times.length > RECENT) times.shift();
+    recent.set(profile, times);
   };
   const check = (hashed: string, password: string): Promise<boolean> =>
     gate.run(async () => {
@@ -300,12 +307,14 @@ export function createPasswordHasher(opts: {
       if (calibrated.size > 0) {
         // The service's own profile is measured too, so the floor covers an Argon2id account.
         const own = parseStoredHash(await dummyHash());
-        if (own && !means.has(own.profile)) await check(await dummyHash(), 'calibration');
+        if (own && !recent.has(own.profile)) await check(await dummyHash(), 'calibration');
       }
     },
     async padRefusal(startedAt) {
       if (calibrated.size === 0) return;
-      const floor = Math.max(...means.values()) * FLOOR_MARGIN;
+      let slowest = 0;
+      for (const times of recent.values()) slowest = Math.max(slowest, ...times);
+      const floor = slowest * FLOOR_MARGIN;
       const left = startedAt + floor - performance.now();
       if (left > 0) await new Promise((resolve) => setTimeout(resolve, left));
     },
