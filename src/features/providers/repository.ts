@@ -300,3 +300,47 @@ export async function pruneExpiredFlows(trx: Executor, now: Date, batch = 100): 
       .execute();
   }
 }
+
+/** Provider links brought by an import, in one statement. */
+export async function insertImportedLinks(
+  trx: Executor,
+  rows: { id: string; identityId: string; provider: string; subject: string; now: Date }[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  await trx
+    .insertInto('provider_links')
+    .values(
+      rows.map((l) => ({
+        id: l.id,
+        identity_id: l.identityId,
+        provider: l.provider,
+        subject: l.subject,
+        created_at: l.now,
+      })),
+    )
+    .execute();
+}
+
+/** Which of these (provider, subject) pairs a live link holds already (`provider subject` keys). */
+export async function liveLinksAmong(trx: Executor, subjects: string[]): Promise<Set<string>> {
+  if (subjects.length === 0) return new Set();
+  const rows = await trx
+    .selectFrom('provider_links')
+    .select(['provider', 'subject'])
+    .where('removed_at', 'is', null)
+    .where('subject', 'in', [...new Set(subjects)])
+    .execute();
+  return new Set(rows.map((r) => `${r.provider} ${r.subject}`));
+}
+
+/** The live links of these identities (an export). */
+export async function linksForExport(trx: Executor, identityIds: string[]) {
+  if (identityIds.length === 0) return [];
+  return trx
+    .selectFrom('provider_links')
+    .select(['identity_id as identityId', 'provider', 'subject'])
+    .where('identity_id', 'in', identityIds)
+    .where('removed_at', 'is', null)
+    .orderBy('created_at')
+    .execute();
+}
