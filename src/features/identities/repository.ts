@@ -733,12 +733,12 @@ export async function liveIdentifiersAmong(
   idents: NormalisedIdentifier[],
 ): Promise<Map<string, string>> {
   if (idents.length === 0) return new Map();
-  const rows = await trx
-    .selectFrom('identifiers')
-    .select(['type', 'value', 'identity_id as identityId'])
-    .where('removed_at', 'is', null)
-    .where('value', 'in', [...new Set(idents.map((i) => i.value))])
-    .execute();
+  // Raw: the builder has no join to unnest() of two bound arrays. A join, not `value IN (…)`: each
+  // pair is one probe of identifiers_live_value (or one hash join), never a scan per listed value.
+  const { rows } = await sql<{ type: string; value: string; identityId: string }>`
+    SELECT i.type, i.value, i.identity_id AS "identityId"
+      FROM unnest(${idents.map((i) => i.type)}::text[], ${idents.map((i) => i.value)}::text[]) AS q(type, value)
+      JOIN identifiers i ON i.type = q.type AND i.value = q.value AND i.removed_at IS NULL`.execute(trx);
   return new Map(rows.map((r) => [`${r.type}:${r.value}`, r.identityId]));
 }
 

@@ -339,7 +339,7 @@ export class ImportService {
     );
     const linked = await liveLinksAmong(
       trx,
-      fresh_.flatMap((p) => p.links.map((k) => k.subject)),
+      fresh_.flatMap((p) => p.links),
     );
     const orgs = await existingOrganizations(
       trx,

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { changedOne } from '../../platform/db/compare-and-set.js';
 import type { Executor } from '../../platform/db/database.js';
 
@@ -322,14 +323,19 @@ export async function insertImportedLinks(
 }
 
 /** Which of these (provider, subject) pairs a live link holds already (`provider subject` keys). */
-export async function liveLinksAmong(trx: Executor, subjects: string[]): Promise<Set<string>> {
-  if (subjects.length === 0) return new Set();
-  const rows = await trx
-    .selectFrom('provider_links')
-    .select(['provider', 'subject'])
-    .where('removed_at', 'is', null)
-    .where('subject', 'in', [...new Set(subjects)])
-    .execute();
+export async function liveLinksAmong(
+  trx: Executor,
+  links: { provider: string; subject: string }[],
+): Promise<Set<string>> {
+  if (links.length === 0) return new Set();
+  // Raw: the builder has no join to unnest() of two bound arrays (one probe of
+  // provider_links_live_subject per pair).
+  const { rows } = await sql<{ provider: string; subject: string }>`
+    SELECT l.provider, l.subject
+      FROM unnest(${links.map((l) => l.provider)}::text[], ${links.map((l) => l.subject)}::text[]) AS q(provider, subject)
+      JOIN provider_links l ON l.provider = q.provider AND l.subject = q.subject AND l.removed_at IS NULL`.execute(
+    trx,
+  );
   return new Set(rows.map((r) => `${r.provider} ${r.subject}`));
 }
 
