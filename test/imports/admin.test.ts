@@ -86,3 +86,13 @@ describe('admin import and export', () => {
     expect((await upload('{}', '', null)).statusCode).toBe(401);
   });
 });
+
+describe('docs/import.md', () => {
+  it('gives the JSON Schema the import validates with', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { ImportLineSchema } = await import('../../src/features/imports/schemas.js');
+    const doc = readFileSync(new URL('../../docs/import.md', import.meta.url), 'utf8');
+    const block = /## The JSON Schema of a line\n\n```json\n([\s\S]*?)\n```/.exec(doc)?.[1];
+    expect(JSON.parse(block!)).toEqual(JSON.parse(JSON.stringify(ImportLineSchema)));
+  });
+});
