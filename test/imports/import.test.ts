@@ -212,9 +212,20 @@ describe('users:import', () => {
     expect(await run(path)).toMatchObject({ imported: 1 });
     expect(await run(path, {}, { restart: true })).toMatchObject({ imported: 0, skipped: 1 });
     expect(await byExternalId(`kc-${x}`)).toHaveLength(1);
-    const renamed = file(`again2-${x}.ndjson`, [line('Second')]);
+    const renamed = file(`again2-${x}.ndjson`, [
+      { ...line('Second'), password: bcrypt.hashSync('from the source', 4) },
+    ]);
     expect(await run(renamed, { update: true })).toMatchObject({ updated: 1 });
-    expect((await byExternalId(`kc-${x}`))[0]!.given_name).toBe('Second');
+    const [updated] = await byExternalId(`kc-${x}`);
+    expect(updated!.given_name).toBe('Second');
+    expect(updated!.password_hash).toMatch(/^\$2b\$04\$/);
+    // A password set here since is never replaced by the source's hash.
+    const own = await t.ctx.passwords.hash('set here since');
+    await sql`UPDATE identities SET password_hash = ${own} WHERE id = ${updated!.id}`.execute(
+      t.ctx.database.db,
+    );
+    expect(await run(renamed, { update: true }, { restart: true })).toMatchObject({ updated: 1 });
+    expect((await byExternalId(`kc-${x}`))[0]!.password_hash).toBe(own);
 
     const dry = file(`dry-${x}.ndjson`, [
       {

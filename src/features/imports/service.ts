@@ -189,7 +189,9 @@ export class ImportService {
       });
       if (!n.ok) return fail(n.reason);
       passwordHash = n.stored;
-      if (n.parsed.scheme !== 'argon2id') profile = { profile: n.parsed.profile, stored: n.stored };
+      // Every imported profile, Argon2id too (its parameters may be the source's, not ours): the
+      // refusal floor covers whatever an account may hold.
+      profile = { profile: n.parsed.profile, stored: n.stored };
     }
     const names = {
       givenName: normaliseName(l.givenName ?? null),
@@ -326,12 +328,16 @@ export class ImportService {
       unique.flatMap((p) => (p.externalId ? [p.externalId] : [])),
     );
     const fresh_: Prepared[] = [];
-    const updates: { p: Prepared; id: string }[] = [];
+    const updates: { p: Prepared; id: string; keepPassword: boolean }[] = [];
     for (const p of unique) {
       const found = p.externalId ? existing.get(p.externalId) : undefined;
       if (!found) fresh_.push(p);
-      else if (opts.update) updates.push({ p, id: found.id });
-      else out.skipped++;
+      else if (opts.update) {
+        // A password the person set or proved here (Argon2id now) is theirs: an update from the
+        // source never puts the old system's hash back over it.
+        const keepPassword = found.passwordHash?.startsWith('$argon2id$') ?? false;
+        updates.push({ p, id: found.id, keepPassword });
+      } else out.skipped++;
     }
     const held = await liveIdentifiersAmong(
       trx,
@@ -390,11 +396,11 @@ export class ImportService {
       trx,
       accepted.flatMap((p) => p.memberships.map((m) => ({ ...m, identityId: p.identity.id, now }))),
     );
-    for (const { p, id } of updates) {
+    for (const { p, id, keepPassword } of updates) {
       await updateImportedIdentity(trx, id, {
         names: p.identity.names,
         locale: p.identity.locale,
-        ...(p.identity.passwordHash ? { passwordHash: p.identity.passwordHash } : {}),
+        ...(p.identity.passwordHash && !keepPassword ? { passwordHash: p.identity.passwordHash } : {}),
       });
     }
     for (const [profile, sampleHash] of fresh) await insertHashProfile(trx, { profile, sampleHash }, now);
