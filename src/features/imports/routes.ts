@@ -113,9 +113,14 @@ export const importAdminRoutes = featureRoutes(async (app, { ctx }: { ctx: AppCo
               memCost: q.firebaseMemCost,
             }
           : undefined;
-      const lines = createInterface({ input: request.body as Readable, crlfDelay: Number.POSITIVE_INFINITY });
+      // Made when the runner first reads, not before: readline starts the upload flowing at once,
+      // and lines emitted before an iterator listens would be lost.
+      const body = request.body as Readable;
+      async function* lines() {
+        yield* createInterface({ input: body, crlfDelay: Number.POSITIVE_INFINITY });
+      }
       const counts = await service.run(
-        lines,
+        lines(),
         {
           actor: `admin:${operatorOf(request)}`,
           update: q.update ?? false,
