@@ -95,6 +95,9 @@ export const MAX_LINE_BYTES = 64 * 1024;
 
 class Rollback extends Error {}
 
+/** SQLSTATEs a line's data can cause: unique, check and foreign-key violations, a value too long. */
+const LINE_ERRORS = new Set(['23505', '23514', '23503', '22001']);
+
 /**
  * The import (docs/import.md): NDJSON read as a stream, one identity per line, validated alone;
  * valid lines are written in batches, one transaction each, with their identifiers, second
@@ -250,6 +253,9 @@ export class ImportService {
       const outcome = await this.#write(batch, opts, fresh);
       await this.#settle(outcome, counts, refuse, fresh, opts);
     } catch (err) {
+      // Only what a line's own data can cause is a refusal; anything else (the database gone, say)
+      // stops the run, which resumes from its checkpoint.
+      if (!LINE_ERRORS.has(String((err as { code?: unknown })?.code))) throw err;
       if (batch.length === 1) {
         const p = batch[0]!;
         await refuse({
