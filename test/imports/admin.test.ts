@@ -63,6 +63,13 @@ describe('admin import and export', () => {
     });
     expect(signIn.statusCode).toBe(201);
 
+    const found = await adminRequest(t.admin!, 'GET', `/identities?externalId=up-${x}`);
+    expect(found.statusCode).toBe(200);
+    expect(found.json().data).toHaveLength(1);
+    expect(found.json().data[0].identifiers[0].value).toBe(email);
+    const both = await adminRequest(t.admin!, 'GET', `/identities?externalId=up-${x}&prefix=up`);
+    expect(both.statusCode).toBe(400);
+
     const exported = await adminRequest(t.admin!, 'GET', '/exports/identities');
     expect(exported.statusCode).toBe(200);
     expect(exported.headers['content-type']).toMatch(/application\/x-ndjson/);
