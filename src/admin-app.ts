@@ -5,6 +5,7 @@ import type { AppContext } from './context.js';
 import { adminRoutes } from './features/admin/routes.js';
 import { eventAdminRoutes } from './features/events/operators/routes.js';
 import { webhookEndpointRoutes } from './features/events/webhooks/operators/routes.js';
+import { importAdminRoutes } from './features/imports/routes.js';
 import { oidcClientAdminRoutes } from './features/oidc/operators/routes.js';
 import {
   type ConsoleProviderCalls,
@@ -131,6 +132,7 @@ export async function buildAdminApp(
       provider,
     });
   }
+  await admin.register(importAdminRoutes, { ctx, prefix: ADMIN_PREFIX });
   // Behind the key like every admin route: it names every route the listener hides from strangers.
   admin.get(`${ADMIN_PREFIX}/openapi.json`, { schema: { hide: true } }, async () => admin.swagger());
   return admin;
