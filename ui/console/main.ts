@@ -205,7 +205,7 @@ async function searchPage(query: string): Promise<void> {
         q ? t('results') : t('recent'),
         [t('colName'), t('colIdentifiers'), t('colStatus'), t('colCreated')],
         page.data.map((i) => [
-          h('a', { href: `#/people/${i.id}` }, i.name || t('noName')),
+          h('a', { href: `#/people/${i.id}` }, i.name || i.identifiers[0]?.value || t('noName')),
           i.identifiers.map((x) => x.value).join(', '),
           status(i),
           formatDate(i.createdAt),
