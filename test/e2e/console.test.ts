@@ -195,10 +195,21 @@ describe("the operators' console", () => {
     const { context, page } = await signIn(support, 'fr-FR');
     await expect.poll(() => page.locator('#operator').textContent()).toContain('Rôle : Assistance');
     await axeBoth(page, 'recherche (assistance)');
+    // Found through their organization: its id opens its page, its members link to their pages.
+    const org = await admin().inject({
+      method: 'POST',
+      url: '/admin/v1/organizations',
+      headers: bearer(ADMIN_KEY),
+      payload: { name: 'Acme', slug: 'acme-console', ownerIdentityId: person.identityId },
+    });
+    expect(org.statusCode, org.body).toBe(201);
     await page
       .getByLabel('Adresse e-mail, numéro de téléphone, identifiant ou identifiant d’organisation')
-      .fill(person.identityId);
+      .fill(org.json().data.id);
     await page.keyboard.press('Enter');
+    await page.getByRole('heading', { level: 1, name: 'Organisation Acme' }).waitFor();
+    await axeBoth(page, 'organisation (assistance)');
+    await page.getByRole('link', { name: person.email }).click();
     await page.getByRole('heading', { level: 1, name: person.email }).waitFor();
     await axeBoth(page, 'fiche (assistance)');
     const acts = await page.locator('.acts button').allTextContents();
@@ -231,6 +242,35 @@ describe("the operators' console", () => {
     await page.getByRole('link', { name: 'Journal d’audit' }).click();
     await page.getByText('Chaque enregistrement affiché se vérifie.').waitFor();
     await axeBoth(page, 'journal (assistance)');
+    await context.close();
+  });
+
+  it('an erasure after a stale sign-in sends the owner through the sign-in again (step-up), erasing nothing', async () => {
+    const person = await createPerson(f.t.ctx, 'stale.erasure@example.com');
+    const owner = await operator('owner');
+    const { context, page } = await signIn(owner);
+    await page.goto(`${consoleOrigin}/console/#/people/${person.identityId}`);
+    await page.getByRole('heading', { level: 1, name: person.email }).waitFor();
+    // Older than ELEVATION_TTL (300 s), younger than the access token and the idle timeout.
+    f.t.clock.advance(301);
+    await page.getByRole('button', { name: 'Erase' }).click();
+    await page
+      .getByRole('dialog')
+      .getByLabel('Type one of their verified identifiers to confirm')
+      .fill(person.email);
+    const fresh = page.waitForRequest((r) => r.url() === `${consoleOrigin}/console/sign-in?fresh=1`);
+    const provider = page.waitForRequest((r) => r.url().startsWith(`${f.origin}/oidc/auth?`));
+    await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
+    await fresh;
+    const auth = new URL((await provider).url());
+    expect(auth.searchParams.get('prompt')).toBe('login');
+    expect(auth.searchParams.get('max_age')).toBe('0');
+    const still = await admin().inject({
+      method: 'GET',
+      url: `/admin/v1/identities/${person.identityId}`,
+      headers: bearer(ADMIN_KEY),
+    });
+    expect(still.json().data.erasedAt).toBeNull();
     await context.close();
   });
 });
