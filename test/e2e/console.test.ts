@@ -38,7 +38,7 @@ afterAll(async () => {
   await f?.close();
 });
 
-async function operator(role: 'owner' | 'support'): Promise<Candidate> {
+async function operator(role: 'owner' | 'support' | 'auditor'): Promise<Candidate> {
   const c = await withAuthenticator(f);
   const put = await admin().inject({
     method: 'PUT',
@@ -174,6 +174,31 @@ describe("the operators' console", () => {
     await erase.getByRole('button', { name: 'Confirm' }).click();
     await page.getByText('Erased', { exact: true }).waitFor();
 
+    // OpenID clients: register one, its secret shown once; rotate it, a new one shown once.
+    await page.getByRole('link', { name: 'OpenID clients' }).click();
+    await page.getByRole('heading', { level: 1, name: 'OpenID clients' }).waitFor();
+    expect(await page.getByRole('cell', { name: 'console', exact: true }).count()).toBe(1);
+    await axeBoth(page, 'OpenID clients (owner)');
+    await page.getByLabel('Client id').fill('reports');
+    await page.getByLabel('Name', { exact: true }).fill('Reports');
+    await page.getByLabel('Redirect URI').fill('https://reports.example.com/callback');
+    await page.getByRole('button', { name: 'Register' }).click();
+    const shown = page.getByRole('dialog');
+    await shown.getByRole('heading', { name: 'The secret of reports' }).waitFor();
+    const secret = await shown.locator('#client-secret').textContent();
+    expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    await axeBoth(page, 'a secret shown once');
+    await shown.getByRole('button', { name: 'Confirm' }).click();
+    await shown.waitFor({ state: 'detached' });
+    expect(await page.locator('main').textContent()).not.toContain(secret);
+    await page.getByRole('button', { name: 'Rotate the secret (reports)' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
+    await page.getByRole('dialog').getByRole('heading', { name: 'The secret of reports' }).waitFor();
+    const rotated = await page.getByRole('dialog').locator('#client-secret').textContent();
+    expect(rotated).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(rotated).not.toBe(secret);
+    await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
+
     // The audit trail page: the chain's verification.
     await page.getByRole('link', { name: 'Audit trail' }).click();
     await page.getByText('Every record shown verifies.').waitFor();
@@ -239,6 +264,12 @@ describe("the operators' console", () => {
     });
     expect(still.json().data.erasedAt).toBeNull();
 
+    // OpenID clients: read only.
+    await page.getByRole('link', { name: 'Clients OpenID' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Clients OpenID' }).waitFor();
+    expect(await page.locator('main button, main form').count()).toBe(0);
+    await axeBoth(page, 'clients (assistance)');
+
     await page.getByRole('link', { name: 'Journal d’audit' }).click();
     await page.getByText('Chaque enregistrement affiché se vérifie.').waitFor();
     await axeBoth(page, 'journal (assistance)');
@@ -271,6 +302,19 @@ describe("the operators' console", () => {
       headers: bearer(ADMIN_KEY),
     });
     expect(still.json().data.erasedAt).toBeNull();
+    await context.close();
+  });
+
+  it('an auditor sees the audit trail and nothing else', async () => {
+    const auditor = await operator('auditor');
+    const { context, page } = await signIn(auditor);
+    await page.getByText('Every record shown verifies.').waitFor();
+    expect(await page.locator('#nav a').allTextContents()).toEqual(['Audit trail']);
+    expect(await page.locator('#operator').textContent()).toContain('Role: Auditor');
+    await axeBoth(page, 'audit trail (auditor)');
+    // A person's page asked by its address: the audit trail instead (the role reads no identity).
+    await page.goto(`${consoleOrigin}/console/#/people/${customer.identityId}`);
+    await page.waitForURL(`${consoleOrigin}/console/#/audit`);
     await context.close();
   });
 });

@@ -118,6 +118,10 @@ async function call<T>(method: string, path: string, body?: unknown): Promise<T>
   });
   if (r.status === 204) return undefined as T;
   const json = (await r.json().catch(() => ({}))) as { code?: string };
+  if (json.code === 'admin.oidc_client_invalid') {
+    const first = (json as { errors?: { field?: string }[] }).errors?.[0];
+    throw new InvalidField(first?.field ?? '');
+  }
   if (!r.ok) throw new ConsoleProblem(r.status, json.code ?? 'unknown');
   return json as T;
 }
@@ -128,6 +132,23 @@ const q = (params: Record<string, string | undefined>) => {
   const text = s.toString();
   return text ? `?${text}` : '';
 };
+
+export interface OidcClient {
+  client_id: string;
+  client_name: string | null;
+  redirect_uris: string[];
+  grant_types: string[];
+  token_endpoint_auth_method: string;
+  source: 'configuration' | 'admin';
+  client_secret?: string | null;
+}
+
+/** A 422's first error (the field and its reason), as the admin API names it. */
+export class InvalidField extends ConsoleProblem {
+  constructor(readonly field: string) {
+    super(422, 'admin.oidc_client_invalid');
+  }
+}
 
 export const admin = {
   searchIdentities: (params: {
@@ -145,6 +166,11 @@ export const admin = {
     call<PageOf<AuditRecord>>('GET', `/audit-records${q({ ...params, limit: '20' })}`),
   act: (id: string, act: 'disablements' | 'enablements' | 'lock-clearances' | 'session-revocations') =>
     call<void>('POST', `/identities/${encodeURIComponent(id)}/${act}`),
+  clients: (after?: string) => call<PageOf<OidcClient>>('GET', `/oidc-clients${q({ after, limit: '50' })}`),
+  registerClient: (body: Record<string, unknown>) =>
+    call<{ data: OidcClient }>('POST', '/oidc-clients', body),
+  rotateSecret: (clientId: string) =>
+    call<{ data: OidcClient }>('POST', `/oidc-clients/${encodeURIComponent(clientId)}/secret-rotations`),
   erase: (id: string, identifier: string) =>
     call<void>('POST', `/identities/${encodeURIComponent(id)}/erasures`, { identifier }),
 };

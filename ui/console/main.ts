@@ -8,6 +8,8 @@ import {
   currentOperator,
   type IdentityDetail,
   type IdentityItem,
+  InvalidField,
+  type OidcClient,
   type Operator,
   openSession,
   type Role,
@@ -95,6 +97,7 @@ function drawHeader(op: Operator | null): void {
   if (!op) return;
   const links: [string, string][] = [];
   if (canRead(op.role)) links.push(['#/', t('searchNav')]);
+  if (canRead(op.role)) links.push(['#/clients', t('clientsNav')]);
   links.push(['#/audit', t('auditNav')]);
   append(nav, [
     h(
@@ -483,6 +486,151 @@ async function auditPage(): Promise<void> {
   await load();
 }
 
+/* ------------------------------------------------------------------ OpenID clients */
+
+/** A secret shown once, in a dialog the operator closes when it is stored. */
+function showSecret(client: OidcClient): void {
+  if (!client.client_secret) return;
+  const dialog = h('dialog', { class: 'confirm-dialog', 'aria-labelledby': 'secret-title' });
+  append(dialog, [
+    h('h2', { id: 'secret-title' }, t('secretTitle', { client: client.client_id })),
+    h('p', null, t('secretOnce')),
+    h('p', null, h('code', { class: 'secret', id: 'client-secret' }, client.client_secret)),
+    h(
+      'form',
+      { method: 'dialog', class: 'actions' },
+      h('button', { type: 'submit', class: 'button' }, t('confirm')),
+    ),
+  ]);
+  dialog.addEventListener('close', () => dialog.remove());
+  document.body.appendChild(dialog);
+  dialog.showModal();
+}
+
+async function clientsPage(op: Operator): Promise<void> {
+  const page = await admin.clients();
+  const owner = op.role === 'owner';
+  const rows = page.data.map((c) => [
+    h('code', null, c.client_id),
+    c.client_name ?? '—',
+    t(`source_${c.source}`),
+    c.grant_types.join(', '),
+    c.redirect_uris.join(' '),
+    owner &&
+    c.source === 'admin' &&
+    c.token_endpoint_auth_method !== 'none' &&
+    c.token_endpoint_auth_method !== 'private_key_jwt'
+      ? h(
+          'button',
+          {
+            type: 'button',
+            class: 'button secondary',
+            'aria-label': `${t('rotate')} (${c.client_id})`,
+            onclick: () =>
+              confirmThen(t('confirmRotate', { client: c.client_id }), async () => {
+                showSecret((await admin.rotateSecret(c.client_id)).data);
+              }),
+          },
+          t('rotate'),
+        )
+      : '',
+  ]);
+  const head = [t('colClientId'), t('colName'), t('colSource'), t('colGrants'), t('colRedirects')];
+  draw(
+    t('clientsTitle'),
+    table(t('clientsTitle'), owner ? [...head, t('acts')] : head, rows),
+    owner ? registerForm() : null,
+  );
+}
+
+/** A confirmation without a typed word (the client acts): Confirm runs `act`, its refusal shown. */
+function confirmThen(text: string, act: () => Promise<void>): void {
+  const dialog = h('dialog', { class: 'confirm-dialog', 'aria-labelledby': 'confirm-text' });
+  const error = h('p', { class: 'field-error', role: 'alert' });
+  const form = h(
+    'form',
+    {
+      method: 'dialog',
+      onsubmit: async (e: Event) => {
+        e.preventDefault();
+        try {
+          await act();
+          dialog.close();
+        } catch (err) {
+          error.textContent = problemText(err);
+        }
+      },
+    },
+    h('p', { id: 'confirm-text' }, text),
+    error,
+    h(
+      'div',
+      { class: 'actions' },
+      h('button', { type: 'submit', class: 'button' }, t('confirm')),
+      h('button', { type: 'button', class: 'button secondary', onclick: () => dialog.close() }, t('cancel')),
+    ),
+  );
+  dialog.addEventListener('close', () => dialog.remove());
+  append(dialog, [form]);
+  document.body.appendChild(dialog);
+  dialog.showModal();
+}
+
+function registerForm(): HTMLElement {
+  const input = (id: string, label: string, type = 'text') =>
+    h(
+      'div',
+      { class: 'field' },
+      h('label', { for: id }, label),
+      h('input', { id, name: id, type, required: true, autocomplete: 'off' }),
+    );
+  const error = h('p', { class: 'alert', role: 'alert' });
+  const form: HTMLFormElement = h(
+    'form',
+    {
+      class: 'register-client',
+      'aria-labelledby': 'register-title',
+      onsubmit: async (e: Event) => {
+        e.preventDefault();
+        error.textContent = '';
+        const value = (name: string) => (form.elements.namedItem(name) as HTMLInputElement).value.trim();
+        const isPublic = (form.elements.namedItem('client-public') as HTMLInputElement).checked;
+        try {
+          const created = await admin.registerClient({
+            client_id: value('client-id'),
+            client_name: value('client-name'),
+            redirect_uris: [value('client-redirect')],
+            grant_types: ['authorization_code', 'refresh_token'],
+            ...(isPublic ? { token_endpoint_auth_method: 'none' } : {}),
+          });
+          await route();
+          showSecret(created.data);
+        } catch (err) {
+          error.textContent =
+            err instanceof InvalidField
+              ? t('invalidClient', { field: err.field })
+              : err instanceof ConsoleProblem && err.code === 'admin.oidc_client_exists'
+                ? t('clientExists')
+                : problemText(err);
+        }
+      },
+    },
+    h('h2', { id: 'register-title' }, t('registerTitle')),
+    error,
+    input('client-id', t('clientIdLabel')),
+    input('client-name', t('clientNameLabel')),
+    input('client-redirect', t('redirectLabel'), 'url'),
+    h(
+      'div',
+      { class: 'checkbox-row' },
+      h('input', { id: 'client-public', name: 'client-public', type: 'checkbox' }),
+      h('label', { for: 'client-public' }, t('publicLabel')),
+    ),
+    h('button', { type: 'submit', class: 'button' }, t('register')),
+  );
+  return form;
+}
+
 /* ------------------------------------------------------------------ routing */
 
 async function route(): Promise<void> {
@@ -500,6 +648,7 @@ async function route(): Promise<void> {
     const person = /^\/people\/([0-9a-f-]{36})$/i.exec(path);
     const org = /^\/organizations\/([0-9a-f-]{36})$/i.exec(path);
     if (path === '/audit') await auditPage();
+    else if (path === '/clients' && canRead(op.role)) await clientsPage(op);
     else if (!canRead(op.role)) location.hash = '#/audit';
     else if (person) await personPage(person[1], op);
     else if (org) await organizationPage(org[1]);
