@@ -1,3 +1,6 @@
+import { mkdir } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY } from '../helpers/admin.js';
@@ -82,11 +85,18 @@ async function signIn(c: Candidate, locale = 'en-GB'): Promise<{ context: Browse
   return { context, page };
 }
 
-/** axe on the page as it is, in light and in dark. */
-async function axeBoth(page: Page, name: string): Promise<void> {
+/** The screenshots of docs/admin.md ("The console's pages"). */
+const SHOTS = join(dirname(fileURLToPath(import.meta.url)), '../../docs/ui/console');
+
+/** axe on the page as it is, in light and in dark; with `shot`, its screenshot in both for the docs. */
+async function axeBoth(page: Page, name: string, shot?: string): Promise<void> {
   for (const colorScheme of ['light', 'dark'] as const) {
     await page.emulateMedia({ colorScheme });
     await axeCheck(page, `${name} (${colorScheme})`);
+    if (shot) {
+      await mkdir(SHOTS, { recursive: true });
+      await page.screenshot({ path: join(SHOTS, `${shot}.${colorScheme}.png`), fullPage: true });
+    }
   }
   await page.emulateMedia({ colorScheme: 'light' });
 }
@@ -103,7 +113,7 @@ describe("the operators' console", () => {
       expect(res?.headers()['content-security-policy']).toContain("default-src 'none'");
       await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe(heading);
       expect(await page.locator('#nav').isHidden()).toBe(true);
-      await axeBoth(page, `signed out ${locale}`);
+      await axeBoth(page, `signed out ${locale}`, locale === 'en-GB' ? 'signed-out' : undefined);
       await context.close();
     }
     // The public port serves none of it.
@@ -124,7 +134,7 @@ describe("the operators' console", () => {
     await page.getByRole('heading', { level: 2, name: 'Results' }).waitFor();
     const link = page.getByRole('link', { name: customer.email });
     expect(await link.count()).toBe(1);
-    await axeBoth(page, 'search results');
+    await axeBoth(page, 'search results', 'search');
     await link.click();
     await page.getByRole('heading', { level: 1, name: customer.email }).waitFor();
     for (const section of [
@@ -135,13 +145,13 @@ describe("the operators' console", () => {
       'Audit trail of this person',
     ])
       expect(await page.getByRole('heading', { level: 2, name: section }).count(), section).toBe(1);
-    await axeBoth(page, "a person's page (owner)");
+    await axeBoth(page, "a person's page (owner)", 'person');
 
     // End every session: a dialog naming the person; Cancel does nothing, Confirm acts.
     await page.getByRole('button', { name: 'End every session' }).click();
     const dialog = page.getByRole('dialog');
     expect(await dialog.textContent()).toContain(customer.email);
-    await axeBoth(page, 'confirmation');
+    await axeBoth(page, 'confirmation', 'confirmation');
     await dialog.getByRole('button', { name: 'Confirm' }).click();
     await dialog.waitFor({ state: 'detached' });
     await page.getByRole('button', { name: 'Disable' }).click();
@@ -169,7 +179,7 @@ describe("the operators' console", () => {
     await expect
       .poll(() => erase.getByRole('alert').textContent())
       .toBe('That is not one of their verified identifiers.');
-    await axeBoth(page, 'erasure refused');
+    await axeBoth(page, 'erasure refused', 'erasure');
     await erase.getByLabel('Type one of their verified identifiers to confirm').fill(customer.email);
     await erase.getByRole('button', { name: 'Confirm' }).click();
     await page.getByText('Erased', { exact: true }).waitFor();
@@ -178,7 +188,7 @@ describe("the operators' console", () => {
     await page.getByRole('link', { name: 'OpenID clients' }).click();
     await page.getByRole('heading', { level: 1, name: 'OpenID clients' }).waitFor();
     expect(await page.getByRole('cell', { name: 'console', exact: true }).count()).toBe(1);
-    await axeBoth(page, 'OpenID clients (owner)');
+    await axeBoth(page, 'OpenID clients (owner)', 'clients');
     await page.getByLabel('Client id').fill('reports');
     await page.getByLabel('Name', { exact: true }).fill('Reports');
     await page.getByLabel('Redirect URI').fill('https://reports.example.com/callback');
@@ -202,7 +212,7 @@ describe("the operators' console", () => {
     // The audit trail page: the chain's verification.
     await page.getByRole('link', { name: 'Audit trail' }).click();
     await page.getByText('Every record shown verifies.').waitFor();
-    await axeBoth(page, 'audit trail');
+    await axeBoth(page, 'audit trail', 'audit');
 
     // Sign out: back to the sign-in, and the session is gone.
     await page.getByRole('button', { name: 'Sign out' }).click();
@@ -236,7 +246,7 @@ describe("the operators' console", () => {
     await axeBoth(page, 'organisation (assistance)');
     await page.getByRole('link', { name: person.email }).click();
     await page.getByRole('heading', { level: 1, name: person.email }).waitFor();
-    await axeBoth(page, 'fiche (assistance)');
+    await axeBoth(page, 'fiche (assistance)', 'person-support.fr');
     const acts = await page.locator('.acts button').allTextContents();
     expect(acts).toEqual(['Lever le verrouillage', 'Mettre fin à toutes les sessions']);
     expect(await page.locator('[data-act=erase], [data-act=disable]').count()).toBe(0);

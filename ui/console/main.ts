@@ -50,28 +50,33 @@ function alertBox(text: string): HTMLElement {
   return h('p', { class: 'alert', role: 'alert' }, text);
 }
 
-function table(caption: string, head: string[], rows: (Node | string)[][]): HTMLTableElement {
+/** A table in a scrolling box (a phone scrolls it sideways, the page stays put). */
+function table(caption: string, head: string[], rows: (Node | string)[][]): HTMLElement {
   return h(
-    'table',
-    { class: 'grid' },
-    h('caption', { class: 'visually-hidden' }, caption),
+    'div',
+    { class: 'table-wrap' },
     h(
-      'thead',
-      null,
+      'table',
+      { class: 'grid' },
+      h('caption', { class: 'visually-hidden' }, caption),
       h(
-        'tr',
+        'thead',
         null,
-        head.map((c) => h('th', { scope: 'col' }, c)),
-      ),
-    ),
-    h(
-      'tbody',
-      null,
-      rows.map((r) =>
         h(
           'tr',
           null,
-          r.map((c) => h('td', null, c)),
+          head.map((c) => h('th', { scope: 'col' }, c)),
+        ),
+      ),
+      h(
+        'tbody',
+        null,
+        rows.map((r) =>
+          h(
+            'tr',
+            null,
+            r.map((c) => h('td', null, c)),
+          ),
         ),
       ),
     ),
