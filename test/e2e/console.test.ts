@@ -247,6 +247,12 @@ describe("the operators' console", () => {
     await page.getByRole('link', { name: person.email }).click();
     await page.getByRole('heading', { level: 1, name: person.email }).waitFor();
     await axeBoth(page, 'fiche (assistance)', 'person-support.fr');
+    // On a phone the read pages fit the screen: tables scroll in their own box, the page does not.
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    expect(await page.getByRole('link', { name: 'Journal d’audit' }).isVisible()).toBe(true);
+    await axeBoth(page, 'fiche sur téléphone', 'phone-person.fr');
+    await page.setViewportSize({ width: 1280, height: 800 });
     const acts = await page.locator('.acts button').allTextContents();
     expect(acts).toEqual(['Lever le verrouillage', 'Mettre fin à toutes les sessions']);
     expect(await page.locator('[data-act=erase], [data-act=disable]').count()).toBe(0);

@@ -54,7 +54,8 @@ function alertBox(text: string): HTMLElement {
 function table(caption: string, head: string[], rows: (Node | string)[][]): HTMLElement {
   return h(
     'div',
-    { class: 'table-wrap' },
+    // Focusable and named: a keyboard scrolls it too when it overflows (a phone).
+    { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': caption },
     h(
       'table',
       { class: 'grid' },
@@ -172,7 +173,7 @@ async function searchPage(query: string): Promise<void> {
       h('button', { type: 'submit', class: 'button' }, t('searchButton')),
     ),
   );
-  const results = h('section', { 'aria-labelledby': 'results-title' });
+  const results = h('div', { class: 'results' });
   draw(t('searchTitle'), form, results);
   input.focus();
   try {
