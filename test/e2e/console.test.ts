@@ -244,6 +244,11 @@ describe("the operators' console", () => {
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { level: 1, name: 'Organisation Acme' }).waitFor();
     await axeBoth(page, 'organisation (assistance)');
+    await page.locator('#nav').getByRole('link', { name: 'Organisations' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Organisations' }).waitFor();
+    await axeBoth(page, 'organisations (assistance)', 'organizations.fr');
+    await page.getByRole('link', { name: 'Acme' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Organisation Acme' }).waitFor();
     await page.getByRole('link', { name: person.email }).click();
     await page.getByRole('heading', { level: 1, name: person.email }).waitFor();
     await axeBoth(page, 'fiche (assistance)', 'person-support.fr');

@@ -58,6 +58,9 @@ export interface Organization {
   id: string;
   name: string;
   slug: string;
+  requireSecondFactor: boolean;
+  createdAt: string;
+  disabledAt: string | null;
 }
 
 export interface Member {
@@ -158,6 +161,8 @@ export const admin = {
     after?: string;
   }) => call<PageOf<IdentityItem>>('GET', `/identities${q({ ...params, limit: '20' })}`),
   identity: (id: string) => call<{ data: IdentityDetail }>('GET', `/identities/${encodeURIComponent(id)}`),
+  organizations: (after?: string) =>
+    call<PageOf<Organization>>('GET', `/organizations${q({ after, limit: '50' })}`),
   organization: (id: string) =>
     call<{ data: Organization }>('GET', `/organizations/${encodeURIComponent(id)}`),
   members: (id: string) =>

@@ -103,7 +103,7 @@ function drawHeader(op: Operator | null): void {
   if (!op) return;
   const links: [string, string][] = [];
   if (canRead(op.role)) links.push(['#/', t('searchNav')]);
-  if (canRead(op.role)) links.push(['#/clients', t('clientsNav')]);
+  if (canRead(op.role)) links.push(['#/organizations', t('orgsNav')], ['#/clients', t('clientsNav')]);
   links.push(['#/audit', t('auditNav')]);
   append(nav, [
     h(
@@ -228,11 +228,47 @@ async function searchPage(query: string): Promise<void> {
 
 /* ------------------------------------------------------------------ an organization */
 
+async function organizationsPage(): Promise<void> {
+  const list = h('div');
+  let cursor: string | null = null;
+  const shown: (Node | string)[][] = [];
+  const more = h('button', { type: 'button', class: 'button secondary', hidden: true }, t('more'));
+  const load = async () => {
+    const page = await admin.organizations(cursor ?? undefined);
+    cursor = page.meta.pageInfo.nextCursor;
+    more.hidden = !page.meta.pageInfo.hasNextPage;
+    for (const o of page.data)
+      shown.push([
+        h('a', { href: `#/organizations/${o.id}` }, o.name),
+        h('code', null, o.slug),
+        h(
+          'span',
+          { class: `badge status-${o.disabledAt ? 'disabled' : 'active'}` },
+          t(o.disabledAt ? 'disabled' : 'active'),
+        ),
+        o.requireSecondFactor ? t('yes') : t('no'),
+        formatDate(o.createdAt),
+      ]);
+    list.replaceChildren(
+      shown.length
+        ? table(
+            t('orgsTitle'),
+            [t('colName'), t('colSlug'), t('colStatus'), t('colSecondFactor'), t('colCreated')],
+            shown,
+          )
+        : h('p', null, t('noOrganizations')),
+    );
+  };
+  more.addEventListener('click', () => void load().catch((e) => list.append(alertBox(problemText(e)))));
+  draw(t('orgsTitle'), list, more);
+  await load();
+}
+
 async function organizationPage(id: string): Promise<void> {
   const [org, members] = await Promise.all([admin.organization(id), admin.members(id)]);
   draw(
     t('organization', { name: org.data.name }),
-    h('p', null, h('a', { href: '#/' }, t('back'))),
+    h('p', null, h('a', { href: '#/organizations' }, t('orgsTitle'))),
     h('h2', null, t('members')),
     table(
       t('members'),
@@ -655,6 +691,7 @@ async function route(): Promise<void> {
     const org = /^\/organizations\/([0-9a-f-]{36})$/i.exec(path);
     if (path === '/audit') await auditPage();
     else if (path === '/clients' && canRead(op.role)) await clientsPage(op);
+    else if (path === '/organizations' && canRead(op.role)) await organizationsPage();
     else if (!canRead(op.role)) location.hash = '#/audit';
     else if (person) await personPage(person[1], op);
     else if (org) await organizationPage(org[1]);
