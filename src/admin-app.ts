@@ -2,9 +2,11 @@ import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { AppContext } from './context.js';
+import { consolePageRoutes } from './features/account-ui/console.js';
 import { adminRoutes } from './features/admin/routes.js';
 import { eventAdminRoutes } from './features/events/operators/routes.js';
 import { webhookEndpointRoutes } from './features/events/webhooks/operators/routes.js';
+import { importAdminRoutes } from './features/imports/routes.js';
 import { oidcClientAdminRoutes } from './features/oidc/operators/routes.js';
 import {
   type ConsoleProviderCalls,
@@ -130,7 +132,10 @@ export async function buildAdminApp(
       operators,
       provider,
     });
+    // The console's pages (ui/console/): on this listener only, never on the public port.
+    await admin.register(consolePageRoutes);
   }
+  await admin.register(importAdminRoutes, { ctx, prefix: ADMIN_PREFIX });
   // Behind the key like every admin route: it names every route the listener hides from strangers.
   admin.get(`${ADMIN_PREFIX}/openapi.json`, { schema: { hide: true } }, async () => admin.swagger());
   return admin;

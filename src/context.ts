@@ -5,6 +5,7 @@ import { ChallengeFlow } from './features/challenges/service.js';
 import { HookService, type Hooks } from './features/events/hooks/service.js';
 import { EventLog } from './features/events/log.js';
 import { WebhookWorker } from './features/events/webhooks/worker.js';
+import { HashProfiles } from './features/identities/hash-profiles.js';
 import { AccountLock } from './features/identities/lock.js';
 import { OidcService } from './features/oidc/service.js';
 import { type OutboundFetch, UpstreamProviders } from './features/providers/upstream.js';
@@ -44,6 +45,8 @@ export interface AppContext {
   clock: Clock;
   log: FastifyBaseLogger;
   passwords: PasswordHasher;
+  /** The imported password-hash profiles present, measured for the refusal floor (docs/import.md). */
+  hashProfiles: HashProfiles;
   /** The range API's check of new passwords (BREACHED_PASSWORDS_RANGE_URL), or one that finds none. */
   breaches: BreachCheck;
   audit: AuditLog;
@@ -135,7 +138,14 @@ export async function createContext(
     maxWaitMs: config.argon2MaxWaitMs,
     nice: config.argon2Nice,
     onWait: (ms) => signals.argon2Waited(ms),
+    weakHashes: config.weakHashes,
   });
+  if (config.weakHashes) {
+    log.warn(
+      'PASSWORD_WEAK_HASHES=on: imported salted SHA-256/SHA-512 hashes are accepted and verified (one fast digest each); each is replaced by Argon2id at its first successful sign-in',
+    );
+  }
+  const hashProfiles = new HashProfiles(database.db, passwords);
   const breaches = config.breachedPasswords
     ? new BreachRange({
         url: config.breachedPasswords.rangeUrl,
@@ -210,6 +220,7 @@ export async function createContext(
     clock,
     log,
     passwords,
+    hashProfiles,
     breaches,
     audit,
     lock,

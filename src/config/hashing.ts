@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { integer, section } from './schema.js';
+import { integer, oneOf, section } from './schema.js';
 
 export const ARGON2_PRODUCTION_FLOOR_KIB = 19456;
 
@@ -23,6 +23,10 @@ export const hashing = section({
       description:
         'load shedding: a sign-in, sign-up or password route whose Argon2id work would wait longer than this (queue length at the measured pace) answers 503 `service.unavailable` with `Retry-After` at once, before writing anything',
     }),
+    PASSWORD_WEAK_HASHES: oneOf('off', ['off', 'on'] as const, {
+      description:
+        'imported salted SHA-256/SHA-512 password hashes (one fast digest, no work factor): `on` lets an import bring them and a sign-in verify them, replacing each with Argon2id at its first success, and logs a warning at start; `off` refuses them at import and never verifies them (docs/import.md)',
+    }),
   },
   map: (e) => ({
     /** Argon2id memory cost in KiB; OWASP floor 19 MiB. */
@@ -33,5 +37,7 @@ export const hashing = section({
     argon2Nice: e.ARGON2_NICE,
     /** The longest expected wait in the Argon2id queue before a request is shed with 503. */
     argon2MaxWaitMs: e.ARGON2_MAX_WAIT_MS,
+    /** Imported salted SHA hashes accepted and verified (PASSWORD_WEAK_HASHES=on). */
+    weakHashes: e.PASSWORD_WEAK_HASHES === 'on',
   }),
 });

@@ -22,11 +22,12 @@ type Role = 'owner' | 'support' | 'auditor';
 /** The roles as the console's definition states them. */
 function expected(role: Role, method: string, url: string): boolean {
   if (role === 'owner') return true;
-  if (url === '/admin/v1/openapi.json') return true;
+  if (url === '/admin/v1/openapi.json' || url === '/admin/v1/imports/schema') return true;
   if (role === 'auditor') return url.startsWith('/admin/v1/audit-records');
-  // support: every read; of the acts only unlocking and ending sessions.
+  // support: every read but the export of every identity; of the acts only unlocking and ending
+  // sessions.
   return (
-    method === 'GET' ||
+    (method === 'GET' && url !== '/admin/v1/exports/identities') ||
     url === '/admin/v1/identities/:id/lock-clearances' ||
     url === '/admin/v1/identities/:id/session-revocations'
   );

@@ -1328,6 +1328,20 @@ const ROWS: Record<string, Row> = {
       await act(() => adm('POST', `/identities/${s.person.identityId}/disablements`));
     },
   },
+  'POST /admin/v1/imports': {
+    emits: ['identity.created'],
+    run: (act) =>
+      act(() =>
+        adm(
+          'POST',
+          '/imports',
+          JSON.stringify({ identifiers: [{ type: 'email', value: email(), verified: true }] }),
+          {
+            'content-type': 'application/x-ndjson',
+          },
+        ),
+      ).then(() => {}),
+  },
   'POST /admin/v1/identities/{id}/enablements': {
     emits: ['identity.enabled'],
     async run(act) {

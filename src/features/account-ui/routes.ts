@@ -26,7 +26,7 @@ export function contentSecurityPolicy(imageOrigins: readonly string[] = []): str
 /** The policy without a logo elsewhere (the default). */
 export const CONTENT_SECURITY_POLICY = contentSecurityPolicy();
 
-function securityHeaders(csp: string): Record<string, string> {
+export function securityHeaders(csp: string): Record<string, string> {
   return {
     'content-security-policy': csp,
     'x-content-type-options': 'nosniff',
@@ -107,7 +107,7 @@ function brandedIndex(index: Asset, brand: BrandConfig, theme: Asset): Asset {
   return asset('index', 'html', index.type, Buffer.from(html), false);
 }
 
-function send(
+export function send(
   request: FastifyRequest,
   reply: FastifyReply,
   a: Asset,

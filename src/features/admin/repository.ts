@@ -17,10 +17,11 @@ export type { IdentityListRow };
 export type IdentityFilter =
   | { kind: 'exact'; type: IdentifierType; value: string }
   | { kind: 'prefix'; pattern: string }
+  | { kind: 'external'; externalId: string }
   | { kind: 'all' };
 
 /** An identity search that names identifiers (every other search matches all identities). */
-function matching(eb: OverIdentities, filter: Exclude<IdentityFilter, { kind: 'all' }>) {
+function matching(eb: OverIdentities, filter: Exclude<IdentityFilter, { kind: 'all' | 'external' }>) {
   const live = eb
     .selectFrom('identifiers as f')
     .select(eb.lit(1).as('one'))
@@ -54,7 +55,9 @@ export async function identitiesPage(
       'i.erased_at as erasedAt',
       liveIdentifiers(eb),
     ]);
-  if (filter.kind !== 'all') query = query.where((eb) => matching(eb, filter));
+  // An imported identity by its source's id: one probe of identities_external_id.
+  if (filter.kind === 'external') query = query.where('i.external_id', '=', filter.externalId);
+  else if (filter.kind !== 'all') query = query.where((eb) => matching(eb, filter));
   return query
     .where(afterPosition('i.created_at', window, 'i.id'))
     .orderBy('i.created_at', 'desc')

@@ -23,6 +23,13 @@ export const SearchQuery = Type.Object(
         description: 'A prefix of the normalised identifier (lower-cased email, E.164 phone)',
       }),
     ),
+    externalId: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 255,
+        description: "The source system's id an imported identity keeps (docs/import.md): exact",
+      }),
+    ),
     limit: page.limit,
     after: page.after,
     cursorTtl: page.cursorTtl,

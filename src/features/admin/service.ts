@@ -70,6 +70,11 @@ function likePrefix(prefix: string): string {
 /** Which identities a search names; a query mixing the two forms, or half of one, is refused. */
 function filterOf(q: SearchQuery): IdentityFilter {
   const exact = q.identifierType !== undefined || q.identifier !== undefined || q.country !== undefined;
+  if (q.externalId !== undefined) {
+    if (exact || q.prefix !== undefined)
+      throw invalidQuery('externalId', 'externalId cannot be combined with an identifier or a prefix');
+    return { kind: 'external', externalId: q.externalId };
+  }
   if (q.prefix !== undefined) {
     if (exact)
       throw invalidQuery('prefix', 'prefix cannot be combined with identifierType, identifier or country');

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../platform/clock.js';
 import type { Executor } from '../../platform/db/database.js';
 import type { EventType } from './catalogue.js';
-import { insertEvent } from './repository.js';
-import { enqueueDeliveries } from './webhooks/repository.js';
+import { insertEvent, insertEvents } from './repository.js';
+import { enqueueDeliveries, enqueueDeliveriesMany } from './webhooks/repository.js';
 
 /** One change an application may care about (docs/events.md). */
 export interface EventInput {
@@ -24,6 +24,28 @@ export interface EventInput {
  */
 export class EventLog {
   constructor(private readonly clock: Clock) {}
+
+  /** Several events of one type without an organization in two statements (an import's batch). */
+  async appendMany(
+    trx: Executor,
+    type: EventType,
+    inputs: Omit<EventInput, 'type' | 'organizationId'>[],
+  ): Promise<void> {
+    if (inputs.length === 0) return;
+    const now = this.clock.now();
+    const rows = inputs.map((input) => ({
+      id: randomUUID(),
+      type,
+      occurredAt: now,
+      actor: input.actor,
+      identityId: input.identityId ?? null,
+      sessionId: input.sessionId ?? null,
+      organizationId: null,
+      data: input.data,
+    }));
+    await insertEvents(trx, rows);
+    await enqueueDeliveriesMany(trx, { ids: rows.map((r) => r.id), type, now });
+  }
 
   async append(trx: Executor, input: EventInput): Promise<{ id: string }> {
     const id = randomUUID();

@@ -56,6 +56,26 @@ export async function insertEvent(trx: Executor, e: NewEvent): Promise<void> {
     .execute();
 }
 
+/** Several events in one statement (an import's batch). */
+export async function insertEvents(trx: Executor, es: NewEvent[]): Promise<void> {
+  if (es.length === 0) return;
+  await trx
+    .insertInto('events')
+    .values(
+      es.map((e) => ({
+        id: e.id,
+        type: e.type,
+        occurred_at: e.occurredAt,
+        actor: e.actor,
+        identity_id: e.identityId,
+        session_id: e.sessionId,
+        organization_id: e.organizationId,
+        data: JSON.stringify(e.data),
+      })),
+    )
+    .execute();
+}
+
 /**
  * Stamps up to `limit` committed, unstamped events with the next seqs, oldest first (by their instant, then their append order), in the
  * caller's transaction (READ COMMITTED). The sequencer row is locked by a statement of its own

@@ -644,3 +644,172 @@ export async function eraseIdentity(trx: Executor, identityId: string, now: Date
     .execute();
   return gone.length;
 }
+
+/**
+ * Replaces an imported password hash by the service's Argon2id at a successful sign-in, by
+ * compare-and-set on the hash that was verified: a password changed or recovered meanwhile is kept
+ * (false), never overwritten by the old password's new hash.
+ */
+export async function upgradePasswordHash(
+  trx: Executor,
+  identityId: string,
+  verified: string,
+  upgraded: string,
+): Promise<boolean> {
+  const row = await trx
+    .updateTable('identities')
+    .set({ password_hash: upgraded })
+    .where('id', '=', identityId)
+    .where('password_hash', '=', verified)
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** An identity brought by an import (docs/import.md), written as it was in the source. */
+export interface ImportedIdentityRow {
+  id: string;
+  externalId: string | null;
+  createdAt: Date;
+  passwordHash: string | null;
+  names: ProfileNames;
+  locale: Locale | null;
+  identifiers: { id: string; type: IdentifierType; value: string; verifiedAt: Date | null }[];
+}
+
+/** Many imported identities and their identifiers in two statements (the import's batch). */
+export async function insertImportedIdentities(trx: Executor, rows: ImportedIdentityRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  await trx
+    .insertInto('identities')
+    .values(
+      rows.map((r) => ({
+        id: r.id,
+        created_at: r.createdAt,
+        password_hash: r.passwordHash,
+        password_changed_at: r.passwordHash ? r.createdAt : null,
+        given_name: r.names.givenName,
+        family_name: r.names.familyName,
+        display_name: r.names.displayName,
+        external_id: r.externalId,
+        ...(r.locale ? { locale: r.locale } : {}),
+      })),
+    )
+    .execute();
+  await trx
+    .insertInto('identifiers')
+    .values(
+      rows.flatMap((r) =>
+        r.identifiers.map((f) => ({
+          id: f.id,
+          identity_id: r.id,
+          type: f.type,
+          value: f.value,
+          created_at: r.createdAt,
+          verified_at: f.verifiedAt,
+        })),
+      ),
+    )
+    .execute();
+}
+
+/** The identities already holding one of these external ids (an import's second run). */
+export async function identitiesByExternalId(
+  trx: Executor,
+  externalIds: string[],
+): Promise<Map<string, { id: string; passwordHash: string | null }>> {
+  if (externalIds.length === 0) return new Map();
+  const rows = await trx
+    .selectFrom('identities')
+    .select(['id', 'external_id as externalId', 'password_hash as passwordHash'])
+    .where('external_id', 'in', externalIds)
+    .execute();
+  return new Map(rows.map((r) => [r.externalId!, { id: r.id, passwordHash: r.passwordHash }]));
+}
+
+/** Which of these normalised addresses a live identifier already holds, and whose. */
+export async function liveIdentifiersAmong(
+  trx: Executor,
+  idents: NormalisedIdentifier[],
+): Promise<Map<string, string>> {
+  if (idents.length === 0) return new Map();
+  // Raw: the builder has no join to unnest() of two bound arrays. A join, not `value IN (…)`: each
+  // pair is one probe of identifiers_live_value (or one hash join), never a scan per listed value.
+  const { rows } = await sql<{ type: string; value: string; identityId: string }>`
+    SELECT i.type, i.value, i.identity_id AS "identityId"
+      FROM unnest(${idents.map((i) => i.type)}::text[], ${idents.map((i) => i.value)}::text[]) AS q(type, value)
+      JOIN identifiers i ON i.type = q.type AND i.value = q.value AND i.removed_at IS NULL`.execute(trx);
+  return new Map(rows.map((r) => [`${r.type}:${r.value}`, r.identityId]));
+}
+
+/** `--update`: an imported identity's names, locale and password hash as the source has them now. */
+export async function updateImportedIdentity(
+  trx: Executor,
+  id: string,
+  values: { names: ProfileNames; locale: Locale | null; passwordHash?: string | null },
+): Promise<void> {
+  await trx
+    .updateTable('identities')
+    .set({
+      given_name: values.names.givenName,
+      family_name: values.names.familyName,
+      display_name: values.names.displayName,
+      ...(values.locale ? { locale: values.locale } : {}),
+      ...(values.passwordHash !== undefined ? { password_hash: values.passwordHash } : {}),
+    })
+    .where('id', '=', id)
+    .execute();
+}
+
+/** What an export writes of identities: a keyset page after `afterId`, with their identifiers. */
+export async function identitiesForExport(
+  trx: Executor,
+  afterId: string | null,
+  limit: number,
+): Promise<
+  {
+    id: string;
+    externalId: string | null;
+    createdAt: Date;
+    passwordHash: string | null;
+    givenName: string | null;
+    familyName: string | null;
+    displayName: string | null;
+    locale: string;
+    identifiers: { type: IdentifierType; value: string; verified: boolean }[];
+  }[]
+> {
+  let q = trx
+    .selectFrom('identities as p')
+    .select((eb) => [
+      'p.id',
+      'p.external_id as externalId',
+      'p.created_at as createdAt',
+      'p.password_hash as passwordHash',
+      'p.given_name as givenName',
+      'p.family_name as familyName',
+      'p.display_name as displayName',
+      'p.locale',
+      eb
+        .selectFrom('identifiers as i')
+        .whereRef('i.identity_id', '=', 'p.id')
+        .where('i.removed_at', 'is', null)
+        .select(
+          sql<
+            { type: IdentifierType; value: string; verified: boolean }[]
+          >`coalesce(json_agg(json_build_object('type', i.type, 'value', i.value, 'verified', i.verified_at IS NOT NULL) ORDER BY i.created_at, i.id), '[]'::json)`.as(
+            'agg',
+          ),
+        )
+        .as('identifiers'),
+    ])
+    .where('p.erased_at', 'is', null)
+    .orderBy('p.id')
+    .limit(limit);
+  if (afterId) q = q.where('p.id', '>', afterId);
+  const rows = await q.execute();
+  return rows.map((r) => ({
+    ...r,
+    identifiers: (r.identifiers ?? []) as { type: IdentifierType; value: string; verified: boolean }[],
+  }));
+}

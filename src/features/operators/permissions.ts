@@ -25,7 +25,9 @@ export type OperatorPermission =
   | 'webhooks:read'
   | 'webhooks:manage'
   | 'operators:read'
-  | 'operators:manage';
+  | 'operators:manage'
+  | 'identities:import'
+  | 'identities:export';
 
 const READ: OperatorPermission[] = [
   'api:describe',
@@ -39,7 +41,7 @@ const READ: OperatorPermission[] = [
 ];
 
 /**
- * owner: everything. support: every read, unlocking and ending sessions; no disabling or erasing,
+ * owner: everything. support: every read but the export, unlocking and ending sessions; no disabling or erasing,
  * no client, webhook, organization or operator management. auditor: the audit trail (each record
  * with its verification) and nothing else.
  */
@@ -54,6 +56,8 @@ export const ROLE_PERMISSIONS: Record<OperatorRole, ReadonlySet<OperatorPermissi
     'clients:manage',
     'webhooks:manage',
     'operators:manage',
+    'identities:import',
+    'identities:export',
   ]),
   support: new Set<OperatorPermission>([...READ, 'identities:unlock', 'identities:end_sessions']),
   auditor: new Set<OperatorPermission>(['api:describe', 'audit:read']),
@@ -111,6 +115,10 @@ export const ROUTE_PERMISSIONS: Readonly<Record<string, OperatorPermission>> = {
   [`POST ${P}/webhook-endpoints/:id/deliveries/:deliveryId/resends`]: 'webhooks:manage',
   [`POST ${P}/webhook-endpoints/:id/recoveries`]: 'webhooks:manage',
   [`GET ${P}/webhook-endpoints/:id/deliveries`]: 'webhooks:read',
+  [`GET ${P}/imports/schema`]: 'api:describe',
+  [`POST ${P}/imports`]: 'identities:import',
+  // Every identity with its password hash (and TOTP secrets when asked): the owner's alone.
+  [`GET ${P}/exports/identities`]: 'identities:export',
   [`GET ${P}/operators`]: 'operators:read',
   [`PUT ${P}/operators/:identityId`]: 'operators:manage',
   [`DELETE ${P}/operators/:identityId`]: 'operators:manage',

@@ -498,3 +498,45 @@ export async function joinIfAbsent(
     .execute();
   return rows.length === 1;
 }
+
+/** Which of these organization ids exist (an import's memberships). */
+export async function existingOrganizations(trx: Executor, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await trx
+    .selectFrom('organizations')
+    .select('id')
+    .where('id', 'in', [...new Set(ids)])
+    .execute();
+  return new Set(rows.map((r) => r.id));
+}
+
+/** Memberships brought by an import, in one statement. */
+export async function insertImportedMemberships(
+  trx: Executor,
+  rows: { organizationId: string; identityId: string; role: string; now: Date }[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  await trx
+    .insertInto('organization_memberships')
+    .values(
+      rows.map((m) => ({
+        organization_id: m.organizationId,
+        identity_id: m.identityId,
+        role: m.role,
+        created_at: m.now,
+        updated_at: m.now,
+      })),
+    )
+    .execute();
+}
+
+/** The memberships of these identities (an export). */
+export async function membershipsForExport(trx: Executor, identityIds: string[]) {
+  if (identityIds.length === 0) return [];
+  return trx
+    .selectFrom('organization_memberships')
+    .select(['identity_id as identityId', 'organization_id as organizationId', 'role'])
+    .where('identity_id', 'in', identityIds)
+    .orderBy('created_at')
+    .execute();
+}

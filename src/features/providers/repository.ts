@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { changedOne } from '../../platform/db/compare-and-set.js';
 import type { Executor } from '../../platform/db/database.js';
 
@@ -299,4 +300,53 @@ export async function pruneExpiredFlows(trx: Executor, now: Date, batch = 100): 
       )
       .execute();
   }
+}
+
+/** Provider links brought by an import, in one statement. */
+export async function insertImportedLinks(
+  trx: Executor,
+  rows: { id: string; identityId: string; provider: string; subject: string; now: Date }[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  await trx
+    .insertInto('provider_links')
+    .values(
+      rows.map((l) => ({
+        id: l.id,
+        identity_id: l.identityId,
+        provider: l.provider,
+        subject: l.subject,
+        created_at: l.now,
+      })),
+    )
+    .execute();
+}
+
+/** Which of these (provider, subject) pairs a live link holds already (`provider subject` keys). */
+export async function liveLinksAmong(
+  trx: Executor,
+  links: { provider: string; subject: string }[],
+): Promise<Set<string>> {
+  if (links.length === 0) return new Set();
+  // Raw: the builder has no join to unnest() of two bound arrays (one probe of
+  // provider_links_live_subject per pair).
+  const { rows } = await sql<{ provider: string; subject: string }>`
+    SELECT l.provider, l.subject
+      FROM unnest(${links.map((l) => l.provider)}::text[], ${links.map((l) => l.subject)}::text[]) AS q(provider, subject)
+      JOIN provider_links l ON l.provider = q.provider AND l.subject = q.subject AND l.removed_at IS NULL`.execute(
+    trx,
+  );
+  return new Set(rows.map((r) => `${r.provider} ${r.subject}`));
+}
+
+/** The live links of these identities (an export). */
+export async function linksForExport(trx: Executor, identityIds: string[]) {
+  if (identityIds.length === 0) return [];
+  return trx
+    .selectFrom('provider_links')
+    .select(['identity_id as identityId', 'provider', 'subject'])
+    .where('identity_id', 'in', identityIds)
+    .where('removed_at', 'is', null)
+    .orderBy('created_at')
+    .execute();
 }

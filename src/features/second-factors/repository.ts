@@ -283,3 +283,55 @@ export async function deleteIdentityFactors(trx: Executor, identityId: string): 
   await trx.deleteFrom('second_factor_tickets').where('identity_id', '=', identityId).execute();
   await trx.deleteFrom('second_factors').where('identity_id', '=', identityId).execute();
 }
+
+/** Verified authenticator-app factors brought by an import, in one statement. */
+export async function insertImportedFactors(
+  trx: Executor,
+  rows: {
+    id: string;
+    identityId: string;
+    sealedSecret: string;
+    algorithm: TotpAlgorithm;
+    digits: number;
+    period: number;
+    now: Date;
+  }[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  await trx
+    .insertInto('second_factors')
+    .values(
+      rows.map((f) => ({
+        id: f.id,
+        identity_id: f.identityId,
+        label: null,
+        sealed_secret: f.sealedSecret,
+        algorithm: f.algorithm,
+        digits: f.digits,
+        period: f.period,
+        created_at: f.now,
+        verified_at: f.now,
+      })),
+    )
+    .execute();
+}
+
+/** The verified, live factors of these identities, sealed (an export). */
+export async function factorsForExport(trx: Executor, identityIds: string[]) {
+  if (identityIds.length === 0) return [];
+  return trx
+    .selectFrom('second_factors')
+    .select([
+      'id',
+      'identity_id as identityId',
+      'sealed_secret as sealedSecret',
+      'algorithm',
+      'digits',
+      'period',
+    ])
+    .where('identity_id', 'in', identityIds)
+    .where('verified_at', 'is not', null)
+    .where('revoked_at', 'is', null)
+    .orderBy('verified_at')
+    .execute();
+}

@@ -3,6 +3,7 @@ import type { Clock } from '../clock.js';
 import type { Db, Executor } from '../db/database.js';
 import {
   insertRecord,
+  insertRecords,
   lockHead,
   readHead,
   recordsAfter,
@@ -182,6 +183,40 @@ export class AuditLog {
     await insertRecord(trx, { ...record, occurredAt, seal, headSeal: computeHeadSeal(this.key, seq, seal) });
     for (const observer of this.#observers) await observer(trx, event, occurredAt);
     return { id, seq };
+  }
+
+  /**
+   * Appends several records in one lock of the head, one insert and one move of the head (an
+   * import's batch): the same chain, seal after seal, as as many appends would make.
+   */
+  async appendMany(trx: Executor, events: AuditEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    for (const e of events) canonicalJson(e.details ?? {});
+    const row = await lockHead(trx);
+    if (!row) throw new Error('audit_head is missing: run the migrations');
+    let seq = Number(row.seq);
+    let previous = row.seal;
+    const occurredAt = this.clock.now();
+    const records: Parameters<typeof insertRecords>[1] = [];
+    for (const event of events) {
+      seq++;
+      const record: AuditRecordContent = {
+        seq,
+        id: randomUUID(),
+        occurredAt: occurredAt.toISOString(),
+        name: event.name,
+        actor: event.actor,
+        target: event.target,
+        outcome: event.outcome,
+        details: event.details ?? {},
+      };
+      const seal = computeSeal(this.key, previous, record);
+      records.push({ ...record, occurredAt, seal, headSeal: computeHeadSeal(this.key, seq, seal) });
+      previous = seal;
+    }
+    await insertRecords(trx, records);
+    for (const event of events)
+      for (const observer of this.#observers) await observer(trx, event, occurredAt);
   }
 
   /** The commonest record: an identity's own successful act on itself (sign-out everywhere...). */

@@ -76,6 +76,33 @@ export async function insertRecord(
     .execute();
 }
 
+/** Several records in one statement, then the head once at the last of them (a bulk append). */
+export async function insertRecords(trx: Executor, rs: Parameters<typeof insertRecord>[1][]): Promise<void> {
+  const last = rs.at(-1);
+  if (!last) return;
+  await trx
+    .insertInto('audit_records')
+    .values(
+      rs.map((r) => ({
+        seq: r.seq,
+        id: r.id,
+        occurred_at: r.occurredAt,
+        name: r.name,
+        actor: r.actor,
+        target: r.target,
+        outcome: r.outcome,
+        details: JSON.stringify(r.details),
+        seal: r.seal,
+      })),
+    )
+    .execute();
+  await trx
+    .updateTable('audit_head')
+    .set({ seq: last.seq, seal: last.seal, head_seal: last.headSeal })
+    .where('id', '=', 1)
+    .execute();
+}
+
 /** Up to `limit` records in seq order after `afterSeq` (every record from the start when null). */
 export async function recordsAfter(
   trx: Executor,

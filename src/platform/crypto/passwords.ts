@@ -1,7 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type { Algorithm } from '@node-rs/argon2';
 import { Problem } from '../problem.js';
+import { costOf, nodeCryptoSampleLike, parseStoredHash, verifyWithNodeCrypto } from './imported-hashes.js';
 
 export interface PasswordHasher {
   hash(password: string): Promise<string>;
@@ -17,7 +19,33 @@ export interface PasswordHasher {
   admit(): void;
   /** Operations running and waiting now (metrics). */
   stats(): { active: number; waiting: number };
+  /**
+   * True when a stored hash is not this service's own Argon2id: an imported one, replaced by
+   * Argon2id at the first successful sign-in (docs/decisions.md, "Imported password hashes").
+   */
+  needsUpgrade(hash: string): boolean;
+  /**
+   * Measures the verification time of each hash profile the samples stand for (one sample per
+   * imported scheme and cost, made of a random password), once per profile: the refusal floor
+   * below is the slowest of them.
+   */
+  calibrate(samples: readonly string[]): Promise<void>;
+  /**
+   * Resolves when `startedAt` (performance.now() taken before the check) is at least the refusal
+   * floor ago: once imported hashes exist, every refused password check lasts as long as the
+   * slowest verifier measured, so a refusal's time tells neither an imported hash nor an absent
+   * account (docs/decisions.md, "Imported password hashes", equal time). Without imported profiles
+   * every check is one Argon2id verify and nothing is padded.
+   */
+  padRefusal(startedAt: number): Promise<void>;
+  /** A hash with the same scheme and cost as `stored`, of a random password (calibration samples). */
+  sampleLike(stored: string): Promise<string | undefined>;
 }
+
+/** A refusal lasts at least the slowest recent verification of any profile plus this share. */
+const FLOOR_MARGIN = 1.5;
+/** Verification times kept per profile for the floor. */
+const RECENT = 16;
 
 // `Algorithm` is an ambient const enum, which isolated-module builds (tsx, vitest) cannot inline and
 // the package's runtime object leaves empty; 2 is Argon2id in its declaration.
@@ -88,13 +116,18 @@ export const DEFAULT_HASHING_NICE = 19;
 const HASHING_WORKER = `
 const { parentPort, workerData } = require('node:worker_threads');
 const argon2 = require(workerData.argon2);
+const bcrypt = require(workerData.bcrypt);
 try {
   const tid = Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop());
   require('node:os').setPriority(tid, workerData.nice);
 } catch {}
 parentPort.on('message', (m) => {
   try {
-    const value = m.op === 'hash' ? argon2.hashSync(m.password, m.options) : argon2.verifySync(m.hashed, m.password);
+    const value =
+      m.op === 'hash' ? argon2.hashSync(m.password, m.options)
+      : m.op === 'bcrypt' ? bcrypt.compareSync(m.password, m.hashed)
+      : m.op === 'bcrypt-hash' ? bcrypt.hashSync(m.password, m.cost)
+      : argon2.verifySync(m.hashed, m.password);
     parentPort.postMessage({ id: m.id, value });
   } catch (err) {
     parentPort.postMessage({ id: m.id, failed: String(err && err.message ? err.message : err) });
@@ -103,7 +136,9 @@ parentPort.on('message', (m) => {
 
 type HashJob =
   | { op: 'hash'; password: string; options: object }
-  | { op: 'verify'; hashed: string; password: string };
+  | { op: 'verify'; hashed: string; password: string }
+  | { op: 'bcrypt'; hashed: string; password: string }
+  | { op: 'bcrypt-hash'; password: string; cost: number };
 
 /** An operation the binding refused (a malformed hash, bad options), not a dead thread. */
 class HashingRefused extends Error {}
@@ -116,6 +151,9 @@ class HashingThreads {
   #want = 0;
   #nextId = 0;
   readonly #argon2 = createRequire(import.meta.url).resolve('@node-rs/argon2');
+  // bcryptjs is JavaScript: its async API would run on the event loop in slices, so imported
+  // bcrypt hashes are verified here, synchronously, on a hashing thread at its low priority.
+  readonly #bcrypt = createRequire(import.meta.url).resolve('bcryptjs');
 
   /** At least `n` threads (made as they are first needed). */
   grow(n: number): void {
@@ -167,7 +205,7 @@ class HashingThreads {
     this.#size++;
     const worker = new Worker(HASHING_WORKER, {
       eval: true,
-      workerData: { argon2: this.#argon2, nice: this.nice },
+      workerData: { argon2: this.#argon2, bcrypt: this.#bcrypt, nice: this.nice },
     });
     // An error ends the thread: 'exit' follows, which rejects its operation (above) and takes the
     // thread out of the pool, idle or not.
@@ -194,6 +232,8 @@ export function createPasswordHasher(opts: {
   onWait?: (ms: number) => void;
   /** The hashing threads' nice value, 0 to 19 (ARGON2_NICE); 19, the lowest priority, unless told. */
   nice?: number;
+  /** Salted SHA-256/512 imported hashes verify only when true (PASSWORD_WEAK_HASHES=on). */
+  weakHashes?: boolean;
 }): PasswordHasher {
   const limit = Math.max(1, opts.concurrency ?? 1);
   const nice = opts.nice ?? DEFAULT_HASHING_NICE;
@@ -216,13 +256,34 @@ export function createPasswordHasher(opts: {
   };
   // A malformed hash is a refusal; a shed request (503 from the gate) or a dead hashing thread is
   // not, so it propagates.
+  // The last RECENT verification times of each profile: the floor is the slowest of them with a
+  // margin, so a profile's own spread (a busy machine stretches CPU-bound work unevenly) stays
+  // under it, and a slow spell raises it at once.
+  const recent = new Map<string, number[]>();
+  const calibrated = new Set<string>();
+  const record = (profile: string, ms: number) => {
+    const times = recent.get(profile) ?? [];
+    times.push(ms);
+    if (times.length > RECENT) times.shift();
+    recent.set(profile, times);
+  };
   const check = (hashed: string, password: string): Promise<boolean> =>
     gate.run(async () => {
+      const parsed = parseStoredHash(hashed);
+      const started = performance.now();
       try {
-        return (await threads.run({ op: 'verify', hashed, password })) === true;
+        if (!parsed) return (await threads.run({ op: 'verify', hashed, password })) === true;
+        if (parsed.scheme === 'argon2id' || parsed.scheme === 'argon2i') {
+          return (await threads.run({ op: 'verify', hashed, password })) === true;
+        }
+        if (parsed.scheme === 'bcrypt')
+          return (await threads.run({ op: 'bcrypt', hashed, password })) === true;
+        return await verifyWithNodeCrypto(hashed, password, opts.weakHashes ?? false);
       } catch (err) {
         if (err instanceof HashingRefused) return false;
         throw err;
+      } finally {
+        if (parsed) record(parsed.profile, performance.now() - started);
       }
     });
   return {
@@ -233,6 +294,50 @@ export function createPasswordHasher(opts: {
     async burn(password) {
       await check(await dummyHash(), password);
       return false;
+    },
+    needsUpgrade: (hash) => parseStoredHash(hash)?.scheme !== 'argon2id',
+    async calibrate(samples) {
+      for (const sample of samples) {
+        const parsed = parseStoredHash(sample);
+        if (!parsed || calibrated.has(parsed.profile)) continue;
+        // Twice: the first of a profile pays its warm-up (code paths, memory), the mean keeps both.
+        for (let i = 0; i < 2; i++) await check(sample, 'calibration, no account has this password');
+        calibrated.add(parsed.profile);
+      }
+      if (calibrated.size > 0) {
+        // The service's own profile is measured too, so the floor covers an Argon2id account.
+        const own = parseStoredHash(await dummyHash());
+        if (own && !recent.has(own.profile)) await check(await dummyHash(), 'calibration');
+      }
+    },
+    async padRefusal(startedAt) {
+      if (calibrated.size === 0) return;
+      let slowest = 0;
+      for (const times of recent.values()) slowest = Math.max(slowest, ...times);
+      const floor = slowest * FLOOR_MARGIN;
+      const left = startedAt + floor - performance.now();
+      if (left > 0) await new Promise((resolve) => setTimeout(resolve, left));
+    },
+    async sampleLike(stored) {
+      const password = randomBytes(18).toString('base64');
+      const cost = costOf(stored);
+      if (cost && 'cost' in cost) {
+        return gate.run(
+          () => threads.run({ op: 'bcrypt-hash', password, cost: cost.cost }) as Promise<string>,
+        );
+      }
+      if (cost) {
+        const algorithm = (cost.algorithm === 'argon2id' ? 2 : 1) as Algorithm;
+        return gate.run(
+          () =>
+            threads.run({
+              op: 'hash',
+              password,
+              options: { algorithm, memoryCost: cost.m, timeCost: cost.t, parallelism: cost.p },
+            }) as Promise<string>,
+        );
+      }
+      return nodeCryptoSampleLike(stored);
     },
   };
 }

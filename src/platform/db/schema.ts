@@ -108,6 +108,7 @@ export interface Identities {
   disabled_at: Timestamp | null;
   display_name: string | null;
   erased_at: Timestamp | null;
+  external_id: string | null;
   failed_attempts: Generated<number>;
   family_name: string | null;
   given_name: string | null;
@@ -256,6 +257,12 @@ export interface Passkeys {
   removed_at: Timestamp | null;
   sign_count: number;
   transports: Generated<string[]>;
+}
+
+export interface PasswordHashProfiles {
+  created_at: Timestamp;
+  profile: string;
+  sample_hash: string;
 }
 
 export interface ProviderFlows {
@@ -579,6 +586,7 @@ export interface DB {
   organization_memberships: OrganizationMemberships;
   organizations: Organizations;
   passkeys: Passkeys;
+  password_hash_profiles: PasswordHashProfiles;
   provider_flows: ProviderFlows;
   provider_handoffs: ProviderHandoffs;
   provider_links: ProviderLinks;

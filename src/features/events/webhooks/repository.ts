@@ -433,3 +433,22 @@ export async function recoverSince(
       WHERE webhook_deliveries.status = 'dead'`.execute(db);
   return Number(r.numAffectedRows ?? 0);
 }
+
+/**
+ * enqueueDeliveries for several events of one type without an organization (an import's batch):
+ * one statement, every subscribed endpoint times every event.
+ */
+export async function enqueueDeliveriesMany(
+  trx: Executor,
+  e: { ids: string[]; type: string; now: Date },
+): Promise<void> {
+  if (e.ids.length === 0) return;
+  // Raw: the builder has no unnest() of a bound array to cross with the endpoints.
+  await sql`
+    INSERT INTO webhook_deliveries (id, endpoint_id, event_id, status, due_at, created_at)
+    SELECT gen_random_uuid(), w.id, ev.id, 'pending', ${e.now}, ${e.now}
+      FROM webhook_endpoints w CROSS JOIN unnest(${e.ids}::uuid[]) AS ev(id)
+     WHERE w.disabled_at IS NULL
+       AND w.organization_id IS NULL
+       AND (cardinality(w.event_types) = 0 OR ${e.type} = ANY (w.event_types))`.execute(trx);
+}

@@ -1,13 +1,16 @@
 import { randomUUID } from 'node:crypto';
+import type { AuditLog } from '../../../platform/audit/audit.js';
 import type { Clock } from '../../../platform/clock.js';
+import { parseStoredHash } from '../../../platform/crypto/imported-hashes.js';
 import type { PasswordHasher } from '../../../platform/crypto/passwords.js';
 import type { Database } from '../../../platform/db/database.js';
 import type { RequestMeta } from '../../../platform/http/auth.js';
 import { Problem } from '../../../platform/problem.js';
 import { addressBucket } from '../../../platform/rate-limit/address.js';
 import { type GuessBudgets, guessSubject } from '../../../platform/rate-limit/guess-budget.js';
+import type { HashProfiles } from '../../identities/hash-profiles.js';
 import { type IdentifierInput, normaliseIdentifier } from '../../identities/identifier.js';
-import { findPasswordHolder, NOBODY } from '../../identities/repository.js';
+import { findPasswordHolder, NOBODY, upgradePasswordHash } from '../../identities/repository.js';
 import { recordAttempt, withdrawAttempt } from '../../sessions/repository.js';
 import type { Complete, SignInResult, Strategy } from '../strategy.js';
 
@@ -19,12 +22,18 @@ export interface PasswordStrategyDeps {
   clock: Clock;
   passwords: PasswordHasher;
   guesses: GuessBudgets;
+  audit: AuditLog;
+  /** The imported hash profiles present, measured: the floor of every refusal (equal time). */
+  hashProfiles: Pick<HashProfiles, 'ready'>;
 }
 
 /**
  * The password path of POST /sign-ins. Unknown account, unverified identifier and wrong password
  * each cost one Argon2id verify (a dummy hash when there is nothing to verify against) and answer
- * the same refusal. The lock is never consulted here.
+ * the same refusal. The lock is never consulted here. Once imported hashes exist (bcrypt, PBKDF2,
+ * scrypt…), every refusal is padded to the slowest imported profile's verification time, so it
+ * tells neither an imported hash nor an absent account; an imported hash that verifies is replaced
+ * by Argon2id in the sign-in's own transaction (docs/decisions.md, "Imported password hashes").
  */
 export class PasswordStrategy implements Strategy<PasswordInput> {
   constructor(private readonly deps: PasswordStrategyDeps) {}
@@ -60,17 +69,38 @@ export class PasswordStrategy implements Strategy<PasswordInput> {
     const hash = holder?.verifiedAt && holder.disabledAt === null ? holder.passwordHash : null;
     // The epoch is read before the password is checked: a revocation committed while the check
     // runs moves the epoch on, and the session issued below is dead on arrival.
+    await this.deps.hashProfiles.ready();
+    const started = performance.now();
     const ok = hash
       ? await this.deps.passwords.verify(hash, input.password)
       : await this.deps.passwords.burn(input.password);
-    if (!ok || !hash || !holder) throw new Problem('identity.sign_in_refused');
+    if (!ok || !hash || !holder) {
+      await this.deps.passwords.padRefusal(started);
+      throw new Problem('identity.sign_in_refused');
+    }
     await db.transaction().execute(async (trx) => {
       await this.deps.guesses.forgive(trx, budget);
       await withdrawAttempt(trx, provisional);
     });
-    return complete(
-      { identityId: holder.identityId, epoch: holder.sessionEpoch, method: 'password', stage: 'first' },
-      meta,
-    );
+    const proven = {
+      identityId: holder.identityId,
+      epoch: holder.sessionEpoch,
+      method: 'password',
+      stage: 'first',
+    } as const;
+    if (!this.deps.passwords.needsUpgrade(hash)) return complete(proven, meta);
+    // An imported hash: Argon2id of the password just proved, made before the transaction (no
+    // transaction waits on a hash), swapped by compare-and-set in the sign-in's transaction so the
+    // session and the upgrade commit together or not at all.
+    const upgraded = await this.deps.passwords.hash(input.password);
+    await complete.admit(proven, meta);
+    return db.transaction().execute(async (trx) => {
+      if (await upgradePasswordHash(trx, holder.identityId, hash, upgraded)) {
+        await this.deps.audit.appendOwn(trx, 'identity.password.upgraded', holder.identityId, {
+          from: parseStoredHash(hash)?.scheme ?? 'unknown',
+        });
+      }
+      return complete({ ...proven, admitted: true }, meta, trx);
+    });
   }
 }

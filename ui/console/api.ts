@@ -1,0 +1,181 @@
+/*
+ * The console's calls: its session (POST /console/session, same origin, which hands the page the
+ * operator's access token and renews the idle clock) and the admin API (/admin/v1) with that token
+ * as a bearer token. The token is kept in memory only, never in storage or the address bar.
+ */
+
+export type Role = 'owner' | 'support' | 'auditor';
+
+export interface Operator {
+  identityId: string;
+  role: Role;
+}
+
+export interface Identifier {
+  id: string;
+  type: 'email' | 'phone';
+  value: string;
+  verifiedAt: string | null;
+}
+
+export interface IdentityItem {
+  id: string;
+  createdAt: string;
+  name: string | null;
+  identifiers: Identifier[];
+  disabledAt: string | null;
+  erasedAt: string | null;
+}
+
+export interface IdentityDetail extends IdentityItem {
+  methods: {
+    id: string;
+    kind: string;
+    display: string | null;
+    verifiedAt: string | null;
+    lastUsedAt: string | null;
+  }[];
+  secondFactors: { id: string; label: string | null; verifiedAt: string | null; lastUsedAt: string | null }[];
+  hasPassword: boolean;
+  recoveryCodesRemaining: number;
+  lock: { failedAttempts: number; lockedUntil: string | null; locked: boolean };
+  liveSessionCount: number;
+  lastSignInAt: string | null;
+}
+
+export interface AuditRecord {
+  seq: number;
+  id: string;
+  occurredAt: string;
+  name: string;
+  actor: string;
+  target: string | null;
+  outcome: string;
+  verified: boolean;
+}
+
+export interface Organization {
+  id: string;
+  name: string;
+  slug: string;
+  requireSecondFactor: boolean;
+  createdAt: string;
+  disabledAt: string | null;
+}
+
+export interface Member {
+  identityId: string;
+  role: string;
+  joinedAt: string;
+  identifier: { type: 'email' | 'phone'; value: string } | null;
+}
+
+export interface PageOf<T> {
+  data: T[];
+  meta: { pageInfo: { hasNextPage: boolean; nextCursor: string | null } };
+}
+
+/** A refusal of the admin API or of the console's session (Problem Details). */
+export class ConsoleProblem extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+  ) {
+    super(code);
+  }
+}
+
+let token: string | null = null;
+let operator: Operator | null = null;
+
+/** Asks the console's session for the token (and renews its idle clock); null when signed out. */
+export async function openSession(): Promise<Operator | null> {
+  const r = await fetch('/console/session', { method: 'POST', credentials: 'same-origin' });
+  if (r.status !== 200) {
+    token = null;
+    operator = null;
+    return null;
+  }
+  const { data } = (await r.json()) as { data: { accessToken: string; identityId: string; role: Role } };
+  token = data.accessToken;
+  operator = { identityId: data.identityId, role: data.role };
+  return operator;
+}
+
+export const currentOperator = (): Operator | null => operator;
+
+export async function signOut(): Promise<void> {
+  await fetch('/console/sign-outs', { method: 'POST', credentials: 'same-origin' });
+  token = null;
+  operator = null;
+}
+
+async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { authorization: `Bearer ${token ?? ''}` };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const r = await fetch(`/admin/v1${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: 'omit',
+  });
+  if (r.status === 204) return undefined as T;
+  const json = (await r.json().catch(() => ({}))) as { code?: string };
+  if (json.code === 'admin.oidc_client_invalid') {
+    const first = (json as { errors?: { field?: string }[] }).errors?.[0];
+    throw new InvalidField(first?.field ?? '');
+  }
+  if (!r.ok) throw new ConsoleProblem(r.status, json.code ?? 'unknown');
+  return json as T;
+}
+
+const q = (params: Record<string, string | undefined>) => {
+  const s = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined) s.set(k, v);
+  const text = s.toString();
+  return text ? `?${text}` : '';
+};
+
+export interface OidcClient {
+  client_id: string;
+  client_name: string | null;
+  redirect_uris: string[];
+  grant_types: string[];
+  token_endpoint_auth_method: string;
+  source: 'configuration' | 'admin';
+  client_secret?: string | null;
+}
+
+/** A 422's first error (the field and its reason), as the admin API names it. */
+export class InvalidField extends ConsoleProblem {
+  constructor(readonly field: string) {
+    super(422, 'admin.oidc_client_invalid');
+  }
+}
+
+export const admin = {
+  searchIdentities: (params: {
+    identifierType?: string;
+    identifier?: string;
+    prefix?: string;
+    after?: string;
+  }) => call<PageOf<IdentityItem>>('GET', `/identities${q({ ...params, limit: '20' })}`),
+  identity: (id: string) => call<{ data: IdentityDetail }>('GET', `/identities/${encodeURIComponent(id)}`),
+  organizations: (after?: string) =>
+    call<PageOf<Organization>>('GET', `/organizations${q({ after, limit: '50' })}`),
+  organization: (id: string) =>
+    call<{ data: Organization }>('GET', `/organizations/${encodeURIComponent(id)}`),
+  members: (id: string) =>
+    call<PageOf<Member>>('GET', `/organizations/${encodeURIComponent(id)}/members${q({ limit: '100' })}`),
+  auditRecords: (params: { identityId?: string; after?: string }) =>
+    call<PageOf<AuditRecord>>('GET', `/audit-records${q({ ...params, limit: '20' })}`),
+  act: (id: string, act: 'disablements' | 'enablements' | 'lock-clearances' | 'session-revocations') =>
+    call<void>('POST', `/identities/${encodeURIComponent(id)}/${act}`),
+  clients: (after?: string) => call<PageOf<OidcClient>>('GET', `/oidc-clients${q({ after, limit: '50' })}`),
+  registerClient: (body: Record<string, unknown>) =>
+    call<{ data: OidcClient }>('POST', '/oidc-clients', body),
+  rotateSecret: (clientId: string) =>
+    call<{ data: OidcClient }>('POST', `/oidc-clients/${encodeURIComponent(clientId)}/secret-rotations`),
+  erase: (id: string, identifier: string) =>
+    call<void>('POST', `/identities/${encodeURIComponent(id)}/erasures`, { identifier }),
+};
