@@ -7,19 +7,11 @@ import * as orgs from '../organizations/repository.js';
 import { invalidPath, noTarget, notFound, preconditionFailed, uniqueness } from './errors.js';
 import { groupFilter } from './filter-repository.js';
 import * as repo from './repository.js';
-import {
-  checkImmutableId,
-  etagOf,
-  groupResource,
-  LIST_SCHEMA,
-  memberIds,
-  project,
-  readGroup,
-} from './resource.js';
+import { checkImmutableId, etagOf, groupResource, memberIds, project, readGroup } from './resource.js';
 import {
   actorOf,
   type ListQuery,
-  MAX_RESULTS,
+  listAnswer,
   patchError,
   patchOperations,
   type ScimServiceDeps,
@@ -94,18 +86,11 @@ export class ScimGroupService {
 
   async list(caller: ScimCaller, query: ListQuery, base: string) {
     const where = groupFilter(query.filter);
-    const startIndex = Math.max(1, query.startIndex ?? 1);
-    const count = Math.min(MAX_RESULTS, Math.max(0, query.count ?? MAX_RESULTS));
     const { db } = this.deps.database;
-    const { rows, total } = await repo.groupsWindow(db, caller.organizationId, where, startIndex - 1, count);
-    const resources = await this.#resources(db, caller.organizationId, rows, base);
-    return {
-      schemas: [LIST_SCHEMA],
-      totalResults: total,
-      startIndex,
-      itemsPerPage: resources.length,
-      Resources: resources.map((r) => project(r, query.attributes, query.excludedAttributes)),
-    };
+    return listAnswer(query, async (offset, count) => {
+      const { rows, total } = await repo.groupsWindow(db, caller.organizationId, where, offset, count);
+      return { resources: await this.#resources(db, caller.organizationId, rows, base), total };
+    });
   }
 
   async create(caller: ScimCaller, body: unknown, base: string) {

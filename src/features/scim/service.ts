@@ -71,6 +71,26 @@ export interface ListQuery {
 }
 
 /** The audit and event actor of a token's writes: its name (docs/scim.md, "Audit"). */
+/**
+ * A list answer (RFC 7644 §3.4.2): reads the window `startIndex`/`count` name (1-based, at most
+ * MAX_RESULTS) with `read`, and projects each resource as the query asks.
+ */
+export async function listAnswer<R extends Record<string, unknown>>(
+  query: ListQuery,
+  read: (offset: number, count: number) => Promise<{ resources: R[]; total: number }>,
+) {
+  const startIndex = Math.max(1, query.startIndex ?? 1);
+  const count = Math.min(MAX_RESULTS, Math.max(0, query.count ?? MAX_RESULTS));
+  const { resources, total } = await read(startIndex - 1, count);
+  return {
+    schemas: [LIST_SCHEMA],
+    totalResults: total,
+    startIndex,
+    itemsPerPage: resources.length,
+    Resources: resources.map((r) => project(r, query.attributes, query.excludedAttributes)),
+  };
+}
+
 export const actorOf = (caller: ScimCaller) => `scim:${caller.tokenName}`;
 
 const isUniqueViolation = (e: unknown) =>
@@ -120,18 +140,11 @@ export class ScimUserService {
 
   async list(caller: ScimCaller, query: ListQuery, base: string) {
     const where = userFilter(query.filter);
-    const startIndex = Math.max(1, query.startIndex ?? 1);
-    const count = Math.min(MAX_RESULTS, Math.max(0, query.count ?? MAX_RESULTS));
     const { db } = this.deps.database;
-    const { rows, total } = await repo.usersWindow(db, caller.organizationId, where, startIndex - 1, count);
-    const resources = await this.#resources(db, caller.organizationId, rows, base);
-    return {
-      schemas: [LIST_SCHEMA],
-      totalResults: total,
-      startIndex,
-      itemsPerPage: resources.length,
-      Resources: resources.map((r) => project(r, query.attributes, query.excludedAttributes)),
-    };
+    return listAnswer(query, async (offset, count) => {
+      const { rows, total } = await repo.usersWindow(db, caller.organizationId, where, offset, count);
+      return { resources: await this.#resources(db, caller.organizationId, rows, base), total };
+    });
   }
 
   /**
