@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserSessionCookieName } from '../../src/features/sessions/browser-session.js';
 import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { axeCheck, launchChromium, signInPage } from '../helpers/browser.js';
+import { axeAllCombinations, axeCheck, launchChromium, signInPage } from '../helpers/browser.js';
 import { createPerson, type Person, signIn } from '../helpers/identities.js';
 import { freePort } from '../helpers/net.js';
 import { messagesTo, waitForCode } from '../helpers/outbox.js';
@@ -168,7 +168,7 @@ describe('Delete my account', () => {
     // The session that made the organization is another device.
     await others.getByRole('button', { name: 'Se déconnecter de tous les autres appareils' }).click();
     await page.getByRole('group', { name: 'Se déconnecter de tous les autres appareils ?' }).waitFor();
-    await axeCheck(page, 'appareils');
+    await axeAllCombinations(page, 'appareils : la question');
   });
 });
 
@@ -186,7 +186,9 @@ describe('Sign out of all other devices', () => {
     await open.click();
     const question = here.page.getByRole('group', { name: 'Sign out of all other devices?' });
     await question.waitFor();
-    await axeCheck(here.page, 'devices: sign out of others, the question');
+    // Issue 46's proof: the question in both themes and at both sizes.
+    await axeAllCombinations(here.page, 'devices: sign out of others, the question');
+    await question.waitFor();
     await question.getByRole('button', { name: 'Sign out other devices' }).click();
     await here.page.getByRole('status').filter({ hasText: 'Signed out of all other devices.' }).waitFor();
     expect(await items.count()).toBe(1);

@@ -2,7 +2,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { addVirtualAuthenticator, axeCheck, launchChromium } from '../helpers/browser.js';
+import { addVirtualAuthenticator, axeAllCombinations, axeCheck, launchChromium } from '../helpers/browser.js';
 import { freePort } from '../helpers/net.js';
 import { mailCode, mailCount, type SmtpSink, startSmtpSink } from '../helpers/smtp.js';
 
@@ -97,7 +97,8 @@ describe('an expired code says it expired (CHALLENGE_TTL=60)', () => {
       await error.getAttribute('id'),
     );
     expect(await page.locator('main').innerText()).not.toMatch(/not accepted/i);
-    await axeCheck(page, 'sign-up, expired code (light)');
+    // Issue 46's proof: the expired state in both themes and at both sizes (a phone's included).
+    await axeAllCombinations(page, 'sign-up, expired code');
 
     // The next step: a new code, accepted, and the expired message gone.
     await page.getByRole('button', { name: 'Send a new code' }).click();
@@ -150,7 +151,7 @@ describe('an expired code says it expired (CHALLENGE_TTL=60)', () => {
     expect(await page.locator('.field-error:not([hidden])').textContent()).toBe('Ce code a expiré.');
     expect(await code.getAttribute('aria-invalid')).toBe('true');
     expect(await page.locator('main').innerText()).not.toMatch(/expired|not accepted/i);
-    await axeCheck(page, 'recovery in French, expired code (dark)');
+    await axeAllCombinations(page, 'recovery in French, expired code');
     expect(pageErrors).toEqual([]);
   });
 });

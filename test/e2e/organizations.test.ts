@@ -9,7 +9,7 @@ import { t as security } from '../../ui/messages/security.js';
 import { t as signUp } from '../../ui/messages/sign-up.js';
 import { t as stepUpText } from '../../ui/messages/stepup.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { axeCheck, launchChromium, signInPage } from '../helpers/browser.js';
+import { axeAllCombinations, axeCheck, launchChromium, signInPage } from '../helpers/browser.js';
 import { createPerson, type Person, signIn } from '../helpers/identities.js';
 import { freePort } from '../helpers/net.js';
 import { bodyOf, mailCode, mailCount, type SmtpSink, startSmtpSink } from '../helpers/smtp.js';
@@ -203,7 +203,9 @@ describe('organizations in the hosted pages', () => {
       expect(await address.inputValue()).toBe(invitee);
       expect(await address.evaluate((e) => (e as HTMLInputElement).readOnly)).toBe(true);
       await b.getByText(signUp('first.invited'), { exact: true }).waitFor();
-      await axeCheck(b, `${screen}: sign-up from an invitation`);
+      // Issue 46's proof: this state in both themes and at both sizes, not only this test's own.
+      await axeAllCombinations(b, `${screen}: sign-up from an invitation`);
+      expect(await address.evaluate((e) => (e as HTMLInputElement).readOnly)).toBe(true);
       await b.locator('input[name="password"]').fill(inviteePassword);
       const mails = mailCount(smtp, invitee);
       await button(b, signUp('create')).click();

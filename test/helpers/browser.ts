@@ -52,6 +52,39 @@ export async function axeCheck(p: Page, name: string): Promise<string> {
   return `${name}: 0 violations`;
 }
 
+/** The two sizes issue 46's proof asks axe at: a desktop window and a phone. */
+export const AXE_SIZES = {
+  desktop: { width: 1280, height: 800 },
+  phone: { width: 375, height: 812 },
+} as const;
+
+/**
+ * axe on the page as it is, in every combination of theme (light, dark) and size (desktop, phone):
+ * the state is reached once, then the colour scheme and the viewport are switched under it. The
+ * page's own scheme and viewport are put back afterwards, so the test goes on as it was. Returns
+ * one line per combination, as axeCheck does.
+ */
+export async function axeAllCombinations(p: Page, name: string): Promise<string[]> {
+  const viewport = p.viewportSize();
+  const dark = await p.evaluate(() => matchMedia('(prefers-color-scheme: dark)').matches);
+  const lines: string[] = [];
+  for (const colorScheme of ['light', 'dark'] as const) {
+    await p.emulateMedia({ colorScheme });
+    for (const [size, box] of Object.entries(AXE_SIZES)) {
+      await p.setViewportSize(box);
+      // Both took effect: the media queries the stylesheet uses answer for this combination.
+      expect(await p.evaluate(() => matchMedia('(prefers-color-scheme: dark)').matches)).toBe(
+        colorScheme === 'dark',
+      );
+      expect(await p.evaluate(() => window.innerWidth)).toBe(box.width);
+      lines.push(await axeCheck(p, `${name} (${colorScheme}, ${size})`));
+    }
+  }
+  await p.emulateMedia({ colorScheme: dark ? 'dark' : 'light' });
+  if (viewport) await p.setViewportSize(viewport);
+  return lines;
+}
+
 /** Who signs in: a password sign-in made by the page itself, or a grant already obtained elsewhere. */
 export type PageSignIn = { email: string; password: string } | { refreshToken: string };
 
