@@ -16,6 +16,7 @@ import {
   type OrganizationMember,
   type OrganizationMembership,
   type PendingInvitation,
+  type ScimToken,
   type SecondFactorEnrolment,
   type SessionContext,
   type SignInHistoryEntry,
@@ -476,6 +477,7 @@ export type {
   OrganizationMember,
   OrganizationMembership,
   PendingInvitation,
+  ScimToken,
 };
 
 /**
@@ -527,6 +529,11 @@ export const organizations = {
   addDomain: (id: string, domain: string) => client.addDomain(id, domain),
   verifyDomain: (id: string, domainId: string) => client.verifyDomain(id, domainId),
   removeDomain: (id: string, domainId: string) => client.removeDomain(id, domainId),
+  // Directory (directory:manage): the organization's SCIM tokens.
+  scimTokens: async (id: string): Promise<ScimToken[]> =>
+    (await client.listScimTokens(id, { limit: 100 })).items,
+  createScimToken: (id: string, name: string) => client.createScimToken(id, name),
+  revokeScimToken: (id: string, tokenId: string) => client.revokeScimToken(id, tokenId),
 };
 
 /** What GET /oidc/interaction/<uid>/details answers: an OpenID Provider interaction waiting for the person. */

@@ -330,3 +330,18 @@ describe('domain methods', () => {
     expect((await owner.client.listDomains(org.id)).items).toEqual([]);
   });
 });
+
+describe('SCIM token methods', () => {
+  it('create (the token once), list (never the token), revoke', async () => {
+    const owner = await signedIn();
+    const org = await owner.client.createOrganization({ name: 'Scim Co', slug: uniqueSlug('scim') });
+    const created = await owner.client.createScimToken(org.id, 'Okta');
+    expect(created).toMatchObject({ name: 'Okta', revokedAt: null, lastUsedAt: null });
+    expect(created.token).toMatch(/^scim_/);
+    const listed = (await owner.client.listScimTokens(org.id)).items;
+    expect(listed.map((x) => x.id)).toEqual([created.id]);
+    expect(listed[0]).not.toHaveProperty('token');
+    await owner.client.revokeScimToken(org.id, created.id);
+    expect((await owner.client.listScimTokens(org.id)).items[0]?.revokedAt).not.toBeNull();
+  });
+});

@@ -12,6 +12,7 @@ import { identifierField } from '../identifier.js';
 import { rememberRoles, roleName, t } from '../messages/organizations.js';
 import { go, type PageContent } from '../router.js';
 import { inOwnWords, setFlash, switchOrganization } from './organizations.js';
+import { directoryCard } from './organizations-directory.js';
 import { ssoCard } from './organizations-sso.js';
 import { card, confirmButton, saySuccess } from './security/common.js';
 
@@ -79,6 +80,8 @@ export async function organizationPage(id: string): Promise<PageContent> {
       can('organization:update') ? settingsCard(org, draw) : '',
       // Single sign-on: the connections and the domains they speak for (owners and admins).
       can('connections:manage') ? await ssoCard(org) : '',
+      // Directory: the SCIM base URL and tokens (owners).
+      can('directory:manage') ? await directoryCard(org) : '',
     );
   };
   await draw(false);

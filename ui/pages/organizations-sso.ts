@@ -30,7 +30,7 @@ const DOMAIN_WORDS = () => ({
 });
 
 /** A read-only value with its Copy button; `label` names it. */
-function copyRow(label: string, value: string, name: string): HTMLElement {
+export function copyRow(label: string, value: string, name: string): HTMLElement {
   const id = uid(name);
   const input = h('input', { id, type: 'text', name, readonly: true, value });
   input.value = value;

@@ -22,6 +22,7 @@ import type {
   ConnectedApp,
   ConnectionInput,
   ConnectionUpdate,
+  CreatedScimToken,
   CreateOrganizationInput,
   DeviceSession,
   Elevation,
@@ -52,6 +53,7 @@ import type {
   RegisterPasskeyInput,
   RequestBody,
   ResponseData,
+  ScimToken,
   SecondFactor,
   SecondFactorEnrolment,
   SendSignInCodeInput,
@@ -1314,6 +1316,55 @@ export class IdentityClient {
     await this.authed(false, options, (headers, signal) =>
       this.api.DELETE(`${API}/organizations/{organizationId}/domains/{domainId}`, {
         params: { path: { organizationId, domainId } },
+        headers,
+        signal,
+      }),
+    );
+  }
+
+  // ---- SCIM tokens ------------------------------------------------------------------------------
+
+  /**
+   * Creates a SCIM token for the organization (`directory:manage`, owners): the answer's `token` is
+   * the bearer for `/scim/v2`, shown this once (only its hash is kept).
+   */
+  async createScimToken(
+    organizationId: string,
+    name: string,
+    options?: CallOptions,
+  ): Promise<CreatedScimToken> {
+    const body = await this.authed<Envelope<CreatedScimToken>>(false, options, (headers, signal) =>
+      this.api.POST(`${API}/organizations/{organizationId}/scim-tokens`, {
+        params: { path: { organizationId } },
+        body: { name },
+        headers,
+        signal,
+      }),
+    );
+    return body.data;
+  }
+
+  /** The organization's SCIM tokens, revoked ones included, newest first (`directory:manage`). */
+  async listScimTokens(
+    organizationId: string,
+    page?: PageRequest,
+    options?: CallOptions,
+  ): Promise<Page<ScimToken>> {
+    const body = await this.authed<Collection<ScimToken>>(true, options, (headers, signal) =>
+      this.api.GET(`${API}/organizations/{organizationId}/scim-tokens`, {
+        params: { path: { organizationId }, query: pageQuery(page) },
+        headers,
+        signal,
+      }),
+    );
+    return toPage(body);
+  }
+
+  /** Revokes a SCIM token (`directory:manage`): refused from its next request. */
+  async revokeScimToken(organizationId: string, tokenId: string, options?: CallOptions): Promise<void> {
+    await this.authed(false, options, (headers, signal) =>
+      this.api.DELETE(`${API}/organizations/{organizationId}/scim-tokens/{tokenId}`, {
+        params: { path: { organizationId, tokenId } },
         headers,
         signal,
       }),

@@ -168,3 +168,10 @@ export type OrganizationConnection = ResponseData<
   '/api/v1/organizations/{organizationId}/connections',
   'post'
 >;
+/**
+ * An organization's SCIM token as listed: its name, who created it and when, when it was revoked
+ * and when it was last used (to the minute). Never the token itself.
+ */
+export type ScimToken = Item<ResponseData<'/api/v1/organizations/{organizationId}/scim-tokens', 'get'>>;
+/** A SCIM token just created: the listed fields and `token`, the bearer for /scim/v2, shown once. */
+export type CreatedScimToken = ResponseData<'/api/v1/organizations/{organizationId}/scim-tokens', 'post'>;

@@ -1,0 +1,56 @@
+import { messages } from '../i18n.js';
+
+/** The "Directory" section of an organization's page: SCIM provisioning tokens (docs/scim.md). */
+export const t = messages(
+  {
+    title: 'Directory (SCIM)',
+    intro:
+      'Let your identity provider create, update and remove your people here (SCIM 2.0). Give it the base URL below and a token.',
+    baseUrl: 'SCIM base URL',
+    tokens: 'Tokens',
+    noTokens: 'No token yet.',
+    meta: 'Created {created} · last sync {used}',
+    never: 'never',
+    revokedMeta: 'Revoked {revoked}',
+    revoke: 'Revoke',
+    revokeLabel: 'Revoke {name}',
+    revokeQuestion: 'Revoke {name}?',
+    revokeDetail: 'Your identity provider can no longer sync with it: its next request is refused.',
+    revoked: '{name} was revoked.',
+    create: 'Create a token',
+    name: 'Name',
+    nameHint: 'For you, e.g. “Okta” or “Entra ID”.',
+    submit: 'Create token',
+    created: '{name} was created.',
+    dialogTitle: 'Your new token: {name}',
+    once: 'Copy it now and paste it into your identity provider. You will not see it again: only a fingerprint of it is kept.',
+    token: 'SCIM token',
+    done: 'I have copied it',
+  },
+  {
+    title: 'Annuaire (SCIM)',
+    intro:
+      'Permettez à votre fournisseur d’identité de créer, modifier et retirer vos membres ici (SCIM 2.0). Donnez-lui l’URL de base ci-dessous et un jeton.',
+    baseUrl: 'URL de base SCIM',
+    tokens: 'Jetons',
+    noTokens: 'Aucun jeton pour l’instant.',
+    meta: 'Créé le {created} · dernière synchronisation {used}',
+    never: 'jamais',
+    revokedMeta: 'Révoqué le {revoked}',
+    revoke: 'Révoquer',
+    revokeLabel: 'Révoquer {name}',
+    revokeQuestion: 'Révoquer {name} ?',
+    revokeDetail:
+      'Votre fournisseur d’identité ne pourra plus synchroniser avec lui : sa prochaine requête sera refusée.',
+    revoked: '{name} a été révoqué.',
+    create: 'Créer un jeton',
+    name: 'Nom',
+    nameHint: 'Pour vous, par ex. « Okta » ou « Entra ID ».',
+    submit: 'Créer le jeton',
+    created: '{name} a été créé.',
+    dialogTitle: 'Votre nouveau jeton : {name}',
+    once: 'Copiez-le maintenant et collez-le dans votre fournisseur d’identité. Vous ne le reverrez plus : seule une empreinte en est conservée.',
+    token: 'Jeton SCIM',
+    done: 'Je l’ai copié',
+  },
+);
