@@ -74,6 +74,30 @@ export const adminRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext 
     async (request) => envelope(await service.read(request.params.id, operatorOf(request))),
   );
 
+  app.get(
+    '/identities/:id/sessions',
+    {
+      schema: {
+        tags: TAGS,
+        summary:
+          "The identity's live sessions: device, address, last activity; newest first (paged; audited)",
+        security: SECURITY,
+        params: schema.IdentityParams,
+        querystring: schema.SessionsQuery,
+        response: responses({ 200: schema.AdminSessionPage }, [...PAGE_REFUSALS, 'admin.identity_not_found']),
+      },
+    },
+    async (request) => {
+      const { items, pageInfo } = await service.sessions(
+        adminScope(request),
+        request.params.id,
+        request.query,
+        operatorOf(request),
+      );
+      return page(items, pageInfo);
+    },
+  );
+
   const writes: Array<[string, string, (id: string, actor: string) => Promise<void>]> = [
     [
       'disablements',
