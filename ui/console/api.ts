@@ -70,6 +70,17 @@ export interface Member {
   identifier: { type: 'email' | 'phone'; value: string } | null;
 }
 
+/** A live session of a person as the admin API shows it. */
+export interface AdminSession {
+  id: string;
+  createdAt: string;
+  lastActiveAt: string;
+  sessionExpiresAt: string;
+  method: string;
+  device: { description: string; browser: string | null; os: string | null; type: string };
+  ipAddress: string | null;
+}
+
 export interface PageOf<T> {
   data: T[];
   meta: { pageInfo: { hasNextPage: boolean; nextCursor: string | null } };
@@ -161,6 +172,8 @@ export const admin = {
     after?: string;
   }) => call<PageOf<IdentityItem>>('GET', `/identities${q({ ...params, limit: '20' })}`),
   identity: (id: string) => call<{ data: IdentityDetail }>('GET', `/identities/${encodeURIComponent(id)}`),
+  sessions: (id: string) =>
+    call<PageOf<AdminSession>>('GET', `/identities/${encodeURIComponent(id)}/sessions${q({ limit: '50' })}`),
   organizations: (after?: string) =>
     call<PageOf<Organization>>('GET', `/organizations${q({ after, limit: '50' })}`),
   organization: (id: string) =>

@@ -408,9 +408,10 @@ function confirmAct(act: Act, p: IdentityDetail, name: string, after: () => void
 }
 
 async function personPage(id: string, op: Operator): Promise<void> {
-  const [{ data: p }, audit] = await Promise.all([
+  const [{ data: p }, audit, sessions] = await Promise.all([
     admin.identity(id),
     admin.auditRecords({ identityId: id }),
+    admin.sessions(id),
   ]);
   const name = who(p);
   const methodKind = (kind: string) =>
@@ -500,6 +501,20 @@ async function personPage(id: string, op: Operator): Promise<void> {
       t('liveSessions', { count: p.liveSessionCount }),
       p.lastSignInAt ? ` · ${t('lastSignIn', { when: formatDate(p.lastSignInAt) })}` : '',
     ),
+    sessions.data.length
+      ? table(
+          t('sessions'),
+          [t('colDevice'), t('colAddress'), t('colMethod'), t('colCreated'), t('colLastActive')],
+          sessions.data.map((s) => [
+            s.device.description,
+            s.ipAddress ?? '—',
+            methodKind(s.method),
+            formatDate(s.createdAt),
+            formatDate(s.lastActiveAt),
+          ]),
+        )
+      : null,
+    sessions.meta.pageInfo.hasNextPage ? h('p', { class: 'hint' }, t('moreSessions')) : null,
     h('h2', null, t('personAudit')),
     auditTable(audit.data, t('personAudit')),
   );
