@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_KEY_NAME, adminRequest } from '../helpers/admin.js';
+import { ADMIN_KEY, ADMIN_KEY_NAME, adminRequest } from '../helpers/admin.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { bearer, createPerson, type Person, signIn } from '../helpers/identities.js';
 
@@ -96,5 +96,62 @@ describe('GET /admin/v1/identities/{id}/sessions', () => {
     const tampered = await get(`/identities/${a.identityId}/sessions?after=AAAA`);
     expect(tampered.statusCode).toBe(400);
     expect(tampered.json().code).toMatch(/^collection\.cursor_/);
+  });
+});
+
+describe('GET /admin/v1/identities/{id}/organizations', () => {
+  const create = async (slug: string, owner: Person) => {
+    const r = await t.admin!.inject({
+      method: 'POST',
+      url: '/admin/v1/organizations',
+      headers: bearer(ADMIN_KEY),
+      payload: { name: slug, slug, ownerIdentityId: owner.identityId },
+    });
+    expect(r.statusCode, r.body).toBe(201);
+    return r.json().data.id as string;
+  };
+
+  it('lists the organizations the person belongs to with their role, newest first; not a disabled one; audited', async () => {
+    const first = await create(`first-${randomUUID().slice(0, 6)}`, a);
+    t.clock.advance(1);
+    const second = await create(`second-${randomUUID().slice(0, 6)}`, a);
+    t.clock.advance(1);
+    const off = await create(`off-${randomUUID().slice(0, 6)}`, a);
+    await create(`other-${randomUUID().slice(0, 6)}`, b);
+    const disabled = await t.admin!.inject({
+      method: 'POST',
+      url: `/admin/v1/organizations/${off}/disablements`,
+      headers: bearer(ADMIN_KEY),
+    });
+    expect(disabled.statusCode, disabled.body).toBe(204);
+
+    const r = await get(`/identities/${a.identityId}/organizations`);
+    expect(r.statusCode, r.body).toBe(200);
+    expect(r.json().data.map((o: { id: string; role: string }) => [o.id, o.role])).toEqual([
+      [second, 'owner'],
+      [first, 'owner'],
+    ]);
+    expect(r.json().data[0]).toEqual({
+      id: second,
+      name: expect.any(String),
+      slug: expect.any(String),
+      role: 'owner',
+      requireSecondFactor: false,
+      joinedAt: expect.any(String),
+    });
+    const audit = await adminRequest(t.admin!, 'GET', `/audit-records?identityId=${a.identityId}&limit=5`);
+    const read = audit.json().data.find((x: { name: string }) => x.name === 'admin.identity.read');
+    expect(read).toEqual(expect.objectContaining({ actor: OPS, details: { view: 'organizations' } }));
+
+    const page1 = await get(`/identities/${a.identityId}/organizations?limit=1`);
+    expect(page1.json().meta.pageInfo.hasNextPage).toBe(true);
+    const page2 = await get(
+      `/identities/${a.identityId}/organizations?limit=1&after=${encodeURIComponent(page1.json().meta.pageInfo.nextCursor)}`,
+    );
+    expect(page2.json().data.map((o: { id: string }) => o.id)).toEqual([first]);
+
+    const unknown = await get(`/identities/${randomUUID()}/organizations`);
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.json().code).toBe('admin.identity_not_found');
   });
 });

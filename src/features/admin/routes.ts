@@ -98,6 +98,33 @@ export const adminRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext 
     },
   );
 
+  app.get(
+    '/identities/:id/organizations',
+    {
+      schema: {
+        tags: TAGS,
+        summary:
+          "The identity's organizations (not disabled) and its role in each; newest first (paged; audited)",
+        security: SECURITY,
+        params: schema.IdentityParams,
+        querystring: schema.SessionsQuery,
+        response: responses({ 200: schema.AdminMembershipPage }, [
+          ...PAGE_REFUSALS,
+          'admin.identity_not_found',
+        ]),
+      },
+    },
+    async (request) => {
+      const { items, pageInfo } = await service.organizations(
+        adminScope(request),
+        request.params.id,
+        request.query,
+        operatorOf(request),
+      );
+      return page(items, pageInfo);
+    },
+  );
+
   const writes: Array<[string, string, (id: string, actor: string) => Promise<void>]> = [
     [
       'disablements',

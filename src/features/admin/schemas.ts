@@ -204,3 +204,14 @@ export const AdminSession = Type.Object({
   }),
 });
 export const AdminSessionPage = Page(AdminSession);
+
+/** One organization the person belongs to, with their role in it. */
+export const AdminMembership = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  name: Type.String(),
+  slug: Type.String(),
+  role: Type.String({ description: "the person's role in it: owner, admin, member or a custom role" }),
+  requireSecondFactor: Type.Boolean(),
+  joinedAt: Type.String({ format: 'date-time' }),
+});
+export const AdminMembershipPage = Page(AdminMembership);

@@ -31,6 +31,7 @@ import { deleteOperatorRole } from '../operators/repository.js';
 import {
   deleteIdentityMemberships,
   deleteOrganizations,
+  membershipsPage,
   ownedOrganizations,
 } from '../organizations/repository.js';
 import { deleteIdentityPasskeys } from '../passkeys/repository.js';
@@ -457,6 +458,35 @@ export class AdminService {
         method: r.method,
         device: describeDevice(r.userAgent),
         ipAddress: r.ipAddress,
+      })),
+      pageInfo,
+    };
+  }
+
+  /**
+   * The person's organizations (those not disabled: the account's own list, organizations/
+   * repository.ts) with their role, newest membership first; 404 for an unknown identity. Audited
+   * like the detail (view `organizations`).
+   */
+  async organizations(scope: CursorScope, identityId: string, query: SessionsQuery, actor: string) {
+    const { db } = this.deps.database;
+    if (!(await findIdentity(db, identityId))) throw new Problem('admin.identity_not_found');
+    const { items, pageInfo } = await keysetPage(
+      this.deps.cursors,
+      scope,
+      query,
+      (window) => membershipsPage(db, identityId, window),
+      (r) => r.createdAt,
+    );
+    await this.#recordRead(actor, IDENTITY_READ, [identityId], { view: 'organizations' });
+    return {
+      items: items.map((m) => ({
+        id: m.id,
+        name: m.name,
+        slug: m.slug,
+        role: m.role,
+        requireSecondFactor: m.requireSecondFactor,
+        joinedAt: new Date(m.createdAt).toISOString(),
       })),
       pageInfo,
     };

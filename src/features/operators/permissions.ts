@@ -71,6 +71,7 @@ export const ROUTE_PERMISSIONS: Readonly<Record<string, OperatorPermission>> = {
   [`GET ${P}/identities`]: 'identities:read',
   [`GET ${P}/identities/:id`]: 'identities:read',
   [`GET ${P}/identities/:id/sessions`]: 'identities:read',
+  [`GET ${P}/identities/:id/organizations`]: 'identities:read',
   [`POST ${P}/identities/:id/disablements`]: 'identities:disable',
   [`POST ${P}/identities/:id/enablements`]: 'identities:disable',
   [`POST ${P}/identities/:id/lock-clearances`]: 'identities:unlock',
