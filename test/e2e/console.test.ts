@@ -164,11 +164,13 @@ describe("the operators' console", () => {
       'Created',
       'Last active',
     ]);
+    expect(await page.getByText('Member of no organization.').count()).toBe(1);
     for (const section of [
       'Identifiers',
       'Sign-in methods',
       'Second factors',
       'Sessions',
+      'Organizations',
       'Audit trail of this person',
     ])
       expect(await page.getByRole('heading', { level: 2, name: section }).count(), section).toBe(1);
@@ -288,6 +290,10 @@ describe("the operators' console", () => {
       'Créé',
       'Dernière activité',
     ]);
+    // The organization they own, linking to its page.
+    const orgs = page.getByRole('table', { name: 'Organisations' });
+    expect(await orgs.getByRole('link', { name: 'Acme' }).count()).toBe(1);
+    expect(await orgs.textContent()).toContain('owner');
     await axeBoth(page, 'fiche (assistance)', 'person-support.fr');
     // On a phone the read pages fit the screen: tables scroll in their own box, the page does not.
     await page.setViewportSize({ width: 390, height: 844 });

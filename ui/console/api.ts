@@ -81,6 +81,16 @@ export interface AdminSession {
   ipAddress: string | null;
 }
 
+/** An organization a person belongs to, with their role in it. */
+export interface PersonOrganization {
+  id: string;
+  name: string;
+  slug: string;
+  role: string;
+  requireSecondFactor: boolean;
+  joinedAt: string;
+}
+
 export interface PageOf<T> {
   data: T[];
   meta: { pageInfo: { hasNextPage: boolean; nextCursor: string | null } };
@@ -174,6 +184,11 @@ export const admin = {
   identity: (id: string) => call<{ data: IdentityDetail }>('GET', `/identities/${encodeURIComponent(id)}`),
   sessions: (id: string) =>
     call<PageOf<AdminSession>>('GET', `/identities/${encodeURIComponent(id)}/sessions${q({ limit: '50' })}`),
+  personOrganizations: (id: string) =>
+    call<PageOf<PersonOrganization>>(
+      'GET',
+      `/identities/${encodeURIComponent(id)}/organizations${q({ limit: '50' })}`,
+    ),
   organizations: (after?: string) =>
     call<PageOf<Organization>>('GET', `/organizations${q({ after, limit: '50' })}`),
   organization: (id: string) =>

@@ -408,10 +408,11 @@ function confirmAct(act: Act, p: IdentityDetail, name: string, after: () => void
 }
 
 async function personPage(id: string, op: Operator): Promise<void> {
-  const [{ data: p }, audit, sessions] = await Promise.all([
+  const [{ data: p }, audit, sessions, orgs] = await Promise.all([
     admin.identity(id),
     admin.auditRecords({ identityId: id }),
     admin.sessions(id),
+    admin.personOrganizations(id),
   ]);
   const name = who(p);
   const methodKind = (kind: string) =>
@@ -515,6 +516,20 @@ async function personPage(id: string, op: Operator): Promise<void> {
         )
       : null,
     sessions.meta.pageInfo.hasNextPage ? h('p', { class: 'hint' }, t('moreSessions')) : null,
+    h('h2', null, t('personOrgs')),
+    orgs.data.length
+      ? table(
+          t('personOrgs'),
+          [t('colName'), t('colSlug'), t('colRole'), t('colJoined')],
+          orgs.data.map((o) => [
+            h('a', { href: `#/organizations/${o.id}` }, o.name),
+            o.slug,
+            o.role,
+            formatDate(o.joinedAt),
+          ]),
+        )
+      : h('p', null, t('noPersonOrgs')),
+    orgs.meta.pageInfo.hasNextPage ? h('p', { class: 'hint' }, t('morePersonOrgs')) : null,
     h('h2', null, t('personAudit')),
     auditTable(audit.data, t('personAudit')),
   );
