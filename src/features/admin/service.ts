@@ -439,16 +439,17 @@ export class AdminService {
    */
   async sessions(scope: CursorScope, identityId: string, query: SessionsQuery, actor: string) {
     const { db } = this.deps.database;
-    if (!(await findIdentity(db, identityId))) throw new Problem('admin.identity_not_found');
+    const identity = await findIdentity(db, identityId);
+    if (!identity) throw new Problem('admin.identity_not_found');
     const now = this.deps.clock.now();
     const { items, pageInfo } = await keysetPage(
       this.deps.cursors,
       scope,
       query,
-      (window) => liveSessionsPage(db, identityId, now, window),
+      (window) => liveSessionsPage(db, identity.id, now, window),
       (r) => r.createdAt,
     );
-    await this.#recordRead(actor, IDENTITY_READ, [identityId], { view: 'sessions' });
+    await this.#recordRead(actor, IDENTITY_READ, [identity.id], { view: 'sessions' });
     return {
       items: items.map((r) => ({
         id: r.id,
@@ -470,15 +471,16 @@ export class AdminService {
    */
   async organizations(scope: CursorScope, identityId: string, query: SessionsQuery, actor: string) {
     const { db } = this.deps.database;
-    if (!(await findIdentity(db, identityId))) throw new Problem('admin.identity_not_found');
+    const identity = await findIdentity(db, identityId);
+    if (!identity) throw new Problem('admin.identity_not_found');
     const { items, pageInfo } = await keysetPage(
       this.deps.cursors,
       scope,
       query,
-      (window) => membershipsPage(db, identityId, window),
+      (window) => membershipsPage(db, identity.id, window),
       (r) => r.createdAt,
     );
-    await this.#recordRead(actor, IDENTITY_READ, [identityId], { view: 'organizations' });
+    await this.#recordRead(actor, IDENTITY_READ, [identity.id], { view: 'organizations' });
     return {
       items: items.map((m) => ({
         id: m.id,
@@ -490,6 +492,24 @@ export class AdminService {
       })),
       pageInfo,
     };
+  }
+
+  /**
+   * A page of a person's own list, read by the caller's `list` (the connected apps: oidc/clients.ts,
+   * the list the person sees), after the identity is known (404 otherwise) and audited like the
+   * detail with `view`, before anything is answered.
+   */
+  async personList<T>(
+    identityId: string,
+    actor: string,
+    view: string,
+    list: (identityId: string) => Promise<{ items: T[]; pageInfo: PageInfo }>,
+  ): Promise<{ items: T[]; pageInfo: PageInfo }> {
+    const identity = await findIdentity(this.deps.database.db, identityId);
+    if (!identity) throw new Problem('admin.identity_not_found');
+    const result = await list(identity.id);
+    await this.#recordRead(actor, IDENTITY_READ, [identity.id], { view });
+    return result;
   }
 
   /**

@@ -72,6 +72,7 @@ export const ROUTE_PERMISSIONS: Readonly<Record<string, OperatorPermission>> = {
   [`GET ${P}/identities/:id`]: 'identities:read',
   [`GET ${P}/identities/:id/sessions`]: 'identities:read',
   [`GET ${P}/identities/:id/organizations`]: 'identities:read',
+  [`GET ${P}/identities/:id/connected-apps`]: 'identities:read',
   [`POST ${P}/identities/:id/disablements`]: 'identities:disable',
   [`POST ${P}/identities/:id/enablements`]: 'identities:disable',
   [`POST ${P}/identities/:id/lock-clearances`]: 'identities:unlock',
