@@ -165,12 +165,14 @@ describe("the operators' console", () => {
       'Last active',
     ]);
     expect(await page.getByText('Member of no organization.').count()).toBe(1);
+    expect(await page.getByText('No connected app.').count()).toBe(1);
     for (const section of [
       'Identifiers',
       'Sign-in methods',
       'Second factors',
       'Sessions',
       'Organizations',
+      'Connected apps',
       'Audit trail of this person',
     ])
       expect(await page.getByRole('heading', { level: 2, name: section }).count(), section).toBe(1);
@@ -294,6 +296,8 @@ describe("the operators' console", () => {
     const orgs = page.getByRole('table', { name: 'Organisations' });
     expect(await orgs.getByRole('link', { name: 'Acme' }).count()).toBe(1);
     expect(await orgs.textContent()).toContain('owner');
+    expect(await page.getByRole('heading', { level: 2, name: 'Applications connectées' }).count()).toBe(1);
+    expect(await page.getByText('Aucune application connectée.').count()).toBe(1);
     await axeBoth(page, 'fiche (assistance)', 'person-support.fr');
     // On a phone the read pages fit the screen: tables scroll in their own box, the page does not.
     await page.setViewportSize({ width: 390, height: 844 });

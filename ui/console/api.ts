@@ -91,6 +91,15 @@ export interface PersonOrganization {
   joinedAt: string;
 }
 
+/** An app holding access to a person's account. */
+export interface ConnectedApp {
+  clientId: string;
+  name: string;
+  scopes: string[];
+  since: string;
+  lastAuthorizedAt: string | null;
+}
+
 export interface PageOf<T> {
   data: T[];
   meta: { pageInfo: { hasNextPage: boolean; nextCursor: string | null } };
@@ -188,6 +197,11 @@ export const admin = {
     call<PageOf<PersonOrganization>>(
       'GET',
       `/identities/${encodeURIComponent(id)}/organizations${q({ limit: '50' })}`,
+    ),
+  connectedApps: (id: string) =>
+    call<PageOf<ConnectedApp>>(
+      'GET',
+      `/identities/${encodeURIComponent(id)}/connected-apps${q({ limit: '50' })}`,
     ),
   organizations: (after?: string) =>
     call<PageOf<Organization>>('GET', `/organizations${q({ after, limit: '50' })}`),

@@ -408,11 +408,12 @@ function confirmAct(act: Act, p: IdentityDetail, name: string, after: () => void
 }
 
 async function personPage(id: string, op: Operator): Promise<void> {
-  const [{ data: p }, audit, sessions, orgs] = await Promise.all([
+  const [{ data: p }, audit, sessions, orgs, apps] = await Promise.all([
     admin.identity(id),
     admin.auditRecords({ identityId: id }),
     admin.sessions(id),
     admin.personOrganizations(id),
+    admin.connectedApps(id),
   ]);
   const name = who(p);
   const methodKind = (kind: string) =>
@@ -530,6 +531,20 @@ async function personPage(id: string, op: Operator): Promise<void> {
         )
       : h('p', null, t('noPersonOrgs')),
     orgs.meta.pageInfo.hasNextPage ? h('p', { class: 'hint' }, t('morePersonOrgs')) : null,
+    h('h2', null, t('connectedApps')),
+    apps.data.length
+      ? table(
+          t('connectedApps'),
+          [t('colApp'), t('colScopes'), t('colSince'), t('colLastAuthorized')],
+          apps.data.map((a) => [
+            a.name,
+            a.scopes.join(' '),
+            formatDate(a.since),
+            a.lastAuthorizedAt ? formatDate(a.lastAuthorizedAt) : '—',
+          ]),
+        )
+      : h('p', null, t('noConnectedApps')),
+    apps.meta.pageInfo.hasNextPage ? h('p', { class: 'hint' }, t('moreConnectedApps')) : null,
     h('h2', null, t('personAudit')),
     auditTable(audit.data, t('personAudit')),
   );
