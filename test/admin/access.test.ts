@@ -95,7 +95,7 @@ describe('the admin listener', () => {
       ['OPTIONS', '/admin/v1/identities'],
       // Made up, under the prefix and outside it.
       ['GET', '/admin/v1/users'],
-      ['GET', `/admin/v1/identities/${identityId}/sessions`],
+      ['GET', `/admin/v1/identities/${identityId}/devices`],
       ['POST', `/admin/v1/identities/${identityId}/exports`],
       ['GET', '/admin/v1/'],
       ['GET', '/admin/v2/identities'],
@@ -158,7 +158,7 @@ describe('the admin listener', () => {
   it('with a valid key, a made-up path or a method a path lacks answers 404 route.not_found', async () => {
     for (const [method, url] of [
       ['GET', '/admin/v1/users'],
-      ['GET', `/admin/v1/identities/${identityId}/sessions`],
+      ['GET', `/admin/v1/identities/${identityId}/devices`],
       ['DELETE', `/admin/v1/identities/${identityId}`],
       ['POST', '/admin/v1/identities'],
       ['GET', '/'],
@@ -221,11 +221,14 @@ describe('the admin listener', () => {
       '/admin/v1/exports/identities',
       '/admin/v1/identities',
       '/admin/v1/identities/{id}',
+      '/admin/v1/identities/{id}/connected-apps',
       '/admin/v1/identities/{id}/disablements',
       '/admin/v1/identities/{id}/enablements',
       '/admin/v1/identities/{id}/erasures',
       '/admin/v1/identities/{id}/lock-clearances',
+      '/admin/v1/identities/{id}/organizations',
       '/admin/v1/identities/{id}/session-revocations',
+      '/admin/v1/identities/{id}/sessions',
       '/admin/v1/imports',
       '/admin/v1/imports/schema',
       '/admin/v1/oidc-clients',

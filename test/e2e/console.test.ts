@@ -85,6 +85,21 @@ async function signIn(c: Candidate, locale = 'en-GB'): Promise<{ context: Browse
   return { context, page };
 }
 
+/** A password sign-in of the person from a desktop Chrome at `ip`: a live session the console lists. */
+async function sessionFrom(p: Person, ip: string): Promise<void> {
+  const r = await f.t.app.inject({
+    method: 'POST',
+    url: '/api/v1/sign-ins',
+    remoteAddress: ip,
+    headers: {
+      'user-agent':
+        'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36',
+    },
+    payload: { identifierType: 'email', identifier: p.email, password: p.password },
+  });
+  expect(r.statusCode, r.body).toBe(201);
+}
+
 /** The screenshots of docs/admin.md ("The console's pages"). */
 const SHOTS = join(dirname(fileURLToPath(import.meta.url)), '../../docs/ui/console');
 
@@ -135,13 +150,29 @@ describe("the operators' console", () => {
     const link = page.getByRole('link', { name: customer.email });
     expect(await link.count()).toBe(1);
     await axeBoth(page, 'search results', 'search');
+    // A live session of the person's: the page lists it with its device, address and activity.
+    await sessionFrom(customer, '203.0.113.7');
     await link.click();
     await page.getByRole('heading', { level: 1, name: customer.email }).waitFor();
+    const sessions = page.getByRole('table', { name: 'Sessions' });
+    expect(await sessions.textContent()).toContain('203.0.113.7');
+    expect(await sessions.textContent()).toContain('Chrome');
+    expect(await sessions.locator('th').allTextContents()).toEqual([
+      'Device',
+      'Address',
+      'Method',
+      'Created',
+      'Last active',
+    ]);
+    expect(await page.getByText('Member of no organization.').count()).toBe(1);
+    expect(await page.getByText('No connected app.').count()).toBe(1);
     for (const section of [
       'Identifiers',
       'Sign-in methods',
       'Second factors',
       'Sessions',
+      'Organizations',
+      'Connected apps',
       'Audit trail of this person',
     ])
       expect(await page.getByRole('heading', { level: 2, name: section }).count(), section).toBe(1);
@@ -249,8 +280,24 @@ describe("the operators' console", () => {
     await axeBoth(page, 'organisations (assistance)', 'organizations.fr');
     await page.getByRole('link', { name: 'Acme' }).click();
     await page.getByRole('heading', { level: 1, name: 'Organisation Acme' }).waitFor();
+    await sessionFrom(person, '198.51.100.4');
     await page.getByRole('link', { name: person.email }).click();
     await page.getByRole('heading', { level: 1, name: person.email }).waitFor();
+    const sessions = page.getByRole('table', { name: 'Sessions' });
+    expect(await sessions.textContent()).toContain('198.51.100.4');
+    expect(await sessions.locator('th').allTextContents()).toEqual([
+      'Appareil',
+      'Adresse',
+      'Méthode',
+      'Créé',
+      'Dernière activité',
+    ]);
+    // The organization they own, linking to its page.
+    const orgs = page.getByRole('table', { name: 'Organisations' });
+    expect(await orgs.getByRole('link', { name: 'Acme' }).count()).toBe(1);
+    expect(await orgs.textContent()).toContain('owner');
+    expect(await page.getByRole('heading', { level: 2, name: 'Applications connectées' }).count()).toBe(1);
+    expect(await page.getByText('Aucune application connectée.').count()).toBe(1);
     await axeBoth(page, 'fiche (assistance)', 'person-support.fr');
     // On a phone the read pages fit the screen: tables scroll in their own box, the page does not.
     await page.setViewportSize({ width: 390, height: 844 });

@@ -70,6 +70,36 @@ export interface Member {
   identifier: { type: 'email' | 'phone'; value: string } | null;
 }
 
+/** A live session of a person as the admin API shows it. */
+export interface AdminSession {
+  id: string;
+  createdAt: string;
+  lastActiveAt: string;
+  sessionExpiresAt: string;
+  method: string;
+  device: { description: string; browser: string | null; os: string | null; type: string };
+  ipAddress: string | null;
+}
+
+/** An organization a person belongs to, with their role in it. */
+export interface PersonOrganization {
+  id: string;
+  name: string;
+  slug: string;
+  role: string;
+  requireSecondFactor: boolean;
+  joinedAt: string;
+}
+
+/** An app holding access to a person's account. */
+export interface ConnectedApp {
+  clientId: string;
+  name: string;
+  scopes: string[];
+  since: string;
+  lastAuthorizedAt: string | null;
+}
+
 export interface PageOf<T> {
   data: T[];
   meta: { pageInfo: { hasNextPage: boolean; nextCursor: string | null } };
@@ -161,6 +191,18 @@ export const admin = {
     after?: string;
   }) => call<PageOf<IdentityItem>>('GET', `/identities${q({ ...params, limit: '20' })}`),
   identity: (id: string) => call<{ data: IdentityDetail }>('GET', `/identities/${encodeURIComponent(id)}`),
+  sessions: (id: string) =>
+    call<PageOf<AdminSession>>('GET', `/identities/${encodeURIComponent(id)}/sessions${q({ limit: '50' })}`),
+  personOrganizations: (id: string) =>
+    call<PageOf<PersonOrganization>>(
+      'GET',
+      `/identities/${encodeURIComponent(id)}/organizations${q({ limit: '50' })}`,
+    ),
+  connectedApps: (id: string) =>
+    call<PageOf<ConnectedApp>>(
+      'GET',
+      `/identities/${encodeURIComponent(id)}/connected-apps${q({ limit: '50' })}`,
+    ),
   organizations: (after?: string) =>
     call<PageOf<Organization>>('GET', `/organizations${q({ after, limit: '50' })}`),
   organization: (id: string) =>

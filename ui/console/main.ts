@@ -408,9 +408,12 @@ function confirmAct(act: Act, p: IdentityDetail, name: string, after: () => void
 }
 
 async function personPage(id: string, op: Operator): Promise<void> {
-  const [{ data: p }, audit] = await Promise.all([
+  const [{ data: p }, audit, sessions, orgs, apps] = await Promise.all([
     admin.identity(id),
     admin.auditRecords({ identityId: id }),
+    admin.sessions(id),
+    admin.personOrganizations(id),
+    admin.connectedApps(id),
   ]);
   const name = who(p);
   const methodKind = (kind: string) =>
@@ -500,6 +503,48 @@ async function personPage(id: string, op: Operator): Promise<void> {
       t('liveSessions', { count: p.liveSessionCount }),
       p.lastSignInAt ? ` · ${t('lastSignIn', { when: formatDate(p.lastSignInAt) })}` : '',
     ),
+    sessions.data.length
+      ? table(
+          t('sessions'),
+          [t('colDevice'), t('colAddress'), t('colMethod'), t('colCreated'), t('colLastActive')],
+          sessions.data.map((s) => [
+            s.device.description,
+            s.ipAddress ?? '—',
+            methodKind(s.method),
+            formatDate(s.createdAt),
+            formatDate(s.lastActiveAt),
+          ]),
+        )
+      : null,
+    sessions.meta.pageInfo.hasNextPage ? h('p', { class: 'hint' }, t('moreSessions')) : null,
+    h('h2', null, t('personOrgs')),
+    orgs.data.length
+      ? table(
+          t('personOrgs'),
+          [t('colName'), t('colSlug'), t('colRole'), t('colJoined')],
+          orgs.data.map((o) => [
+            h('a', { href: `#/organizations/${o.id}` }, o.name),
+            o.slug,
+            o.role,
+            formatDate(o.joinedAt),
+          ]),
+        )
+      : h('p', null, t('noPersonOrgs')),
+    orgs.meta.pageInfo.hasNextPage ? h('p', { class: 'hint' }, t('morePersonOrgs')) : null,
+    h('h2', null, t('connectedApps')),
+    apps.data.length
+      ? table(
+          t('connectedApps'),
+          [t('colApp'), t('colScopes'), t('colSince'), t('colLastAuthorized')],
+          apps.data.map((a) => [
+            a.name,
+            a.scopes.join(' '),
+            formatDate(a.since),
+            a.lastAuthorizedAt ? formatDate(a.lastAuthorizedAt) : '—',
+          ]),
+        )
+      : h('p', null, t('noConnectedApps')),
+    apps.meta.pageInfo.hasNextPage ? h('p', { class: 'hint' }, t('moreConnectedApps')) : null,
     h('h2', null, t('personAudit')),
     auditTable(audit.data, t('personAudit')),
   );

@@ -6,6 +6,8 @@ import { routePatternOf } from '../../platform/http/route-pattern.js';
 import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, NoContent, responses } from '../../platform/http/schemas.js';
 import type { ProblemCode } from '../../platform/problem.js';
+import { ConnectedApps } from '../oidc/clients.js';
+import { ConnectedAppPage, ConnectedAppSchema } from '../oidc/schemas.js';
 import * as schema from './schemas.js';
 import { AdminService } from './service.js';
 
@@ -35,6 +37,8 @@ function adminScope(request: FastifyRequest): { route: string; subject: string }
  */
 export const adminRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }) => {
   const service = new AdminService(ctx);
+  const apps = new ConnectedApps({ cursors: ctx.cursors, oidc: ctx.oidc });
+  app.addSchema(ConnectedAppSchema);
 
   app.get(
     '/identities',
@@ -72,6 +76,82 @@ export const adminRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext 
       },
     },
     async (request) => envelope(await service.read(request.params.id, operatorOf(request))),
+  );
+
+  app.get(
+    '/identities/:id/sessions',
+    {
+      schema: {
+        tags: TAGS,
+        summary:
+          "The identity's live sessions: device, address, last activity; newest first (paged; audited)",
+        security: SECURITY,
+        params: schema.IdentityParams,
+        querystring: schema.SessionsQuery,
+        response: responses({ 200: schema.AdminSessionPage }, [...PAGE_REFUSALS, 'admin.identity_not_found']),
+      },
+    },
+    async (request) => {
+      const { items, pageInfo } = await service.sessions(
+        adminScope(request),
+        request.params.id,
+        request.query,
+        operatorOf(request),
+      );
+      return page(items, pageInfo);
+    },
+  );
+
+  app.get(
+    '/identities/:id/organizations',
+    {
+      schema: {
+        tags: TAGS,
+        summary:
+          "The identity's organizations (not disabled) and its role in each; newest first (paged; audited)",
+        security: SECURITY,
+        params: schema.IdentityParams,
+        querystring: schema.SessionsQuery,
+        response: responses({ 200: schema.AdminMembershipPage }, [
+          ...PAGE_REFUSALS,
+          'admin.identity_not_found',
+        ]),
+      },
+    },
+    async (request) => {
+      const { items, pageInfo } = await service.organizations(
+        adminScope(request),
+        request.params.id,
+        request.query,
+        operatorOf(request),
+      );
+      return page(items, pageInfo);
+    },
+  );
+
+  app.get(
+    '/identities/:id/connected-apps',
+    {
+      schema: {
+        tags: TAGS,
+        summary:
+          "The apps holding access to the identity's account: a remembered consent or a live grant; newest first (paged; audited)",
+        description: 'The list the person sees (GET /api/v1/connected-apps). Never a token or a secret.',
+        security: SECURITY,
+        params: schema.IdentityParams,
+        querystring: schema.SessionsQuery,
+        response: responses({ 200: ConnectedAppPage }, [...PAGE_REFUSALS, 'admin.identity_not_found']),
+      },
+    },
+    async (request) => {
+      const { items, pageInfo } = await service.personList(
+        request.params.id,
+        operatorOf(request),
+        'connected-apps',
+        (id) => apps.page(adminScope(request), request.query, id),
+      );
+      return page(items, pageInfo);
+    },
   );
 
   const writes: Array<[string, string, (id: string, actor: string) => Promise<void>]> = [

@@ -3,6 +3,7 @@ import { IdInput, Instant, Uuid } from '../../platform/http/schemas.js';
 import { Page, PageQuerySchema } from '../../platform/pagination/page.js';
 import { PictureField, ProfileFields } from '../identities/profile.js';
 import { LocaleSchema } from '../identities/schemas.js';
+import { DeviceSchema } from '../sessions/schemas.js';
 import { MethodKind } from '../sign-in-methods/schemas.js';
 
 const page = PageQuerySchema.properties;
@@ -182,3 +183,35 @@ export const AuditItem = Type.Object(
 );
 
 export const AuditPage = Page(AuditItem);
+
+/** GET /admin/v1/identities/{id}/sessions: a page of the person's live sessions. */
+export const SessionsQuery = Type.Object(
+  { limit: page.limit, after: page.after, cursorTtl: page.cursorTtl },
+  { additionalProperties: false },
+);
+export type SessionsQuery = Static<typeof SessionsQuery>;
+
+/** One live session as an operator sees it: device, address and last activity. */
+export const AdminSession = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  createdAt: Type.String({ format: 'date-time' }),
+  lastActiveAt: Type.String({ format: 'date-time', description: 'the last renewal, else the sign-in' }),
+  sessionExpiresAt: Type.String({ format: 'date-time' }),
+  method: Type.String({ description: 'how the session was opened: password, provider, passkey, code, ...' }),
+  device: DeviceSchema,
+  ipAddress: Type.Union([Type.String(), Type.Null()], {
+    description: 'the address the session started from',
+  }),
+});
+export const AdminSessionPage = Page(AdminSession);
+
+/** One organization the person belongs to, with their role in it. */
+export const AdminMembership = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  name: Type.String(),
+  slug: Type.String(),
+  role: Type.String({ description: "the person's role in it: owner, admin, member or a custom role" }),
+  requireSecondFactor: Type.Boolean(),
+  joinedAt: Type.String({ format: 'date-time' }),
+});
+export const AdminMembershipPage = Page(AdminMembership);

@@ -21,6 +21,7 @@ import {
   disableIdentity,
   enableIdentity,
   eraseIdentity,
+  findIdentity,
   type IdentityRow,
   lockIdentity,
   verifiedIdentifiers,
@@ -30,20 +31,22 @@ import { deleteOperatorRole } from '../operators/repository.js';
 import {
   deleteIdentityMemberships,
   deleteOrganizations,
+  membershipsPage,
   ownedOrganizations,
 } from '../organizations/repository.js';
 import { deleteIdentityPasskeys } from '../passkeys/repository.js';
 import { deleteIdentityLinks } from '../providers/repository.js';
 import { deleteIdentityCodes } from '../recovery-codes/repository.js';
 import { deleteIdentityFactors } from '../second-factors/repository.js';
+import { describeDevice } from '../sessions/devices.js';
 import { sessionsEnded } from '../sessions/events.js';
-import { eraseAttemptOrigins, eraseSessionOrigins } from '../sessions/repository.js';
+import { eraseAttemptOrigins, eraseSessionOrigins, liveSessionsPage } from '../sessions/repository.js';
 import { endAllSessions } from '../sessions/revocations.js';
 import { maySignInByCode } from '../sign-in/code-rule.js';
 import { methodsPage } from '../sign-in-methods/repository.js';
 import { deleteIdentityElevations } from '../step-up/repository.js';
 import { endingSessionIds, type IdentityFilter, identitiesPage, identityDetail } from './repository.js';
-import type { AuditQuery, SearchQuery } from './schemas.js';
+import type { AuditQuery, SearchQuery, SessionsQuery } from './schemas.js';
 
 /** How many records the NDJSON stream reads at a time: memory stays flat whatever the trail's length. */
 export const STREAM_BATCH = 500;
@@ -427,6 +430,86 @@ export class AdminService {
       }
     }
     return Readable.from(lines(), { objectMode: false });
+  }
+
+  /**
+   * The person's live sessions (the account's own list: sessions/repository.ts), newest first,
+   * with device, address and last activity; an unknown identity answers 404. Audited like the
+   * detail, before anything is answered (one record per page, view `sessions`).
+   */
+  async sessions(scope: CursorScope, identityId: string, query: SessionsQuery, actor: string) {
+    const { db } = this.deps.database;
+    const identity = await findIdentity(db, identityId);
+    if (!identity) throw new Problem('admin.identity_not_found');
+    const now = this.deps.clock.now();
+    const { items, pageInfo } = await keysetPage(
+      this.deps.cursors,
+      scope,
+      query,
+      (window) => liveSessionsPage(db, identity.id, now, window),
+      (r) => r.createdAt,
+    );
+    await this.#recordRead(actor, IDENTITY_READ, [identity.id], { view: 'sessions' });
+    return {
+      items: items.map((r) => ({
+        id: r.id,
+        createdAt: new Date(r.createdAt).toISOString(),
+        lastActiveAt: new Date(r.lastActiveAt).toISOString(),
+        sessionExpiresAt: new Date(r.expiresAt).toISOString(),
+        method: r.method,
+        device: describeDevice(r.userAgent),
+        ipAddress: r.ipAddress,
+      })),
+      pageInfo,
+    };
+  }
+
+  /**
+   * The person's organizations (those not disabled: the account's own list, organizations/
+   * repository.ts) with their role, newest membership first; 404 for an unknown identity. Audited
+   * like the detail (view `organizations`).
+   */
+  async organizations(scope: CursorScope, identityId: string, query: SessionsQuery, actor: string) {
+    const { db } = this.deps.database;
+    const identity = await findIdentity(db, identityId);
+    if (!identity) throw new Problem('admin.identity_not_found');
+    const { items, pageInfo } = await keysetPage(
+      this.deps.cursors,
+      scope,
+      query,
+      (window) => membershipsPage(db, identity.id, window),
+      (r) => r.createdAt,
+    );
+    await this.#recordRead(actor, IDENTITY_READ, [identity.id], { view: 'organizations' });
+    return {
+      items: items.map((m) => ({
+        id: m.id,
+        name: m.name,
+        slug: m.slug,
+        role: m.role,
+        requireSecondFactor: m.requireSecondFactor,
+        joinedAt: new Date(m.createdAt).toISOString(),
+      })),
+      pageInfo,
+    };
+  }
+
+  /**
+   * A page of a person's own list, read by the caller's `list` (the connected apps: oidc/clients.ts,
+   * the list the person sees), after the identity is known (404 otherwise) and audited like the
+   * detail with `view`, before anything is answered.
+   */
+  async personList<T>(
+    identityId: string,
+    actor: string,
+    view: string,
+    list: (identityId: string) => Promise<{ items: T[]; pageInfo: PageInfo }>,
+  ): Promise<{ items: T[]; pageInfo: PageInfo }> {
+    const identity = await findIdentity(this.deps.database.db, identityId);
+    if (!identity) throw new Problem('admin.identity_not_found');
+    const result = await list(identity.id);
+    await this.#recordRead(actor, IDENTITY_READ, [identity.id], { view });
+    return result;
   }
 
   /**
