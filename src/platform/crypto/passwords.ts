@@ -46,6 +46,12 @@ export interface PasswordHasher {
 const FLOOR_MARGIN = 1.5;
 /** Verification times kept per profile for the floor. */
 const RECENT = 16;
+/**
+ * The floor is rounded up to a multiple of this: the slowest recent time moves by a few
+ * milliseconds as its window slides, and a floor that moved with it would let two kinds of refusal
+ * measured at different moments differ by that much; rounded, it stays put between those moves.
+ */
+const FLOOR_QUANTUM_MS = 50;
 
 // `Algorithm` is an ambient const enum, which isolated-module builds (tsx, vitest) cannot inline and
 // the package's runtime object leaves empty; 2 is Argon2id in its declaration.
@@ -314,7 +320,7 @@ export function createPasswordHasher(opts: {
       if (calibrated.size === 0) return;
       let slowest = 0;
       for (const times of recent.values()) slowest = Math.max(slowest, ...times);
-      const floor = slowest * FLOOR_MARGIN;
+      const floor = Math.ceil((slowest * FLOOR_MARGIN) / FLOOR_QUANTUM_MS) * FLOOR_QUANTUM_MS;
       const left = startedAt + floor - performance.now();
       if (left > 0) await new Promise((resolve) => setTimeout(resolve, left));
     },
