@@ -81,7 +81,8 @@ describe('OpenID Provider reads: one statement, refused at once on another insta
   beforeAll(async () => {
     // Instances of one deployment share their configuration: the signing keys are sealed with SECRETS_KEY.
     f = await oidcFixture(
-      { SECRETS_KEY: randomBytes(32).toString('base64') },
+      // Ten wrong client secrets make a client wait (the last test).
+      { SECRETS_KEY: randomBytes(32).toString('base64'), RATE_LIMIT_GUESSES: '10/3600' },
       !!process.env.TEST_DATABASE_URL,
     );
     b = await createTestApp({
@@ -122,7 +123,7 @@ describe('OpenID Provider reads: one statement, refused at once on another insta
     };
   }
 
-  it('userinfo is one statement, introspection two (with the client’s guess budget), the refresh grant five', async () => {
+  it('userinfo is one statement, introspection one (with the client’s guess budget), the refresh grant four', async () => {
     const g = await granted();
     const info = await statementsOf(() => userinfo(b.app, g.accessToken));
     expect(info.result.statusCode).toBe(200);
@@ -133,16 +134,18 @@ describe('OpenID Provider reads: one statement, refused at once on another insta
     });
     expect(info.statements).toHaveLength(1);
 
-    // The client's guess budget (its one read), then the token with its grant.
+    // The client's guess budget and the token with its grant, in one.
     const active = await statementsOf(() => introspect(b.app, g.accessToken));
     expect(active.result.json()).toMatchObject({ active: true, sub: g.person.identityId });
-    expect(active.statements).toHaveLength(2);
+    expect(active.statements).toHaveLength(1);
+    expect(active.statements[0]).toContain('guess_budgets');
 
-    // The guess budget; the token with its grant and account; the token consumed; the new refresh
+    // The guess budget with the token, its grant and account; the token consumed; the new refresh
     // token stored with its grant's end moved (one statement); the new access token stored.
     const renewed = await statementsOf(() => refresh(b.app, g.refreshToken));
     expect(renewed.result.statusCode).toBe(200);
-    expect(renewed.statements).toHaveLength(5);
+    expect(renewed.statements).toHaveLength(4);
+    expect(renewed.statements[0]).toContain('guess_budgets');
   });
 
   it('a grant revoked on A: B, which served its token a moment ago, refuses it at the next request', async () => {
@@ -202,5 +205,35 @@ describe('OpenID Provider reads: one statement, refused at once on another insta
       .execute();
     expect((await userinfo(b.app, g.accessToken)).statusCode).toBe(401);
     expect((await introspect(b.app, g.accessToken)).json()).toEqual({ active: false });
+  });
+
+  it('wrong client secrets counted on A hold B’s introspection and refresh, read in their one statement', async () => {
+    const g = await granted();
+    const wrong = `Basic ${Buffer.from(`${FIRST_PARTY.id}:not-the-secret`).toString('base64')}`;
+    for (let i = 0; i < 10; i++) {
+      const refused = await f.t.app.inject({
+        method: 'POST',
+        url: '/oidc/token/introspection',
+        headers: { authorization: wrong, 'content-type': 'application/x-www-form-urlencoded' },
+        payload: new URLSearchParams({ token: g.accessToken }).toString(),
+      });
+      expect(refused.statusCode).toBe(401);
+    }
+    // B's next requests with the right secret read A's count with the token, and wait.
+    const early = await statementsOf(() => introspect(b.app, g.accessToken));
+    expect(early.result.statusCode).toBe(429);
+    expect(early.result.json()).toEqual({
+      error: 'invalid_client',
+      error_description: 'too many failed client authentications',
+    });
+    expect(early.statements).toHaveLength(1);
+    const refreshEarly = await refresh(b.app, g.refreshToken);
+    expect(refreshEarly.statusCode).toBe(429);
+    expect(Number(refreshEarly.headers['retry-after'])).toBeGreaterThan(0);
+    // The wait over (as its row says), the right secret is served and forgives the count.
+    await f.t.db.database.db.updateTable('guess_budgets').set({ next_attempt_at: new Date(0) }).execute();
+    expect((await introspect(b.app, g.accessToken)).json()).toMatchObject({ active: true });
+    expect(await f.t.db.database.db.selectFrom('guess_budgets').select('key').execute()).toEqual([]);
+    expect((await refresh(b.app, g.refreshToken)).statusCode).toBe(200);
   });
 });

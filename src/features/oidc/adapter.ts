@@ -84,25 +84,26 @@ export class OidcAdapter implements PayloadStore {
   }
 
   async findTokens(id: string, kinds: readonly string[]): Promise<Map<string, FoundToken>> {
-    const found = await repo.findTokensWithGrant(this.deps.db, kinds, id, this.#now());
-    return new Map(
-      found.map((token) => {
-        const { grant, account } = token;
-        const claims: AccountClaims = {
-          ...(account?.email ? { email: { value: account.email } } : {}),
-          ...(account?.phone ? { phone: { value: account.phone } } : {}),
-          ...(account ? { profile: account.profile } : {}),
-        };
-        return [
-          token.kind,
-          {
-            payload: asPayload(token),
-            ...(grant !== undefined ? { grant: grant && asPayload(grant) } : {}),
-            ...(account ? { account: { identityId: account.identityId, claims } } : {}),
-          },
-        ];
-      }),
+    return foundTokens(await repo.findTokensWithGrant(this.deps.db, kinds, id, this.#now()));
+  }
+
+  /**
+   * findTokens and a client's guess budget (its stored key) in one statement: the budget's state
+   * at once, the tokens for the library's finds that follow in the request.
+   */
+  async findTokensWithBudget(
+    id: string,
+    kinds: readonly string[],
+    budgetKey: string,
+  ): Promise<{ budget: { counted: boolean; nextAttemptAt: Date | null }; tokens: Map<string, FoundToken> }> {
+    const { budget, tokens } = await repo.findTokensWithBudget(
+      this.deps.db,
+      kinds,
+      id,
+      this.#now(),
+      budgetKey,
     );
+    return { budget, tokens: foundTokens(tokens) };
   }
 
   async findByUid(uid: string): Promise<Record<string, unknown> | undefined> {
@@ -150,4 +151,26 @@ function asPayload(found: repo.StoredPayload): Record<string, unknown> {
   return found.consumedAt
     ? { ...found.payload, consumed: Math.floor(found.consumedAt.getTime() / 1000) }
     : found.payload;
+}
+
+/** The repository's tokens as the provider's adapter hands them over, by kind. */
+function foundTokens(found: repo.TokenWithGrant[]): Map<string, FoundToken> {
+  return new Map(
+    found.map((token) => {
+      const { grant, account } = token;
+      const claims: AccountClaims = {
+        ...(account?.email ? { email: { value: account.email } } : {}),
+        ...(account?.phone ? { phone: { value: account.phone } } : {}),
+        ...(account ? { profile: account.profile } : {}),
+      };
+      return [
+        token.kind,
+        {
+          payload: asPayload(token),
+          ...(grant !== undefined ? { grant: grant && asPayload(grant) } : {}),
+          ...(account ? { account: { identityId: account.identityId, claims } } : {}),
+        },
+      ];
+    }),
+  );
 }

@@ -168,7 +168,22 @@ interface RequestScope {
 }
 
 /** The models found by value with their grant and account in one statement (PayloadStore.findTokens). */
-const TOKEN_MODELS = ['AccessToken', 'ClientCredentials', 'RefreshToken', 'AuthorizationCode'] as const;
+export const TOKEN_MODELS = [
+  'AccessToken',
+  'ClientCredentials',
+  'RefreshToken',
+  'AuthorizationCode',
+] as const;
+
+/**
+ * A presented value's token lookup made before the request reached the library (with the client's
+ * guess budget, OidcService.verifyClientSecret): the library's finds of that value take it as they
+ * take their own first lookup, once per model.
+ */
+export interface PrefetchedTokens {
+  id: string;
+  found: Map<string, FoundToken>;
+}
 const isTokenModel = (name: string) => (TOKEN_MODELS as readonly string[]).includes(name);
 
 export const ACR = {
@@ -508,7 +523,12 @@ export class OpenIdProvider {
   }
 
   /** Hands one request to the provider, with the per-request scope its adapter reads. */
-  handle(req: IncomingMessage, res: ServerResponse, verified?: RequestScope['verified']): Promise<void> {
+  handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    verified?: RequestScope['verified'],
+    prefetched?: PrefetchedTokens,
+  ): Promise<void> {
     const scope: RequestScope = {
       cookie: req.headers.cookie,
       verified,
@@ -517,6 +537,9 @@ export class OpenIdProvider {
       accounts: new Map(),
       tokens: new Map(),
     };
+    if (prefetched) {
+      scope.tokens.set(prefetched.id, { found: Promise.resolve(prefetched.found), taken: new Set() });
+    }
     return this.#scope.run(scope, () => this.#callback(req, res));
   }
 

@@ -304,6 +304,69 @@ export async function findTokensWithGrant(
   now: Date,
 ): Promise<TokenWithGrant[]> {
   const { rows } = await db.executeQuery(tokensWithGrantQuery(db, kinds, id, now));
+  return tokensFrom(rows);
+}
+
+/**
+ * findTokensWithGrant's statement, joined laterally to a client's guess budget (its key, as
+ * GuessBudgets stores it): the one row the budget's aggregate always yields carries whether the
+ * budget holds a count and its next allowed attempt, read now from the table every instance
+ * counts in. Introspection and the refresh grant check the client's secret inside that budget and
+ * then look the presented token up: one round trip instead of two (docs/performance.md, "OpenID
+ * Provider reads").
+ */
+const tokensWithBudget = (db: Executor, kinds: readonly string[], id: string, now: Date, key: string) =>
+  db
+    .selectFrom((eb) =>
+      eb
+        .selectFrom('guess_budgets')
+        .select((b) => [b.fn.countAll().as('budgetRows'), b.fn.max('next_attempt_at').as('budgetNextAt')])
+        .where('key', '=', key)
+        .as('b'),
+    )
+    .leftJoinLateral(tokensWithGrant(db, kinds, id, now).as('t'), (join) => join.onTrue())
+    .select(['b.budgetRows', 'b.budgetNextAt'])
+    .selectAll('t');
+
+/** tokensWithBudget compiled once, as tokensWithGrantQuery is (the key is the third mark). */
+let compiledTokensWithBudget:
+  | { kinds: readonly string[]; compiled: CompiledQuery; id: string; now: Date; key: string }
+  | undefined;
+
+export async function findTokensWithBudget(
+  db: Executor,
+  kinds: readonly string[],
+  id: string,
+  now: Date,
+  budgetKey: string,
+): Promise<{ budget: { counted: boolean; nextAttemptAt: Date | null }; tokens: TokenWithGrant[] }> {
+  if (compiledTokensWithBudget?.kinds !== kinds) {
+    const marks = { id: `\u0000${randomUUID()}`, now: new Date(0), key: `\u0001${randomUUID()}` };
+    compiledTokensWithBudget = {
+      kinds,
+      compiled: tokensWithBudget(db, kinds, marks.id, marks.now, marks.key).compile(),
+      ...marks,
+    };
+  }
+  const { compiled, id: idMark, now: nowMark, key: keyMark } = compiledTokensWithBudget;
+  const parameters = compiled.parameters.map((p) =>
+    p === idMark ? id : p === nowMark ? now : p === keyMark ? budgetKey : p,
+  );
+  type Row = TokenRow & { budgetRows: string | number | bigint; budgetNextAt: Date | string | null };
+  const { rows } = await db.executeQuery({ ...compiled, parameters } as CompiledQuery<Row>);
+  const first = rows[0];
+  const nextAt = first?.budgetNextAt ?? null;
+  return {
+    budget: {
+      counted: first !== undefined && Number(first.budgetRows) > 0,
+      nextAttemptAt: nextAt === null ? null : new Date(nextAt),
+    },
+    // The lateral join's row when no token matched: every token column null.
+    tokens: tokensFrom(rows.filter((r) => r.kind !== null)),
+  };
+}
+
+function tokensFrom(rows: TokenRow[]): TokenWithGrant[] {
   const byKind = new Map<
     string,
     { found: TokenWithGrant; identityId: string | null; identifiers: TokenRow[]; row: TokenRow }

@@ -6,7 +6,7 @@ import { Problem } from '../../platform/problem.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
 import { errorPage } from './error-page.js';
 import { acceptedLanguages, deviceLimitPage, pageLocale, signInLimitPage } from './pages.js';
-import { END_SESSION_PARAMS, OIDC_PATHS, overCap, SILENT_PARAM } from './provider.js';
+import { END_SESSION_PARAMS, OIDC_PATHS, overCap, type PrefetchedTokens, SILENT_PARAM } from './provider.js';
 
 const BODY_LIMIT = 64 * 1024;
 const hide = { schema: { hide: true } } as const;
@@ -49,6 +49,26 @@ function presentedCredentials(request: FastifyRequest): PresentedCredentials | u
 
 /** The browser endpoints: limited per address, a page for their refusals, POST taken as GET. */
 const BROWSER_ENDPOINTS = new Set<string>([OIDC_PATHS.authorization, OIDC_PATHS.endSession]);
+
+/**
+ * The token a client-authenticated request presents for the library to look up: introspection's
+ * `token`, the refresh grant's `refresh_token` (a form, as the protocol sends them). Looked up with
+ * the client's guess budget in one statement (OidcService.verifyClientSecret).
+ */
+function presentedToken(request: FastifyRequest, path: string): string | undefined {
+  if (typeof request.body !== 'string' || !isForm(request)) return undefined;
+  if (path !== '/oidc/token/introspection' && path !== '/oidc/token') return undefined;
+  const form = new URLSearchParams(request.body);
+  const value =
+    path === '/oidc/token'
+      ? form.get('grant_type') === 'refresh_token'
+        ? form.get('refresh_token')
+        : null
+      : form.get('token');
+  // Only what could be an opaque token's id (the library's values are base64url): anything else
+  // the library refuses or reads another way, and its own find reads it then.
+  return value && /^[\w-]{16,256}$/.test(value) ? value : undefined;
+}
 
 const isForm = (request: FastifyRequest) =>
   request.headers['content-type']?.startsWith('application/x-www-form-urlencoded') ?? false;
@@ -100,16 +120,20 @@ export async function oidcRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
 
   async function forward(request: FastifyRequest, reply: FastifyReply, url?: string) {
     let verified: { clientId: string; secret: string } | undefined;
-    if ((OIDC_PATHS.clientAuthenticated as readonly string[]).includes(request.url.split('?')[0])) {
+    let prefetched: PrefetchedTokens | undefined;
+    const path = request.url.split('?')[0];
+    if ((OIDC_PATHS.clientAuthenticated as readonly string[]).includes(path)) {
       const presented = presentedCredentials(request);
       if (presented) {
         try {
-          const secret = await oidc.verifyClientSecret(
+          const { secret, tokens } = await oidc.verifyClientSecret(
             presented.clientId,
             presented.secret,
             presented.method,
+            presentedToken(request, path),
           );
           if (secret) verified = { clientId: presented.clientId, secret };
+          prefetched = tokens;
         } catch (error) {
           if (error instanceof Problem && error.status === 429) {
             // The client's guess budget: the protocol's error, with the wait.
@@ -140,7 +164,7 @@ export async function oidcRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
     if (typeof request.body === 'string') (request.raw as { body?: string }).body = request.body;
     if (url) request.raw.url = url;
     reply.hijack();
-    await oidc.provider.handle(request.raw, reply.raw, verified);
+    await oidc.provider.handle(request.raw, reply.raw, verified, prefetched);
   }
 
   /**

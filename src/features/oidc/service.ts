@@ -23,7 +23,9 @@ import {
   loadOidcLibrary,
   type OidcLibrary,
   OpenIdProvider,
+  type PrefetchedTokens,
   type RegisteredClient,
+  TOKEN_MODELS,
 } from './provider.js';
 import * as repo from './repository.js';
 
@@ -79,6 +81,8 @@ export class OidcService {
   readonly #configured: Map<string, RegisteredClient>;
   readonly #publicKeys: JWK[];
   readonly #roles: OrganizationRoles;
+  /** The token lookup a client-authenticated request makes with its guess budget (verifyClientSecret). */
+  readonly #tokenStore: OidcAdapter;
 
   /**
    * Built in one step, from what `load` read before (the keys, the library): the provider's
@@ -102,6 +106,7 @@ export class OidcService {
       clock: deps.clock,
       grantsEnded: (trx: Executor, grants: repo.EndedGrant[]) => this.#recordEnded(trx, grants, null),
     };
+    this.#tokenStore = new OidcAdapter('Token', storage);
     this.provider = new OpenIdProvider(
       {
         config: deps.config,
@@ -256,17 +261,33 @@ export class OidcService {
     clientId: string,
     secret: string,
     method: 'client_secret_basic' | 'client_secret_post',
-  ): Promise<string | undefined> {
+    /**
+     * The token the request presents (introspection's `token`, the refresh grant's
+     * `refresh_token`): looked up in the budget's statement, for the library's finds that follow
+     * in the request (`tokens`), so the request makes one round trip where it made two.
+     */
+    token?: string,
+  ): Promise<{ secret?: string; tokens?: PrefetchedTokens }> {
     const client = await this.findClient(clientId);
-    if (!client?.secretHash) return undefined;
+    if (!client?.secretHash) return {};
     const subject = guessSubject.client(clientId);
-    const { counted } = await this.deps.guesses.notWaiting(subject);
+    let tokens: PrefetchedTokens | undefined;
+    const { counted } = await this.deps.guesses.notWaiting(
+      subject,
+      token === undefined
+        ? undefined
+        : async (key) => {
+            const read = await this.#tokenStore.findTokensWithBudget(token, TOKEN_MODELS, key);
+            tokens = { id: token, found: read.tokens };
+            return read.budget;
+          },
+    );
     if (client.tokenEndpointAuthMethod !== method || !safeEqual(sha256Hex(secret), client.secretHash)) {
       await this.deps.guesses.admit(subject);
-      return undefined;
+      return {};
     }
     if (counted) await this.deps.guesses.forgive(this.deps.database.db, subject);
-    return secret;
+    return { secret, ...(tokens ? { tokens } : {}) };
   }
 
   /**

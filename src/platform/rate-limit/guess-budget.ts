@@ -4,7 +4,14 @@ import type { Db, Executor } from '../db/database.js';
 import type { Signals } from '../metrics/signals.js';
 import { Problem } from '../problem.js';
 import { addressBucket } from './address.js';
-import { admitAttempt, type BudgetPolicy, budgetState, countSend, forgiveAttempts } from './repository.js';
+import {
+  admitAttempt,
+  type BudgetPolicy,
+  budgetState,
+  budgetStateOf,
+  countSend,
+  forgiveAttempts,
+} from './repository.js';
 import type { RateLimitSetting } from './setting.js';
 
 /**
@@ -82,9 +89,19 @@ export class GuessBudgets {
    * ones; concurrent wrong guesses in one instant can pass the check together, which changes
    * nothing against a 256-bit secret (docs/security.md, "The OpenID Provider").
    */
-  async notWaiting(subject: string): Promise<{ counted: boolean }> {
+  async notWaiting(
+    subject: string,
+    /**
+     * Reads the budget's row (by its stored key) in a statement of the caller's that reads more
+     * (the OpenID Provider's token lookup): it must read the table, never a copy, so every
+     * instance's counts hold.
+     */
+    read?: (key: string) => Promise<{ counted: boolean; nextAttemptAt: Date | null }>,
+  ): Promise<{ counted: boolean }> {
     const now = this.clock.now();
-    const state = await budgetState(this.db, this.#stored(subject), now);
+    const state = read
+      ? budgetStateOf(await read(this.#stored(subject)), now)
+      : await budgetState(this.db, this.#stored(subject), now);
     if (state.waitUntil) {
       this.signals.refused(`guesses:${subject.slice(0, subject.indexOf(':'))}`);
       throw tooEarly(now, state.waitUntil);

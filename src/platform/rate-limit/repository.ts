@@ -73,7 +73,19 @@ export async function budgetState(
     .where('key', '=', key)
     .executeTakeFirst();
   if (!row) return { counted: false, waitUntil: null };
-  const at = row.nextAttemptAt === null ? null : new Date(row.nextAttemptAt);
+  return budgetStateOf(
+    { counted: true, nextAttemptAt: row.nextAttemptAt === null ? null : new Date(row.nextAttemptAt) },
+    now,
+  );
+}
+
+/** A budget's row as read (`counted`: a row exists) against now: when its next attempt may come. */
+export function budgetStateOf(
+  row: { counted: boolean; nextAttemptAt: Date | null },
+  now: Date,
+): { counted: boolean; waitUntil: Date | null } {
+  if (!row.counted) return { counted: false, waitUntil: null };
+  const at = row.nextAttemptAt;
   return { counted: true, waitUntil: at && at > now ? at : null };
 }
 
