@@ -844,20 +844,45 @@ export class OpenIdProvider {
     });
   }
 
+  /**
+   * The metadata the library is handed for a client, built once per client object and secret
+   * told: a configured client (OIDC_CLIENTS, the console's) is the same object for the life of the
+   * process, so its metadata is built once per process; a registered one is read from the
+   * database at every find (OidcService.findClient), a new object each time, so what an operator
+   * changes or deletes on any instance holds at the next request and nothing of it is kept here
+   * (a WeakMap: the entry goes with the object).
+   */
+  readonly #metadataOf = new WeakMap<RegisteredClient, Map<string, AdapterPayload>>();
+
   async #clientMetadata(clientId: string): Promise<AdapterPayload | undefined> {
     const c = await this.deps.findClient(clientId);
     if (!c) return undefined;
+    const verified = this.#scopeOf()?.verified;
+    // The secret the library is told: the one this request proved, else one nobody knows.
+    const secret = verified?.clientId === c.clientId ? verified.secret : this.#unguessable;
+    let built = this.#metadataOf.get(c);
+    if (!built) {
+      built = new Map();
+      this.#metadataOf.set(c, built);
+    }
+    let metadata = built.get(secret);
+    if (!metadata) {
+      // At most two per client: its own secret (the only one a request proves) and the unguessable.
+      metadata = this.#buildClientMetadata(c, secret);
+      built.set(secret, metadata);
+    }
+    return metadata;
+  }
+
+  #buildClientMetadata(c: RegisteredClient, secret: string): AdapterPayload {
     // Only client_secret_basic and client_secret_post hold a secret; private_key_jwt holds keys.
     const holdsSecret =
       c.tokenEndpointAuthMethod === 'client_secret_basic' ||
       c.tokenEndpointAuthMethod === 'client_secret_post';
-    const verified = this.#scopeOf()?.verified;
     return {
       client_id: c.clientId,
       client_name: c.clientName,
-      ...(holdsSecret
-        ? { client_secret: verified?.clientId === c.clientId ? verified.secret : this.#unguessable }
-        : {}),
+      ...(holdsSecret ? { client_secret: secret } : {}),
       redirect_uris: c.redirectUris,
       post_logout_redirect_uris: c.postLogoutRedirectUris,
       grant_types: c.grantTypes,
