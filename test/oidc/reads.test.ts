@@ -123,7 +123,7 @@ describe('OpenID Provider reads: one statement, refused at once on another insta
     };
   }
 
-  it('userinfo is one statement, introspection one (with the client’s guess budget), the refresh grant four', async () => {
+  it('userinfo is one statement, introspection one (with the client’s guess budget), the refresh grant three', async () => {
     const g = await granted();
     const info = await statementsOf(() => userinfo(b.app, g.accessToken));
     expect(info.result.statusCode).toBe(200);
@@ -140,11 +140,12 @@ describe('OpenID Provider reads: one statement, refused at once on another insta
     expect(active.statements).toHaveLength(1);
     expect(active.statements[0]).toContain('guess_budgets');
 
-    // The guess budget with the token, its grant and account; the token consumed; the new refresh
-    // token stored with its grant's end moved (one statement); the new access token stored.
+    // The guess budget with the token, its grant and account; the token consumed, the new refresh
+    // token stored and its grant's end moved (one statement); the new access token stored.
     const renewed = await statementsOf(() => refresh(b.app, g.refreshToken));
     expect(renewed.result.statusCode).toBe(200);
-    expect(renewed.statements).toHaveLength(4);
+    expect(renewed.statements).toHaveLength(3);
+    expect(renewed.statements[1]).toMatch(/consumed_at/);
     expect(renewed.statements[0]).toContain('guess_budgets');
   });
 
@@ -231,7 +232,10 @@ describe('OpenID Provider reads: one statement, refused at once on another insta
     expect(refreshEarly.statusCode).toBe(429);
     expect(Number(refreshEarly.headers['retry-after'])).toBeGreaterThan(0);
     // The wait over (as its row says), the right secret is served and forgives the count.
-    await f.t.db.database.db.updateTable('guess_budgets').set({ next_attempt_at: new Date(0) }).execute();
+    await f.t.db.database.db
+      .updateTable('guess_budgets')
+      .set({ next_attempt_at: new Date(0) })
+      .execute();
     expect((await introspect(b.app, g.accessToken)).json()).toMatchObject({ active: true });
     expect(await f.t.db.database.db.selectFrom('guess_budgets').select('key').execute()).toEqual([]);
     expect((await refresh(b.app, g.refreshToken)).statusCode).toBe(200);

@@ -31,6 +31,29 @@ export class OidcAdapter implements PayloadStore {
   }
 
   async upsert(id: string, payload: Record<string, unknown>, expiresIn: number | undefined): Promise<void> {
+    await this.#write(id, payload, expiresIn);
+  }
+
+  /**
+   * A refresh token rotated: `consumedId` consumed (compare-and-set) and the new one stored in one
+   * statement. False when `consumedId` was consumed already (the new one is stored anyway, its
+   * value never handed out; the caller ends the grant).
+   */
+  rotate(
+    consumedId: string,
+    id: string,
+    payload: Record<string, unknown>,
+    expiresIn: number | undefined,
+  ): Promise<boolean> {
+    return this.#write(id, payload, expiresIn, consumedId);
+  }
+
+  async #write(
+    id: string,
+    payload: Record<string, unknown>,
+    expiresIn: number | undefined,
+    consumedId?: string,
+  ): Promise<boolean> {
     const { db } = this.deps;
     const kind = this.name;
     // A grant is stored under its own id as its grant: it lives exactly as its tokens do. An
@@ -54,7 +77,7 @@ export class OidcAdapter implements PayloadStore {
       kind === 'RefreshToken' && grantId && expiresIn && typeof payload.exp === 'number'
         ? { grantId, expiresAt: new Date(this.#now().getTime() + expiresIn * 1000), exp: payload.exp }
         : undefined;
-    await repo.upsertPayload(
+    const consumed = await repo.upsertPayload(
       db,
       {
         kind,
@@ -71,11 +94,13 @@ export class OidcAdapter implements PayloadStore {
         expiresAt: keptFor ? new Date(this.#now().getTime() + keptFor * 1000) : null,
       },
       grantEnd,
+      consumedId === undefined ? undefined : { id: consumedId, now: this.#now() },
     );
     // The sid the ID tokens of this grant carry: its back-channel logout repeats it.
     if ((kind === 'AuthorizationCode' || device) && grantId && typeof payload.sid === 'string') {
       await repo.setGrantSid(db, grantId, payload.sid);
     }
+    return consumed;
   }
 
   async find(id: string): Promise<Record<string, unknown> | undefined> {

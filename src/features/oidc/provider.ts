@@ -64,6 +64,17 @@ export interface PayloadStore {
   findTokens(id: string, kinds: readonly string[]): Promise<Map<string, FoundToken>>;
   /** Compare-and-set: false when it was already consumed. */
   consume(id: string): Promise<boolean>;
+  /**
+   * A refresh token rotated in one statement: `consumedId` consumed (as `consume`) and the new one
+   * stored (as `upsert`). False when `consumedId` was consumed already; the new one is stored
+   * anyway and goes when the caller ends its grant.
+   */
+  rotate(
+    consumedId: string,
+    id: string,
+    payload: Record<string, unknown>,
+    expiresIn: number | undefined,
+  ): Promise<boolean>;
   destroy(id: string): Promise<void>;
   /**
    * Stores a payload under an id that is not there yet (or only expired) in one statement: true
@@ -165,6 +176,12 @@ interface RequestScope {
    * the request reads again.
    */
   tokens: Map<string, { found: Promise<Map<string, FoundToken>>; taken: Set<string> }>;
+  /**
+   * The refresh token the refresh grant consumed, held until the library stores its successor, so
+   * the consume and the new token share one statement and one commit (the adapter's `rotate`).
+   * Consumed on its own at the end of the request if no successor came.
+   */
+  consuming?: string;
 }
 
 /** The models found by value with their grant and account in one statement (PayloadStore.findTokens). */
@@ -540,7 +557,15 @@ export class OpenIdProvider {
     if (prefetched) {
       scope.tokens.set(prefetched.id, { found: Promise.resolve(prefetched.found), taken: new Set() });
     }
-    return this.#scope.run(scope, () => this.#callback(req, res));
+    return this.#scope.run(scope, async () => {
+      try {
+        await this.#callback(req, res);
+      } finally {
+        // A rotation the library began and never finished (it failed between the consume and the
+        // new token's save): the old token is consumed still, as the library meant it to be.
+        if (scope.consuming !== undefined) await this.deps.storage('RefreshToken').consume(scope.consuming);
+      }
+    });
   }
 
   async interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<Interaction> {
@@ -682,6 +707,14 @@ export class OpenIdProvider {
         if (this.name === 'ReplayDetection' && expiresIn <= REPLAY_CLAIM_TTL) return;
         const stored = payload as Record<string, unknown>;
         if (this.name === 'Session' && stored.accountId) stored[HOSTED_SESSION] = self.#standsFor(stored);
+        const scope = self.#scopeOf();
+        if (this.name === 'RefreshToken' && scope?.consuming !== undefined) {
+          // The successor of the refresh token this request consumed: one statement for both.
+          const consumedId = scope.consuming;
+          scope.consuming = undefined;
+          if (await this.#store.rotate(consumedId, id, stored, expiresIn)) return;
+          await this.#reused(consumedId);
+        }
         await this.#store.upsert(id, stored, expiresIn);
       }
 
@@ -710,7 +743,20 @@ export class OpenIdProvider {
       }
 
       async consume(id: string): Promise<void> {
+        const scope = self.#scopeOf();
+        if (this.name === 'RefreshToken' && scope && scope.consuming === undefined) {
+          // The refresh grant rotates (the only caller of a refresh token's consume): the library
+          // stores the successor next, and that statement consumes this one (upsert, rotate).
+          // Single use holds: the compare-and-set decides there, before any answer is sent.
+          scope.consuming = id;
+          return;
+        }
         if (await this.#store.consume(id)) return;
+        await this.#reused(id);
+      }
+
+      /** Lost the compare-and-set of a consume: the grant ends, and the request is refused. */
+      async #reused(id: string): Promise<never> {
         // Lost the race for a code or refresh token used twice at once: a reuse, which ends the
         // grant exactly as a reuse found in sequence does.
         const payload = await this.#store.find(id);

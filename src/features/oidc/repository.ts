@@ -34,7 +34,15 @@ export async function upsertPayload(
     expiresAt: Date | null;
   },
   grantEnd?: { grantId: string; expiresAt: Date; exp: number },
-): Promise<void> {
+  /**
+   * A payload of the same kind consumed in the same statement (a refresh token rotated: the old
+   * one's compare-and-set and the new one stored in one round trip and one commit). The answer is
+   * then whether this statement consumed it: false when it was consumed already (a reuse, or the
+   * loser of two at once), and the new payload is stored either way (its value was never handed
+   * out; the caller ends the grant, which deletes it).
+   */
+  consume?: { id: string; now: Date },
+): Promise<boolean> {
   const payload = JSON.stringify(p.payload);
   const row = { payload, grant_id: p.grantId, uid: p.uid, expires_at: p.expiresAt };
   const upsert = (q: QueryCreator<DB>) =>
@@ -42,23 +50,54 @@ export async function upsertPayload(
       .insertInto('oidc_payloads')
       .values({ kind: p.kind, id: p.id, ...row })
       .onConflict((oc) => oc.columns(['kind', 'id']).doUpdateSet(row));
+  const extend = (q: QueryCreator<DB>, end: { grantId: string; expiresAt: Date; exp: number }) =>
+    q
+      .updateTable('oidc_payloads')
+      // raw: jsonb_set on the stored payload has no builder form
+      .set({
+        expires_at: end.expiresAt,
+        payload: sql`jsonb_set(payload, '{exp}', to_jsonb(${end.exp}::bigint))`,
+      })
+      .where('kind', '=', 'Grant')
+      .where('id', '=', end.grantId)
+      .where('expires_at', '<', end.expiresAt);
+  if (consume) {
+    // Data-modifying CTEs each run once and to completion whether or not the query reads them;
+    // they touch different rows (the old token, the new one, the grant).
+    const consumed = (q: QueryCreator<DB>) =>
+      q
+        .updateTable('oidc_payloads')
+        .set({ consumed_at: consume.now })
+        .where('kind', '=', p.kind)
+        .where('id', '=', consume.id)
+        .where('consumed_at', 'is', null)
+        .returning('id');
+    const rows = grantEnd
+      ? await db
+          .with('consumed', consumed)
+          .with('stored', (q) => upsert(q).returning('id'))
+          .with('extended', (q) => extend(q, grantEnd).returning('id'))
+          .selectFrom('consumed')
+          .select('id')
+          .execute()
+      : await db
+          .with('consumed', consumed)
+          .with('stored', (q) => upsert(q).returning('id'))
+          .selectFrom('consumed')
+          .select('id')
+          .execute();
+    return rows.length === 1;
+  }
   if (!grantEnd) {
     await upsert(db).execute();
-    return;
+    return true;
   }
   // One round trip: the token stored in a data-modifying CTE, the grant extended by the statement.
-  await db
-    .with('stored', (q) => upsert(q).returning('id'))
-    .updateTable('oidc_payloads')
-    // raw: jsonb_set on the stored payload has no builder form
-    .set({
-      expires_at: grantEnd.expiresAt,
-      payload: sql`jsonb_set(payload, '{exp}', to_jsonb(${grantEnd.exp}::bigint))`,
-    })
-    .where('kind', '=', 'Grant')
-    .where('id', '=', grantEnd.grantId)
-    .where('expires_at', '<', grantEnd.expiresAt)
-    .execute();
+  await extend(
+    db.with('stored', (q) => upsert(q).returning('id')),
+    grantEnd,
+  ).execute();
+  return true;
 }
 
 /**
