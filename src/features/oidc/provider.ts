@@ -563,7 +563,15 @@ export class OpenIdProvider {
       } finally {
         // A rotation the library began and never finished (it failed between the consume and the
         // new token's save): the old token is consumed still, as the library meant it to be.
-        if (scope.consuming !== undefined) await this.deps.storage('RefreshToken').consume(scope.consuming);
+        // The answer (an error) has gone out: a failure here is logged, never thrown into it.
+        if (scope.consuming !== undefined) {
+          await this.deps
+            .storage('RefreshToken')
+            .consume(scope.consuming)
+            .catch((error: unknown) =>
+              this.deps.log.warn({ err: error }, 'a refresh token whose rotation failed was not consumed'),
+            );
+        }
       }
     });
   }
