@@ -25,6 +25,7 @@ import {
 import { existingOrganizations, insertImportedMemberships } from '../organizations/repository.js';
 import { insertImportedLinks, liveLinksAmong } from '../providers/repository.js';
 import { insertImportedFactors } from '../second-factors/repository.js';
+import { LineTooLong } from './lines.js';
 import { type ImportLine, ImportLineSchema } from './schemas.js';
 
 /** What an import uses: the database, the chain and the events, the sealer for TOTP secrets. */
@@ -112,7 +113,7 @@ export class ImportService {
   constructor(private readonly deps: ImportDeps) {}
 
   async run(
-    lines: AsyncIterable<string>,
+    lines: AsyncIterable<string | LineTooLong>,
     opts: ImportOptions,
     observer: ImportObserver = {},
   ): Promise<ImportCounts> {
@@ -134,6 +135,11 @@ export class ImportService {
     for await (const text of lines) {
       lineNo++;
       if (opts.afterLine !== undefined && lineNo <= opts.afterLine) continue;
+      if (text instanceof LineTooLong) {
+        counts.lines++;
+        await refuse({ line: lineNo, reason: `the line is longer than ${text.maxBytes} bytes` });
+        continue;
+      }
       if (text.trim() === '') continue;
       counts.lines++;
       const prepared = this.#prepare(lineNo, text, opts);
@@ -146,7 +152,8 @@ export class ImportService {
   }
 
   #prepare(line: number, text: string, opts: ImportOptions): Prepared | ImportRefusal {
-    if (text.length > MAX_LINE_BYTES)
+    // The splitter refuses longer lines as they arrive; a caller feeding lines itself meets this.
+    if (Buffer.byteLength(text) > MAX_LINE_BYTES)
       return { line, reason: `the line is longer than ${MAX_LINE_BYTES} bytes` };
     let value: unknown;
     try {
