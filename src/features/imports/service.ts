@@ -24,6 +24,7 @@ import {
 } from '../identities/repository.js';
 import { existingOrganizations, insertImportedMemberships } from '../organizations/repository.js';
 import { insertImportedLinks, liveLinksAmong } from '../providers/repository.js';
+import { insertImportedCodes } from '../recovery-codes/repository.js';
 import { insertImportedFactors } from '../second-factors/repository.js';
 import { LineTooLong } from './lines.js';
 import { type ImportLine, ImportLineSchema } from './schemas.js';
@@ -84,6 +85,8 @@ interface Prepared {
   profile?: { profile: string; stored: string };
   totp?: { secret: string; algorithm: 'SHA1' | 'SHA256' | 'SHA512'; digits: number; period: number };
   links: { provider: string; subject: string }[];
+  /** Imported recovery codes, each its source hash in stored form. */
+  recoveryCodes: string[];
   memberships: { organizationId: string; role: string }[];
 }
 
@@ -203,6 +206,12 @@ export class ImportService {
       // refusal floor covers whatever an account may hold.
       profile = { profile: n.parsed.profile, stored: n.stored };
     }
+    const recoveryCodes: string[] = [];
+    for (const [i, c] of (l.recoveryCodes ?? []).entries()) {
+      const n = normaliseImportedPassword(c, { firebase: opts.firebase, weakHashes: this.deps.weakHashes });
+      if (!n.ok) return fail(`recovery code ${i + 1}: ${n.reason.replace('password hash', 'hash')}`);
+      recoveryCodes.push(n.stored);
+    }
     const names = {
       givenName: normaliseName(l.givenName ?? null),
       familyName: normaliseName(l.familyName ?? null),
@@ -238,6 +247,7 @@ export class ImportService {
       profile,
       totp,
       links,
+      recoveryCodes,
       memberships,
     };
   }
@@ -397,6 +407,13 @@ export class ImportService {
         return [
           { id, identityId: p.identity.id, sealedSecret: this.deps.sealer.seal(secret, id), ...policy, now },
         ];
+      }),
+    );
+    await insertImportedCodes(
+      trx,
+      accepted.flatMap((p) => {
+        const batchId = randomUUID();
+        return p.recoveryCodes.map((codeHash) => ({ identityId: p.identity.id, batchId, codeHash, now }));
       }),
     );
     await insertImportedLinks(
