@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
 import bcrypt from 'bcryptjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, adminRequest } from '../helpers/admin.js';
@@ -91,6 +92,34 @@ describe('admin import and export', () => {
     });
     expect(json.statusCode).toBe(415);
     expect((await upload('{}', '', null)).statusCode).toBe(401);
+  });
+
+  it('a 10 MB line without newline in an upload is refused by its number; the lines around it go in', async () => {
+    const x = randomUUID().slice(0, 8);
+    const line = (n: number) =>
+      JSON.stringify({
+        externalId: `big-${x}-${n}`,
+        identifiers: [{ type: 'email', value: `big${n}-${x}@example.com`, verified: true }],
+      });
+    async function* body() {
+      yield Buffer.from(`${line(1)}\n`);
+      const mb = Buffer.alloc(1024 * 1024, 'x');
+      for (let i = 0; i < 10; i++) yield mb;
+      yield Buffer.from(`\n${line(3)}\n`);
+    }
+    const res = await t.admin!.inject({
+      method: 'POST',
+      url: '/admin/v1/imports',
+      headers: { 'content-type': 'application/x-ndjson', authorization: `Bearer ${ADMIN_KEY}` },
+      payload: Readable.from(body()),
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data).toMatchObject({
+      lines: 3,
+      imported: 2,
+      refused: 1,
+      refusals: [{ line: 2, reason: 'the line is longer than 65536 bytes' }],
+    });
   });
 });
 

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import bcrypt from 'bcryptjs';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ImportRefusal, ImportService } from '../../src/features/imports/service.js';
 import type { TestApp } from '../helpers/app.js';
 import { race } from '../helpers/identities.js';
+import { completeSignIn, ticketFor } from '../second-factors/helpers.js';
 import { ROUNDS, raceApp, scalar } from './support.js';
 
 // Two imports at once claiming the same addresses (under other externalIds), and two runs of one
@@ -78,4 +80,42 @@ describe('concurrent imports', () => {
       expect(audited).toBe(4);
     }
   }, 120_000);
+});
+
+// One imported recovery code used by two second steps at once (two tickets of one identity): the
+// verify runs outside any row of the code, the compare-and-set on used_at decides, exactly one
+// session opens (docs/decisions.md, "Imported recovery codes").
+describe('one imported recovery code used twice at once', () => {
+  it(`exactly one 201, the other the ordinary refusal (${Math.min(ROUNDS, 5)} rounds)`, async () => {
+    for (let round = 0; round < Math.min(ROUNDS, 5); round++) {
+      const x = randomUUID().slice(0, 8);
+      const email = `rcr-${x}@example.com`;
+      const counts = await service.run(
+        from([
+          {
+            externalId: `rcr-${x}`,
+            identifiers: [{ type: 'email', value: email, verified: true }],
+            password: bcrypt.hashSync('imported password', 4),
+            totp: { secret: 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP' },
+            recoveryCodes: [bcrypt.hashSync('abcdabcdabcdabcd', 4)],
+          },
+        ]),
+        { actor: 'cli' },
+      );
+      expect(counts.imported).toBe(1);
+      const p = { email, password: 'imported password' };
+      const tickets = [await ticketFor(t.app, p), await ticketFor(t.app, p)];
+      const answers = await race(2, (i) =>
+        completeSignIn(t.app, { secondFactorTicket: tickets[i]!, recoveryCode: 'abcdabcdabcdabcd' }),
+      );
+      expect(answers.map((a) => a.statusCode).sort()).toEqual([201, 401]);
+      expect(
+        await scalar(
+          t,
+          sql`SELECT count(*)::int AS n FROM recovery_codes c JOIN identities i ON i.id = c.identity_id
+              WHERE i.external_id = ${`rcr-${x}`} AND c.used_at IS NOT NULL`,
+        ),
+      ).toBe(1);
+    }
+  });
 });

@@ -3,6 +3,7 @@ import type { Db } from '../../platform/db/database.js';
 import { identitiesForExport } from '../identities/repository.js';
 import { membershipsForExport } from '../organizations/repository.js';
 import { linksForExport } from '../providers/repository.js';
+import { importedCodesForExport } from '../recovery-codes/repository.js';
 import { factorsForExport } from '../second-factors/repository.js';
 import type { ImportLine } from './schemas.js';
 
@@ -25,6 +26,7 @@ export interface ExportOptions {
  * the stored one (Argon2id in PHC form, or an imported hash no sign-in has replaced yet); the
  * externalId is the identity's own one when it was imported, else its id here. TOTP secrets leave
  * only when asked for: the file then holds second factors in clear and must be kept as such.
+ * Recovery codes leave only when they were imported and are unused, as the source's hashes.
  */
 export async function* exportLines(deps: ExportDeps, opts: ExportOptions): AsyncGenerator<string> {
   const size = opts.pageSize ?? 500;
@@ -33,15 +35,19 @@ export async function* exportLines(deps: ExportDeps, opts: ExportOptions): Async
     const page = await identitiesForExport(deps.database.db, after, size);
     if (page.length === 0) return;
     const ids = page.map((p) => p.id);
-    const [factors, links, memberships] = await Promise.all([
+    const [factors, links, memberships, codes] = await Promise.all([
       opts.totpSecrets ? factorsForExport(deps.database.db, ids) : Promise.resolve([]),
       linksForExport(deps.database.db, ids),
       membershipsForExport(deps.database.db, ids),
+      importedCodesForExport(deps.database.db, ids),
     ]);
     for (const p of page) {
       const factor = factors.find((f) => f.identityId === p.id);
       const own = links.filter((l) => l.identityId === p.id);
       const member = memberships.filter((m) => m.identityId === p.id);
+      // Only imported codes still unused leave, in their source hash: codes issued here are kept as
+      // a keyed hash no other system can check, so they stay (docs/decisions.md, "Imported recovery codes").
+      const recovery = codes.filter((c) => c.identityId === p.id).map((c) => c.codeHash);
       const line: ImportLine = {
         externalId: p.externalId ?? p.id,
         createdAt: new Date(p.createdAt).toISOString(),
@@ -57,6 +63,7 @@ export async function* exportLines(deps: ExportDeps, opts: ExportOptions): Async
               },
             }
           : {}),
+        ...(recovery.length > 0 ? { recoveryCodes: recovery } : {}),
         ...(own.length > 0
           ? { providerLinks: own.map((l) => ({ provider: l.provider, subject: l.subject })) }
           : {}),

@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { appendFile, readFile, rename, stat, writeFile } from 'node:fs/promises';
-import { createInterface } from 'node:readline';
-import type { ImportCounts, ImportOptions, ImportService } from './service.js';
+import { type LineTooLong, splitLines } from './lines.js';
+import { type ImportCounts, type ImportOptions, type ImportService, MAX_LINE_BYTES } from './service.js';
 
 /**
  * An import file run from the command line (npm run users:import, docs/import.md "Running it"):
@@ -32,16 +32,15 @@ export async function readCheckpoint(path: string): Promise<number | undefined> 
   }
 }
 
-/** The lines of a file with the bytes read so far (for the time left). */
-async function* linesOf(path: string, read: { bytes: number }): AsyncGenerator<string> {
-  const rl = createInterface({
-    input: createReadStream(path, { encoding: 'utf8' }),
-    crlfDelay: Number.POSITIVE_INFINITY,
-  });
-  for await (const line of rl) {
-    read.bytes += Buffer.byteLength(line) + 1;
-    yield line;
+/** The lines of a file, with the bytes read so far (for the time left). */
+async function* linesOf(path: string, read: { bytes: number }): AsyncGenerator<string | LineTooLong> {
+  async function* counted() {
+    for await (const chunk of createReadStream(path) as AsyncIterable<Buffer>) {
+      read.bytes += chunk.length;
+      yield chunk;
+    }
   }
+  yield* splitLines(counted(), MAX_LINE_BYTES);
 }
 
 export async function importFile(

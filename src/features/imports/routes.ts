@@ -1,4 +1,3 @@
-import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { type Static, Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
@@ -7,8 +6,9 @@ import { envelope } from '../../platform/http/envelope.js';
 import { featureRoutes } from '../../platform/http/routes.js';
 import { Data, responses } from '../../platform/http/schemas.js';
 import { exportLines } from './export.js';
+import { splitLines } from './lines.js';
 import { ImportLineSchema } from './schemas.js';
-import { type ImportRefusal, ImportService } from './service.js';
+import { type ImportRefusal, ImportService, MAX_LINE_BYTES } from './service.js';
 
 const TAGS = ['admin'];
 const SECURITY = [{ adminKey: [] }];
@@ -113,14 +113,11 @@ export const importAdminRoutes = featureRoutes(async (app, { ctx }: { ctx: AppCo
               memCost: q.firebaseMemCost,
             }
           : undefined;
-      // Made when the runner first reads, not before: readline starts the upload flowing at once,
-      // and lines emitted before an iterator listens would be lost.
+      // Pulled chunk by chunk: a line longer than MAX_LINE_BYTES is refused by its number as soon as
+      // it passes the cap, its bytes dropped as they arrive (lines.ts).
       const body = request.body as Readable;
-      async function* lines() {
-        yield* createInterface({ input: body, crlfDelay: Number.POSITIVE_INFINITY });
-      }
       const counts = await service.run(
-        lines(),
+        splitLines(body, MAX_LINE_BYTES),
         {
           actor: `admin:${operatorOf(request)}`,
           update: q.update ?? false,

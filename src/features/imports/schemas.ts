@@ -84,6 +84,13 @@ export const ImportLineSchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    recoveryCodes: Type.Optional(
+      Type.Array(ImportedPasswordSchema, {
+        maxItems: 20,
+        description:
+          'unused recovery codes, each as the source hashed it (any form `password` takes); never a code. The person types a code as the source showed it',
+      }),
+    ),
     providerLinks: Type.Optional(
       Type.Array(
         Type.Object(

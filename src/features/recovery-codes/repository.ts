@@ -70,6 +70,70 @@ export async function useCode(
   return r.length > 0;
 }
 
+/** The live imported codes of an identity (their source hashes), for a code no keyed hash matched. */
+export async function liveImportedCodes(
+  trx: Executor,
+  identityId: string,
+): Promise<{ id: string; codeHash: string }[]> {
+  return trx
+    .selectFrom('recovery_codes')
+    .select(['id', 'code_hash as codeHash'])
+    .where('identity_id', '=', identityId)
+    .where('imported', '=', true)
+    .where('used_at', 'is', null)
+    .where('revoked_at', 'is', null)
+    .orderBy('id')
+    .execute();
+}
+
+/** Compare-and-set on one imported code: of two uses at once, one updates the row, the other none. */
+export async function useImportedCode(trx: Executor, id: string, now: Date): Promise<boolean> {
+  const r = await trx
+    .updateTable('recovery_codes')
+    .set({ used_at: now })
+    .where('id', '=', id)
+    .where('used_at', 'is', null)
+    .where('revoked_at', 'is', null)
+    .returning('id')
+    .execute();
+  return r.length > 0;
+}
+
+/** An import's codes, one batch per identity, stored with their source hashes. */
+export async function insertImportedCodes(
+  trx: Executor,
+  rows: { identityId: string; batchId: string; codeHash: string; now: Date }[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  await trx
+    .insertInto('recovery_codes')
+    .values((eb) =>
+      rows.map((r) => ({
+        id: eb.fn<string>('gen_random_uuid'),
+        identity_id: r.identityId,
+        batch_id: r.batchId,
+        code_hash: r.codeHash,
+        issued_at: r.now,
+        imported: true,
+      })),
+    )
+    .execute();
+}
+
+/** Live imported codes of the identities, in their source hash form (the export). */
+export async function importedCodesForExport(trx: Executor, identityIds: string[]) {
+  if (identityIds.length === 0) return [];
+  return trx
+    .selectFrom('recovery_codes')
+    .select(['identity_id as identityId', 'code_hash as codeHash'])
+    .where('identity_id', 'in', identityIds)
+    .where('imported', '=', true)
+    .where('used_at', 'is', null)
+    .where('revoked_at', 'is', null)
+    .orderBy('id')
+    .execute();
+}
+
 /** Erasure: every recovery code of the identity, used or not. */
 export async function deleteIdentityCodes(trx: Executor, identityId: string): Promise<void> {
   await trx.deleteFrom('recovery_codes').where('identity_id', '=', identityId).execute();

@@ -2,6 +2,7 @@ import { randomInt, randomUUID } from 'node:crypto';
 import type { Static } from '@sinclair/typebox';
 import type { AuditLog } from '../../platform/audit/audit.js';
 import type { Clock } from '../../platform/clock.js';
+import type { PasswordHasher } from '../../platform/crypto/passwords.js';
 import type { CodeHasher } from '../../platform/crypto/tokens.js';
 import type { Database, Executor } from '../../platform/db/database.js';
 import type { CodeAttempt } from '../challenges/service.js';
@@ -91,11 +92,17 @@ export class RecoveryCodeService {
 export interface UseRecoveryCodeDeps {
   audit: AuditLog;
   codes: CodeHasher;
+  /** Verifies imported codes, kept in their source system's hash (the password verifiers). */
+  passwords: Pick<PasswordHasher, 'verify'>;
 }
 
 /**
  * Spends one live recovery code of the identity inside the caller's transaction. The keyed hash is
- * computed whatever the input, so a malformed code costs what a wrong one does.
+ * computed whatever the input, so a malformed code costs what a wrong one does. When no keyed hash
+ * matches, the code is compared, as typed (surrounding spaces removed), with each live imported
+ * code of the identity by the password verifiers, and the first match is spent by compare-and-set
+ * (docs/decisions.md, "Imported recovery codes": the time this takes is seen only by someone who
+ * already holds a second-factor ticket or a session of the account).
  */
 export async function useRecoveryCode(
   trx: Executor,
@@ -105,9 +112,22 @@ export async function useRecoveryCode(
   const { identityId, code, now } = attempt;
   const normalised = normaliseRecoveryCode(code);
   const hash = deps.codes.hash(normalised);
-  if (!NORMALISED.test(normalised)) return false;
-  if (!(await repo.useCode(trx, identityId, hash, now))) return false;
+  const own = NORMALISED.test(normalised) && (await repo.useCode(trx, identityId, hash, now));
+  if (!own && !(await useImportedCode(trx, deps, attempt))) return false;
   const { remaining } = await repo.liveStatus(trx, identityId);
   await deps.audit.appendOwn(trx, 'identity.recovery_code.used', identityId, { remaining });
   return true;
+}
+
+async function useImportedCode(
+  trx: Executor,
+  deps: UseRecoveryCodeDeps,
+  { identityId, code, now }: CodeAttempt,
+): Promise<boolean> {
+  const typed = code.trim();
+  if (typed === '') return false;
+  for (const c of await repo.liveImportedCodes(trx, identityId)) {
+    if (await deps.passwords.verify(c.codeHash, typed)) return repo.useImportedCode(trx, c.id, now);
+  }
+  return false;
 }

@@ -43,9 +43,11 @@ export const SecondStepBody = Type.Union([
     {
       secondFactorTicket,
       recoveryCode: Type.String({
-        pattern: '^(?:[A-Za-z0-9]{4}-?){3}[A-Za-z0-9]{4}$',
-        minLength: 16,
-        maxLength: 19,
+        // Issued here: four groups of four; imported (docs/import.md): 8 to 48 letters and digits,
+        // single hyphens between them, as the source showed them.
+        pattern: '^[A-Za-z0-9](?:-?[A-Za-z0-9]){7,47}$',
+        minLength: 8,
+        maxLength: 95,
       }),
     },
     { additionalProperties: false },

@@ -37,9 +37,10 @@ export const StepUpConfirmationBody = Type.Object(
   {
     challengeId: IdInput,
     code: Type.String({
-      pattern: '^(?:[A-Za-z0-9]{6,12}|(?:[A-Za-z0-9]{4}-?){3}[A-Za-z0-9]{4})$',
+      // A TOTP code, a recovery code issued here, or an imported one (8 to 48 letters and digits).
+      pattern: '^[A-Za-z0-9](?:-?[A-Za-z0-9]){5,47}$',
       minLength: 6,
-      maxLength: 19,
+      maxLength: 95,
     }),
   },
   { additionalProperties: false },

@@ -316,6 +316,7 @@ export interface RecoveryCodes {
   code_hash: string;
   id: string;
   identity_id: string;
+  imported: Generated<boolean>;
   issued_at: Timestamp;
   revoked_at: Timestamp | null;
   used_at: Timestamp | null;
