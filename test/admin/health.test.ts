@@ -18,15 +18,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
 });
-beforeEach(async () => {
-  t.clock.set(new Date('2026-03-01T12:00:00.000Z'));
-  sink = await startSink();
-});
-afterEach(async () => {
-  const list = (await admin(t, 'GET', '/webhook-endpoints?limit=100')).json().data as Array<{ id: string }>;
-  for (const e of list) await admin(t, 'DELETE', `/webhook-endpoints/${e.id}`);
-  await sink.close();
-});
 
 async function health(app = t) {
   const res = await adminRequest(app.admin!, 'GET', '/health');
@@ -40,6 +31,16 @@ async function disableSomeone(): Promise<void> {
 }
 
 describe('health', () => {
+  beforeEach(async () => {
+    t.clock.set(new Date('2026-03-01T12:00:00.000Z'));
+    sink = await startSink();
+  });
+  afterEach(async () => {
+    const list = (await admin(t, 'GET', '/webhook-endpoints?limit=100')).json().data as Array<{ id: string }>;
+    for (const e of list) await admin(t, 'DELETE', `/webhook-endpoints/${e.id}`);
+    await sink.close();
+  });
+
   it('a fresh service is ok: the database up, Redis not configured, every key young, nothing queued', async () => {
     const h = await health();
     expect(h).toMatchObject({
@@ -156,5 +157,5 @@ describe('health: Redis', () => {
     } finally {
       await down.close();
     }
-  });
+  }, 120_000);
 });
