@@ -6,6 +6,7 @@ import { consolePageRoutes } from './features/account-ui/console.js';
 import { adminRoutes } from './features/admin/routes.js';
 import { eventAdminRoutes } from './features/events/operators/routes.js';
 import { webhookEndpointRoutes } from './features/events/webhooks/operators/routes.js';
+import { healthAdminRoutes } from './features/health/operators/routes.js';
 import { importAdminRoutes } from './features/imports/routes.js';
 import { oidcClientAdminRoutes } from './features/oidc/operators/routes.js';
 import {
@@ -136,6 +137,7 @@ export async function buildAdminApp(
     await admin.register(consolePageRoutes);
   }
   await admin.register(importAdminRoutes, { ctx, prefix: ADMIN_PREFIX });
+  await admin.register(healthAdminRoutes, { ctx, prefix: ADMIN_PREFIX });
   // Behind the key like every admin route: it names every route the listener hides from strangers.
   admin.get(`${ADMIN_PREFIX}/openapi.json`, { schema: { hide: true } }, async () => admin.swagger());
   return admin;

@@ -219,6 +219,7 @@ describe('the admin listener', () => {
       '/admin/v1/events/stream',
       '/admin/v1/events/{id}',
       '/admin/v1/exports/identities',
+      '/admin/v1/health',
       '/admin/v1/identities',
       '/admin/v1/identities/{id}',
       '/admin/v1/identities/{id}/connected-apps',

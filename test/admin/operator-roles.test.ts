@@ -23,9 +23,10 @@ type Role = 'owner' | 'support' | 'auditor';
 function expected(role: Role, method: string, url: string): boolean {
   if (role === 'owner') return true;
   if (url === '/admin/v1/openapi.json' || url === '/admin/v1/imports/schema') return true;
+  // auditor: the audit trail alone (not the health page, nor the webhooks).
   if (role === 'auditor') return url.startsWith('/admin/v1/audit-records');
-  // support: every read but the export of every identity; of the acts only unlocking and ending
-  // sessions.
+  // support: every read but the export of every identity (the health page and the webhook endpoints
+  // and their deliveries included); of the acts only unlocking and ending sessions.
   return (
     (method === 'GET' && url !== '/admin/v1/exports/identities') ||
     url === '/admin/v1/identities/:id/lock-clearances' ||

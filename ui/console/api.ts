@@ -140,7 +140,7 @@ export async function signOut(): Promise<void> {
   operator = null;
 }
 
-async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+export async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { authorization: `Bearer ${token ?? ''}` };
   if (body !== undefined) headers['content-type'] = 'application/json';
   const r = await fetch(`/admin/v1${path}`, {
@@ -159,7 +159,7 @@ async function call<T>(method: string, path: string, body?: unknown): Promise<T>
   return json as T;
 }
 
-const q = (params: Record<string, string | undefined>) => {
+export const q = (params: Record<string, string | undefined>) => {
   const s = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) if (v !== undefined) s.set(k, v);
   const text = s.toString();

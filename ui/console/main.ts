@@ -1,6 +1,7 @@
 import { announce, append, formatDate, h } from '../dom.js';
 import { chooseLocale, setLocale } from '../i18n.js';
 import { t } from '../messages/console.js';
+import { t as ops } from '../messages/console-ops.js';
 import {
   type AuditRecord,
   admin,
@@ -15,6 +16,9 @@ import {
   type Role,
   signOut,
 } from './api.js';
+import { healthPage } from './health.js';
+import type { PageKit } from './kit.js';
+import { webhookPage, webhooksPage } from './webhooks.js';
 
 /*
  * The operators' console (docs/admin.md, "The console"): hash routes (#/people/<id>) hold a place,
@@ -104,6 +108,7 @@ function drawHeader(op: Operator | null): void {
   const links: [string, string][] = [];
   if (canRead(op.role)) links.push(['#/', t('searchNav')]);
   if (canRead(op.role)) links.push(['#/organizations', t('orgsNav')], ['#/clients', t('clientsNav')]);
+  if (canRead(op.role)) links.push(['#/webhooks', ops('webhooksNav')], ['#/health', ops('healthNav')]);
   links.push(['#/audit', t('auditNav')]);
   append(nav, [
     h(
@@ -720,6 +725,9 @@ function registerForm(): HTMLElement {
 
 /* ------------------------------------------------------------------ routing */
 
+/** What the pages in files of their own (health.ts, webhooks.ts) draw with. */
+const KIT: PageKit = { draw, table, alertBox };
+
 async function route(): Promise<void> {
   const op = await openSession().catch(() => null);
   drawHeader(op);
@@ -734,7 +742,11 @@ async function route(): Promise<void> {
   try {
     const person = /^\/people\/([0-9a-f-]{36})$/i.exec(path);
     const org = /^\/organizations\/([0-9a-f-]{36})$/i.exec(path);
+    const hook = /^\/webhooks\/([0-9a-f-]{36})$/i.exec(path);
     if (path === '/audit') await auditPage();
+    else if (path === '/health' && canRead(op.role)) await healthPage(KIT);
+    else if (path === '/webhooks' && canRead(op.role)) await webhooksPage(KIT, op.role);
+    else if (hook && canRead(op.role)) await webhookPage(KIT, op.role, hook[1], () => void route());
     else if (path === '/clients' && canRead(op.role)) await clientsPage(op);
     else if (path === '/organizations' && canRead(op.role)) await organizationsPage();
     else if (!canRead(op.role)) location.hash = '#/audit';

@@ -1038,3 +1038,16 @@ export async function deleteClientPayloads(db: Executor, clientId: string): Prom
     .executeTakeFirst();
   return Number(r.numDeletedRows);
 }
+
+/** The signing keys that sign now (not retired): their ids, algorithms and ages, never a key. */
+export async function liveOidcKeyAges(
+  db: Executor,
+): Promise<{ kid: string; alg: string; createdAt: Date }[]> {
+  return db
+    .selectFrom('oidc_signing_keys')
+    .select(['kid', 'alg', 'created_at as createdAt'])
+    .where('retired_at', 'is', null)
+    .orderBy('created_at')
+    .orderBy('kid')
+    .execute();
+}

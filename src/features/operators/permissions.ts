@@ -25,6 +25,7 @@ export type OperatorPermission =
   | 'webhooks:read'
   | 'webhooks:manage'
   | 'operators:read'
+  | 'health:read'
   | 'operators:manage'
   | 'identities:import'
   | 'identities:export';
@@ -38,6 +39,8 @@ const READ: OperatorPermission[] = [
   'clients:read',
   'webhooks:read',
   'operators:read',
+  // Readiness, key ages and queue depths: no person, no secret (docs/admin.md, "Health").
+  'health:read',
 ];
 
 /**
@@ -122,6 +125,7 @@ export const ROUTE_PERMISSIONS: Readonly<Record<string, OperatorPermission>> = {
   [`POST ${P}/imports`]: 'identities:import',
   // Every identity with its password hash (and TOTP secrets when asked): the owner's alone.
   [`GET ${P}/exports/identities`]: 'identities:export',
+  [`GET ${P}/health`]: 'health:read',
   [`GET ${P}/operators`]: 'operators:read',
   [`PUT ${P}/operators/:identityId`]: 'operators:manage',
   [`DELETE ${P}/operators/:identityId`]: 'operators:manage',

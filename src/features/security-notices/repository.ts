@@ -159,3 +159,15 @@ export async function forgetIdentity(trx: Executor, identityId: string): Promise
   await trx.deleteFrom('security_notices').where('identity_id', '=', identityId).execute();
   await trx.deleteFrom('security_notice_windows').where('identity_id', '=', identityId).execute();
 }
+
+/** The notices queued and not yet sent, and the oldest one's instant (the health page). */
+export async function queuedNoticeDepth(db: Executor): Promise<{ pending: number; oldestAt: Date | null }> {
+  const r = await db
+    .selectFrom('security_notices')
+    .select((eb) => [
+      eb.fn.countAll<number>().as('pending'),
+      eb.fn.min<Date | null>('occurred_at').as('oldest'),
+    ])
+    .executeTakeFirstOrThrow();
+  return { pending: Number(r.pending), oldestAt: r.oldest === null ? null : new Date(r.oldest) };
+}

@@ -739,3 +739,14 @@ export async function liveSessionByRefreshHash(
     .executeTakeFirst();
   return row ? { ...row, createdAt: new Date(row.createdAt), expiresAt: new Date(row.expiresAt) } : undefined;
 }
+
+/** The access-token signing keys in use: ids and ages only (the health page). */
+export async function liveSigningKeyAges(trx: Executor): Promise<{ kid: string; createdAt: Date }[]> {
+  return trx
+    .selectFrom('signing_keys')
+    .select(['kid', 'created_at as createdAt'])
+    .where('retired_at', 'is', null)
+    .orderBy('created_at')
+    .orderBy('kid')
+    .execute();
+}

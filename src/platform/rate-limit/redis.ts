@@ -14,3 +14,35 @@ export function connectRedis(app: FastifyInstance, url: string | undefined): Red
   });
   return redis;
 }
+
+/**
+ * One PING to REDIS_URL on a connection of its own, closed after (the health page: the admin
+ * listener holds no client of the limiter's); the round trip in milliseconds, or null when it does
+ * not answer within `timeoutMs`.
+ */
+export async function pingRedis(url: string, timeoutMs: number): Promise<number | null> {
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    connectTimeout: timeoutMs,
+    retryStrategy: () => null,
+  });
+  redis.on('error', () => {});
+  const started = performance.now();
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      redis.connect().then(() => redis.ping()),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error('timeout')), timeoutMs);
+      }),
+    ]);
+    return Math.round((performance.now() - started) * 100) / 100;
+  } catch {
+    return null;
+  } finally {
+    clearTimeout(timer);
+    redis.disconnect();
+  }
+}

@@ -452,3 +452,65 @@ export async function enqueueDeliveriesMany(
        AND w.organization_id IS NULL
        AND (cardinality(w.event_types) = 0 OR ${e.type} = ANY (w.event_types))`.execute(trx);
 }
+
+/** The outbox's depth as the health page shows it (docs/admin.md, "Health"). */
+export interface DeliveryDepth {
+  /** Pending deliveries, in flight and scheduled for later included. */
+  pending: number;
+  /** Pending, due now and not leased: what the worker has yet to pick up. */
+  due: number;
+  /** Leased by a worker right now. */
+  inFlight: number;
+  /** Given up after the last attempt (or the endpoint's disablement). */
+  dead: number;
+  /** The earliest due instant of a pending delivery not leased; null when none waits. */
+  oldestDueAt: Date | null;
+  /** Endpoints disabled, and enabled endpoints with a failed attempt since their last success. */
+  disabledEndpoints: number;
+  failingEndpoints: number;
+}
+
+export async function deliveryDepth(db: Executor, now: Date): Promise<DeliveryDepth> {
+  const d = await db
+    .selectFrom('webhook_deliveries')
+    .select((eb) => {
+      const pending = eb('status', '=', 'pending');
+      const free = eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', now)]);
+      return [
+        eb.fn.countAll<number>().filterWhere(pending).as('pending'),
+        eb.fn
+          .countAll<number>()
+          .filterWhere(eb.and([pending, eb('due_at', '<=', now), free]))
+          .as('due'),
+        eb.fn
+          .countAll<number>()
+          .filterWhere(eb.and([pending, eb('lease_until', '>', now)]))
+          .as('inFlight'),
+        eb.fn.countAll<number>().filterWhere('status', '=', 'dead').as('dead'),
+        eb.fn
+          .min<Date | null>('due_at')
+          .filterWhere(eb.and([pending, free]))
+          .as('oldestDueAt'),
+      ];
+    })
+    .executeTakeFirstOrThrow();
+  const e = await db
+    .selectFrom('webhook_endpoints')
+    .select((eb) => [
+      eb.fn.countAll<number>().filterWhere('disabled_at', 'is not', null).as('disabled'),
+      eb.fn
+        .countAll<number>()
+        .filterWhere(eb.and([eb('disabled_at', 'is', null), eb('failing_since', 'is not', null)]))
+        .as('failing'),
+    ])
+    .executeTakeFirstOrThrow();
+  return {
+    pending: Number(d.pending),
+    due: Number(d.due),
+    inFlight: Number(d.inFlight),
+    dead: Number(d.dead),
+    oldestDueAt: d.oldestDueAt === null ? null : new Date(d.oldestDueAt),
+    disabledEndpoints: Number(e.disabled),
+    failingEndpoints: Number(e.failing),
+  };
+}

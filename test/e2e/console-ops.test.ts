@@ -1,0 +1,275 @@
+import { mkdir } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Sink, startSink, worker } from '../events/support.js';
+import { ADMIN_KEY } from '../helpers/admin.js';
+import { axeAllCombinations, launchChromium } from '../helpers/browser.js';
+import { bearer, createPerson } from '../helpers/identities.js';
+import { freePort } from '../helpers/net.js';
+import { type OidcFixture, oidcFixture } from '../helpers/oidc.js';
+import { type Candidate, withAuthenticator } from '../helpers/operators.js';
+import { DEFAULT_POLICY, ticketFor, totp } from '../second-factors/helpers.js';
+
+/*
+ * The console's health and webhook pages in a real browser (docs/admin.md, "Health", "Webhooks"):
+ * an owner walks both, adds an endpoint pointing at a real HTTP receiver on loopback and sees the
+ * delivery in its log; a support operator reads them in French without a single control; an
+ * auditor has neither. axe on every page in light and dark, desktop and phone.
+ */
+
+let f: OidcFixture;
+let browser: Browser;
+let consoleOrigin: string;
+let sink: Sink;
+
+const admin = () => {
+  if (!f.t.admin) throw new Error('no admin listener');
+  return f.t.admin;
+};
+
+beforeAll(async () => {
+  const adminPort = await freePort();
+  consoleOrigin = `http://127.0.0.1:${adminPort}`;
+  f = await oidcFixture({
+    ADMIN_PORT: String(adminPort),
+    CONSOLE_ORIGIN: consoleOrigin,
+    WEBHOOK_PRIVATE_ADDRESSES: 'allow',
+  });
+  await admin().listen({ port: adminPort, host: '127.0.0.1' });
+  browser = await launchChromium();
+  sink = await startSink();
+}, 60_000);
+afterAll(async () => {
+  await sink?.close();
+  await browser?.close();
+  await f?.close();
+});
+
+async function operator(role: 'owner' | 'support' | 'auditor'): Promise<Candidate> {
+  const c = await withAuthenticator(f);
+  const put = await admin().inject({
+    method: 'PUT',
+    url: `/admin/v1/operators/${c.person.identityId}`,
+    headers: bearer(ADMIN_KEY),
+    payload: { role },
+  });
+  expect(put.statusCode, put.body).toBe(200);
+  return c;
+}
+
+/** The operator's hosted session (password and authenticator code), then the console's sign-in. */
+async function signIn(c: Candidate, locale = 'en-GB'): Promise<{ context: BrowserContext; page: Page }> {
+  if (!c.factor) throw new Error('an operator needs a second factor');
+  const ticket = await ticketFor(f.t.app, c.person);
+  const done = await f.t.app.inject({
+    method: 'POST',
+    url: '/api/v1/sign-ins/second-factors',
+    payload: { secondFactorTicket: ticket, code: totp(c.factor.secret, DEFAULT_POLICY, f.t.clock.now()) },
+  });
+  expect(done.statusCode, done.body).toBe(201);
+  f.t.clock.advance(DEFAULT_POLICY.period);
+  const context = await browser.newContext({ locale });
+  const page = await context.newPage();
+  await page.goto(`${f.origin}/.well-known/openid-configuration`);
+  const handed = await page.evaluate(async (refreshToken) => {
+    const r = await fetch('/api/v1/browser-session', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ refreshToken }),
+    });
+    return r.status;
+  }, done.json().data.refreshToken as string);
+  expect(handed).toBe(201);
+  await page.goto(`${consoleOrigin}/console/`);
+  await page.getByRole('link', { name: locale.startsWith('fr') ? 'Se connecter' : 'Sign in' }).click();
+  await page.waitForURL(`${consoleOrigin}/console/`);
+  return { context, page };
+}
+
+/** The screenshots of docs/admin.md ("Health", "Webhooks"). */
+const SHOTS = join(dirname(fileURLToPath(import.meta.url)), '../../docs/ui/console');
+
+/** axe in every theme and size; with `shot`, the desktop screenshot in light and dark for the docs. */
+async function axeEvery(page: Page, name: string, shot?: string): Promise<void> {
+  await axeAllCombinations(page, name);
+  if (!shot) return;
+  await mkdir(SHOTS, { recursive: true });
+  for (const colorScheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme });
+    await page.screenshot({ path: join(SHOTS, `${shot}.${colorScheme}.png`), fullPage: true });
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
+}
+
+const heading = (page: Page) => page.getByRole('heading', { level: 1 }).textContent();
+
+/** One operator act that emits an event: the person is disabled, through the admin API. */
+async function disableSomeone(): Promise<void> {
+  const p = await createPerson(f.t.ctx);
+  const r = await admin().inject({
+    method: 'POST',
+    url: `/admin/v1/identities/${p.identityId}/disablements`,
+    headers: bearer(ADMIN_KEY),
+  });
+  expect(r.statusCode, r.body).toBe(204);
+}
+
+describe("the console's health and webhook pages", () => {
+  it('an owner reads the health page, adds an endpoint, sees its delivery, edits, rotates, resends, disables and deletes it', async () => {
+    const owner = await operator('owner');
+    const { context, page } = await signIn(owner);
+
+    await page.getByRole('navigation').getByRole('link', { name: 'Health' }).click();
+    await expect.poll(() => heading(page)).toBe('Health');
+    await expect
+      .poll(() => page.locator('#health-summary').textContent())
+      .toContain('Everything is working.');
+    const readiness = page.getByRole('region', { name: 'Readiness' });
+    await expect.poll(() => readiness.getByRole('row', { name: /Database/ }).textContent()).toContain('Up');
+    expect(await readiness.getByRole('row', { name: /Redis/ }).textContent()).toContain('Not configured');
+    expect(await page.getByRole('region', { name: 'Signing keys' }).getByRole('row').count()).toBe(4);
+    await axeEvery(page, 'health', 'health');
+
+    // An endpoint, added from the form: its secret shown once.
+    await page.getByRole('navigation').getByRole('link', { name: 'Webhooks' }).click();
+    await expect.poll(() => heading(page)).toBe('Webhook endpoints');
+    expect(await page.getByText('No webhook endpoint yet.').isVisible()).toBe(true);
+    await page.getByLabel('URL', { exact: true }).fill(sink.url);
+    await page.getByLabel('Description (optional)').fill('Billing');
+    await page.getByLabel('Event types (optional)').fill('identity.disabled identity.enabled');
+    await page.getByRole('button', { name: 'Add the endpoint' }).click();
+    const secret = page.locator('#webhook-secret');
+    await expect.poll(() => secret.textContent()).toMatch(/^whsec_/);
+    await axeEvery(page, 'webhook secret', 'webhook-secret');
+    await page.getByRole('button', { name: 'Done' }).click();
+    await expect.poll(() => heading(page)).toBe(`Endpoint ${sink.url}`);
+    expect(await page.getByText('No delivery yet.').isVisible()).toBe(true);
+
+    // An event queues a delivery: the health page counts it.
+    await disableSomeone();
+    await page.goto(`${consoleOrigin}/console/#/health`);
+    const queues = page.getByRole('region', { name: 'Queues' });
+    await expect
+      .poll(() =>
+        queues
+          .getByRole('row', { name: /Webhook deliveries/ })
+          .locator('td')
+          .nth(1)
+          .textContent(),
+      )
+      .toBe('1');
+
+    // The worker sends it to the receiver: the log shows it delivered, answer 200.
+    expect(await worker(f.t).runOnce()).toBe(1);
+    expect(sink.received).toHaveLength(1);
+    await page.goto(`${consoleOrigin}/console/#/webhooks`);
+    await page.getByRole('link', { name: sink.url }).click();
+    const log = page.getByRole('region', { name: 'Delivery log' });
+    await expect.poll(() => log.getByRole('row').nth(1).textContent()).toContain('Delivered');
+    expect(await log.getByRole('row').nth(1).textContent()).toContain('200');
+    await axeEvery(page, 'webhook endpoint', 'webhook');
+
+    // Edit: the description changes.
+    await page.getByLabel('Description (optional)').fill('Billing and CRM');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => page.locator('dl.details').textContent()).toContain('Billing and CRM');
+
+    // Rotate: a confirmation, then the new secret once, different from the first.
+    const first = await secret.count();
+    expect(first).toBe(0);
+    await page.getByRole('button', { name: 'Rotate the secret' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
+    await expect.poll(() => secret.textContent()).toMatch(/^whsec_/);
+    await page.getByRole('button', { name: 'Done' }).click();
+    await expect.poll(() => page.locator('#main .hint').first().textContent()).toContain('previous secret');
+
+    // Resend: the delivery is due again.
+    await page.getByRole('button', { name: /^Send again/ }).click();
+    await expect.poll(() => log.getByRole('row').nth(1).textContent()).toContain('Pending');
+
+    // Disable, then enable, each confirmed.
+    await page.getByRole('button', { name: 'Disable' }).click();
+    await axeEvery(page, 'webhook disable confirmation');
+    await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
+    await expect.poll(() => page.locator('dl.details').textContent()).toContain('Disabled by an operator');
+    await page.getByRole('button', { name: 'Enable' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
+    await expect.poll(() => page.locator('dl.details').textContent()).toContain('Enabled');
+
+    // Delete, confirmed: back to an empty list.
+    await page.getByRole('button', { name: 'Delete' }).click();
+    expect(await page.getByRole('dialog').textContent()).toContain(sink.url);
+    await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
+    await expect.poll(() => heading(page)).toBe('Webhook endpoints');
+    await expect.poll(() => page.getByText('No webhook endpoint yet.').isVisible()).toBe(true);
+    await context.close();
+  }, 180_000);
+
+  it('a support operator reads both pages in French, finds no control, and the API refuses a write', async () => {
+    // An endpoint with one delivered event, made by the admin API.
+    const made = await admin().inject({
+      method: 'POST',
+      url: '/admin/v1/webhook-endpoints',
+      headers: bearer(ADMIN_KEY),
+      payload: { url: sink.url, description: 'CRM', eventTypes: ['identity.disabled'] },
+    });
+    expect(made.statusCode, made.body).toBe(201);
+    const endpoint = made.json().data as { id: string };
+    await disableSomeone();
+    expect(await worker(f.t).runOnce()).toBe(1);
+
+    const support = await operator('support');
+    const { context, page } = await signIn(support, 'fr-FR');
+    await page.getByRole('navigation').getByRole('link', { name: 'État' }).click();
+    await expect.poll(() => heading(page)).toBe('État du service');
+    await expect.poll(() => page.locator('#health-summary').textContent()).toContain('Tout fonctionne.');
+    await axeEvery(page, 'état');
+    await page.setViewportSize({ width: 375, height: 812 });
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+    await page.setViewportSize({ width: 1280, height: 800 });
+
+    await page.getByRole('navigation').getByRole('link', { name: 'Webhooks' }).click();
+    await expect.poll(() => heading(page)).toBe('Points de terminaison des webhooks');
+    expect(await page.getByRole('button', { name: 'Ajouter le point de terminaison' }).count()).toBe(0);
+    await axeEvery(page, 'webhooks (assistance)');
+    await page.getByRole('link', { name: sink.url }).click();
+    await expect.poll(() => heading(page)).toBe(`Point de terminaison ${sink.url}`);
+    const log = page.getByRole('region', { name: 'Journal des livraisons' });
+    await expect.poll(() => log.getByRole('row').nth(1).textContent()).toContain('Livrée');
+    for (const name of ['Désactiver', 'Renouveler le secret', 'Supprimer', 'Enregistrer', 'Renvoyer'])
+      expect(await page.getByRole('button', { name }).count(), name).toBe(0);
+    await axeEvery(page, 'point de terminaison (assistance)', 'webhook-support.fr');
+    await page.setViewportSize({ width: 375, height: 812 });
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+    await page.setViewportSize({ width: 1280, height: 800 });
+
+    // The page's own token, called directly: the API refuses the support operator a write.
+    const refused = await page.evaluate(async (id) => {
+      const s = await fetch('/console/session', { method: 'POST', credentials: 'same-origin' });
+      const { data } = (await s.json()) as { data: { accessToken: string } };
+      const r = await fetch(`/admin/v1/webhook-endpoints/${id}`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${data.accessToken}` },
+      });
+      return { status: r.status, code: ((await r.json()) as { code: string }).code };
+    }, endpoint.id);
+    expect(refused).toEqual({ status: 403, code: 'admin.forbidden' });
+    await context.close();
+  }, 180_000);
+
+  it('an auditor has neither page: no link, and the addresses lead to the audit trail', async () => {
+    const auditor = await operator('auditor');
+    const { context, page } = await signIn(auditor);
+    await expect.poll(() => heading(page)).toBe('Audit trail');
+    const nav = page.getByRole('navigation');
+    expect(await nav.getByRole('link', { name: 'Health' }).count()).toBe(0);
+    expect(await nav.getByRole('link', { name: 'Webhooks' }).count()).toBe(0);
+    for (const hash of ['#/health', '#/webhooks']) {
+      await page.goto(`${consoleOrigin}/console/${hash}`);
+      await expect.poll(() => page.url()).toMatch(/#\/audit$/);
+    }
+    await context.close();
+  }, 120_000);
+});

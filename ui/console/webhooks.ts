@@ -1,0 +1,438 @@
+import { announce, append, formatDate, h } from '../dom.js';
+import { t } from '../messages/console-ops.js';
+import { ConsoleProblem, call, type PageOf, q, type Role } from './api.js';
+import type { PageKit } from './kit.js';
+
+/*
+ * The webhook endpoints and their delivery logs (docs/admin.md, "Webhooks"), through the admin
+ * API's /webhook-endpoints routes only. The owner manages them (webhooks:manage); support reads
+ * them and their logs; an auditor has neither. A signing secret is shown once, in a dialog, after
+ * the creation and after each rotation, and kept nowhere by the page.
+ */
+
+export interface Endpoint {
+  id: string;
+  url: string;
+  description: string;
+  eventTypes: string[];
+  organizationId: string | null;
+  ed25519PublicKey: string | null;
+  previousSecretUntil: string | null;
+  disabledAt: string | null;
+  disabledReason: string | null;
+  failingSince: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface Delivery {
+  id: string;
+  eventId: string;
+  status: 'pending' | 'delivered' | 'dead';
+  attempts: number;
+  dueAt: string;
+  lastAttemptAt: string | null;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  lastLatencyMs: number | null;
+  createdAt: string;
+}
+
+const enc = encodeURIComponent;
+const api = {
+  list: (after?: string) => call<PageOf<Endpoint>>('GET', `/webhook-endpoints${q({ after, limit: '50' })}`),
+  read: (id: string) => call<{ data: Endpoint }>('GET', `/webhook-endpoints/${enc(id)}`),
+  create: (body: { url: string; description?: string; eventTypes?: string[] }) =>
+    call<{ data: Endpoint & { secret: string } }>('POST', '/webhook-endpoints', body),
+  update: (id: string, body: { url?: string; description?: string; eventTypes?: string[] }) =>
+    call<{ data: Endpoint }>('PATCH', `/webhook-endpoints/${enc(id)}`, body),
+  remove: (id: string) => call<void>('DELETE', `/webhook-endpoints/${enc(id)}`),
+  disable: (id: string) => call<void>('POST', `/webhook-endpoints/${enc(id)}/disablements`),
+  enable: (id: string) => call<void>('DELETE', `/webhook-endpoints/${enc(id)}/disablements`),
+  rotate: (id: string) =>
+    call<{ data: Endpoint & { secret: string } }>(
+      'POST',
+      `/webhook-endpoints/${enc(id)}/secret-rotations`,
+      {},
+    ),
+  deliveries: (id: string, after?: string) =>
+    call<PageOf<Delivery>>('GET', `/webhook-endpoints/${enc(id)}/deliveries${q({ after, limit: '20' })}`),
+  resend: (id: string, deliveryId: string) =>
+    call<void>('POST', `/webhook-endpoints/${enc(id)}/deliveries/${enc(deliveryId)}/resends`),
+};
+
+function problemText(error: unknown): string {
+  if (error instanceof ConsoleProblem) {
+    if (error.code === 'admin.forbidden') return t('forbidden');
+    if (error.code === 'admin.webhook_url_refused') return t('urlRefused');
+    if (error.code === 'admin.webhook_delivery_in_flight') return t('inFlight');
+    if (error.status === 400) return t('refused');
+    if (error.status === 404) return t('notFound');
+  }
+  return t('failed');
+}
+
+function statusOf(e: Endpoint): HTMLElement {
+  if (e.disabledAt)
+    return h(
+      'span',
+      { class: 'badge status-disabled' },
+      ['operator', 'gone', 'failing'].includes(e.disabledReason ?? '')
+        ? t(`reason_${e.disabledReason}` as 'reason_operator')
+        : t('disabled'),
+    );
+  if (e.failingSince)
+    return h('span', { class: 'badge health-degraded' }, t('failing', { when: formatDate(e.failingSince) }));
+  return h('span', { class: 'badge status-active' }, t('enabled'));
+}
+
+const typesText = (types: string[]) => (types.length ? types.join(', ') : t('everyType'));
+const parseTypes = (text: string) =>
+  text
+    .split(/[\s,]+/)
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+/** A modal confirmation; Confirm runs `act`, its refusal shown in the dialog. */
+function confirmThen(text: string, danger: boolean, act: () => Promise<void>): void {
+  const dialog = h('dialog', { class: 'confirm-dialog', 'aria-labelledby': 'confirm-text' });
+  const error = h('p', { class: 'field-error', role: 'alert' });
+  const form = h(
+    'form',
+    {
+      method: 'dialog',
+      onsubmit: async (e: Event) => {
+        e.preventDefault();
+        error.textContent = '';
+        try {
+          await act();
+          dialog.close();
+        } catch (err) {
+          error.textContent = problemText(err);
+        }
+      },
+    },
+    h('p', { id: 'confirm-text' }, text),
+    error,
+    h(
+      'div',
+      { class: 'actions' },
+      h('button', { type: 'submit', class: `button${danger ? ' danger' : ''}` }, t('confirm')),
+      h('button', { type: 'button', class: 'button secondary', onclick: () => dialog.close() }, t('cancel')),
+    ),
+  );
+  dialog.addEventListener('close', () => dialog.remove());
+  append(dialog, [form]);
+  document.body.appendChild(dialog);
+  dialog.showModal();
+  (form.querySelector('button[type=submit]') as HTMLButtonElement).focus();
+}
+
+/** The signing secret, shown this once; `after` runs when the operator closes the dialog. */
+function showSecret(secret: string, after: () => void): void {
+  const dialog = h('dialog', { class: 'confirm-dialog', 'aria-labelledby': 'secret-title' });
+  append(dialog, [
+    h('h2', { id: 'secret-title' }, t('secretTitle')),
+    h('p', null, t('secretOnce')),
+    h('p', null, h('code', { class: 'secret', id: 'webhook-secret' }, secret)),
+    h(
+      'form',
+      { method: 'dialog', class: 'actions' },
+      h('button', { type: 'submit', class: 'button' }, t('done')),
+    ),
+  ]);
+  dialog.addEventListener('close', () => {
+    dialog.remove();
+    after();
+  });
+  document.body.appendChild(dialog);
+  dialog.showModal();
+}
+
+function input(
+  id: string,
+  label: string,
+  opts: { type?: string; value?: string; hint?: string; required?: boolean },
+) {
+  return h(
+    'div',
+    { class: 'field' },
+    h('label', { for: id }, label),
+    opts.hint ? h('p', { class: 'hint', id: `${id}-hint` }, opts.hint) : null,
+    h('input', {
+      id,
+      name: id,
+      type: opts.type ?? 'text',
+      value: opts.value ?? '',
+      required: opts.required ?? false,
+      autocomplete: 'off',
+      spellcheck: 'false',
+      'aria-describedby': opts.hint ? `${id}-hint` : undefined,
+    }),
+  );
+}
+
+/* ------------------------------------------------------------------ the list */
+
+export async function webhooksPage(kit: PageKit, role: Role): Promise<void> {
+  const owner = role === 'owner';
+  const list = h('div');
+  const shown: (Node | string)[][] = [];
+  let cursor: string | null = null;
+  const more = h('button', { type: 'button', class: 'button secondary', hidden: true }, t('more'));
+  const load = async () => {
+    const page = await api.list(cursor ?? undefined);
+    cursor = page.meta.pageInfo.nextCursor;
+    more.hidden = !page.meta.pageInfo.hasNextPage;
+    for (const e of page.data)
+      shown.push([
+        h('a', { href: `#/webhooks/${e.id}` }, e.url),
+        e.description || t('none'),
+        typesText(e.eventTypes),
+        statusOf(e),
+        formatDate(e.createdAt),
+      ]);
+    list.replaceChildren(
+      shown.length
+        ? kit.table(
+            t('webhooksTitle'),
+            [t('colUrl'), t('colDescription'), t('colEventTypes'), t('colStatus'), t('colCreated')],
+            shown,
+          )
+        : h('p', null, t('noEndpoints')),
+    );
+  };
+  more.addEventListener('click', () => void load().catch((e) => list.append(kit.alertBox(problemText(e)))));
+  kit.draw(t('webhooksTitle'), list, more, owner ? createForm() : null);
+  await load();
+}
+
+function createForm(): HTMLElement {
+  const error = h('p', { class: 'alert', role: 'alert' });
+  const form: HTMLFormElement = h(
+    'form',
+    {
+      class: 'webhook-form',
+      'aria-labelledby': 'create-title',
+      onsubmit: async (e: Event) => {
+        e.preventDefault();
+        error.textContent = '';
+        const value = (name: string) => (form.elements.namedItem(name) as HTMLInputElement).value.trim();
+        const description = value('endpoint-description');
+        const types = parseTypes(value('endpoint-types'));
+        try {
+          const { data } = await api.create({
+            url: value('endpoint-url'),
+            ...(description ? { description } : {}),
+            ...(types.length ? { eventTypes: types } : {}),
+          });
+          showSecret(data.secret, () => {
+            location.hash = `#/webhooks/${data.id}`;
+          });
+        } catch (err) {
+          error.textContent = problemText(err);
+        }
+      },
+    },
+    h('h2', { id: 'create-title' }, t('createTitle')),
+    error,
+    input('endpoint-url', t('urlLabel'), { type: 'url', hint: t('urlHint'), required: true }),
+    input('endpoint-description', t('descriptionLabel'), {}),
+    input('endpoint-types', t('eventTypesLabel'), { hint: t('eventTypesHint') }),
+    h('button', { type: 'submit', class: 'button' }, t('create')),
+  );
+  return form;
+}
+
+/* ------------------------------------------------------------------ one endpoint */
+
+export async function webhookPage(kit: PageKit, role: Role, id: string, reload: () => void): Promise<void> {
+  const owner = role === 'owner';
+  const { data: e } = await api.read(id);
+  const log = h('div');
+  const more = h('button', { type: 'button', class: 'button secondary', hidden: true }, t('more'));
+  const rows: Delivery[] = [];
+  let cursor: string | null = null;
+  const drawLog = () => {
+    log.replaceChildren(
+      rows.length
+        ? kit.table(
+            t('deliveries'),
+            [
+              t('colWhen'),
+              t('colEvent'),
+              t('colStatus'),
+              t('colAttempts'),
+              t('colResponse'),
+              t('colNext'),
+              t('colLatencyShort'),
+              ...(owner ? [t('acts')] : []),
+            ],
+            rows.map((d) => [
+              formatDate(d.createdAt),
+              h('code', null, d.eventId),
+              h('span', { class: `badge delivery-${d.status}` }, t(`status_${d.status}`)),
+              String(d.attempts),
+              d.lastStatusCode !== null
+                ? String(d.lastStatusCode)
+                : d.lastError
+                  ? h('code', null, d.lastError)
+                  : d.lastAttemptAt
+                    ? t('noAnswer')
+                    : t('none'),
+              d.status === 'pending' ? formatDate(d.dueAt) : t('none'),
+              d.lastLatencyMs === null ? t('none') : t('ms', { value: d.lastLatencyMs }),
+              ...(owner
+                ? [
+                    h(
+                      'button',
+                      {
+                        type: 'button',
+                        class: 'button secondary',
+                        'aria-label': `${t('resend')} (${d.eventId})`,
+                        onclick: async () => {
+                          try {
+                            await api.resend(e.id, d.id);
+                            announce(t('resent'));
+                            reload();
+                          } catch (err) {
+                            log.prepend(kit.alertBox(problemText(err)));
+                          }
+                        },
+                      },
+                      t('resend'),
+                    ),
+                  ]
+                : []),
+            ]),
+          )
+        : h('p', null, t('noDeliveries')),
+    );
+  };
+  const load = async () => {
+    const page = await api.deliveries(e.id, cursor ?? undefined);
+    cursor = page.meta.pageInfo.nextCursor;
+    more.hidden = !page.meta.pageInfo.hasNextPage;
+    rows.push(...page.data);
+    drawLog();
+  };
+  more.addEventListener(
+    'click',
+    () => void load().catch((err) => log.append(kit.alertBox(problemText(err)))),
+  );
+
+  const details = h(
+    'dl',
+    { class: 'details' },
+    h('dt', null, t('colStatus')),
+    h('dd', null, statusOf(e)),
+    h('dt', null, t('colDescription')),
+    h('dd', null, e.description || t('none')),
+    h('dt', null, t('colEventTypes')),
+    h('dd', null, typesText(e.eventTypes)),
+    h('dt', null, t('colId')),
+    h('dd', null, h('code', null, e.id)),
+    e.ed25519PublicKey ? h('dt', null, t('publicKey')) : null,
+    e.ed25519PublicKey ? h('dd', null, h('code', { class: 'secret' }, e.ed25519PublicKey)) : null,
+    h('dt', null, t('colCreated')),
+    h('dd', null, formatDate(e.createdAt)),
+    h('dt', null, t('updated')),
+    h('dd', null, formatDate(e.updatedAt)),
+  );
+  kit.draw(
+    t('endpointTitle', { url: e.url }),
+    h('p', null, h('a', { href: '#/webhooks' }, t('back'))),
+    h('h2', null, t('details')),
+    details,
+    e.previousSecretUntil
+      ? h('p', { class: 'hint' }, t('previousSecretUntil', { when: formatDate(e.previousSecretUntil) }))
+      : null,
+    owner ? actions(e, reload) : null,
+    owner ? editForm(e, reload) : null,
+    h('h2', { id: 'deliveries-title' }, t('deliveries')),
+    log,
+    more,
+  );
+  await load();
+}
+
+function actions(e: Endpoint, reload: () => void): HTMLElement {
+  const button = (key: 'disable' | 'enable' | 'rotate' | 'delete', danger: boolean, run: () => void) =>
+    h(
+      'button',
+      { type: 'button', class: `button${danger ? ' danger' : ' secondary'}`, 'data-act': key, onclick: run },
+      t(key),
+    );
+  return h(
+    'section',
+    { 'aria-labelledby': 'acts-title', class: 'acts' },
+    h('h2', { id: 'acts-title' }, t('acts')),
+    h(
+      'div',
+      { class: 'actions' },
+      e.disabledAt
+        ? button('enable', false, () =>
+            confirmThen(t('confirmEnable', { url: e.url }), false, async () => {
+              await api.enable(e.id);
+              announce(t('done_enable'));
+              reload();
+            }),
+          )
+        : button('disable', true, () =>
+            confirmThen(t('confirmDisable', { url: e.url }), true, async () => {
+              await api.disable(e.id);
+              announce(t('done_disable'));
+              reload();
+            }),
+          ),
+      button('rotate', false, () =>
+        confirmThen(t('confirmRotate', { url: e.url }), false, async () => {
+          const { data } = await api.rotate(e.id);
+          // The confirmation closes first; the secret's dialog opens after it.
+          setTimeout(() => showSecret(data.secret, reload), 0);
+        }),
+      ),
+      button('delete', true, () =>
+        confirmThen(t('confirmDelete', { url: e.url }), true, async () => {
+          await api.remove(e.id);
+          announce(t('done_delete'));
+          location.hash = '#/webhooks';
+        }),
+      ),
+    ),
+  );
+}
+
+function editForm(e: Endpoint, reload: () => void): HTMLElement {
+  const error = h('p', { class: 'alert', role: 'alert' });
+  const form: HTMLFormElement = h(
+    'form',
+    {
+      class: 'webhook-form',
+      'aria-labelledby': 'edit-title',
+      onsubmit: async (ev: Event) => {
+        ev.preventDefault();
+        error.textContent = '';
+        const value = (name: string) => (form.elements.namedItem(name) as HTMLInputElement).value.trim();
+        try {
+          await api.update(e.id, {
+            url: value('edit-url'),
+            description: value('edit-description'),
+            eventTypes: parseTypes(value('edit-types')),
+          });
+          announce(t('saved'));
+          reload();
+        } catch (err) {
+          error.textContent = problemText(err);
+        }
+      },
+    },
+    h('h2', { id: 'edit-title' }, t('editTitle')),
+    error,
+    input('edit-url', t('urlLabel'), { type: 'url', value: e.url, required: true }),
+    input('edit-description', t('descriptionLabel'), { value: e.description }),
+    input('edit-types', t('eventTypesLabel'), { value: e.eventTypes.join(' '), hint: t('eventTypesHint') }),
+    h('button', { type: 'submit', class: 'button' }, t('save')),
+  );
+  return form;
+}
