@@ -97,6 +97,8 @@ export const ROUTE_PERMISSIONS: Readonly<Record<string, OperatorPermission>> = {
   [`DELETE ${P}/organizations/:id/members/:identityId`]: 'organizations:manage',
   [`GET ${P}/organizations/:id/domains`]: 'organizations:read',
   [`POST ${P}/organizations/:id/domains/:domainId/verifications`]: 'organizations:manage',
+  [`GET ${P}/organizations/:id/invitations`]: 'organizations:read',
+  [`DELETE ${P}/organizations/:id/invitations/:invitationId`]: 'organizations:manage',
   [`GET ${P}/organizations/:id/connections`]: 'organizations:read',
   [`POST ${P}/organizations/:id/connections`]: 'organizations:manage',
   [`PATCH ${P}/organizations/:id/connections/:connectionId`]: 'organizations:manage',
