@@ -89,6 +89,7 @@ export const ROUTE_PERMISSIONS: Readonly<Record<string, OperatorPermission>> = {
   [`GET ${P}/organizations`]: 'organizations:read',
   [`POST ${P}/organizations`]: 'organizations:manage',
   [`GET ${P}/organizations/:id`]: 'organizations:read',
+  [`PATCH ${P}/organizations/:id`]: 'organizations:manage',
   [`DELETE ${P}/organizations/:id`]: 'organizations:manage',
   [`POST ${P}/organizations/:id/disablements`]: 'organizations:manage',
   [`DELETE ${P}/organizations/:id/disablements`]: 'organizations:manage',

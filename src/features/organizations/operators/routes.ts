@@ -111,6 +111,32 @@ export const organizationAdminRoutes = featureRoutes(async (app, { ctx }: { ctx:
     },
   );
 
+  app.patch(
+    `${PATH}/:id`,
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Change an organization’s name or its policy (requireSecondFactor); audited with the operator',
+        description:
+          'Turning requireSecondFactor on also ends acting in the organization for sessions whose identity has ' +
+          'no second factor, as when an owner turns it on. Answers the organization as it now is.',
+        security: SECURITY,
+        params: schema.OrganizationIdParams,
+        body: schema.UpdateOrganizationBody,
+        response: responses(
+          { 200: { ...Data(schema.AdminOrganizationDetail), headers: ETAG_HEADER } },
+          WRITE_REFUSALS,
+          { body: true },
+        ),
+      },
+    },
+    async (request, reply) => {
+      const { organization, etag } = await service.update(request.params.id, request.body, operatorOf(request));
+      reply.header('etag', etag);
+      return envelope(organization);
+    },
+  );
+
   app.delete(
     `${PATH}/:id`,
     {
