@@ -15,6 +15,10 @@ import {
   type Role,
   signOut,
 } from './api.js';
+import { clientActs } from './clients-edit.js';
+import { organizationPage } from './organization.js';
+import { resendNote } from './person-extra.js';
+import { rememberReturn, takeReturn } from './return.js';
 
 /*
  * The operators' console (docs/admin.md, "The console"): hash routes (#/people/<id>) hold a place,
@@ -29,7 +33,7 @@ const main = () => document.getElementById('main') as HTMLElement;
 const roleName = (role: Role) => t(`role_${role}`);
 const canRead = (role: Role) => role !== 'auditor';
 
-function problemText(error: unknown): string {
+export function problemText(error: unknown): string {
   if (error instanceof ConsoleProblem) {
     if (error.code === 'admin.forbidden') return t('forbidden');
     if (error.code === 'admin.erasure_not_confirmed') return t('notConfirmed');
@@ -39,7 +43,7 @@ function problemText(error: unknown): string {
   return t('failed');
 }
 
-function draw(title: string, ...children: (Node | string | null | false)[]): void {
+export function draw(title: string, ...children: (Node | string | null | false)[]): void {
   const m = main();
   m.replaceChildren();
   document.title = `${title} · ${t('brand')}`;
@@ -51,7 +55,7 @@ function alertBox(text: string): HTMLElement {
 }
 
 /** A table in a scrolling box (a phone scrolls it sideways, the page stays put). */
-function table(caption: string, head: string[], rows: (Node | string)[][]): HTMLElement {
+export function table(caption: string, head: string[], rows: (Node | string)[][]): HTMLElement {
   return h(
     'div',
     // Focusable and named: a keyboard scrolls it too when it overflows (a phone).
@@ -264,24 +268,6 @@ async function organizationsPage(): Promise<void> {
   await load();
 }
 
-async function organizationPage(id: string): Promise<void> {
-  const [org, members] = await Promise.all([admin.organization(id), admin.members(id)]);
-  draw(
-    t('organization', { name: org.data.name }),
-    h('p', null, h('a', { href: '#/organizations' }, t('orgsTitle'))),
-    h('h2', null, t('members')),
-    table(
-      t('members'),
-      [t('colIdentifiers'), t('colRole'), t('colCreated')],
-      members.data.map((m) => [
-        h('a', { href: `#/people/${m.identityId}` }, m.identifier?.value ?? m.identityId),
-        m.role,
-        formatDate(m.joinedAt),
-      ]),
-    ),
-  );
-}
-
 /* ------------------------------------------------------------------ a person */
 
 function auditTable(records: AuditRecord[], caption: string): HTMLElement {
@@ -360,6 +346,7 @@ function confirmAct(act: Act, p: IdentityDetail, name: string, after: () => void
         } catch (err) {
           if (err instanceof ConsoleProblem && err.code === 'admin.step_up_required') {
             error.textContent = t('stepUp');
+            rememberReturn(p.id, 'erase');
             location.assign('/console/sign-in?fresh=1');
             return;
           }
@@ -545,6 +532,7 @@ async function personPage(id: string, op: Operator): Promise<void> {
         )
       : h('p', null, t('noConnectedApps')),
     apps.meta.pageInfo.hasNextPage ? h('p', { class: 'hint' }, t('moreConnectedApps')) : null,
+    resendNote(),
     h('h2', null, t('personAudit')),
     auditTable(audit.data, t('personAudit')),
   );
@@ -603,22 +591,27 @@ async function clientsPage(op: Operator): Promise<void> {
     t(`source_${c.source}`),
     c.grant_types.join(', '),
     c.redirect_uris.join(' '),
-    owner &&
-    c.source === 'admin' &&
-    c.token_endpoint_auth_method !== 'none' &&
-    c.token_endpoint_auth_method !== 'private_key_jwt'
+    owner && c.source === 'admin'
       ? h(
-          'button',
-          {
-            type: 'button',
-            class: 'button secondary',
-            'aria-label': `${t('rotate')} (${c.client_id})`,
-            onclick: () =>
-              confirmThen(t('confirmRotate', { client: c.client_id }), async () => {
-                showSecret((await admin.rotateSecret(c.client_id)).data);
-              }),
-          },
-          t('rotate'),
+          'div',
+          { class: 'actions' },
+          c.token_endpoint_auth_method !== 'none' && c.token_endpoint_auth_method !== 'private_key_jwt'
+            ? h(
+                'button',
+                {
+                  type: 'button',
+                  class: 'button secondary',
+                  'aria-label': `${t('rotate')} (${c.client_id})`,
+                  onclick: () =>
+                    confirmThen(t('confirmRotate', { client: c.client_id }), async () => {
+                      showSecret((await admin.rotateSecret(c.client_id)).data);
+                    }),
+                },
+                t('rotate'),
+              )
+            : null,
+          // Edit and delete (clients-edit.ts).
+          clientActs(c),
         )
       : '',
   ]);
@@ -631,7 +624,12 @@ async function clientsPage(op: Operator): Promise<void> {
 }
 
 /** A confirmation without a typed word (the client acts): Confirm runs `act`, its refusal shown. */
-function confirmThen(text: string, act: () => Promise<void>): void {
+export function confirmThen(
+  text: string,
+  act: () => Promise<void>,
+  refusal: (err: unknown) => string = problemText,
+  danger = false,
+): void {
   const dialog = h('dialog', { class: 'confirm-dialog', 'aria-labelledby': 'confirm-text' });
   const error = h('p', { class: 'field-error', role: 'alert' });
   const form = h(
@@ -644,7 +642,7 @@ function confirmThen(text: string, act: () => Promise<void>): void {
           await act();
           dialog.close();
         } catch (err) {
-          error.textContent = problemText(err);
+          error.textContent = refusal(err);
         }
       },
     },
@@ -653,7 +651,7 @@ function confirmThen(text: string, act: () => Promise<void>): void {
     h(
       'div',
       { class: 'actions' },
-      h('button', { type: 'submit', class: 'button' }, t('confirm')),
+      h('button', { type: 'submit', class: `button${danger ? ' danger' : ''}` }, t('confirm')),
       h('button', { type: 'button', class: 'button secondary', onclick: () => dialog.close() }, t('cancel')),
     ),
   );
@@ -720,7 +718,7 @@ function registerForm(): HTMLElement {
 
 /* ------------------------------------------------------------------ routing */
 
-async function route(): Promise<void> {
+export async function route(): Promise<void> {
   const op = await openSession().catch(() => null);
   drawHeader(op);
   if (!op) {
@@ -729,6 +727,13 @@ async function route(): Promise<void> {
     return;
   }
   sessionStorage.setItem('console-was-in', '1');
+  // Back from a fresh sign-in: the person's page it left, and the act again (return.ts).
+  const back = takeReturn();
+  if (back && canRead(op.role) && location.hash !== back.hash) {
+    resume = back.act;
+    location.hash = back.hash;
+    return;
+  }
   const hash = location.hash.replace(/^#/, '') || '/';
   const [path, search = ''] = hash.split('?');
   try {
@@ -738,14 +743,21 @@ async function route(): Promise<void> {
     else if (path === '/clients' && canRead(op.role)) await clientsPage(op);
     else if (path === '/organizations' && canRead(op.role)) await organizationsPage();
     else if (!canRead(op.role)) location.hash = '#/audit';
-    else if (person) await personPage(person[1], op);
-    else if (org) await organizationPage(org[1]);
+    else if (person) {
+      await personPage(person[1], op);
+      if (resume) (document.querySelector(`[data-act=${resume}]`) as HTMLButtonElement | null)?.click();
+    } else if (org) await organizationPage(org[1], op);
     else await searchPage(new URLSearchParams(search).get('q') ?? '');
   } catch (error) {
+    resume = null;
     draw(t('notFound'), alertBox(problemText(error)), h('p', null, h('a', { href: '#/' }, t('back'))));
   }
+  resume = null;
   if (document.activeElement === document.body) main().focus({ preventScroll: true });
 }
+
+/** The act to open again once the person's page is drawn (after a fresh sign-in). */
+let resume: string | null = null;
 
 function start(): void {
   setLocale(chooseLocale(navigator.languages));
