@@ -407,7 +407,9 @@ describe('operators (admin API)', () => {
     const { rows } = await sql<{ actor: string; details: Record<string, unknown> }>`
       SELECT actor, details FROM audit_records
       WHERE name = 'organization.invitation.revoked' AND target = ${a.id}`.execute(t.ctx.database.db);
-    expect(rows).toEqual([{ actor: `admin:${ADMIN_KEY_NAME}`, details: { organizationId: org.id, byOperator: true } }]);
+    expect(rows).toEqual([
+      { actor: `admin:${ADMIN_KEY_NAME}`, details: { organizationId: org.id, byOperator: true } },
+    ]);
     const events = await sql<{ actor: string }>`
       SELECT actor FROM events WHERE type = 'organization.invitation.revoked' AND data->>'id' = ${a.id}`.execute(
       t.ctx.database.db,
@@ -429,7 +431,11 @@ describe('operators (admin API)', () => {
     const rest = await adminCall('GET', `/organizations/${org.id}/invitations`);
     expect(rest.json().data.map((i: { id: string }) => i.id)).toEqual([c.id]);
     const unknown = randomUUID();
-    expectProblem(await adminCall('GET', `/organizations/${unknown}/invitations`), 404, 'admin.organization_not_found');
+    expectProblem(
+      await adminCall('GET', `/organizations/${unknown}/invitations`),
+      404,
+      'admin.organization_not_found',
+    );
     expectProblem(
       await adminCall('DELETE', `/organizations/${unknown}/invitations/${c.id}`),
       404,

@@ -190,9 +190,17 @@ describe('PATCH /admin/v1/organizations/{id}', () => {
     expect(switched.statusCode, switched.body).toBe(200);
     const token = switched.json().data.accessToken as string;
 
-    const res = await admin('PATCH', `/organizations/${org.id}`, { name: ' After ', requireSecondFactor: true });
+    const res = await admin('PATCH', `/organizations/${org.id}`, {
+      name: ' After ',
+      requireSecondFactor: true,
+    });
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json().data).toMatchObject({ id: org.id, name: 'After', requireSecondFactor: true, memberCount: 1 });
+    expect(res.json().data).toMatchObject({
+      id: org.id,
+      name: 'After',
+      requireSecondFactor: true,
+      memberCount: 1,
+    });
     expect(res.headers.etag).toMatch(/^"/);
     expect(res.headers.etag).not.toBe(org.res.headers.etag);
     const { rows } = await sql<{ actor: string; details: Record<string, unknown> }>`
@@ -201,7 +209,13 @@ describe('PATCH /admin/v1/organizations/{id}', () => {
     expect(rows).toEqual([
       {
         actor: OPERATOR,
-        details: { organizationId: org.id, name: true, requireSecondFactor: true, sessionsCleared: 1, byOperator: true },
+        details: {
+          organizationId: org.id,
+          name: true,
+          requireSecondFactor: true,
+          sessionsCleared: 1,
+          byOperator: true,
+        },
       },
     ]);
     const events = await sql<{ actor: string }>`

@@ -14,7 +14,10 @@ const TAGS = ['admin'];
 const SECURITY = [{ adminKey: [] }];
 
 const Params = Type.Object({ id: IdInput }, { additionalProperties: false });
-const InvitationIdParams = Type.Object({ id: IdInput, invitationId: IdInput }, { additionalProperties: false });
+const InvitationIdParams = Type.Object(
+  { id: IdInput, invitationId: IdInput },
+  { additionalProperties: false },
+);
 
 function adminScope(request: FastifyRequest): { route: string; subject: string } {
   return { route: `GET ${routePatternOf(request)}`, subject: operatorOf(request) };
@@ -32,7 +35,8 @@ export function invitationAdminRoutes(app: RouteApp, ctx: AppContext): void {
     {
       schema: {
         tags: TAGS,
-        summary: 'An organization’s pending invitations (neither accepted, revoked nor expired), newest first (paged)',
+        summary:
+          'An organization’s pending invitations (neither accepted, revoked nor expired), newest first (paged)',
         security: SECURITY,
         params: Params,
         querystring: PageQuerySchema,

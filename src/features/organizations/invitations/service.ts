@@ -240,7 +240,8 @@ export class InvitationService {
    */
   async operatorRevoke(actor: string, organizationId: string, invitationId: string): Promise<void> {
     await this.deps.database.db.transaction().execute(async (trx) => {
-      if (!(await lockAnyOrganization(trx, organizationId))) throw new Problem('admin.organization_not_found');
+      if (!(await lockAnyOrganization(trx, organizationId)))
+        throw new Problem('admin.organization_not_found');
       const now = this.deps.clock.now();
       if (!(await invitations.revokeInvitation(trx, organizationId, invitationId, now)))
         throw unknownInvitation();

@@ -116,7 +116,8 @@ export const organizationAdminRoutes = featureRoutes(async (app, { ctx }: { ctx:
     {
       schema: {
         tags: TAGS,
-        summary: 'Change an organization’s name or its policy (requireSecondFactor); audited with the operator',
+        summary:
+          'Change an organization’s name or its policy (requireSecondFactor); audited with the operator',
         description:
           'Turning requireSecondFactor on also ends acting in the organization for sessions whose identity has ' +
           'no second factor, as when an owner turns it on. Answers the organization as it now is.',
@@ -131,7 +132,11 @@ export const organizationAdminRoutes = featureRoutes(async (app, { ctx }: { ctx:
       },
     },
     async (request, reply) => {
-      const { organization, etag } = await service.update(request.params.id, request.body, operatorOf(request));
+      const { organization, etag } = await service.update(
+        request.params.id,
+        request.body,
+        operatorOf(request),
+      );
       reply.header('etag', etag);
       return envelope(organization);
     },

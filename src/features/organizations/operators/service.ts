@@ -127,7 +127,9 @@ export class AdminOrganizations {
     await this.#write(organizationId, async (trx, org, now) => {
       await orgs.updateOrganization(trx, organizationId, {
         ...(change.name !== undefined ? { name: change.name.trim() } : {}),
-        ...(change.requireSecondFactor !== undefined ? { requireSecondFactor: change.requireSecondFactor } : {}),
+        ...(change.requireSecondFactor !== undefined
+          ? { requireSecondFactor: change.requireSecondFactor }
+          : {}),
         updatedAt: nextVersion(now, org.updatedAt),
       });
       const cleared =
@@ -138,7 +140,9 @@ export class AdminOrganizations {
       await this.#audit(trx, 'organization.updated', actor, organizationId, {
         organizationId,
         ...(change.name !== undefined ? { name: true } : {}),
-        ...(change.requireSecondFactor !== undefined ? { requireSecondFactor: change.requireSecondFactor } : {}),
+        ...(change.requireSecondFactor !== undefined
+          ? { requireSecondFactor: change.requireSecondFactor }
+          : {}),
         ...(cleared > 0 ? { sessionsCleared: cleared } : {}),
         byOperator: true,
       });
