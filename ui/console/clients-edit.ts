@@ -3,13 +3,19 @@ import { t } from '../messages/console.js';
 import { tx } from '../messages/console-orgs.js';
 import { ConsoleProblem, InvalidField, type OidcClient } from './api.js';
 import { clientAdmin } from './api-orgs.js';
-import { confirmThen, problemText, route } from './main.js';
+import type { ConsoleKit } from './kit.js';
 
 /*
  * Editing and deleting a registered OpenID client from the console (owner only; docs/admin.md,
  * "The console's pages"). The edit reads the client and its ETag when the dialog opens and sends
  * the change with If-Match, so a change made meanwhile is refused (412), not overwritten.
  */
+
+/** The shell's helpers, lent at each drawing (kit.ts). */
+let kit: ConsoleKit;
+const problemText: ConsoleKit['problemText'] = (e) => kit.problemText(e);
+const confirmThen: ConsoleKit['confirmThen'] = (...a) => kit.confirmThen(...a);
+const route: ConsoleKit['route'] = () => kit.route();
 
 const lines = (text: string) =>
   text
@@ -24,7 +30,8 @@ function refusal(err: unknown): string {
 }
 
 /** The Edit and Delete buttons of a client the admin API registered. */
-export function clientActs(c: OidcClient): HTMLElement[] {
+export function clientActs(c: OidcClient, shell: ConsoleKit): HTMLElement[] {
+  kit = shell;
   return [
     h(
       'button',

@@ -33,7 +33,7 @@ const main = () => document.getElementById('main') as HTMLElement;
 const roleName = (role: Role) => t(`role_${role}`);
 const canRead = (role: Role) => role !== 'auditor';
 
-export function problemText(error: unknown): string {
+function problemText(error: unknown): string {
   if (error instanceof ConsoleProblem) {
     if (error.code === 'admin.forbidden') return t('forbidden');
     if (error.code === 'admin.erasure_not_confirmed') return t('notConfirmed');
@@ -43,7 +43,7 @@ export function problemText(error: unknown): string {
   return t('failed');
 }
 
-export function draw(title: string, ...children: (Node | string | null | false)[]): void {
+function draw(title: string, ...children: (Node | string | null | false)[]): void {
   const m = main();
   m.replaceChildren();
   document.title = `${title} · ${t('brand')}`;
@@ -55,7 +55,7 @@ function alertBox(text: string): HTMLElement {
 }
 
 /** A table in a scrolling box (a phone scrolls it sideways, the page stays put). */
-export function table(caption: string, head: string[], rows: (Node | string)[][]): HTMLElement {
+function table(caption: string, head: string[], rows: (Node | string)[][]): HTMLElement {
   return h(
     'div',
     // Focusable and named: a keyboard scrolls it too when it overflows (a phone).
@@ -611,7 +611,7 @@ async function clientsPage(op: Operator): Promise<void> {
               )
             : null,
           // Edit and delete (clients-edit.ts).
-          clientActs(c),
+          clientActs(c, kit),
         )
       : '',
   ]);
@@ -624,7 +624,7 @@ async function clientsPage(op: Operator): Promise<void> {
 }
 
 /** A confirmation without a typed word (the client acts): Confirm runs `act`, its refusal shown. */
-export function confirmThen(
+function confirmThen(
   text: string,
   act: () => Promise<void>,
   refusal: (err: unknown) => string = problemText,
@@ -718,7 +718,7 @@ function registerForm(): HTMLElement {
 
 /* ------------------------------------------------------------------ routing */
 
-export async function route(): Promise<void> {
+async function route(): Promise<void> {
   const op = await openSession().catch(() => null);
   drawHeader(op);
   if (!op) {
@@ -746,7 +746,7 @@ export async function route(): Promise<void> {
     else if (person) {
       await personPage(person[1], op);
       if (resume) (document.querySelector(`[data-act=${resume}]`) as HTMLButtonElement | null)?.click();
-    } else if (org) await organizationPage(org[1], op);
+    } else if (org) await organizationPage(org[1], op, kit);
     else await searchPage(new URLSearchParams(search).get('q') ?? '');
   } catch (error) {
     resume = null;
@@ -758,6 +758,9 @@ export async function route(): Promise<void> {
 
 /** The act to open again once the person's page is drawn (after a fresh sign-in). */
 let resume: string | null = null;
+
+/** What the pages in files of their own borrow from the shell (kit.ts). */
+const kit = { draw, table, problemText, confirmThen, route };
 
 function start(): void {
   setLocale(chooseLocale(navigator.languages));

@@ -3,7 +3,7 @@ import { t } from '../messages/console.js';
 import { tx } from '../messages/console-orgs.js';
 import { ConsoleProblem, type Operator } from './api.js';
 import { type Connection, type Domain, type Invitation, orgAdmin, type ScimToken } from './api-orgs.js';
-import { confirmThen, draw, problemText, route, table } from './main.js';
+import type { ConsoleKit } from './kit.js';
 
 /*
  * An organization's page (docs/admin.md, "The console's pages"): its policy, members, pending
@@ -14,6 +14,14 @@ import { confirmThen, draw, problemText, route, table } from './main.js';
 
 /** The roles every organization has; a configured one a member holds is offered too. */
 const BUILT_IN_ROLES = ['owner', 'admin', 'member'];
+
+/** The shell's helpers, lent at each drawing (kit.ts). */
+let kit: ConsoleKit;
+const draw: ConsoleKit['draw'] = (...a) => kit.draw(...a);
+const table: ConsoleKit['table'] = (...a) => kit.table(...a);
+const problemText: ConsoleKit['problemText'] = (e) => kit.problemText(e);
+const confirmThen: ConsoleKit['confirmThen'] = (...a) => kit.confirmThen(...a);
+const route: ConsoleKit['route'] = () => kit.route();
 
 function refusal(err: unknown): string {
   if (err instanceof ConsoleProblem) {
@@ -46,7 +54,8 @@ function act(label: string, name: string, question: string, run: () => Promise<u
   );
 }
 
-export async function organizationPage(id: string, op: Operator): Promise<void> {
+export async function organizationPage(id: string, op: Operator, shell: ConsoleKit): Promise<void> {
+  kit = shell;
   const [{ data: org }, members, invitations, domains, connections, tokens] = await Promise.all([
     orgAdmin.organization(id),
     orgAdmin.members(id),
