@@ -143,7 +143,9 @@ describe("the console's organization page", () => {
     const support = await operator('support');
     const { context, page } = await signIn(support);
     await page.goto(`${consoleOrigin}/console/#/organizations/${orgId}`);
-    await page.getByRole('heading', { level: 1, name: 'Organization Northwind' }).waitFor();
+    await page
+      .getByRole('heading', { level: 1, name: 'Organization Northwind' })
+      .waitFor({ timeout: 90_000 });
     const text = (await page.locator('#main').textContent()) ?? '';
     for (const shown of [
       'org.owner@example.com',
@@ -208,7 +210,9 @@ describe("the console's organization page", () => {
       const owner = await operator('owner');
       const { context, page } = await signIn(owner);
       await page.goto(`${consoleOrigin}/console/#/organizations/${orgId}`);
-      await page.getByRole('heading', { level: 1, name: 'Organization Northwind' }).waitFor();
+      await page
+        .getByRole('heading', { level: 1, name: 'Organization Northwind' })
+        .waitFor({ timeout: 90_000 });
       await axeAllCombinations(page, 'organization (owner)');
 
       // The role: chosen, confirmed with a text naming the member, the role and the organization.
@@ -225,7 +229,9 @@ describe("the console's organization page", () => {
         )
         .toBe('admin');
       // The last owner stays: the refusal is shown in the dialog.
-      await page.getByRole('heading', { level: 1, name: 'Organization Northwind' }).waitFor();
+      await page
+        .getByRole('heading', { level: 1, name: 'Organization Northwind' })
+        .waitFor({ timeout: 90_000 });
       await page.getByRole('button', { name: 'Remove org.owner@example.com' }).click();
       await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
       await expect
