@@ -133,6 +133,8 @@ export async function openSession(): Promise<Operator | null> {
 }
 
 export const currentOperator = (): Operator | null => operator;
+/** The operator's access token, for a call that reads a header (an ETag); null when signed out. */
+export const accessToken = (): string | null => token;
 
 export async function signOut(): Promise<void> {
   await fetch('/console/sign-outs', { method: 'POST', credentials: 'same-origin' });
@@ -140,8 +142,14 @@ export async function signOut(): Promise<void> {
   operator = null;
 }
 
-export async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const headers: Record<string, string> = { authorization: `Bearer ${token ?? ''}` };
+/** One admin API call with the operator's token; `extra` adds headers (If-Match). */
+export async function call<T>(
+  method: string,
+  path: string,
+  body?: unknown,
+  extra: Record<string, string> = {},
+): Promise<T> {
+  const headers: Record<string, string> = { ...extra, authorization: `Bearer ${token ?? ''}` };
   if (body !== undefined) headers['content-type'] = 'application/json';
   const r = await fetch(`/admin/v1${path}`, {
     method,

@@ -19,6 +19,10 @@ import {
 import { healthPage } from './health.js';
 import type { PageKit } from './kit.js';
 import { webhookPage, webhooksPage } from './webhooks.js';
+import { clientActs } from './clients-edit.js';
+import { organizationPage } from './organization.js';
+import { resendNote } from './person-extra.js';
+import { rememberReturn, takeReturn } from './return.js';
 
 /*
  * The operators' console (docs/admin.md, "The console"): hash routes (#/people/<id>) hold a place,
@@ -269,24 +273,6 @@ async function organizationsPage(): Promise<void> {
   await load();
 }
 
-async function organizationPage(id: string): Promise<void> {
-  const [org, members] = await Promise.all([admin.organization(id), admin.members(id)]);
-  draw(
-    t('organization', { name: org.data.name }),
-    h('p', null, h('a', { href: '#/organizations' }, t('orgsTitle'))),
-    h('h2', null, t('members')),
-    table(
-      t('members'),
-      [t('colIdentifiers'), t('colRole'), t('colCreated')],
-      members.data.map((m) => [
-        h('a', { href: `#/people/${m.identityId}` }, m.identifier?.value ?? m.identityId),
-        m.role,
-        formatDate(m.joinedAt),
-      ]),
-    ),
-  );
-}
-
 /* ------------------------------------------------------------------ a person */
 
 function auditTable(records: AuditRecord[], caption: string): HTMLElement {
@@ -365,6 +351,7 @@ function confirmAct(act: Act, p: IdentityDetail, name: string, after: () => void
         } catch (err) {
           if (err instanceof ConsoleProblem && err.code === 'admin.step_up_required') {
             error.textContent = t('stepUp');
+            rememberReturn(p.id, 'erase');
             location.assign('/console/sign-in?fresh=1');
             return;
           }
@@ -550,6 +537,7 @@ async function personPage(id: string, op: Operator): Promise<void> {
         )
       : h('p', null, t('noConnectedApps')),
     apps.meta.pageInfo.hasNextPage ? h('p', { class: 'hint' }, t('moreConnectedApps')) : null,
+    resendNote(),
     h('h2', null, t('personAudit')),
     auditTable(audit.data, t('personAudit')),
   );
@@ -608,22 +596,27 @@ async function clientsPage(op: Operator): Promise<void> {
     t(`source_${c.source}`),
     c.grant_types.join(', '),
     c.redirect_uris.join(' '),
-    owner &&
-    c.source === 'admin' &&
-    c.token_endpoint_auth_method !== 'none' &&
-    c.token_endpoint_auth_method !== 'private_key_jwt'
+    owner && c.source === 'admin'
       ? h(
-          'button',
-          {
-            type: 'button',
-            class: 'button secondary',
-            'aria-label': `${t('rotate')} (${c.client_id})`,
-            onclick: () =>
-              confirmThen(t('confirmRotate', { client: c.client_id }), async () => {
-                showSecret((await admin.rotateSecret(c.client_id)).data);
-              }),
-          },
-          t('rotate'),
+          'div',
+          { class: 'actions' },
+          c.token_endpoint_auth_method !== 'none' && c.token_endpoint_auth_method !== 'private_key_jwt'
+            ? h(
+                'button',
+                {
+                  type: 'button',
+                  class: 'button secondary',
+                  'aria-label': `${t('rotate')} (${c.client_id})`,
+                  onclick: () =>
+                    confirmThen(t('confirmRotate', { client: c.client_id }), async () => {
+                      showSecret((await admin.rotateSecret(c.client_id)).data);
+                    }),
+                },
+                t('rotate'),
+              )
+            : null,
+          // Edit and delete (clients-edit.ts).
+          clientActs(c, kit),
         )
       : '',
   ]);
@@ -636,7 +629,12 @@ async function clientsPage(op: Operator): Promise<void> {
 }
 
 /** A confirmation without a typed word (the client acts): Confirm runs `act`, its refusal shown. */
-function confirmThen(text: string, act: () => Promise<void>): void {
+function confirmThen(
+  text: string,
+  act: () => Promise<void>,
+  refusal: (err: unknown) => string = problemText,
+  danger = false,
+): void {
   const dialog = h('dialog', { class: 'confirm-dialog', 'aria-labelledby': 'confirm-text' });
   const error = h('p', { class: 'field-error', role: 'alert' });
   const form = h(
@@ -649,7 +647,7 @@ function confirmThen(text: string, act: () => Promise<void>): void {
           await act();
           dialog.close();
         } catch (err) {
-          error.textContent = problemText(err);
+          error.textContent = refusal(err);
         }
       },
     },
@@ -658,7 +656,7 @@ function confirmThen(text: string, act: () => Promise<void>): void {
     h(
       'div',
       { class: 'actions' },
-      h('button', { type: 'submit', class: 'button' }, t('confirm')),
+      h('button', { type: 'submit', class: `button${danger ? ' danger' : ''}` }, t('confirm')),
       h('button', { type: 'button', class: 'button secondary', onclick: () => dialog.close() }, t('cancel')),
     ),
   );
@@ -737,6 +735,13 @@ async function route(): Promise<void> {
     return;
   }
   sessionStorage.setItem('console-was-in', '1');
+  // Back from a fresh sign-in: the person's page it left, and the act again (return.ts).
+  const back = takeReturn();
+  if (back && canRead(op.role) && location.hash !== back.hash) {
+    resume = back.act;
+    location.hash = back.hash;
+    return;
+  }
   const hash = location.hash.replace(/^#/, '') || '/';
   const [path, search = ''] = hash.split('?');
   try {
@@ -750,14 +755,24 @@ async function route(): Promise<void> {
     else if (path === '/clients' && canRead(op.role)) await clientsPage(op);
     else if (path === '/organizations' && canRead(op.role)) await organizationsPage();
     else if (!canRead(op.role)) location.hash = '#/audit';
-    else if (person) await personPage(person[1], op);
-    else if (org) await organizationPage(org[1]);
+    else if (person) {
+      await personPage(person[1], op);
+      if (resume) (document.querySelector(`[data-act=${resume}]`) as HTMLButtonElement | null)?.click();
+    } else if (org) await organizationPage(org[1], op, kit);
     else await searchPage(new URLSearchParams(search).get('q') ?? '');
   } catch (error) {
+    resume = null;
     draw(t('notFound'), alertBox(problemText(error)), h('p', null, h('a', { href: '#/' }, t('back'))));
   }
+  resume = null;
   if (document.activeElement === document.body) main().focus({ preventScroll: true });
 }
+
+/** The act to open again once the person's page is drawn (after a fresh sign-in). */
+let resume: string | null = null;
+
+/** What the pages in files of their own borrow from the shell (kit.ts). */
+const kit = { draw, table, problemText, confirmThen, route };
 
 function start(): void {
   setLocale(chooseLocale(navigator.languages));

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminRequest } from '../../helpers/admin.js';
+import { ADMIN_KEY, ADMIN_KEY_NAME, adminRequest } from '../../helpers/admin.js';
 import { createTestApp, type TestApp } from '../../helpers/app.js';
 import { auditCount } from '../../helpers/audit.js';
 import { signIn } from '../../helpers/identities.js';
@@ -374,6 +374,74 @@ describe('listing and revoking', () => {
     );
     const rest = await call(t.app, 'GET', `${ORGS}/${org.id}/invitations`, owner.token);
     expect(rest.json().data.map((i: { id: string }) => i.id)).toEqual([b.id]);
+  });
+});
+
+describe('operators (admin API)', () => {
+  const adminCall = (method: 'GET' | 'DELETE', url: string) =>
+    t.admin!.inject({ method, url: `/admin/v1${url}`, headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+
+  it('lists an organization’s pending invitations and revokes one: 204, event and audit with the operator, then 404', async () => {
+    const { owner, org } = await withOrganization('Operated');
+    const a = await invited(owner.token, org.id, address('ann'));
+    t.clock.advance(1);
+    const carl = address('carl');
+    const c = await invited(owner.token, org.id, carl, 'admin');
+    const list = await adminCall('GET', `/organizations/${org.id}/invitations?limit=1`);
+    expect(list.statusCode, list.body).toBe(200);
+    expect(list.json().data).toEqual([
+      {
+        id: c.id,
+        identifierType: 'email',
+        identifier: carl,
+        role: 'admin',
+        invitedBy: owner.person.identityId,
+        createdAt: expect.any(String),
+        expiresAt: expect.any(String),
+      },
+    ]);
+    expect(list.json().meta.pageInfo.hasNextPage).toBe(true);
+
+    const del = await adminCall('DELETE', `/organizations/${org.id}/invitations/${a.id}`);
+    expect(del.statusCode, del.body).toBe(204);
+    const { rows } = await sql<{ actor: string; details: Record<string, unknown> }>`
+      SELECT actor, details FROM audit_records
+      WHERE name = 'organization.invitation.revoked' AND target = ${a.id}`.execute(t.ctx.database.db);
+    expect(rows).toEqual([
+      { actor: `admin:${ADMIN_KEY_NAME}`, details: { organizationId: org.id, byOperator: true } },
+    ]);
+    const events = await sql<{ actor: string }>`
+      SELECT actor FROM events WHERE type = 'organization.invitation.revoked' AND data->>'id' = ${a.id}`.execute(
+      t.ctx.database.db,
+    );
+    expect(events.rows).toEqual([{ actor: `admin:${ADMIN_KEY_NAME}` }]);
+    expectProblem(await lookup(a.token), 410, 'organization.invitation_revoked');
+    expectProblem(
+      await adminCall('DELETE', `/organizations/${org.id}/invitations/${a.id}`),
+      404,
+      'organization.invitation_not_found',
+    );
+    // Another organization's invitation is not this one's.
+    const other = await withOrganization('Other');
+    expectProblem(
+      await adminCall('DELETE', `/organizations/${other.org.id}/invitations/${c.id}`),
+      404,
+      'organization.invitation_not_found',
+    );
+    const rest = await adminCall('GET', `/organizations/${org.id}/invitations`);
+    expect(rest.json().data.map((i: { id: string }) => i.id)).toEqual([c.id]);
+    const unknown = randomUUID();
+    expectProblem(
+      await adminCall('GET', `/organizations/${unknown}/invitations`),
+      404,
+      'admin.organization_not_found',
+    );
+    expectProblem(
+      await adminCall('DELETE', `/organizations/${unknown}/invitations/${c.id}`),
+      404,
+      'admin.organization_not_found',
+    );
+    expect((await adminCall('GET', `/organizations/not-a-uuid/invitations`)).statusCode).toBe(400);
   });
 });
 

@@ -23,7 +23,7 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 function admin(
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
   url: string,
   payload?: unknown,
   headers: Record<string, string> = {},
@@ -179,6 +179,68 @@ describe('GET /admin/v1/organizations/{id}', () => {
     expect(after.json().data.disabledAt).not.toBeNull();
     expectProblem(await admin('GET', `/organizations/${randomUUID()}`), 404, 'admin.organization_not_found');
     expectProblem(await admin('GET', '/organizations/not-an-id'), 400, 'validation.failed');
+  });
+});
+
+describe('PATCH /admin/v1/organizations/{id}', () => {
+  it('changes the name and the policy (event, audit with the operator); turning the policy on ends acting in it without a second factor', async () => {
+    const owner = await member(t);
+    const org = await adminCreate(owner.person.identityId, 'Before');
+    const switched = await switchTo(t.app, owner.token, org.id);
+    expect(switched.statusCode, switched.body).toBe(200);
+    const token = switched.json().data.accessToken as string;
+
+    const res = await admin('PATCH', `/organizations/${org.id}`, {
+      name: ' After ',
+      requireSecondFactor: true,
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().data).toMatchObject({
+      id: org.id,
+      name: 'After',
+      requireSecondFactor: true,
+      memberCount: 1,
+    });
+    expect(res.headers.etag).toMatch(/^"/);
+    expect(res.headers.etag).not.toBe(org.res.headers.etag);
+    const { rows } = await sql<{ actor: string; details: Record<string, unknown> }>`
+      SELECT actor, details FROM audit_records
+      WHERE name = 'organization.updated' AND target = ${org.id}`.execute(t.ctx.database.db);
+    expect(rows).toEqual([
+      {
+        actor: OPERATOR,
+        details: {
+          organizationId: org.id,
+          name: true,
+          requireSecondFactor: true,
+          sessionsCleared: 1,
+          byOperator: true,
+        },
+      },
+    ]);
+    const events = await sql<{ actor: string }>`
+      SELECT actor FROM events WHERE type = 'organization.updated' AND organization_id = ${org.id}`.execute(
+      t.ctx.database.db,
+    );
+    expect(events.rows).toEqual([{ actor: OPERATOR }]);
+    // The owner, without a second factor, no longer acts in it: the next token carries no organization.
+    expect(orgClaims(token).org_id).toBe(org.id);
+    const renewed = await renew(t.app, owner.grant.refreshToken);
+    expect(renewed.statusCode, renewed.body).toBe(201);
+    expect(orgClaims(renewed.json().data.accessToken).org_id).toBeUndefined();
+
+    // Off again: nothing cleared; the read shows it.
+    const off = await admin('PATCH', `/organizations/${org.id}`, { requireSecondFactor: false });
+    expect(off.statusCode, off.body).toBe(200);
+    expect((await admin('GET', `/organizations/${org.id}`)).json().data.requireSecondFactor).toBe(false);
+
+    expectProblem(await admin('PATCH', `/organizations/${org.id}`, {}), 400, 'validation.failed');
+    expectProblem(await admin('PATCH', `/organizations/${org.id}`, { slug: 'x' }), 400, 'validation.failed');
+    expectProblem(
+      await admin('PATCH', `/organizations/${randomUUID()}`, { name: 'X' }),
+      404,
+      'admin.organization_not_found',
+    );
   });
 });
 

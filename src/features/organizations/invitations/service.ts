@@ -19,6 +19,7 @@ import type { IdentifierInput, IdentifierType } from '../../identities/identifie
 import { shownName } from '../../identities/profile.js';
 import { findIdentifier, identityLocale } from '../../identities/repository.js';
 import { invitationChanged, membershipChanged } from '../events.js';
+import { lockAnyOrganization, organizationDetail } from '../operators/repository.js';
 import * as repo from '../repository.js';
 import { OrganizationRoles } from '../roles.js';
 import * as invitations from './repository.js';
@@ -206,6 +207,49 @@ export class InvitationService {
         invitationId,
       );
       await this.#audit(trx, 'organization.invitation.revoked', identityId, invitationId, { organizationId });
+    });
+  }
+
+  /**
+   * GET /admin/v1/organizations/{id}/invitations: the pending ones, newest first, for an operator
+   * (disabled organization included). Unknown organization: 404 admin.organization_not_found.
+   */
+  async operatorList(scope: CursorScope, query: PageQuery, organizationId: string) {
+    const { db } = this.deps.database;
+    if (!(await organizationDetail(db, organizationId))) throw new Problem('admin.organization_not_found');
+    const now = this.deps.clock.now();
+    const fetch = (window: KeysetWindow) => invitations.pendingPage(db, organizationId, now, window);
+    const { items, pageInfo } = await keysetPage(this.deps.cursors, scope, query, fetch, (r) => r.createdAt);
+    return {
+      items: items.map((i) => ({
+        id: i.id,
+        identifierType: i.identifierType,
+        identifier: i.identifier,
+        role: i.role,
+        invitedBy: i.invitedBy,
+        createdAt: new Date(i.createdAt).toISOString(),
+        expiresAt: new Date(i.expiresAt).toISOString(),
+      })),
+      pageInfo,
+    };
+  }
+
+  /**
+   * DELETE /admin/v1/organizations/{id}/invitations/{invitationId}: an operator revokes a pending
+   * invitation, under the organization's lock, with the event and the audit record naming the operator.
+   */
+  async operatorRevoke(actor: string, organizationId: string, invitationId: string): Promise<void> {
+    await this.deps.database.db.transaction().execute(async (trx) => {
+      if (!(await lockAnyOrganization(trx, organizationId)))
+        throw new Problem('admin.organization_not_found');
+      const now = this.deps.clock.now();
+      if (!(await invitations.revokeInvitation(trx, organizationId, invitationId, now)))
+        throw unknownInvitation();
+      await invitationChanged(this.deps.events, trx, 'organization.invitation.revoked', actor, invitationId);
+      await this.#audit(trx, 'organization.invitation.revoked', actor, invitationId, {
+        organizationId,
+        byOperator: true,
+      });
     });
   }
 

@@ -10,6 +10,7 @@ import { PageQuerySchema } from '../../../platform/pagination/page.js';
 import type { ProblemCode } from '../../../platform/problem.js';
 import { connectionAdminRoutes } from '../connections/admin-routes.js';
 import { domainAdminRoutes } from '../domains/admin-routes.js';
+import { invitationAdminRoutes } from '../invitations/admin-routes.js';
 import * as schema from './schemas.js';
 import { AdminOrganizations } from './service.js';
 
@@ -106,6 +107,37 @@ export const organizationAdminRoutes = featureRoutes(async (app, { ctx }: { ctx:
       reply.header('etag', etag);
       const raw = request.headers['if-none-match'];
       if (ifNoneMatchHits(Array.isArray(raw) ? raw.join(', ') : raw, etag)) return reply.code(304).send();
+      return envelope(organization);
+    },
+  );
+
+  app.patch(
+    `${PATH}/:id`,
+    {
+      schema: {
+        tags: TAGS,
+        summary:
+          'Change an organization’s name or its policy (requireSecondFactor); audited with the operator',
+        description:
+          'Turning requireSecondFactor on also ends acting in the organization for sessions whose identity has ' +
+          'no second factor, as when an owner turns it on. Answers the organization as it now is.',
+        security: SECURITY,
+        params: schema.OrganizationIdParams,
+        body: schema.UpdateOrganizationBody,
+        response: responses(
+          { 200: { ...Data(schema.AdminOrganizationDetail), headers: ETAG_HEADER } },
+          WRITE_REFUSALS,
+          { body: true },
+        ),
+      },
+    },
+    async (request, reply) => {
+      const { organization, etag } = await service.update(
+        request.params.id,
+        request.body,
+        operatorOf(request),
+      );
+      reply.header('etag', etag);
       return envelope(organization);
     },
   );
@@ -245,5 +277,6 @@ export const organizationAdminRoutes = featureRoutes(async (app, { ctx }: { ctx:
   );
 
   domainAdminRoutes(app, ctx);
+  invitationAdminRoutes(app, ctx);
   connectionAdminRoutes(app, ctx);
 });

@@ -10,6 +10,13 @@ export const CreateOrganizationBody = Type.Object(
 );
 export type CreateOrganizationBody = Static<typeof CreateOrganizationBody>;
 
+/** PATCH /admin/v1/organizations/{id}: its name and its policy. Strict; at least one. */
+export const UpdateOrganizationBody = Type.Object(
+  { name: Type.Optional(Name), requireSecondFactor: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false, minProperties: 1 },
+);
+export type UpdateOrganizationBody = Static<typeof UpdateOrganizationBody>;
+
 /** PUT /admin/v1/organizations/{id}/members/{identityId}. Strict. */
 export const MemberRoleBody = RoleBody;
 

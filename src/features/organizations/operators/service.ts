@@ -17,7 +17,7 @@ import { membershipChanged, organizationChanged, organizationData } from '../eve
 import * as orgs from '../repository.js';
 import { OrganizationRoles, OWNER_ROLE } from '../roles.js';
 import * as repo from './repository.js';
-import type { CreateOrganizationBody } from './schemas.js';
+import type { CreateOrganizationBody, UpdateOrganizationBody } from './schemas.js';
 import { organizationItem as item, organizationDetailView } from './view.js';
 
 /** What the operators' organization acts use. */
@@ -116,6 +116,38 @@ export class AdminOrganizations {
       };
       return { organization: { ...item(row), memberCount: 1, ownerCount: 1 }, etag: this.#etag(row) };
     });
+  }
+
+  /**
+   * Its name or its policy (requireSecondFactor), as the organization's owners may change them.
+   * Turning the policy on also holds for those already acting in it: a session whose identity has
+   * no second factor stops acting there now, as when an owner turns it on.
+   */
+  async update(organizationId: string, change: UpdateOrganizationBody, actor: string) {
+    await this.#write(organizationId, async (trx, org, now) => {
+      await orgs.updateOrganization(trx, organizationId, {
+        ...(change.name !== undefined ? { name: change.name.trim() } : {}),
+        ...(change.requireSecondFactor !== undefined
+          ? { requireSecondFactor: change.requireSecondFactor }
+          : {}),
+        updatedAt: nextVersion(now, org.updatedAt),
+      });
+      const cleared =
+        change.requireSecondFactor === true && !org.requireSecondFactor
+          ? await orgs.clearActiveWithoutSecondFactor(trx, organizationId)
+          : 0;
+      await organizationChanged(this.deps.events, trx, 'organization.updated', actor, organizationId);
+      await this.#audit(trx, 'organization.updated', actor, organizationId, {
+        organizationId,
+        ...(change.name !== undefined ? { name: true } : {}),
+        ...(change.requireSecondFactor !== undefined
+          ? { requireSecondFactor: change.requireSecondFactor }
+          : {}),
+        ...(cleared > 0 ? { sessionsCleared: cleared } : {}),
+        byOperator: true,
+      });
+    });
+    return this.read(organizationId);
   }
 
   /**

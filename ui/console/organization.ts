@@ -1,0 +1,285 @@
+import { announce, formatDate, h } from '../dom.js';
+import { t } from '../messages/console.js';
+import { tx } from '../messages/console-orgs.js';
+import { ConsoleProblem, type Operator } from './api.js';
+import { type Connection, type Domain, type Invitation, orgAdmin, type ScimToken } from './api-orgs.js';
+import type { ConsoleKit } from './kit.js';
+
+/*
+ * An organization's page (docs/admin.md, "The console's pages"): its policy, members, pending
+ * invitations, domains, enterprise connections and SCIM status, from the admin API only. Every
+ * role that reads sees it all; only an owner (organizations:manage) is drawn the acts, each behind
+ * a confirmation naming the organization and whom or what it touches. The API checks the role again.
+ */
+
+/** The roles every organization has; a configured one a member holds is offered too. */
+const BUILT_IN_ROLES = ['owner', 'admin', 'member'];
+
+/** The shell's helpers, lent at each drawing (kit.ts). */
+let kit: ConsoleKit;
+const draw: ConsoleKit['draw'] = (...a) => kit.draw(...a);
+const table: ConsoleKit['table'] = (...a) => kit.table(...a);
+const problemText: ConsoleKit['problemText'] = (e) => kit.problemText(e);
+const confirmThen: ConsoleKit['confirmThen'] = (...a) => kit.confirmThen(...a);
+const route: ConsoleKit['route'] = () => kit.route();
+
+function refusal(err: unknown): string {
+  if (err instanceof ConsoleProblem) {
+    if (err.code === 'organization.last_owner') return tx('lastOwner');
+    if (err.code === 'organization.domain_taken') return tx('domainTaken');
+  }
+  return problemText(err);
+}
+
+/** A button that confirms, acts, announces, and draws the page again. */
+function act(label: string, name: string, question: string, run: () => Promise<unknown>, done: string) {
+  return h(
+    'button',
+    {
+      type: 'button',
+      class: 'button secondary',
+      'aria-label': name,
+      onclick: () =>
+        confirmThen(
+          question,
+          async () => {
+            await run();
+            announce(done);
+            void route();
+          },
+          refusal,
+        ),
+    },
+    label,
+  );
+}
+
+export async function organizationPage(id: string, op: Operator, shell: ConsoleKit): Promise<void> {
+  kit = shell;
+  const [{ data: org }, members, invitations, domains, connections, tokens] = await Promise.all([
+    orgAdmin.organization(id),
+    orgAdmin.members(id),
+    orgAdmin.invitations(id),
+    orgAdmin.domains(id),
+    orgAdmin.connections(id),
+    orgAdmin.scimTokens(id),
+  ]);
+  const owner = op.role === 'owner';
+  const name = org.name;
+  const status = org.disabledAt ? 'disabled' : 'active';
+  draw(
+    t('organization', { name }),
+    h('p', null, h('a', { href: '#/organizations' }, tx('back'))),
+    h(
+      'p',
+      { class: 'person-meta' },
+      h('span', { class: `badge status-${status}` }, t(status)),
+      ' ',
+      h('code', null, org.slug),
+      ' · ',
+      tx('memberCount', { count: org.memberCount }),
+      ' · ',
+      t('colCreated'),
+      ' ',
+      formatDate(org.createdAt),
+    ),
+    owner ? null : h('p', { class: 'hint' }, tx('readOnly')),
+    h('h2', null, tx('policy')),
+    h(
+      'p',
+      { id: 'policy-second-factor' },
+      tx('requireSecondFactor', { value: org.requireSecondFactor ? t('yes') : t('no') }),
+    ),
+    owner
+      ? h(
+          'div',
+          { class: 'actions' },
+          act(
+            org.requireSecondFactor ? tx('requireOff') : tx('requireOn'),
+            org.requireSecondFactor ? tx('requireOff') : tx('requireOn'),
+            org.requireSecondFactor
+              ? tx('confirmRequireOff', { org: name })
+              : tx('confirmRequireOn', { org: name }),
+            () => orgAdmin.update(id, { requireSecondFactor: !org.requireSecondFactor }),
+            tx('policyChanged', { org: name }),
+          ),
+        )
+      : null,
+    h('h2', null, t('members')),
+    table(
+      t('members'),
+      owner
+        ? [tx('colMember'), t('colRole'), tx('colJoined'), tx('colActs')]
+        : [tx('colMember'), t('colRole'), tx('colJoined')],
+      members.data.map((m) => {
+        const who = m.identifier?.value ?? m.identityId;
+        const row: (Node | string)[] = [
+          h('a', { href: `#/people/${m.identityId}` }, who),
+          m.role,
+          formatDate(m.joinedAt),
+        ];
+        if (owner) row.push(memberActs(id, name, m.identityId, who, m.role));
+        return row;
+      }),
+    ),
+    members.meta.pageInfo.hasNextPage ? h('p', { class: 'hint' }, tx('moreMembers')) : null,
+    h('h2', null, tx('invitations')),
+    invitations.data.length
+      ? table(
+          tx('invitations'),
+          [
+            t('colIdentifiers'),
+            t('colRole'),
+            tx('colInvited'),
+            tx('colExpires'),
+            ...(owner ? [tx('colActs')] : []),
+          ],
+          invitations.data.map((i) => invitationRow(id, name, i, owner)),
+        )
+      : h('p', null, tx('noInvitations')),
+    h('h2', null, tx('domains')),
+    domains.data.length
+      ? table(
+          tx('domains'),
+          [tx('colDomain'), t('colVerified'), tx('colVerifiedBy'), ...(owner ? [tx('colActs')] : [])],
+          domains.data.map((d) => domainRow(id, name, d, owner)),
+        )
+      : h('p', null, tx('noDomains')),
+    h('h2', null, tx('connections')),
+    connections.data.length
+      ? table(
+          tx('connections'),
+          [
+            t('colName'),
+            tx('colType'),
+            tx('colDefaultRole'),
+            tx('colEnabled'),
+            ...(owner ? [tx('colActs')] : []),
+          ],
+          connections.data.map((c) => connectionRow(id, name, c, owner)),
+        )
+      : h('p', null, tx('noConnections')),
+    h('h2', null, tx('scim')),
+    scimSection(tokens.data),
+  );
+}
+
+function memberActs(id: string, org: string, identityId: string, who: string, current: string): HTMLElement {
+  const selectId = `role-${identityId}`;
+  const roles = BUILT_IN_ROLES.includes(current) ? BUILT_IN_ROLES : [...BUILT_IN_ROLES, current];
+  const select = h(
+    'select',
+    { id: selectId, name: 'role', 'aria-label': tx('roleOf', { who }) },
+    roles.map((r) => h('option', { value: r, selected: r === current }, r)),
+  ) as HTMLSelectElement;
+  return h(
+    'div',
+    { class: 'actions' },
+    select,
+    h(
+      'button',
+      {
+        type: 'button',
+        class: 'button secondary',
+        'aria-label': tx('changeRoleOf', { who }),
+        onclick: () => {
+          const role = select.value;
+          confirmThen(
+            tx('confirmRole', { who, role, org }),
+            async () => {
+              await orgAdmin.setRole(id, identityId, role);
+              announce(tx('roleChanged', { who, role }));
+              void route();
+            },
+            refusal,
+          );
+        },
+      },
+      tx('changeRole'),
+    ),
+    act(
+      tx('remove'),
+      tx('removeOf', { who }),
+      tx('confirmRemove', { who, org }),
+      () => orgAdmin.removeMember(id, identityId),
+      tx('removed', { who, org }),
+    ),
+  );
+}
+
+function invitationRow(id: string, org: string, i: Invitation, owner: boolean): (Node | string)[] {
+  const row: (Node | string)[] = [i.identifier, i.role, formatDate(i.createdAt), formatDate(i.expiresAt)];
+  if (owner)
+    row.push(
+      act(
+        tx('revoke'),
+        tx('revokeOf', { who: i.identifier }),
+        tx('confirmRevoke', { who: i.identifier, org }),
+        () => orgAdmin.revokeInvitation(id, i.id),
+        tx('revoked', { who: i.identifier }),
+      ),
+    );
+  return row;
+}
+
+function domainRow(id: string, org: string, d: Domain, owner: boolean): (Node | string)[] {
+  const row: (Node | string)[] = [
+    d.domain,
+    d.verifiedAt ? formatDate(d.verifiedAt) : tx('notYetVerified'),
+    d.verifiedBy ? tx(`verifiedBy_${d.verifiedBy}`) : '—',
+  ];
+  if (owner)
+    row.push(
+      d.verifiedAt
+        ? ''
+        : act(
+            tx('verifyDomain'),
+            tx('verifyOf', { domain: d.domain }),
+            tx('confirmVerify', { domain: d.domain, org }),
+            () => orgAdmin.verifyDomain(id, d.id),
+            tx('domainVerified', { domain: d.domain }),
+          ),
+    );
+  return row;
+}
+
+function connectionRow(id: string, org: string, c: Connection, owner: boolean): (Node | string)[] {
+  const row: (Node | string)[] = [
+    c.name,
+    c.type.toUpperCase(),
+    c.defaultRole,
+    c.enabled ? t('yes') : t('no'),
+  ];
+  if (owner)
+    row.push(
+      act(
+        c.enabled ? tx('disable') : tx('enable'),
+        c.enabled ? tx('disableOf', { name: c.name }) : tx('enableOf', { name: c.name }),
+        c.enabled ? tx('confirmDisable', { name: c.name, org }) : tx('confirmEnable', { name: c.name, org }),
+        () => orgAdmin.setConnectionEnabled(id, c.id, !c.enabled),
+        tx('connectionChanged', { name: c.name }),
+      ),
+    );
+  return row;
+}
+
+function scimSection(tokens: ScimToken[]): HTMLElement {
+  const live = tokens.filter((k) => !k.revokedAt);
+  return h(
+    'div',
+    null,
+    h('p', { id: 'scim-status' }, tx('scimActive', { count: live.length })),
+    tokens.length
+      ? table(
+          tx('scim'),
+          [tx('colTokenName'), t('colCreated'), tx('colLastUsed'), tx('colRevoked')],
+          tokens.map((k) => [
+            k.name,
+            formatDate(k.createdAt),
+            k.lastUsedAt ? formatDate(k.lastUsedAt) : tx('never'),
+            k.revokedAt ? formatDate(k.revokedAt) : '—',
+          ]),
+        )
+      : null,
+  );
+}
