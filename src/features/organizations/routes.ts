@@ -12,6 +12,7 @@ import { domainRoutes } from './domains/routes.js';
 import { invitationRoutes } from './invitations/routes.js';
 import * as schema from './schemas.js';
 import { OrganizationService } from './service.js';
+import { ssoRequirementRoutes } from './sso-requirement/routes.js';
 
 const TAGS = ['organizations'];
 const ETAG_HEADER = {
@@ -257,4 +258,5 @@ export const organizationRoutes = featureRoutes(async (app, { ctx }: { ctx: AppC
   invitationRoutes(app, ctx);
   domainRoutes(app, ctx);
   connectionRoutes(app, ctx);
+  ssoRequirementRoutes(app, ctx);
 });
