@@ -51,7 +51,9 @@ describe('require SSO racing password sign-ins in flight', () => {
         // Refused by the address's domain (read after the commit), or where the sign-in completes
         // (the domain read before it, the identity after: the wrong-password answer).
         if (r.statusCode === 403 || r.statusCode === 401) {
-          expect(r.json().code).toBe(r.statusCode === 403 ? 'identity.sso_required' : 'identity.sign_in_refused');
+          expect(r.json().code).toBe(
+            r.statusCode === 403 ? 'identity.sso_required' : 'identity.sign_in_refused',
+          );
           refused++;
           continue;
         }

@@ -12,7 +12,6 @@ import { domainRoutes } from './domains/routes.js';
 import { invitationRoutes } from './invitations/routes.js';
 import * as schema from './schemas.js';
 import { OrganizationService } from './service.js';
-import { ssoRequirementRoutes } from './sso-requirement/routes.js';
 
 const TAGS = ['organizations'];
 const ETAG_HEADER = {
@@ -258,5 +257,4 @@ export const organizationRoutes = featureRoutes(async (app, { ctx }: { ctx: AppC
   invitationRoutes(app, ctx);
   domainRoutes(app, ctx);
   connectionRoutes(app, ctx);
-  ssoRequirementRoutes(app, ctx);
 });

@@ -10,7 +10,6 @@ import { PageQuerySchema } from '../../../platform/pagination/page.js';
 import type { ProblemCode } from '../../../platform/problem.js';
 import { connectionAdminRoutes } from '../connections/admin-routes.js';
 import { domainAdminRoutes } from '../domains/admin-routes.js';
-import { ssoRequirementAdminRoutes } from '../sso-requirement/admin-routes.js';
 import * as schema from './schemas.js';
 import { AdminOrganizations } from './service.js';
 
@@ -247,5 +246,4 @@ export const organizationAdminRoutes = featureRoutes(async (app, { ctx }: { ctx:
 
   domainAdminRoutes(app, ctx);
   connectionAdminRoutes(app, ctx);
-  ssoRequirementAdminRoutes(app, ctx);
 });

@@ -3,13 +3,13 @@ import { guards, principalOf } from '../../../platform/http/auth.js';
 import { envelope } from '../../../platform/http/envelope.js';
 import type { RouteApp } from '../../../platform/http/routes.js';
 import { Data, responses } from '../../../platform/http/schemas.js';
-import { OrganizationParams, PERMISSION_REFUSALS } from '../schemas.js';
+import { OrganizationParams, PERMISSION_REFUSALS } from '../../organizations/schemas.js';
 import { SsoRequirementBody, SsoRequirementSchema } from './schemas.js';
 import { SsoRequirementService } from './service.js';
 
 /**
  * PUT /organizations/{id}/sso-requirement (docs/sso.md, "Require SSO"), declared inside the
- * organizations plugin (../routes.ts). Needs `connections:manage` (owner and admin).
+ * SSO plugin (../routes.ts). Needs `connections:manage` (owner and admin).
  */
 export function ssoRequirementRoutes(app: RouteApp, ctx: AppContext): void {
   const { session, security } = guards(ctx.auth);

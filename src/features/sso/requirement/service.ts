@@ -5,14 +5,14 @@ import type { Database, Executor } from '../../../platform/db/database.js';
 import type { Signals } from '../../../platform/metrics/signals.js';
 import { Problem } from '../../../platform/problem.js';
 import type { EventLog } from '../../events/log.js';
+import { CONNECTIONS_MANAGE } from '../../organizations/connections/service.js';
+import { organizationChanged } from '../../organizations/events.js';
+import { lockAnyOrganization } from '../../organizations/operators/repository.js';
+import * as orgs from '../../organizations/repository.js';
+import { OrganizationRoles } from '../../organizations/roles.js';
+import { identitiesInDomains, readiness } from '../../organizations/sso-requirement/repository.js';
 import { sessionsEnded } from '../../sessions/events.js';
 import { endAllSessionsListed } from '../../sessions/revocations.js';
-import { CONNECTIONS_MANAGE } from '../connections/service.js';
-import { organizationChanged } from '../events.js';
-import { lockAnyOrganization } from '../operators/repository.js';
-import * as orgs from '../repository.js';
-import { OrganizationRoles } from '../roles.js';
-import { identitiesInDomains, readiness } from './repository.js';
 
 /** What setting the requirement uses. */
 export interface SsoRequirementDeps {

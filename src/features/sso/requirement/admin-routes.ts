@@ -2,15 +2,15 @@ import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../../context.js';
 import { operatorOf } from '../../../platform/http/admin-auth.js';
 import { envelope } from '../../../platform/http/envelope.js';
-import type { RouteApp } from '../../../platform/http/routes.js';
+import { featureRoutes } from '../../../platform/http/routes.js';
 import { Data, IdInput, responses } from '../../../platform/http/schemas.js';
 import { SsoRequirementBody, SsoRequirementSchema } from './schemas.js';
 import { SsoRequirementService } from './service.js';
 
 const Params = Type.Object({ id: IdInput }, { additionalProperties: false });
 
-/** The operators' PUT …/sso-requirement, declared inside the operators' organization plugin. */
-export function ssoRequirementAdminRoutes(app: RouteApp, ctx: AppContext): void {
+/** The operators' PUT …/sso-requirement (docs/sso.md, "Require SSO"), a plugin of the admin listener. */
+export const ssoRequirementAdminRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }) => {
   const service = new SsoRequirementService(ctx);
 
   app.put(
@@ -42,4 +42,4 @@ export function ssoRequirementAdminRoutes(app: RouteApp, ctx: AppContext): void 
       return envelope(view);
     },
   );
-}
+});
