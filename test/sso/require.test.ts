@@ -28,7 +28,7 @@ beforeAll(async () => {
   t = await createTestApp({ admin: true, env: { PUBLIC_ORIGIN: ORIGIN, SIGN_IN_CODES: 'email' } });
   idp = await TestIdp.create(t.clock.now());
   s = await setUp(t, idp);
-}, 60_000);
+}, 300_000);
 afterAll(async () => {
   await t?.close();
 });
