@@ -524,6 +524,8 @@ export const organizations = {
   updateConnection: (id: string, connectionId: string, input: ConnectionUpdate) =>
     client.updateConnection(id, connectionId, input),
   removeConnection: (id: string, connectionId: string) => client.removeConnection(id, connectionId),
+  /** Require SSO for the verified domains (on: the domains' people are signed out now). */
+  setSsoRequirement: (id: string, requireSso: boolean) => client.setSsoRequirement(id, requireSso),
   domains: async (id: string): Promise<OrganizationDomain[]> =>
     (await client.listDomains(id, { limit: 100 })).items,
   addDomain: (id: string, domain: string) => client.addDomain(id, domain),

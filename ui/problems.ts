@@ -6,6 +6,7 @@ import { waitPhrase } from './wait.js';
 /** The refusals named in the catalogue (ui/messages/forms.ts), by their code. */
 const KNOWN = new Set([
   'identity.sign_in_refused',
+  'identity.sso_required',
   'ui.sign_up_confirmation_refused',
   'identity.second_factor_refused',
   'identity.sign_in_second_factor_locked',

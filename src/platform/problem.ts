@@ -427,7 +427,7 @@ export const CATALOGUE = {
     status: 422,
     title: 'Connection not accepted',
     detail:
-      'The connection is incomplete or malformed: a SAML connection needs the IdP metadata (XML or URL), or its entity id, an http(s) SSO URL and 1 to 4 X.509 signing certificates; an OpenID connection needs an https issuer, a client id and a client secret; the default role must be one the caller may grant, never owner; a document type declaration is refused.',
+      'The connection is incomplete or malformed: a SAML connection needs the IdP metadata (XML or URL), or its entity id, an http(s) SSO URL and 1 to 4 X.509 signing certificates; an OpenID connection needs an https issuer, a client id and a client secret; the default role and every group role must be configured roles the caller may grant, never owner; a document type declaration is refused.',
     retryable: false,
   },
   'organization.connection_metadata_unavailable': {
@@ -436,6 +436,20 @@ export const CATALOGUE = {
     detail:
       'The metadata URL did not answer a document within the time and size allowed; nothing was changed. Retry later.',
     retryable: true,
+  },
+  'identity.sso_required': {
+    status: 403,
+    title: 'Sign in through your organization',
+    detail:
+      "Addresses of this domain sign in only through their organization's identity provider: use enterprise sign-in (SSO).",
+    retryable: false,
+  },
+  'organization.sso_requirement_unmet': {
+    status: 409,
+    title: 'SSO cannot be required yet',
+    detail:
+      'Requiring SSO needs at least one verified domain and one enabled SAML connection, so the people of those domains keep a way in.',
+    retryable: false,
   },
   'identity.sso_unavailable': {
     status: 422,

@@ -275,6 +275,35 @@ describe('enterprise sign-in on the hosted pages', () => {
     }
   });
 
+  it('the owner requires SSO after a confirmation that says who is signed out, then stops requiring it', async () => {
+    await context.clearCookies();
+    await page.goto(`${origin}/account/#/sign-in`);
+    await signInPage(page, { email: owner.email, password: owner.password });
+    await page.goto('about:blank');
+    await page.goto(`${origin}/account/#/organizations/${orgId}`);
+    await heading(page, 'Northwind');
+    const sso = page.locator('#org-sso');
+    const part = sso.locator('#sso-requirement');
+    await part.getByText('SSO is not required').waitFor();
+    await part.getByRole('button', { name: 'Require SSO', exact: true }).click();
+    await part.getByText('Everyone with an address in these domains is signed out now').waitFor();
+    await axeBoth(page, 'organization SSO, require SSO confirmation');
+    await part.getByRole('button', { name: 'Require SSO and sign them out' }).click();
+    await sso.getByText('SSO is now required. Those people were signed out.').waitFor();
+    await part.getByText('SSO is required for your verified domains.').waitFor();
+    // Ana (of the verified domain) was signed out; the owner (outside it) was not.
+    const ana = await t.ctx.database.db
+      .selectFrom('sessions as s')
+      .innerJoin('identifiers as i', 'i.identity_id', 's.identity_id')
+      .select('s.revoked_reason')
+      .where('i.value', '=', `ana@${domain}`)
+      .execute();
+    expect(ana.map((r) => r.revoked_reason)).toContain('sso_required');
+    await axeBoth(page, 'organization SSO, SSO required');
+    await part.getByRole('button', { name: 'Stop requiring SSO' }).click();
+    await sso.getByText('SSO is no longer required.').waitFor();
+  });
+
   it('the owner disables, then deletes the connection: the sign-in asks for the password at once again', async () => {
     await context.clearCookies();
     await page.goto(`${origin}/account/#/sign-in`);

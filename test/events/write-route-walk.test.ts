@@ -993,6 +993,18 @@ const ROWS: Record<string, Row> = {
       );
     },
   },
+  'PUT /api/v1/organizations/{organizationId}/sso-requirement': {
+    emits: ['organization.updated'],
+    async run(act) {
+      const { org } = await ssoOrganization();
+      await act(() =>
+        api('PUT', `/organizations/${org.id}/sso-requirement`, {
+          token: org.owner.token,
+          payload: { requireSso: true },
+        }),
+      );
+    },
+  },
   'POST /api/v1/organizations/{organizationId}/scim-tokens': {
     exempt: SCIM_TOKENS,
     async run(act) {
@@ -1452,6 +1464,13 @@ const ROWS: Record<string, Row> = {
           saml: { allowIdpInitiated: true },
         }),
       );
+    },
+  },
+  'PUT /admin/v1/organizations/{id}/sso-requirement': {
+    emits: ['organization.updated'],
+    async run(act) {
+      const { org } = await ssoOrganization();
+      await act(() => adm('PUT', `/organizations/${org.id}/sso-requirement`, { requireSso: true }));
     },
   },
   'DELETE /admin/v1/organizations/{id}/connections/{connectionId}': {

@@ -32,7 +32,8 @@ export interface ResponseOptions {
   now: Date;
   nameId: string;
   nameIdFormat?: string;
-  attributes?: Record<string, string>;
+  /** Attribute values by name; an array makes a multi-valued attribute (groups). */
+  attributes?: Record<string, string | string[]>;
   destination?: string;
   recipient?: string;
   subjectInResponseTo?: string | null;
@@ -96,7 +97,10 @@ export class TestIdp {
     const attributes = Object.entries(o.attributes ?? {})
       .map(
         ([name, value]) =>
-          `<saml:Attribute Name="${esc(name)}"><saml:AttributeValue>${esc(value)}</saml:AttributeValue></saml:Attribute>`,
+          `<saml:Attribute Name="${esc(name)}">${[value]
+            .flat()
+            .map((v) => `<saml:AttributeValue>${esc(v)}</saml:AttributeValue>`)
+            .join('')}</saml:Attribute>`,
       )
       .join('');
     const assertionId = o.assertionId ?? `_a${randomUUID().replace(/-/g, '')}`;

@@ -14,7 +14,7 @@ const SAME_ORIGIN = { origin: ORIGIN };
 
 export function adminCall(
   t: TestApp,
-  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+  method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE',
   url: string,
   payload?: unknown,
 ) {

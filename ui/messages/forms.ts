@@ -9,6 +9,8 @@ export const t = messages(
   {
     // Refusals by code (ui/problems.ts).
     'identity.sign_in_refused': 'That email or phone number and password do not match an account.',
+    'identity.sso_required':
+      'Addresses of this domain sign in through their organization’s identity provider. Use your organization’s sign-in.',
     'ui.sign_up_confirmation_refused':
       'That code and password were not accepted. Check the newest message we sent and the password you chose.',
     'identity.second_factor_refused': 'That code was not accepted. Check it and try again, or sign in again.',
@@ -92,6 +94,8 @@ export const t = messages(
   {
     'identity.sign_in_refused':
       'Cette adresse e-mail ou ce numéro de téléphone et ce mot de passe ne correspondent à aucun compte.',
+    'identity.sso_required':
+      'Les adresses de ce domaine se connectent par le fournisseur d’identité de leur organisation. Utilisez la connexion de votre organisation.',
     'ui.sign_up_confirmation_refused':
       'Ce code et ce mot de passe n’ont pas été acceptés. Vérifiez le dernier message envoyé et le mot de passe choisi.',
     'identity.second_factor_refused':

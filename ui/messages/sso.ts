@@ -62,6 +62,21 @@ export const t = messages(
       'Paste your provider’s metadata, or fill in its entity ID, sign-on URL and certificate.',
     'org.invalid': 'That connection could not be read. Check the metadata or the fields and try again.',
     'org.metadataUnavailable': 'The metadata address did not answer in time. Try again.',
+    'org.require': 'Require SSO',
+    'org.requireIntro':
+      'When SSO is required, everyone whose email address is in one of your verified domains signs in only through your identity provider: no password, code, link, passkey or other provider.',
+    'org.requiredState': 'SSO is required for your verified domains.',
+    'org.notRequiredState': 'SSO is not required: your people may also sign in in other ways.',
+    'org.requireOn': 'Require SSO',
+    'org.requireOff': 'Stop requiring SSO',
+    'org.requireQuestion': 'Require SSO for your verified domains?',
+    'org.requireDetail':
+      'Everyone with an address in these domains is signed out now on every device and app (you too, if your address is in one of them), and from then on signs in only through your identity provider.',
+    'org.requireConfirm': 'Require SSO and sign them out',
+    'org.requiredNow': 'SSO is now required. Those people were signed out.',
+    'org.notRequiredNow': 'SSO is no longer required.',
+    'org.requireUnmet':
+      'First verify a domain and enable a connection, so your people keep a way to sign in.',
     'org.domains': 'Verified domains',
     'org.domainsIntro':
       'Only addresses in a domain your organization has verified sign in through your connections. Publish the TXT record shown in your DNS, then press Verify.',
@@ -148,6 +163,21 @@ export const t = messages(
     'org.invalid':
       'Cette connexion n’a pas pu être lue. Vérifiez les métadonnées ou les champs, puis réessayez.',
     'org.metadataUnavailable': 'L’adresse des métadonnées n’a pas répondu à temps. Réessayez.',
+    'org.require': 'Exiger le SSO',
+    'org.requireIntro':
+      'Quand le SSO est exigé, toute personne dont l’adresse e-mail est dans l’un de vos domaines vérifiés se connecte uniquement par votre fournisseur d’identité : ni mot de passe, ni code, ni lien, ni clé d’accès, ni autre fournisseur.',
+    'org.requiredState': 'Le SSO est exigé pour vos domaines vérifiés.',
+    'org.notRequiredState': 'Le SSO n’est pas exigé : vos membres peuvent aussi se connecter autrement.',
+    'org.requireOn': 'Exiger le SSO',
+    'org.requireOff': 'Ne plus exiger le SSO',
+    'org.requireQuestion': 'Exiger le SSO pour vos domaines vérifiés ?',
+    'org.requireDetail':
+      'Toutes les personnes ayant une adresse dans ces domaines sont déconnectées maintenant, sur tous leurs appareils et applications (vous aussi, si votre adresse en fait partie), et ne se connectent plus ensuite que par votre fournisseur d’identité.',
+    'org.requireConfirm': 'Exiger le SSO et les déconnecter',
+    'org.requiredNow': 'Le SSO est désormais exigé. Ces personnes ont été déconnectées.',
+    'org.notRequiredNow': 'Le SSO n’est plus exigé.',
+    'org.requireUnmet':
+      'Vérifiez d’abord un domaine et activez une connexion, pour que vos membres gardent un moyen de se connecter.',
     'org.domains': 'Domaines vérifiés',
     'org.domainsIntro':
       'Seules les adresses d’un domaine vérifié par votre organisation se connectent par vos connexions. Publiez l’enregistrement TXT indiqué dans votre DNS, puis appuyez sur Vérifier.',

@@ -15,12 +15,16 @@ import { card, confirmButton, saySuccess } from './security/common.js';
  * (owners and admins): the organization's SAML connections (enable, disable, delete; our metadata
  * URL and ACS URL to copy), a form to add one (the IdP's metadata pasted or chosen as a file, or
  * its entity id, sign-on URL and certificate), and, with domains:manage, the domains it speaks for
- * (claim, the TXT record to publish, verify, remove).
+ * (claim, the TXT record to publish, verify, remove), and the switch that requires SSO for those
+ * domains (docs/sso.md, "Require SSO"), turned on only after a confirmation that says who is signed out.
  */
 
 const CONNECTION_WORDS = () => ({
   'organization.connection_invalid': t('org.invalid'),
   'organization.connection_metadata_unavailable': t('org.metadataUnavailable'),
+});
+const REQUIREMENT_WORDS = () => ({
+  'organization.sso_requirement_unmet': t('org.requireUnmet'),
 });
 const DOMAIN_WORDS = () => ({
   'organization.domain_unverified': t('org.notFound'),
@@ -88,6 +92,8 @@ export async function ssoCard(org: Organization): Promise<HTMLElement> {
   const body = h('div');
   el.append(h('p', { class: 'hint' }, t('org.intro')), body);
   const canDomains = org.permissions.includes('domains:manage');
+  // The organization as the page read it; the switch keeps it current.
+  const state = { requireSso: org.requireSso };
   const draw = async (said?: string) => {
     const [connections, domains] = await Promise.all([
       organizations.connections(org.id),
@@ -95,6 +101,7 @@ export async function ssoCard(org: Organization): Promise<HTMLElement> {
     ]);
     body.replaceChildren(
       connectionsPart(org, connections, draw),
+      requirementPart(org, state, draw),
       addPart(org, draw),
       domains ? domainsPart(org, domains, draw) : '',
     );
@@ -168,6 +175,47 @@ function connectionsPart(org: Organization, connections: OrganizationConnection[
       );
   });
   return h('div', null, h('h3', { class: 'sso-subtitle' }, t('org.connections')), alert, list);
+}
+
+/**
+ * Require SSO: on, the people of the verified domains sign in only through the IdP and are signed
+ * out now (the caller too, when their address is in one of the domains); the confirmation says so.
+ */
+function requirementPart(org: Organization, state: { requireSso: boolean }, draw: Draw): HTMLElement {
+  const alert = alertBox();
+  const set = async (on: boolean) => {
+    try {
+      await organizations.setSsoRequirement(org.id, on);
+    } catch (error) {
+      throw inOwnWords(error, REQUIREMENT_WORDS());
+    }
+    state.requireSso = on;
+    await draw(t(on ? 'org.requiredNow' : 'org.notRequiredNow'));
+  };
+  const control = state.requireSso
+    ? actionButton(t('org.requireOff'), alert, () => set(false), 'secondary')
+    : confirmButton({
+        label: t('org.requireOn'),
+        question: t('org.requireQuestion'),
+        detail: t('org.requireDetail'),
+        confirm: t('org.requireConfirm'),
+        cls: 'secondary',
+        alert,
+        run: () => set(true),
+      });
+  return h(
+    'div',
+    { id: 'sso-requirement' },
+    h('h3', { class: 'sso-subtitle' }, t('org.require')),
+    h('p', { class: 'hint' }, t('org.requireIntro')),
+    h(
+      'p',
+      { class: 'requirement-state', role: 'status' },
+      state.requireSso ? t('org.requiredState') : t('org.notRequiredState'),
+    ),
+    alert,
+    h('div', { class: 'actions' }, control),
+  );
 }
 
 function addPart(org: Organization, draw: Draw): HTMLElement {

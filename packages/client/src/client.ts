@@ -71,6 +71,7 @@ import type {
   SignInWithCodeInput,
   SignUpInput,
   SignUpResult,
+  SsoRequirement,
   StartPasswordRecoveryInput,
   StepUpChallenge,
   StepUpInput,
@@ -1233,6 +1234,28 @@ export class IdentityClient {
       this.api.PATCH(`${API}/organizations/{organizationId}/connections/{connectionId}`, {
         params: { path: { organizationId, connectionId } },
         body: input,
+        headers,
+        signal,
+      }),
+    );
+    return body.data;
+  }
+
+  /**
+   * Requires SSO for the organization's verified domains, or stops requiring it
+   * (`connections:manage`). Turning it on ends the sessions and grants of the domains' people, the
+   * caller's own included when they are one; it needs a verified domain and an enabled SAML
+   * connection (409 organization.sso_requirement_unmet).
+   */
+  async setSsoRequirement(
+    organizationId: string,
+    requireSso: boolean,
+    options?: CallOptions,
+  ): Promise<SsoRequirement> {
+    const body = await this.authed<Envelope<SsoRequirement>>(false, options, (headers, signal) =>
+      this.api.PUT(`${API}/organizations/{organizationId}/sso-requirement`, {
+        params: { path: { organizationId } },
+        body: { requireSso },
         headers,
         signal,
       }),

@@ -161,6 +161,11 @@ export type ConnectionUpdate = RequestBody<
   'patch'
 >;
 /**
+ * Whether an organization requires SSO for its verified domains, and how many identities turning
+ * it on signed out (their sessions and grants ended).
+ */
+export type SsoRequirement = ResponseData<'/api/v1/organizations/{organizationId}/sso-requirement', 'put'>;
+/**
  * An organization's enterprise connection (SAML or OpenID): its IdP settings, whether it is
  * enabled, and for SAML our SP entity id, metadata URL and ACS URL to give the IdP.
  */

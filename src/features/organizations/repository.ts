@@ -10,6 +10,8 @@ export interface OrganizationRow {
   name: string;
   slug: string;
   requireSecondFactor: boolean;
+  /** Require SSO for the organization's verified domains (docs/sso.md, "Require SSO"). */
+  requireSso: boolean;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -45,6 +47,7 @@ const organizationColumns = [
   'o.name',
   'o.slug',
   'o.require_second_factor as requireSecondFactor',
+  'o.require_sso as requireSso',
   'o.created_at as createdAt',
   'o.updated_at as updatedAt',
 ] as const;
@@ -148,7 +151,7 @@ export async function ownerCount(trx: Executor, organizationId: string): Promise
 export async function updateOrganization(
   trx: Executor,
   organizationId: string,
-  change: { name?: string; requireSecondFactor?: boolean; updatedAt: Date },
+  change: { name?: string; requireSecondFactor?: boolean; requireSso?: boolean; updatedAt: Date },
 ): Promise<OrganizationRow> {
   return trx
     .updateTable('organizations as o')
@@ -157,6 +160,7 @@ export async function updateOrganization(
       ...(change.requireSecondFactor !== undefined
         ? { require_second_factor: change.requireSecondFactor }
         : {}),
+      ...(change.requireSso !== undefined ? { require_sso: change.requireSso } : {}),
       updated_at: change.updatedAt,
     })
     .where('o.id', '=', organizationId)

@@ -50,6 +50,10 @@ export const OrganizationSchema = Type.Object(
     name: Type.String(),
     slug: Type.String(),
     requireSecondFactor: Type.Boolean(),
+    requireSso: Type.Boolean({
+      description:
+        'whether the people of its verified domains sign in only through its IdP (docs/sso.md, "Require SSO"); set at PUT /organizations/{id}/sso-requirement',
+    }),
     createdAt: Instant,
     updatedAt: Instant,
     role: Type.String({ description: "the caller's role" }),

@@ -30,6 +30,7 @@ export interface OrganizationView {
   name: string;
   slug: string;
   requireSecondFactor: boolean;
+  requireSso: boolean;
   createdAt: string;
   updatedAt: string;
   role: string;
@@ -85,7 +86,15 @@ export class OrganizationService {
       });
     });
     return this.#versioned(
-      { id, name, slug: input.slug, requireSecondFactor: false, createdAt: now, updatedAt: now },
+      {
+        id,
+        name,
+        slug: input.slug,
+        requireSecondFactor: false,
+        requireSso: false,
+        createdAt: now,
+        updatedAt: now,
+      },
       OWNER_ROLE,
     );
   }
@@ -334,6 +343,7 @@ export class OrganizationService {
       name: o.name,
       slug: o.slug,
       requireSecondFactor: o.requireSecondFactor,
+      requireSso: o.requireSso,
       createdAt: new Date(o.createdAt).toISOString(),
       updatedAt: new Date(o.updatedAt).toISOString(),
       role,

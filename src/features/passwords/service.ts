@@ -25,6 +25,7 @@ import {
   setPassword,
   verifiedIdentifiers,
 } from '../identities/repository.js';
+import { refuseAddressUnderSso } from '../organizations/sso-requirement/rule.js';
 import { sessionsEnded } from '../sessions/events.js';
 import { revokeIdentitySessions } from '../sessions/repository.js';
 import { endOtherSessions, lockCallerSession } from '../sessions/revocations.js';
@@ -168,6 +169,8 @@ export class PasswordService {
     // Both refusals depend on the address's shape and the configuration only, never on an account.
     const ident = this.deps.challenges.reachableAddress(input);
     const { db } = this.deps.database;
+    // Require SSO: the IdP holds these people's credentials; no recovery, by the domain alone.
+    await refuseAddressUnderSso(db, ident);
     const issued = await db.transaction().execute(async (trx) => {
       // Counted per client address and per destination before anything about an account is read,
       // by the same statements for a known and an unknown address, in a destination window that

@@ -37,6 +37,7 @@ import {
   markIdentifierVerified,
   setPassword,
 } from '../identities/repository.js';
+import { refuseAddressUnderSso } from '../organizations/sso-requirement/rule.js';
 import { maySignInByCode } from '../sign-in/code-rule.js';
 import type { Complete, SignInResult } from '../sign-in/strategy.js';
 import type { SignUpResult } from './schemas.js';
@@ -89,6 +90,8 @@ export class RegistrationService {
    * client address's subject (senderSubject): the code counts against it with its destination.
    */
   async signUp(input: SignUpInput, sender: MessageSubject, locale: Locale): Promise<SignUpResult> {
+    // Require SSO: the organization's IdP makes these accounts (JIT), by the domain alone (docs/sso.md).
+    await refuseAddressUnderSso(this.deps.database.db, normaliseIdentifier(input));
     if (input.password === undefined) return this.#signUpByCode(input, sender, locale);
     await assertPasswordPolicy(
       input.password,

@@ -4,8 +4,10 @@ import type { Clock } from '../../platform/clock.js';
 import { opaqueToken, sha256Hex } from '../../platform/crypto/tokens.js';
 import type { Database, Executor } from '../../platform/db/database.js';
 import type { RequestMeta } from '../../platform/http/auth.js';
+import { Problem } from '../../platform/problem.js';
 import type { Hooks } from '../events/hooks/service.js';
 import type { EventLog } from '../events/log.js';
+import { refusedUnderSso } from '../organizations/sso-requirement/rule.js';
 import { hasVerifiedFactor, insertTicket } from '../second-factors/repository.js';
 import { recordAttempt } from '../sessions/repository.js';
 import type { SessionGrant, SessionService } from '../sessions/service.js';
@@ -37,10 +39,15 @@ export class SignInCompletion {
 
   readonly complete: Complete = Object.assign(
     async (proven: ProvenIdentity, meta: RequestMeta, trx?: Executor) => {
+      // Require SSO (docs/sso.md, "Require SSO"): read after the strategy read the epoch, so a
+      // requirement turned on after this read moves the epoch on and the session is dead on arrival.
+      const exec = trx ?? this.deps.database.db;
+      if (await refusedUnderSso(exec, proven.identityId, proven.firstMethod ?? proven.method))
+        throw new Problem(proven.refusal ?? 'identity.sign_in_refused');
       // No token of any kind before the second step: the ticket carries the epoch read before the
       // first proof and the primary method, and is completed at POST /sign-ins/second-factors.
       if (proven.stage === 'first') {
-        const ticket = await this.#ticket(trx ?? this.deps.database.db, proven);
+        const ticket = await this.#ticket(exec, proven);
         if (ticket) return ticket;
       }
       if (trx) {

@@ -27,6 +27,11 @@ export interface ProvenIdentity {
   epoch: number;
   /** Recorded on the session and in the sign-in history: 'password', 'provider', 'passkey', … */
   method: string;
+  /**
+   * The first factor when this proof is the second step (the ticket's primary method): "require
+   * SSO" asks what opened the sign-in, not what finished it. Defaults to `method`.
+   */
+  firstMethod?: string;
   /** The channel a one-time code went out on (method 'code'): amr `email` or `sms` (RFC 8176). */
   channel?: 'email' | 'phone';
   /** The organization's connection a sign-in came through (method 'sso'): named by the session. */

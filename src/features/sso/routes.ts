@@ -12,6 +12,7 @@ import { SessionGrantSchema } from '../sessions/schemas.js';
 import { SignInCompletion } from '../sign-in/complete.js';
 import { SecondFactorTicketSchema } from '../sign-in/schemas.js';
 import { SsoStrategy } from '../sign-in/strategies/sso.js';
+import { ssoRequirementRoutes } from './requirement/routes.js';
 import { SsoService } from './service.js';
 
 const TAGS = ['sso'];
@@ -31,6 +32,7 @@ export const ssoRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext })
   const { complete } = new SignInCompletion(ctx);
   const strategy = new SsoStrategy();
   const sameOrigin = sameOriginOnly(ctx.config.publicOrigin);
+  ssoRequirementRoutes(app, ctx);
   for (const shared of [SessionGrantSchema, SecondFactorTicketSchema]) {
     if (!app.getSchema(shared.$id as string)) app.addSchema(shared);
   }

@@ -28,7 +28,8 @@ import {
 import { spEndpoints } from '../organizations/connections/view.js';
 import { verifiedOwner } from '../organizations/domains/repository.js';
 import { membershipChanged } from '../organizations/events.js';
-import { joinIfAbsent } from '../organizations/repository.js';
+import { joinIfAbsent, roleOf, setRole } from '../organizations/repository.js';
+import { OWNER_ROLE } from '../organizations/roles.js';
 import type { SsoHandoff } from '../sign-in/strategies/sso.js';
 import * as repo from './repository.js';
 import {
@@ -342,18 +343,38 @@ export class SsoService {
       epoch = owner.sessionEpoch;
       await audit.appendOwn(trx, 'identity.sso.linked', identityId, { connectionId: connection.id });
     }
-    const role = connection.defaultRole;
-    if (await joinIfAbsent(trx, { organizationId: connection.organizationId, identityId, role, now })) {
+    const role = this.#role(connection, assertion);
+    const organizationId = connection.organizationId;
+    if (await joinIfAbsent(trx, { organizationId, identityId, role, now })) {
       await membershipChanged(events, trx, 'organization.membership.created', identityId, {
-        organizationId: connection.organizationId,
+        organizationId,
         identityId,
         role,
       });
       await audit.appendOwn(trx, 'organization.member.added', identityId, {
-        organizationId: connection.organizationId,
+        organizationId,
         role,
         via: `sso:${connection.id}`,
       });
+    } else if (connection.groupAttribute !== null) {
+      // Roles follow the IdP's groups at every sign-in (docs/sso.md, "Groups and roles"). An owner
+      // is left as they are: the mapping never makes or unmakes an owner, so the last-owner rule
+      // (which the organization row lock guards) is never in play here.
+      const current = await roleOf(trx, organizationId, identityId);
+      if (current !== undefined && current !== OWNER_ROLE && current !== role) {
+        await setRole(trx, organizationId, identityId, role, now);
+        await membershipChanged(events, trx, 'organization.membership.updated', identityId, {
+          organizationId,
+          identityId,
+          role,
+        });
+        await audit.appendOwn(trx, 'organization.member.role_changed', identityId, {
+          organizationId,
+          from: current,
+          role,
+          via: `sso:${connection.id}`,
+        });
+      }
     }
     return { identityId, epoch };
   }
@@ -400,6 +421,16 @@ export class SsoService {
       identifierId: claimed,
     });
     return { identityId };
+  }
+
+  /**
+   * The role the connection hands out: with a group attribute, the role of the first mapping line
+   * whose group the assertion names (every value of the attribute), else the default role.
+   */
+  #role(connection: ConnectionRow, assertion: SamlAssertion): string {
+    if (connection.groupAttribute === null) return connection.defaultRole;
+    const groups = new Set(assertion.attributes[connection.groupAttribute] ?? []);
+    return connection.groupRoles.find((g) => groups.has(g.group))?.role ?? connection.defaultRole;
   }
 
   #attribute(

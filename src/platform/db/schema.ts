@@ -239,6 +239,7 @@ export interface Organizations {
   id: string;
   name: string;
   require_second_factor: Generated<boolean>;
+  require_sso: Generated<boolean>;
   slug: string;
   updated_at: Timestamp;
 }
@@ -505,6 +506,8 @@ export interface SsoConnections {
   decryption_certificate: string | null;
   default_role: string;
   enabled: boolean;
+  group_attribute: string | null;
+  group_roles: Generated<Json>;
   id: string;
   idp_entity_id: string | null;
   issuer: string | null;

@@ -1489,6 +1489,8 @@ export type paths = {
                                 /** @description the caller's permissions here */
                                 permissions: string[];
                                 requireSecondFactor: boolean;
+                                /** @description whether the people of its verified domains sign in only through its IdP (docs/sso.md, "Require SSO"); set at PUT /organizations/{id}/sso-requirement */
+                                requireSso: boolean;
                                 /** @description the caller's role */
                                 role: string;
                                 /** @description every role of the deployment, built-in first, as the pages offer them */
@@ -1628,6 +1630,8 @@ export type paths = {
                                 /** @description the caller's permissions here */
                                 permissions: string[];
                                 requireSecondFactor: boolean;
+                                /** @description whether the people of its verified domains sign in only through its IdP (docs/sso.md, "Require SSO"); set at PUT /organizations/{id}/sso-requirement */
+                                requireSso: boolean;
                                 /** @description the caller's role */
                                 role: string;
                                 /** @description every role of the deployment, built-in first, as the pages offer them */
@@ -1746,6 +1750,8 @@ export type paths = {
                                 /** @description the caller's permissions here */
                                 permissions: string[];
                                 requireSecondFactor: boolean;
+                                /** @description whether the people of its verified domains sign in only through its IdP (docs/sso.md, "Require SSO"); set at PUT /organizations/{id}/sso-requirement */
+                                requireSso: boolean;
                                 /** @description the caller's role */
                                 role: string;
                                 /** @description every role of the deployment, built-in first, as the pages offer them */
@@ -1891,6 +1897,11 @@ export type paths = {
                                 createdAt: string;
                                 defaultRole: string;
                                 enabled: boolean;
+                                groupAttribute: string | null;
+                                groupRoles: {
+                                    group: string;
+                                    role: string;
+                                }[];
                                 /** Format: uuid */
                                 id: string;
                                 name: string;
@@ -2024,6 +2035,13 @@ export type paths = {
                         defaultRole?: string;
                         /** @description only an enabled connection signs anyone in (default false) */
                         enabled?: boolean;
+                        /** @description the IdP attribute (claim) carrying the groups; set, the member’s role follows `groupRoles` at every sign-in (an owner is left as they are); null: roles do not follow groups */
+                        groupAttribute?: string | null;
+                        /** @description group value → organization role, in order: the first group the person is in decides; none: `defaultRole`. Never owner; a member may only name roles they could grant */
+                        groupRoles?: {
+                            group: string;
+                            role: string;
+                        }[];
                         name: string;
                         oidc?: {
                             clientId?: string;
@@ -2068,6 +2086,11 @@ export type paths = {
                                 createdAt: string;
                                 defaultRole: string;
                                 enabled: boolean;
+                                groupAttribute: string | null;
+                                groupRoles: {
+                                    group: string;
+                                    role: string;
+                                }[];
                                 /** Format: uuid */
                                 id: string;
                                 name: string;
@@ -2232,6 +2255,11 @@ export type paths = {
                                 createdAt: string;
                                 defaultRole: string;
                                 enabled: boolean;
+                                groupAttribute: string | null;
+                                groupRoles: {
+                                    group: string;
+                                    role: string;
+                                }[];
                                 /** Format: uuid */
                                 id: string;
                                 name: string;
@@ -2432,6 +2460,13 @@ export type paths = {
                         defaultRole?: string;
                         /** @description only an enabled connection signs anyone in (default false) */
                         enabled?: boolean;
+                        /** @description the IdP attribute (claim) carrying the groups; set, the member’s role follows `groupRoles` at every sign-in (an owner is left as they are); null: roles do not follow groups */
+                        groupAttribute?: string | null;
+                        /** @description group value → organization role, in order: the first group the person is in decides; none: `defaultRole`. Never owner; a member may only name roles they could grant */
+                        groupRoles?: {
+                            group: string;
+                            role: string;
+                        }[];
                         name?: string;
                         oidc?: {
                             clientId?: string;
@@ -2475,6 +2510,11 @@ export type paths = {
                                 createdAt: string;
                                 defaultRole: string;
                                 enabled: boolean;
+                                groupAttribute: string | null;
+                                groupRoles: {
+                                    group: string;
+                                    role: string;
+                                }[];
                                 /** Format: uuid */
                                 id: string;
                                 name: string;
@@ -4509,6 +4549,143 @@ export type paths = {
                 };
             };
         };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/organizations/{organizationId}/sso-requirement": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Require SSO for the verified domains, or stop requiring it (connections:manage; audited)
+         * @description On: every identity holding a verified email in one of the organization’s verified domains signs in only through the organization’s IdP, and its sessions and OpenID grants end now (the caller’s own too, when it is one of them). Needs a verified domain and an enabled SAML connection, else 409 organization.sso_requirement_unmet. Off: every way in again; nothing ended comes back.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    organizationId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description true: the people of the verified domains sign in only through the IdP, and their sessions and grants end now; false: every way in again */
+                        requireSso: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                /** @description how many identities of the verified domains this change signed out (0 unless it turned the requirement on) */
+                                identitiesSignedOut: number;
+                                /** Format: uuid */
+                                organizationId: string;
+                                requireSso: boolean;
+                            };
+                        };
+                    };
+                };
+                /** @description validation.failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.session_required */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.permission_denied */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.sso_requirement_unmet */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.body_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description internal.unexpected */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description service.unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -13309,6 +13486,8 @@ export type components = {
             /** @description the caller's permissions here */
             permissions: string[];
             requireSecondFactor: boolean;
+            /** @description whether the people of its verified domains sign in only through its IdP (docs/sso.md, "Require SSO"); set at PUT /organizations/{id}/sso-requirement */
+            requireSso: boolean;
             /** @description the caller's role */
             role: string;
             /** @description every role of the deployment, built-in first, as the pages offer them */

@@ -13,6 +13,12 @@ export interface AttributeMapping {
   familyName?: string;
 }
 
+/** One line of a group mapping: members of `group` get `role` (the first line that matches wins). */
+export interface GroupRole {
+  group: string;
+  role: string;
+}
+
 export interface ConnectionRow {
   id: string;
   organizationId: string;
@@ -21,6 +27,9 @@ export interface ConnectionRow {
   enabled: boolean;
   defaultRole: string;
   attributeMapping: AttributeMapping;
+  /** The IdP attribute (claim) carrying the person's groups; null: roles do not follow groups. */
+  groupAttribute: string | null;
+  groupRoles: GroupRole[];
   idpEntityId: string | null;
   ssoUrl: string | null;
   signingCertificates: string[];
@@ -46,6 +55,8 @@ const columns = [
   'enabled',
   'default_role as defaultRole',
   'attribute_mapping as attributeMapping',
+  'group_attribute as groupAttribute',
+  'group_roles as groupRoles',
   'idp_entity_id as idpEntityId',
   'sso_url as ssoUrl',
   'signing_certificates as signingCertificates',
@@ -67,6 +78,8 @@ function toColumns(f: ConnectionFields) {
     enabled: f.enabled,
     default_role: f.defaultRole,
     attribute_mapping: JSON.stringify(f.attributeMapping),
+    group_attribute: f.groupAttribute,
+    group_roles: JSON.stringify(f.groupRoles),
     idp_entity_id: f.idpEntityId,
     sso_url: f.ssoUrl,
     signing_certificates: JSON.stringify(f.signingCertificates),
@@ -81,9 +94,12 @@ function toColumns(f: ConnectionFields) {
 }
 
 /** A selected row as the domain object: the jsonb columns are what toColumns wrote. */
-function toRow<R extends { type: string; attributeMapping: unknown; signingCertificates: unknown }>(r: R) {
+function toRow<
+  R extends { type: string; attributeMapping: unknown; signingCertificates: unknown; groupRoles: unknown },
+>(r: R) {
   return {
     ...r,
+    groupRoles: r.groupRoles as GroupRole[],
     type: r.type as ConnectionType,
     attributeMapping: r.attributeMapping as AttributeMapping,
     signingCertificates: r.signingCertificates as string[],

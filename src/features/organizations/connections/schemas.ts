@@ -66,6 +66,25 @@ const OidcInput = Type.Object(
   { additionalProperties: false },
 );
 
+const GroupRoles = Type.Array(
+  Type.Object(
+    {
+      group: Type.String({ minLength: 1, maxLength: 256 }),
+      role: Type.String({ minLength: 1, maxLength: 32 }),
+    },
+    { additionalProperties: false },
+  ),
+  {
+    maxItems: 100,
+    description:
+      'group value → organization role, in order: the first group the person is in decides; none: `defaultRole`. Never owner; a member may only name roles they could grant',
+  },
+);
+const GroupAttribute = Type.Union([Type.String({ minLength: 1, maxLength: 256 }), Type.Null()], {
+  description:
+    'the IdP attribute (claim) carrying the groups; set, the member’s role follows `groupRoles` at every sign-in (an owner is left as they are); null: roles do not follow groups',
+});
+
 const Common = {
   name: Type.String({ minLength: 1, maxLength: 120 }),
   enabled: Type.Boolean({ description: 'only an enabled connection signs anyone in (default false)' }),
@@ -76,6 +95,8 @@ const Common = {
       'the role a person signed in through the connection is made a member with (default member; never owner)',
   }),
   attributeMapping: AttributeMapping,
+  groupAttribute: GroupAttribute,
+  groupRoles: GroupRoles,
 };
 
 export const ConnectionCreateBody = Type.Object(
@@ -85,6 +106,8 @@ export const ConnectionCreateBody = Type.Object(
     enabled: Type.Optional(Common.enabled),
     defaultRole: Type.Optional(Common.defaultRole),
     attributeMapping: Type.Optional(Common.attributeMapping),
+    groupAttribute: Type.Optional(Common.groupAttribute),
+    groupRoles: Type.Optional(Common.groupRoles),
     saml: Type.Optional(SamlInput),
     oidc: Type.Optional(OidcInput),
   },
@@ -97,6 +120,8 @@ export const ConnectionUpdateBody = Type.Object(
     enabled: Type.Optional(Common.enabled),
     defaultRole: Type.Optional(Common.defaultRole),
     attributeMapping: Type.Optional(Common.attributeMapping),
+    groupAttribute: Type.Optional(Common.groupAttribute),
+    groupRoles: Type.Optional(Common.groupRoles),
     saml: Type.Optional(SamlInput),
     oidc: Type.Optional(OidcInput),
   },
@@ -117,6 +142,8 @@ export const ConnectionSchema = Type.Object(
     enabled: Type.Boolean(),
     defaultRole: Type.String(),
     attributeMapping: AttributeMapping,
+    groupAttribute: Type.Union([Type.String(), Type.Null()]),
+    groupRoles: Type.Array(Type.Object({ group: Type.String(), role: Type.String() })),
     saml: Type.Union([
       Type.Object(
         {

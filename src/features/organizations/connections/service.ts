@@ -60,6 +60,8 @@ export interface ConnectionInput {
   enabled?: boolean;
   defaultRole?: string;
   attributeMapping?: repo.AttributeMapping;
+  groupAttribute?: string | null;
+  groupRoles?: repo.GroupRole[];
   saml?: SamlInput;
   oidc?: OidcInput;
 }
@@ -106,6 +108,7 @@ export class ConnectionService {
     const fields = await this.#fields(id, type, input, undefined, now);
     return this.#write(actor, organizationId, async (trx, role) => {
       this.#mayGrant(actor, role, fields.defaultRole);
+      for (const g of fields.groupRoles) this.#mayGrant(actor, role, g.role);
       await repo.insertConnection(trx, { id, organizationId, now, ...fields });
       return this.#changed(trx, 'organization.connection.created', actor, organizationId, id, {
         type,
@@ -126,6 +129,8 @@ export class ConnectionService {
       const locked = await repo.connectionById(trx, organizationId, connectionId, true);
       if (!locked) throw unknownConnection();
       if (input.defaultRole !== undefined) this.#mayGrant(actor, role, fields.defaultRole);
+      if (input.groupRoles !== undefined)
+        for (const g of fields.groupRoles) this.#mayGrant(actor, role, g.role);
       await repo.updateConnection(trx, { id: connectionId, organizationId, now, ...fields });
       return this.#changed(trx, 'organization.connection.updated', actor, organizationId, connectionId, {
         fields: Object.keys(input).sort().join(','),
@@ -195,6 +200,8 @@ export class ConnectionService {
           enabled: false,
           defaultRole: 'member',
           attributeMapping: {},
+          groupAttribute: null,
+          groupRoles: [],
           idpEntityId: null,
           ssoUrl: null,
           signingCertificates: [],
@@ -210,8 +217,13 @@ export class ConnectionService {
     if (input.enabled !== undefined) fields.enabled = input.enabled;
     if (input.defaultRole !== undefined) fields.defaultRole = input.defaultRole;
     if (input.attributeMapping !== undefined) fields.attributeMapping = { ...input.attributeMapping };
+    if (input.groupAttribute !== undefined) fields.groupAttribute = input.groupAttribute;
+    if (input.groupRoles !== undefined)
+      fields.groupRoles = input.groupRoles.map((g) => ({ group: g.group, role: g.role }));
     if (fields.name.length === 0) throw invalid();
-    if (!this.#roles.known(fields.defaultRole) || fields.defaultRole === OWNER_ROLE) throw invalid();
+    // Every role a connection hands out is a configured one, never owner (docs/sso.md, "Groups and roles").
+    for (const r of [fields.defaultRole, ...fields.groupRoles.map((g) => g.role)])
+      if (!this.#roles.known(r) || r === OWNER_ROLE) throw invalid();
     if (type === 'saml') await this.#saml(id, fields, input.saml ?? {}, now);
     else this.#oidc(id, fields, input.oidc ?? {});
     return fields;

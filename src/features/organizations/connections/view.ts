@@ -27,6 +27,8 @@ export function connectionView(c: ConnectionRow, publicOrigin: string) {
     enabled: c.enabled,
     defaultRole: c.defaultRole,
     attributeMapping: c.attributeMapping,
+    groupAttribute: c.groupAttribute,
+    groupRoles: c.groupRoles.map((g) => ({ group: g.group, role: g.role })),
     saml:
       c.type === 'saml'
         ? {

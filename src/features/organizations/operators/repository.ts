@@ -11,6 +11,7 @@ export interface AdminOrganizationRow {
   name: string;
   slug: string;
   requireSecondFactor: boolean;
+  requireSso: boolean;
   createdBy: string;
   createdAt: Date;
   updatedAt: Date;
@@ -22,6 +23,7 @@ const columns = [
   'o.name',
   'o.slug',
   'o.require_second_factor as requireSecondFactor',
+  'o.require_sso as requireSso',
   'o.created_by as createdBy',
   'o.created_at as createdAt',
   'o.updated_at as updatedAt',

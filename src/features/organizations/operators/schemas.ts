@@ -32,6 +32,9 @@ export const AdminOrganizationItem = Type.Object(
     name: Type.String(),
     slug: Type.String(),
     requireSecondFactor: Type.Boolean(),
+    requireSso: Type.Boolean({
+      description: 'SSO required for the verified domains (docs/sso.md, "Require SSO")',
+    }),
     createdBy: Uuid,
     createdAt: Instant,
     updatedAt: Instant,

@@ -109,6 +109,7 @@ export class AdminOrganizations {
         name,
         slug: input.slug,
         requireSecondFactor: false,
+        requireSso: false,
         createdBy: input.ownerIdentityId,
         createdAt: now,
         updatedAt: now,

@@ -8,6 +8,7 @@ export function organizationItem(o: AdminOrganizationRow) {
     name: o.name,
     slug: o.slug,
     requireSecondFactor: o.requireSecondFactor,
+    requireSso: o.requireSso,
     createdBy: o.createdBy,
     createdAt: new Date(o.createdAt).toISOString(),
     updatedAt: new Date(o.updatedAt).toISOString(),

@@ -20,6 +20,7 @@ import {
   normaliseIdentifier,
 } from '../../identities/identifier.js';
 import { findIdentifier, findIdentity, lockIdentity, NOBODY } from '../../identities/repository.js';
+import { refuseAddressUnderSso } from '../../organizations/sso-requirement/rule.js';
 import { maySignInByCode } from '../code-rule.js';
 import type { SignInLinks } from '../links.js';
 import type { Complete, SignInResult, Strategy } from '../strategy.js';
@@ -83,6 +84,8 @@ export class CodeStrategy implements Strategy<CodeInput> {
     const ident = this.#address(input);
     const { db } = this.deps.database;
     const { withPassword } = this.deps.config.signInCodes;
+    // Require SSO: by the domain alone, before anything is counted or read (docs/sso.md).
+    await refuseAddressUnderSso(db, ident);
     const issued = await db.transaction().execute(async (trx) => {
       await this.deps.messages.count([sender, signInCodeDestinationSubject(ident)], trx);
       const identifier = await findIdentifier(trx, ident);

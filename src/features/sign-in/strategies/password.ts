@@ -11,6 +11,7 @@ import { type GuessBudgets, guessSubject } from '../../../platform/rate-limit/gu
 import type { HashProfiles } from '../../identities/hash-profiles.js';
 import { type IdentifierInput, normaliseIdentifier } from '../../identities/identifier.js';
 import { findPasswordHolder, NOBODY, upgradePasswordHash } from '../../identities/repository.js';
+import { refuseAddressUnderSso } from '../../organizations/sso-requirement/rule.js';
 import { recordAttempt, withdrawAttempt } from '../../sessions/repository.js';
 import type { Complete, SignInResult, Strategy } from '../strategy.js';
 
@@ -43,6 +44,9 @@ export class PasswordStrategy implements Strategy<PasswordInput> {
     // Shed before anything is written when the Argon2id queue is past its bound (503).
     this.deps.passwords.admit();
     const ident = normaliseIdentifier(input);
+    // Require SSO: decided by the address's domain alone, before any account or password is read,
+    // so known or unknown, right or wrong password, the answer is the same (docs/sso.md).
+    await refuseAddressUnderSso(db, ident);
     // Per identifier and address prefix, known account or not: a stranger elsewhere who knows only
     // the identifier cannot hold back the owner's correct password.
     const budget = guessSubject.password(ident?.value ?? input.identifier, addressBucket(meta.ip ?? ''));

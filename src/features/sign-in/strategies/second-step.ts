@@ -63,7 +63,7 @@ export class SecondStepStrategy implements Strategy<SecondStepInput, SessionGran
         if (!(await spendTicket(trx, t.id, now))) throw new Problem('identity.second_factor_refused');
         await this.deps.lock.clear(trx, t.identityId);
         await this.deps.guesses.forgive(trx, guessSubject.secondStep(t.identityId));
-        return { ok: true as const, identityId: t.identityId, epoch: t.epoch };
+        return { ok: true as const, identityId: t.identityId, epoch: t.epoch, firstMethod: t.primaryMethod };
       }
       await chargeTicket(trx, t.id);
       const failure = await this.deps.lock.recordFailure(trx, t.identityId, 'sign-ins/second-factors');
@@ -88,6 +88,7 @@ export class SecondStepStrategy implements Strategy<SecondStepInput, SessionGran
         identityId: outcome.identityId,
         epoch: outcome.epoch,
         method,
+        firstMethod: outcome.firstMethod,
         stage: 'final',
         refusal: 'identity.second_factor_refused',
       },

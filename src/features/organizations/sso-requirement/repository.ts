@@ -1,0 +1,99 @@
+import { type ExpressionBuilder, sql } from 'kysely';
+import type { Executor } from '../../../platform/db/database.js';
+import type { DB as Tables } from '../../../platform/db/schema.js';
+
+/**
+ * Reads of "require SSO" (docs/sso.md, "Require SSO"). Writes nothing: the setting itself is a
+ * column of `organizations` (../repository.ts writes it). The requirement is in force for an
+ * organization that turned it on, is not disabled and has an enabled SAML connection: with no way
+ * in through its IdP, nobody of its domains is locked out.
+ */
+
+// The same text as the index identifiers_email_domain (migration 0036), so the planner can use it.
+const EMAIL_DOMAIN = sql<string>`split_part(i.value, '@', 2)`;
+
+/** The organization `o` requires SSO and has an enabled SAML connection to sign in through. */
+function inForce(eb: ExpressionBuilder<Tables & { o: Tables['organizations'] }, 'o'>) {
+  return eb.and([
+    eb('o.require_sso', '=', true),
+    eb('o.disabled_at', 'is', null),
+    eb.exists(
+      eb
+        .selectFrom('sso_connections as c')
+        .select('c.id')
+        .whereRef('c.organization_id', '=', 'o.id')
+        .where('c.enabled', '=', true)
+        .where('c.type', '=', 'saml'),
+    ),
+  ]);
+}
+
+/** Whether an organization in force requires SSO for this (normalised) domain. */
+export async function domainRequiresSso(trx: Executor, domain: string): Promise<boolean> {
+  const row = await trx
+    .selectFrom('organization_domains as d')
+    .innerJoin('organizations as o', 'o.id', 'd.organization_id')
+    .select('o.id')
+    .where('d.domain', '=', domain)
+    .where('d.verified_at', 'is not', null)
+    .where(inForce)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Whether the identity holds a verified email in a domain whose organization requires SSO. */
+export async function identityRequiresSso(trx: Executor, identityId: string): Promise<boolean> {
+  const row = await trx
+    .selectFrom('identifiers as i')
+    .innerJoin('organization_domains as d', (j) =>
+      j.on((eb) => eb('d.domain', '=', EMAIL_DOMAIN)).on('d.verified_at', 'is not', null),
+    )
+    .innerJoin('organizations as o', 'o.id', 'd.organization_id')
+    .select('o.id')
+    .where('i.identity_id', '=', identityId)
+    .where('i.type', '=', 'email')
+    .where('i.verified_at', 'is not', null)
+    .where('i.removed_at', 'is', null)
+    .where(inForce)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** The identities holding a verified email in one of the organization's verified domains. */
+export async function identitiesInDomains(trx: Executor, organizationId: string): Promise<string[]> {
+  const rows = await trx
+    .selectFrom('identifiers as i')
+    .innerJoin('organization_domains as d', (j) =>
+      j.on((eb) => eb('d.domain', '=', EMAIL_DOMAIN)).on('d.verified_at', 'is not', null),
+    )
+    .select('i.identity_id')
+    .distinct()
+    .where('d.organization_id', '=', organizationId)
+    .where('i.type', '=', 'email')
+    .where('i.verified_at', 'is not', null)
+    .where('i.removed_at', 'is', null)
+    .orderBy('i.identity_id')
+    .execute();
+  return rows.map((r) => r.identity_id);
+}
+
+/** What turning the requirement on needs: a verified domain and an enabled SAML connection. */
+export async function readiness(
+  trx: Executor,
+  organizationId: string,
+): Promise<{ verifiedDomains: number; enabledConnections: number }> {
+  const domains = await trx
+    .selectFrom('organization_domains')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('organization_id', '=', organizationId)
+    .where('verified_at', 'is not', null)
+    .executeTakeFirstOrThrow();
+  const connections = await trx
+    .selectFrom('sso_connections')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('organization_id', '=', organizationId)
+    .where('enabled', '=', true)
+    .where('type', '=', 'saml')
+    .executeTakeFirstOrThrow();
+  return { verifiedDomains: Number(domains.n), enabledConnections: Number(connections.n) };
+}

@@ -1,0 +1,127 @@
+import type { Config } from '../../../config.js';
+import type { AuditLog } from '../../../platform/audit/audit.js';
+import type { Clock } from '../../../platform/clock.js';
+import type { Database, Executor } from '../../../platform/db/database.js';
+import type { Signals } from '../../../platform/metrics/signals.js';
+import { Problem } from '../../../platform/problem.js';
+import type { EventLog } from '../../events/log.js';
+import { CONNECTIONS_MANAGE } from '../../organizations/connections/service.js';
+import { organizationChanged } from '../../organizations/events.js';
+import { lockAnyOrganization } from '../../organizations/operators/repository.js';
+import * as orgs from '../../organizations/repository.js';
+import { OrganizationRoles } from '../../organizations/roles.js';
+import { identitiesInDomains, readiness } from '../../organizations/sso-requirement/repository.js';
+import { sessionsEnded } from '../../sessions/events.js';
+import { endAllSessionsListed } from '../../sessions/revocations.js';
+
+/** What setting the requirement uses. */
+export interface SsoRequirementDeps {
+  database: Database;
+  clock: Clock;
+  audit: AuditLog;
+  events: EventLog;
+  signals: Signals;
+  config: Pick<Config, 'organizations'>;
+}
+
+/** Who acts: a member (their role is checked) or an operator (`admin:<key>`). */
+export type RequirementActor =
+  | { kind: 'member'; identityId: string }
+  | { kind: 'operator'; operator: string };
+
+/** The session-revocation reason of the sessions turning the requirement on ends. */
+export const SSO_REQUIRED_REASON = 'sso_required';
+
+export interface SsoRequirementView {
+  organizationId: string;
+  requireSso: boolean;
+  /** How many identities of the verified domains had their sessions and grants ended by this change. */
+  identitiesSignedOut: number;
+}
+
+/**
+ * "Require SSO" (docs/sso.md, "Require SSO"): set by a member with `connections:manage` or by an
+ * operator. Turning it on, in one transaction under the organization's row lock: the setting, then
+ * for every identity holding a verified email in one of the organization's verified domains the one
+ * revocation every other path uses (sessions/revocations.ts: the epoch moves, so its sessions, the
+ * OpenID grants bound to them and any sign-in still committing with the old epoch are dead; each
+ * live session revoked with `sso_required` and announced by `session.ended`), then
+ * `organization.updated` and the audit record. Turning it off ends nothing and restores nothing.
+ */
+export class SsoRequirementService {
+  readonly #roles: OrganizationRoles;
+
+  constructor(private readonly deps: SsoRequirementDeps) {
+    this.#roles = new OrganizationRoles(deps.config);
+  }
+
+  async set(
+    actor: RequirementActor,
+    organizationId: string,
+    requireSso: boolean,
+  ): Promise<SsoRequirementView> {
+    const actorName = actor.kind === 'member' ? actor.identityId : actor.operator;
+    let ended = 0;
+    const view = await this.deps.database.db.transaction().execute(async (trx) => {
+      const current = await this.#locked(trx, actor, organizationId);
+      if (requireSso && !current.requireSso) {
+        const ready = await readiness(trx, organizationId);
+        if (ready.verifiedDomains === 0 || ready.enabledConnections === 0)
+          throw new Problem('organization.sso_requirement_unmet');
+      }
+      if (current.requireSso === requireSso) return { organizationId, requireSso, identitiesSignedOut: 0 };
+      const now = this.deps.clock.now();
+      await orgs.updateOrganization(trx, organizationId, {
+        requireSso,
+        // Strictly forward, even within one millisecond: the organization's ETag names one version.
+        updatedAt: now > current.updatedAt ? now : new Date(new Date(current.updatedAt).getTime() + 1),
+      });
+      let identities = 0;
+      if (requireSso) {
+        for (const identityId of await identitiesInDomains(trx, organizationId)) {
+          const revoked = await endAllSessionsListed(trx, identityId, SSO_REQUIRED_REASON, now);
+          await sessionsEnded(
+            this.deps.events,
+            trx,
+            actorName,
+            identityId,
+            revoked.live,
+            SSO_REQUIRED_REASON,
+          );
+          ended += revoked.count;
+          identities += 1;
+        }
+      }
+      await organizationChanged(this.deps.events, trx, 'organization.updated', actorName, organizationId);
+      await this.deps.audit.append(trx, {
+        name: 'organization.sso_requirement.updated',
+        actor: actorName,
+        target: organizationId,
+        outcome: 'success',
+        details: { requireSso, identitiesSignedOut: identities, sessionsEnded: ended },
+      });
+      return { organizationId, requireSso, identitiesSignedOut: identities };
+    });
+    if (ended > 0) this.deps.signals.sessionsRevoked(SSO_REQUIRED_REASON, ended);
+    return view;
+  }
+
+  /** The organization row locked, the member's permission checked after the lock. */
+  async #locked(
+    trx: Executor,
+    actor: RequirementActor,
+    organizationId: string,
+  ): Promise<{ requireSso: boolean; updatedAt: Date }> {
+    if (actor.kind === 'operator') {
+      const row = await lockAnyOrganization(trx, organizationId);
+      if (!row) throw new Problem('admin.organization_not_found');
+      return row;
+    }
+    const row = await orgs.lockOrganization(trx, organizationId);
+    if (!row) throw new Problem('organization.not_found');
+    const role = await orgs.roleOf(trx, organizationId, actor.identityId);
+    if (role === undefined) throw new Problem('organization.not_found');
+    if (!this.#roles.can(role, CONNECTIONS_MANAGE)) throw new Problem('organization.permission_denied');
+    return row;
+  }
+}
