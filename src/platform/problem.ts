@@ -437,6 +437,20 @@ export const CATALOGUE = {
       'The metadata URL did not answer a document within the time and size allowed; nothing was changed. Retry later.',
     retryable: true,
   },
+  'organization.connection_test_not_found': {
+    status: 404,
+    title: 'Test result not found',
+    detail:
+      'No connection test result for this code: it expired, or it belongs to another session or browser.',
+    retryable: false,
+  },
+  'identity.sso_idp_unavailable': {
+    status: 503,
+    title: 'Identity provider unavailable',
+    detail:
+      'The identity provider did not answer its discovery document in time; nothing was changed. Retry later.',
+    retryable: true,
+  },
   'identity.sso_unavailable': {
     status: 422,
     title: 'No enterprise sign-in',
