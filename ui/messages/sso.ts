@@ -88,7 +88,7 @@ export const t = messages(
     'org.domainRemoved': '{domain} was removed.',
     'org.redirectUri': 'Our redirect URI (give it to your provider)',
     'org.test': 'Test connection',
-    'org.testLabel': 'Test {name}',
+    'org.testLabel': 'Test connection {name}',
     // The result of a connection test (#/sso-test).
     'test.title': 'Connection test',
     'test.intro':
@@ -204,7 +204,7 @@ export const t = messages(
     'org.domainRemoved': '{domain} a été retiré.',
     'org.redirectUri': 'Notre URI de redirection (à donner à votre fournisseur)',
     'org.test': 'Tester la connexion',
-    'org.testLabel': 'Tester {name}',
+    'org.testLabel': 'Tester la connexion {name}',
     'test.title': 'Test de connexion',
     'test.intro':
       'Ce que votre fournisseur d’identité a renvoyé. Personne n’a été connecté, et rien n’a été créé ni lié.',
