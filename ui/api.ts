@@ -3,6 +3,7 @@ import {
   BrowserSessionManager,
   type ConnectedApp,
   type ConnectionInput,
+  type ConnectionTestResult,
   type ConnectionUpdate,
   type DeviceSession,
   type EndReason,
@@ -470,6 +471,7 @@ export const api = {
 };
 
 export type {
+  ConnectionTestResult,
   InvitationLookup,
   Organization,
   OrganizationConnection,
@@ -526,6 +528,11 @@ export const organizations = {
   removeConnection: (id: string, connectionId: string) => client.removeConnection(id, connectionId),
   /** Require SSO for the verified domains (on: the domains' people are signed out now). */
   setSsoRequirement: (id: string, requireSso: boolean) => client.setSsoRequirement(id, requireSso),
+  /** Starts a connection test: the IdP's URL (the flow's cookie is set). */
+  testConnection: async (id: string, connectionId: string): Promise<string> =>
+    (await client.testConnection(id, connectionId)).redirectUrl,
+  /** A connection test's result, for this session in this browser. */
+  connectionTestResult: (code: string) => client.connectionTestResult(code),
   domains: async (id: string): Promise<OrganizationDomain[]> =>
     (await client.listDomains(id, { limit: 100 })).items,
   addDomain: (id: string, domain: string) => client.addDomain(id, domain),

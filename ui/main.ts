@@ -26,6 +26,7 @@ import { secondFactorPage, signInPage } from './pages/sign-in.js';
 import { captureSignInLink, signInLinkPage } from './pages/sign-in-link.js';
 import { signUpPage } from './pages/sign-up.js';
 import { ssoContinuePage } from './pages/sso-continue.js';
+import { ssoTestPage } from './pages/sso-test.js';
 import { messageFor } from './problems.js';
 import { captureProviderReturn, dropProviderReturn } from './providers.js';
 import { go, type Page, type PageContent, routeOf } from './router.js';
@@ -55,6 +56,8 @@ const PRIVATE: Record<string, Page> = {
   '/security/linked': linkedPage,
   '/security/delete': deleteAccountPage,
   '/organizations': organizationsPage,
+  // A connection test came back (ui/pages/sso-test.ts): what the IdP sent, nobody signed in.
+  '/sso-test': ssoTestPage,
 };
 /** Pages of the account named by an id in their path (#/organizations/<id>). */
 const PRIVATE_WITH_ID: [RegExp, (id: string) => ReturnType<Page>][] = [

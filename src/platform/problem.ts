@@ -448,8 +448,22 @@ export const CATALOGUE = {
     status: 409,
     title: 'SSO cannot be required yet',
     detail:
-      'Requiring SSO needs at least one verified domain and one enabled SAML connection, so the people of those domains keep a way in.',
+      'Requiring SSO needs at least one verified domain and one enabled connection, so the people of those domains keep a way in.',
     retryable: false,
+  },
+  'organization.connection_test_not_found': {
+    status: 404,
+    title: 'Test result not found',
+    detail:
+      'No connection test result for this code: it expired, or it belongs to another session or browser.',
+    retryable: false,
+  },
+  'identity.sso_idp_unavailable': {
+    status: 503,
+    title: 'Identity provider unavailable',
+    detail:
+      'The identity provider did not answer its discovery document in time; nothing was changed. Retry later.',
+    retryable: true,
   },
   'identity.sso_unavailable': {
     status: 422,

@@ -4,7 +4,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { axeCheck, launchChromium, signInPage } from '../helpers/browser.js';
+import { axeAllCombinations, axeCheck, launchChromium, signInPage } from '../helpers/browser.js';
 import { startDns, type TestDns } from '../helpers/dns.js';
 import { createPerson, signIn } from '../helpers/identities.js';
 import { freePort } from '../helpers/net.js';
@@ -273,6 +273,43 @@ describe('enterprise sign-in on the hosted pages', () => {
     } finally {
       await fr.close();
     }
+  });
+
+  it('the owner tests the connection: the result page shows what the IdP sent, and nobody is signed in or created', async () => {
+    await context.clearCookies();
+    await page.goto(`${origin}/account/#/sign-in`);
+    await signInPage(page, { email: owner.email, password: owner.password });
+    await page.goto('about:blank');
+    await page.goto(`${origin}/account/#/organizations/${orgId}`);
+    await heading(page, 'Northwind');
+    const count = async (table: 'sessions' | 'identities' | 'organization_memberships') =>
+      (await t.ctx.database.db.selectFrom(table).select('created_at').execute()).length;
+    const before = [
+      await count('sessions'),
+      await count('identities'),
+      await count('organization_memberships'),
+    ];
+    nextPerson = `zed@${domain}`;
+    await page.locator('#org-sso').getByRole('button', { name: 'Test connection Northwind Okta' }).click();
+    await heading(page, 'Connection test');
+    expect(page.url()).toBe(`${origin}/account/#/sso-test`);
+    await page.locator('#sso-test-summary').getByText('Every check passed').waitFor();
+    expect(await page.locator('#sso-test-subject').textContent()).toBe(nextPerson);
+    expect(await page.locator('#sso-test-email').textContent()).toBe(nextPerson);
+    expect(
+      await page
+        .locator('#sso-test-checks li')
+        .evaluateAll((lis) => lis.map((li) => li.getAttribute('data-check'))),
+    ).toEqual(['flow', 'response', 'email', 'domain']);
+    await axeAllCombinations(page, 'sso-test result');
+    expect([
+      await count('sessions'),
+      await count('identities'),
+      await count('organization_memberships'),
+    ]).toEqual(before);
+    // A redraw in this tab shows it again (the code kept for this tab only).
+    await page.reload();
+    await page.locator('#sso-test-summary').getByText('Every check passed').waitFor();
   });
 
   it('the owner requires SSO after a confirmation that says who is signed out, then stops requiring it', async () => {

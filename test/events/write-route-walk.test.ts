@@ -1,4 +1,5 @@
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
+import { inflateRawSync } from 'node:zlib';
 import type { LightMyRequestResponse } from 'fastify';
 import { decodeJwt } from 'jose';
 import sharp from 'sharp';
@@ -15,7 +16,7 @@ import { messagesTo, waitForCode } from '../helpers/outbox.js';
 import { followToCallback, hostMappingFetch, startUpstream, type Upstream } from '../helpers/upstream.js';
 import { ISSUER, idToken, issueNonce, nonceHash, PROVIDER, ProviderSink } from '../providers/support.js';
 import { DEFAULT_POLICY, personWithFactor, ticketFor, totp } from '../second-factors/helpers.js';
-import { TestIdp } from '../sso/idp.js';
+import { parse, TestIdp } from '../sso/idp.js';
 import { handoffOf, postAcs, startFlow } from '../sso/support.js';
 
 /*
@@ -1137,6 +1138,46 @@ const ROWS: Record<string, Row> = {
       const code = handoffOf(res) as string;
       await act(() =>
         api('POST', '/sso-handoffs/previews', { payload: { code }, headers: { cookie: flow.cookie } }),
+      );
+    },
+  },
+  'POST /api/v1/organizations/{organizationId}/connections/{connectionId}/tests': {
+    exempt:
+      'starts a connection test (audited when the IdP answers): a flow record and its cookie; it signs nobody in',
+    async run(act) {
+      const sso = await ssoOrganization();
+      await act(() =>
+        api('POST', `/organizations/${sso.org.id}/connections/${sso.connectionId}/tests`, {
+          token: sso.org.owner.token,
+        }),
+      );
+    },
+  },
+  'POST /api/v1/sso-tests/results': {
+    exempt: 'reads a connection test’s result for the session that started it: nothing is written',
+    async run(act) {
+      const sso = await ssoOrganization();
+      const started = await ok(
+        api('POST', `/organizations/${sso.org.id}/connections/${sso.connectionId}/tests`, {
+          token: sso.org.owner.token,
+        }),
+      );
+      const cookie = String(started.headers['set-cookie']).split(';')[0] as string;
+      const request = new URL(started.json().data.redirectUrl).searchParams.get('SAMLRequest') ?? '';
+      const requestId =
+        parse(inflateRawSync(Buffer.from(request, 'base64')).toString('utf8')).documentElement?.getAttribute(
+          'ID',
+        ) ?? '';
+      const res = await postAcs(t, sso.connectionId, samlResponse(sso, requestId), cookie);
+      const code = new URLSearchParams(String(res.headers.location).split('?')[1] ?? '').get(
+        'result',
+      ) as string;
+      await act(() =>
+        api('POST', '/sso-tests/results', {
+          token: sso.org.owner.token,
+          payload: { code },
+          headers: { cookie },
+        }),
       );
     },
   },

@@ -12,8 +12,8 @@ import { card, confirmButton, saySuccess } from './security/common.js';
 
 /*
  * The "SSO" section of #/organizations/<id> (docs/sso.md), for those who hold connections:manage
- * (owners and admins): the organization's SAML connections (enable, disable, delete; our metadata
- * URL and ACS URL to copy), a form to add one (the IdP's metadata pasted or chosen as a file, or
+ * (owners and admins): the organization's connections (enable, disable, test, delete; our metadata
+ * URL and ACS URL, or an OpenID connection's redirect URI, to copy), a form to add one (the IdP's metadata pasted or chosen as a file, or
  * its entity id, sign-on URL and certificate), and, with domains:manage, the domains it speaks for
  * (claim, the TXT record to publish, verify, remove), and the switch that requires SSO for those
  * domains (docs/sso.md, "Require SSO"), turned on only after a confirmation that says who is signed out.
@@ -134,6 +134,7 @@ function connectionsPart(org: Organization, connections: OrganizationConnection[
               ),
               c.saml ? copyRow(t('org.metadataUrl'), c.saml.metadataUrl, 'metadataUrl') : null,
               c.saml ? copyRow(t('org.acsUrl'), c.saml.acsUrl, 'acsUrl') : null,
+              c.oidc ? copyRow(t('org.redirectUri'), c.oidc.redirectUri, 'redirectUri') : null,
             ),
             h(
               'div',
@@ -146,6 +147,16 @@ function connectionsPart(org: Organization, connections: OrganizationConnection[
                   await draw(t(c.enabled ? 'org.disabledNow' : 'org.enabledNow', { name: c.name }));
                 },
                 'secondary',
+              ),
+              actionButton(
+                t('org.test'),
+                alert,
+                async () => {
+                  // The IdP answers to #/sso-test, which shows what it sent (nobody is signed in).
+                  location.assign(await organizations.testConnection(org.id, c.id));
+                },
+                'secondary',
+                { 'aria-label': t('org.testLabel', { name: c.name }) },
               ),
               confirmButton({
                 label: t('org.delete'),

@@ -21,6 +21,7 @@ import type {
   ConfirmStepUpInput,
   ConnectedApp,
   ConnectionInput,
+  ConnectionTestResult,
   ConnectionUpdate,
   CreatedScimToken,
   CreateOrganizationInput,
@@ -1272,6 +1273,47 @@ export class IdentityClient {
         signal,
       }),
     );
+  }
+
+  /**
+   * Starts a test of a connection (`connections:manage`), enabled or not: the IdP's URL to send
+   * the browser to; the flow's cookie is set. The IdP's answer comes back to the hosted
+   * `#/sso-test?result=<code>`, read with `connectionTestResult`. Nobody is signed in.
+   * POST /organizations/{organizationId}/connections/{connectionId}/tests.
+   */
+  async testConnection(
+    organizationId: string,
+    connectionId: string,
+    options?: CallOptions,
+  ): Promise<{ redirectUrl: string; expiresAt: string }> {
+    const body = await this.authed<Envelope<{ redirectUrl: string; expiresAt: string }>>(
+      false,
+      options,
+      (headers, signal) =>
+        this.api.POST(`${API}/organizations/{organizationId}/connections/{connectionId}/tests`, {
+          params: { path: { organizationId, connectionId } },
+          headers,
+          credentials: 'same-origin',
+          signal,
+        }),
+    );
+    return body.data;
+  }
+
+  /**
+   * A connection test's result, for the session that started it, in the browser it started in;
+   * anything else is 404 organization.connection_test_not_found. POST /sso-tests/results.
+   */
+  async connectionTestResult(code: string, options?: CallOptions): Promise<ConnectionTestResult> {
+    const body = await this.authed<Envelope<ConnectionTestResult>>(true, options, (headers, signal) =>
+      this.api.POST(`${API}/sso-tests/results`, {
+        body: { code },
+        headers,
+        credentials: 'same-origin',
+        signal,
+      }),
+    );
+    return body.data;
   }
 
   // ---- Domains ------------------------------------------------------------------------------------

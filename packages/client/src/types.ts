@@ -174,6 +174,11 @@ export type OrganizationConnection = ResponseData<
   'post'
 >;
 /**
+ * A connection test's result (docs/sso.md, "Testing a connection"): what the IdP sent (SAML NameID
+ * and attributes, or OpenID claims) and which checks passed. Nobody was signed in.
+ */
+export type ConnectionTestResult = ResponseData<'/api/v1/sso-tests/results', 'post'>;
+/**
  * An organization's SCIM token as listed: its name, who created it and when, when it was revoked
  * and when it was last used (to the minute). Never the token itself.
  */

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { type BrandConfig, type CodeFormat, pageImageOrigins } from '../../config.js';
 import type { AppContext } from '../../context.js';
 import type { Theme, ThemeColours } from '../../platform/colour.js';
-import { anyEnabledSamlConnection } from '../organizations/connections/repository.js';
+import { anyEnabledConnection } from '../organizations/connections/repository.js';
 import { type Asset, asset, bundleUi } from './bundle.js';
 
 /**
@@ -166,7 +166,7 @@ export const accountUiRoutes: FastifyPluginAsync<{ ctx: AppContext; api: string 
   );
   app.get(ui.path, hide, async (request, reply) => send(request, reply, index, 'no-cache', headers));
   app.get(`${ui.path}${settingsAsset.name}`, hide, async (request, reply) => {
-    const sso = await anyEnabledSamlConnection(opts.ctx.database.db);
+    const sso = await anyEnabledConnection(opts.ctx.database.db);
     return send(request, reply, settingsAssets[sso ? 1 : 0], 'no-cache', headers);
   });
   for (const a of [...bundle.assets, theme]) {

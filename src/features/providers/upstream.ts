@@ -62,6 +62,27 @@ export interface UpstreamChecks {
   codeVerifier: string;
 }
 
+/**
+ * An OpenID provider known at run time rather than from configuration: an organization's OpenID
+ * connection (docs/sso.md, "OpenID connections"). Discovery, PKCE, nonce, state and the ID token's
+ * checks are the same code as a configured generic provider's; `key` names its discovery cache
+ * and changes when the issuer, client or secret do.
+ */
+export interface OpenIdParty {
+  key: string;
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  scopes: string;
+  redirectUri: string;
+}
+
+/** A party's callback, checked: the ID token's claims (UserInfo's beneath them when the token lacks the email). */
+export interface OpenIdClaims {
+  claims: Record<string, unknown>;
+  identity: UpstreamIdentity;
+}
+
 type RedirectProvider = IdentityProviderConfig & {
   redirect: NonNullable<IdentityProviderConfig['redirect']>;
 };
@@ -141,10 +162,63 @@ export class UpstreamProviders {
   async authorizationUrl(name: string, checks: UpstreamChecks): Promise<URL> {
     const provider = this.#providers.get(name);
     if (!provider) throw new UpstreamError('unavailable');
+    return this.#authorizationUrl(provider, this.redirectUri(name), checks);
+  }
+
+  /** The same for a party known at run time (an organization's OpenID connection). */
+  async partyAuthorizationUrl(party: OpenIdParty, checks: UpstreamChecks): Promise<URL> {
+    return this.#authorizationUrl(this.#partyProvider(party), party.redirectUri, checks);
+  }
+
+  /**
+   * A party's callback (a GET with the query), every check of complete(): state, PKCE, nonce, the
+   * ID token's signature, issuer, audience and times. Throws UpstreamError.
+   */
+  async partyComplete(party: OpenIdParty, callback: Request, checks: UpstreamChecks): Promise<OpenIdClaims> {
+    const provider = this.#partyProvider(party);
+    try {
+      const parameters = await callbackParameters(provider, callback);
+      const current = new URL(party.redirectUri);
+      for (const [key, value] of parameters) current.searchParams.append(key, value);
+      const configuration = await this.#configuration(provider);
+      const claims = await this.#openIdClaims(provider, configuration, current, checks);
+      return { claims, identity: identityOf(provider, claims, null) };
+    } catch (err) {
+      const reason = failureOf(err);
+      this.#logFailure(party.key, reason, err);
+      throw err instanceof UpstreamError ? err : new UpstreamError(reason, err);
+    }
+  }
+
+  #partyProvider(party: OpenIdParty): RedirectProvider {
+    // One cached discovery per connection: a changed issuer, client or secret replaces it.
+    const id = party.key.split('@')[0] as string;
+    for (const name of this.#configurations.keys()) {
+      if (name !== party.key && name.split('@')[0] === id) this.#configurations.delete(name);
+    }
+    return {
+      name: party.key,
+      displayName: party.key,
+      issuer: party.issuer,
+      redirect: {
+        clientId: party.clientId,
+        clientSecret: party.clientSecret,
+        scopes: party.scopes,
+        responseMode: 'query',
+      },
+    } as RedirectProvider;
+  }
+
+  async #authorizationUrl(
+    provider: RedirectProvider,
+    redirectUri: string,
+    checks: UpstreamChecks,
+  ): Promise<URL> {
+    const name = provider.name;
     try {
       const configuration = await this.#configuration(provider);
       const parameters = new URLSearchParams({
-        redirect_uri: this.redirectUri(name),
+        redirect_uri: redirectUri,
         scope: provider.redirect.scopes,
         state: checks.state,
         code_challenge: await client.calculatePKCECodeChallenge(checks.codeVerifier),
@@ -192,6 +266,20 @@ export class UpstreamProviders {
     checks: UpstreamChecks,
     appleUser: string | null,
   ): Promise<UpstreamIdentity> {
+    return identityOf(
+      provider,
+      await this.#openIdClaims(provider, configuration, current, checks),
+      appleUser,
+    );
+  }
+
+  /** The code exchange and the ID token's checks (openid-client's), then the claims. */
+  async #openIdClaims(
+    provider: RedirectProvider,
+    configuration: client.Configuration,
+    current: URL,
+    checks: UpstreamChecks,
+  ): Promise<Record<string, unknown>> {
     const grantChecks: client.AuthorizationCodeGrantChecks = {
       expectedState: checks.state,
       expectedNonce: checks.nonce,
@@ -215,7 +303,7 @@ export class UpstreamProviders {
     ) {
       userInfo = await client.fetchUserInfo(configuration, tokens.access_token, claims.sub);
     }
-    return identityOf(provider, { ...userInfo, ...claims }, appleUser);
+    return { ...userInfo, ...claims };
   }
 
   /**

@@ -1,15 +1,23 @@
 import type { Executor } from '../../platform/db/database.js';
 
-/** The one writer of `saml_flows` and `saml_assertion_ids` (docs/architecture.md, "Tables and their owners"). */
+/**
+ * The one writer of `saml_flows` and `saml_assertion_ids` (docs/architecture.md, "Tables and their
+ * owners"). `saml_flows` holds OpenID connection flows too (`request_id` is their `state`).
+ */
 
 export interface SamlFlow {
   id: string;
   connectionId: string;
+  /** SAML: our AuthnRequest's ID; OpenID: the `state`. */
   requestId: string;
   bindingHash: string | null;
   returnTo: string;
   createdAt: Date;
   expiresAt: Date;
+  /** OpenID: the nonce and PKCE verifier, sealed under the flow's id. */
+  sealedChecks?: string | null;
+  /** A connection test's flow: the session that started it (it signs nobody in). */
+  testerSessionId?: string | null;
 }
 
 const flowColumns = [
@@ -20,6 +28,8 @@ const flowColumns = [
   'return_to as returnTo',
   'created_at as createdAt',
   'expires_at as expiresAt',
+  'sealed_checks as sealedChecks',
+  'tester_session_id as testerSessionId',
 ] as const;
 
 export async function insertFlow(trx: Executor, f: SamlFlow & { answeredAt?: Date }): Promise<void> {
@@ -34,6 +44,8 @@ export async function insertFlow(trx: Executor, f: SamlFlow & { answeredAt?: Dat
       created_at: f.createdAt,
       expires_at: f.expiresAt,
       answered_at: f.answeredAt ?? null,
+      sealed_checks: f.sealedChecks ?? null,
+      tester_session_id: f.testerSessionId ?? null,
     })
     .execute();
 }
@@ -106,9 +118,48 @@ export async function peekHandoff(
       'c.name as connectionName',
     ])
     .where('f.handoff_hash', '=', handoffHash)
+    .where('f.identity_id', 'is not', null)
     .where('f.exchanged_at', 'is', null)
     .where('f.handoff_expires_at', '>', now)
     .executeTakeFirst();
+}
+
+/**
+ * A connection test's answer: what the IdP sent and which checks passed, behind a code that only
+ * the tester's session, in the tester's browser, reads (never exchanged: no identity is set).
+ */
+export async function setTestResult(
+  trx: Executor,
+  t: { flowId: string; resultHash: string; result: unknown; expiresAt: Date },
+): Promise<void> {
+  await trx
+    .updateTable('saml_flows')
+    .set({
+      handoff_hash: t.resultHash,
+      handoff_expires_at: t.expiresAt,
+      test_result: JSON.stringify(t.result),
+    })
+    .where('id', '=', t.flowId)
+    .where('tester_session_id', 'is not', null)
+    .execute();
+}
+
+/** A test result by its code, for the session that started the test, unexpired. */
+export async function testResultOf(
+  trx: Executor,
+  resultHash: string,
+  sessionId: string,
+  now: Date,
+): Promise<{ bindingHash: string | null; result: unknown } | undefined> {
+  const row = await trx
+    .selectFrom('saml_flows')
+    .select(['binding_hash as bindingHash', 'test_result as result'])
+    .where('handoff_hash', '=', resultHash)
+    .where('tester_session_id', '=', sessionId)
+    .where('test_result', 'is not', null)
+    .where('handoff_expires_at', '>', now)
+    .executeTakeFirst();
+  return row && { bindingHash: row.bindingHash, result: row.result };
 }
 
 /** Spends a handoff code once (compare-and-set), unexpired. */

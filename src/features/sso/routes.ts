@@ -1,11 +1,13 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.js';
-import { requestMeta } from '../../platform/http/auth.js';
+import { guards, principalOf, requestMeta } from '../../platform/http/auth.js';
 import { envelope } from '../../platform/http/envelope.js';
 import { featureRoutes, type RouteApp } from '../../platform/http/routes.js';
 import { Data, IdInput, Instant, responses } from '../../platform/http/schemas.js';
 import { limitFor } from '../../platform/rate-limit/rate-limit.js';
+import { ConnectionService } from '../organizations/connections/service.js';
+import { PERMISSION_REFUSALS } from '../organizations/schemas.js';
 import { FLOW_COOKIE_NOTE, noStore } from '../providers/flows/routes.js';
 import { sameOriginOnly } from '../sessions/browser-session.js';
 import { SessionGrantSchema } from '../sessions/schemas.js';
@@ -18,6 +20,49 @@ import { SsoService } from './service.js';
 const TAGS = ['sso'];
 const FORM_LIMIT = 600 * 1024;
 const Params = Type.Object({ connectionId: IdInput }, { additionalProperties: false });
+const TestParams = Type.Object(
+  { organizationId: IdInput, connectionId: IdInput },
+  { additionalProperties: false },
+);
+const Check = Type.Object(
+  {
+    check: Type.Union(
+      ['flow', 'response', 'email', 'email_verified', 'domain'].map((c) => Type.Literal(c)),
+      {
+        description:
+          'flow: the answer came to a flow started in this browser; response: the SAML response or the ' +
+          'OpenID callback and ID token passed every check; email: an email was found; email_verified: ' +
+          'the IdP did not say it is unverified (OpenID); domain: its domain is verified by the organization',
+      },
+    ),
+    passed: Type.Boolean(),
+    reason: Type.Optional(Type.String({ description: 'why the response was refused' })),
+  },
+  { additionalProperties: false },
+);
+const TestResultSchema = Type.Object(
+  {
+    connection: Type.Object(
+      {
+        id: Type.String({ format: 'uuid' }),
+        name: Type.String(),
+        type: Type.Union([Type.Literal('saml'), Type.Literal('oidc')]),
+      },
+      { additionalProperties: false },
+    ),
+    organizationId: Type.String({ format: 'uuid' }),
+    testedAt: Instant,
+    passed: Type.Boolean({ description: 'every check passed: this person would be signed in' }),
+    checks: Type.Array(Check),
+    subject: Type.Union([Type.String(), Type.Null()], { description: 'the NameID or the `sub` claim' }),
+    nameIdFormat: Type.Union([Type.String(), Type.Null()]),
+    email: Type.Union([Type.String(), Type.Null()]),
+    attributes: Type.Record(Type.String(), Type.Unknown(), {
+      description: 'SAML attributes (arrays of values) or OpenID claims, as the IdP sent them',
+    }),
+  },
+  { additionalProperties: false },
+);
 const StartedSchema = Type.Object(
   { redirectUrl: Type.String({ format: 'uri' }), expiresAt: Instant },
   { additionalProperties: false },
@@ -29,6 +74,8 @@ const StartedSchema = Type.Object(
  */
 export const ssoRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext }) => {
   const service = new SsoService(ctx);
+  const connections = new ConnectionService(ctx);
+  const { session, security } = guards(ctx.auth);
   const { complete } = new SignInCompletion(ctx);
   const strategy = new SsoStrategy();
   const sameOrigin = sameOriginOnly(ctx.config.publicOrigin);
@@ -143,6 +190,108 @@ export const ssoRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext })
       return reply
         .code(201)
         .send(envelope({ redirectUrl: started.redirectUrl, expiresAt: started.expiresAt }));
+    },
+  );
+
+  app.get(
+    '/sso/oidc/:connectionId/callback',
+    {
+      config: limitFor(ctx.config.rateLimits.provesAPassword, 'sso-oidc-callback'),
+      schema: {
+        tags: TAGS,
+        summary: 'Our redirect URI for an OpenID connection: give this URL to the IdP',
+        description:
+          'Always 303 See Other to the hosted page, as the SAML ACS: with `handoff` when the `state` names ' +
+          'a flow started in this browser and the code exchange and ID token passed every check (PKCE, ' +
+          'nonce, signature, issuer, audience, times) and the linking rules; with `error=not_allowed` ' +
+          'when the email is outside the verified domains (or the IdP says it is unverified); else ' +
+          '`error=refused`, byte for byte the same whatever failed. A test flow returns to the test page ' +
+          'with `result` instead.',
+        params: Params,
+        response: { 303: { description: 'Back to the hosted page' } },
+      },
+    },
+    async (request, reply) => {
+      const at = request.url.indexOf('?');
+      const query = new URLSearchParams(at < 0 ? '' : request.url.slice(at + 1));
+      const location = await service.oidcCallback(request.params.connectionId, query, request.headers.cookie);
+      return reply
+        .code(303)
+        .headers({ location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' })
+        .send();
+    },
+  );
+
+  app.post(
+    '/organizations/:organizationId/connections/:connectionId/tests',
+    {
+      onRequest: sameOrigin,
+      preHandler: session,
+      onSend: noStore,
+      config: limitFor(ctx.config.rateLimits.provesAPassword, 'sso-tests'),
+      schema: {
+        tags: TAGS,
+        summary: 'Test a connection: run its flow once without signing anyone in (connections:manage)',
+        description:
+          'Enabled or not, the connection’s flow (SAML AuthnRequest or OpenID authorization request) is ' +
+          'started as for a sign-in and its cookie set; the IdP’s answer returns the browser to the hosted ' +
+          'test page with `result`, which POST /sso-tests/results reads for this session in this browser ' +
+          'only. Nothing is signed in, created, linked or joined (docs/sso.md, "Testing a connection"). ' +
+          `An OpenID issuer whose discovery fails: 503 identity.sso_idp_unavailable. ${FLOW_COOKIE_NOTE}`,
+        security: security.session,
+        params: TestParams,
+        response: responses(
+          { 201: Data(StartedSchema) },
+          [
+            ...PERMISSION_REFUSALS,
+            'identity.cross_site_refused',
+            'organization.connection_not_found',
+            'identity.sso_idp_unavailable',
+          ],
+          { rateLimited: true },
+        ),
+      },
+    },
+    async (request, reply) => {
+      const { organizationId, connectionId } = request.params;
+      const { identityId, sessionId } = principalOf(request);
+      await connections.get({ kind: 'member', identityId }, organizationId, connectionId);
+      const started = await service.startTest(organizationId, connectionId, sessionId);
+      reply.header('set-cookie', started.cookie);
+      return reply
+        .code(201)
+        .send(envelope({ redirectUrl: started.redirectUrl, expiresAt: started.expiresAt }));
+    },
+  );
+
+  app.post(
+    '/sso-tests/results',
+    {
+      onRequest: sameOrigin,
+      preHandler: session,
+      onSend: noStore,
+      config: limitFor(ctx.config.rateLimits.provesAPassword, 'sso-tests'),
+      schema: {
+        tags: TAGS,
+        summary: 'The result of a connection test: what the IdP sent and which checks passed',
+        description:
+          'Only for the session that started the test, with the test flow’s cookie, for ten minutes; ' +
+          'readable more than once. Anything else: the identical 404 organization.connection_test_not_found.',
+        security: security.session,
+        body: Type.Object(
+          { code: Type.String({ minLength: 1, maxLength: 128 }) },
+          { additionalProperties: false },
+        ),
+        response: responses(
+          { 200: Data(TestResultSchema) },
+          ['identity.cross_site_refused', 'organization.connection_test_not_found'],
+          { body: true, rateLimited: true },
+        ),
+      },
+    },
+    async (request) => {
+      const { sessionId } = principalOf(request);
+      return envelope(await service.testResult(request.body.code, sessionId, request.headers.cookie));
     },
   );
 

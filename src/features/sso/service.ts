@@ -23,13 +23,19 @@ import {
 import {
   type ConnectionRow,
   connectionOf,
-  enabledSamlConnectionOf,
+  enabledConnectionOf,
 } from '../organizations/connections/repository.js';
-import { spEndpoints } from '../organizations/connections/view.js';
+import { oidcRedirectUri, spEndpoints } from '../organizations/connections/view.js';
 import { verifiedOwner } from '../organizations/domains/repository.js';
 import { membershipChanged } from '../organizations/events.js';
 import { joinIfAbsent, roleOf, setRole } from '../organizations/repository.js';
 import { OWNER_ROLE } from '../organizations/roles.js';
+import {
+  type OpenIdParty,
+  type UpstreamChecks,
+  UpstreamError,
+  type UpstreamProviders,
+} from '../providers/upstream.js';
 import type { SsoHandoff } from '../sign-in/strategies/sso.js';
 import * as repo from './repository.js';
 import {
@@ -75,6 +81,48 @@ const DEFAULT_ATTRIBUTES = {
   ],
 } as const;
 
+/** Claims tried, in order, when the OpenID connection maps none (OpenID Connect's standard claims). */
+const DEFAULT_CLAIMS = {
+  email: ['email', 'upn', 'preferred_username'],
+  givenName: ['given_name'],
+  familyName: ['family_name'],
+} as const;
+
+/** ID token claims that describe the token, not the person: left out of a test's result. */
+const TOKEN_CLAIMS = new Set(['nonce', 'at_hash', 'c_hash', 's_hash', 'sid']);
+const MAX_SHOWN = 100;
+const MAX_SHOWN_TEXT = 2000;
+
+/** What an IdP proved, SAML or OpenID, as the linking rules read it. */
+interface Proven {
+  email: string | null;
+  /** OpenID only: the IdP said `email_verified: false` (docs/sso.md, "OpenID connections"). */
+  emailDenied: boolean;
+  names: ProfileNames;
+  /** Every value of the connection's group attribute or claim (docs/sso.md, "Groups and roles"). */
+  groups: string[];
+}
+
+/** One check of a connection test, as its result page lists it. */
+export interface TestCheck {
+  check: 'flow' | 'response' | 'email' | 'email_verified' | 'domain';
+  passed: boolean;
+  reason?: string;
+}
+
+/** What a connection test shows its starter (docs/sso.md, "Testing a connection"). */
+export interface TestResult {
+  connection: { id: string; name: string; type: 'saml' | 'oidc' };
+  organizationId: string;
+  testedAt: string;
+  passed: boolean;
+  checks: TestCheck[];
+  subject: string | null;
+  nameIdFormat: string | null;
+  email: string | null;
+  attributes: Record<string, unknown>;
+}
+
 /** What the person is told on return, as the `error` of the return address (docs/sso.md, "Refusals"). */
 export type SsoFailure = 'refused' | 'not_allowed';
 
@@ -91,6 +139,7 @@ export interface SsoServiceDeps {
   audit: AuditLog;
   sealer: Sealer;
   events: EventLog;
+  upstream: Pick<UpstreamProviders, 'partyAuthorizationUrl' | 'partyComplete'>;
   config: Pick<Config, 'publicOrigin' | 'accountUi' | 'organizations'>;
 }
 
@@ -124,24 +173,67 @@ export class SsoService {
   /** POST /sso/saml/{connectionId}/flows: the AuthnRequest URL and the cookie binding the flow. */
   async start(connectionId: string, returnTo: string): Promise<StartedSamlFlow> {
     if (!this.#returnTo.test(returnTo)) throw new Problem('validation.failed');
-    const connection = await this.#enabled(connectionId);
-    if (!connection) throw new Problem('organization.connection_not_found');
-    // An NCName (xs:ID): a letter or underscore first.
-    const requestId = `_${randomBytes(20).toString('hex')}`;
-    const redirectUrl = await authnRequestUrl(this.#party(connection), requestId, '');
+    const connection = await connectionOf(this.deps.database.db, connectionId);
+    if (!connection?.enabled) throw new Problem('organization.connection_not_found');
+    return this.#begin(connection, returnTo, null);
+  }
+
+  /**
+   * A connection test (docs/sso.md, "Testing a connection"), enabled or not: the flow goes to the
+   * IdP and back like a sign-in, but its answer is a result only `sessionId`, in this browser, can
+   * read. The caller has checked `connections:manage` on the organization.
+   */
+  async startTest(organizationId: string, connectionId: string, sessionId: string): Promise<StartedSamlFlow> {
+    const connection = await connectionOf(this.deps.database.db, connectionId);
+    if (!connection || connection.organizationId !== organizationId)
+      throw new Problem('organization.connection_not_found');
+    return this.#begin(connection, `${this.#uiPath}#/sso-test`, sessionId);
+  }
+
+  async #begin(
+    connection: ConnectionRow,
+    returnTo: string,
+    testerSessionId: string | null,
+  ): Promise<StartedSamlFlow> {
+    const id = randomUUID();
+    let requestId: string;
+    let redirectUrl: string;
+    let sealedChecks: string | null = null;
+    if (connection.type === 'saml') {
+      // An NCName (xs:ID): a letter or underscore first.
+      requestId = `_${randomBytes(20).toString('hex')}`;
+      redirectUrl = await authnRequestUrl(this.#party(connection), requestId, '');
+    } else {
+      const checks: UpstreamChecks = {
+        state: opaqueToken(),
+        nonce: opaqueToken(),
+        codeVerifier: opaqueToken(),
+      };
+      requestId = checks.state;
+      try {
+        redirectUrl = (await this.deps.upstream.partyAuthorizationUrl(this.#openIdParty(connection), checks))
+          .href;
+      } catch (err) {
+        if (err instanceof UpstreamError) throw new Problem('identity.sso_idp_unavailable');
+        throw err;
+      }
+      sealedChecks = this.deps.sealer.seal(JSON.stringify(checks), id);
+    }
     const binding = opaqueToken();
     const now = this.deps.clock.now();
     const expiresAt = new Date(now.getTime() + FLOW_SECONDS * 1000);
     await this.deps.database.db.transaction().execute(async (trx) => {
       await repo.pruneExpired(trx, now);
       await repo.insertFlow(trx, {
-        id: randomUUID(),
-        connectionId,
+        id,
+        connectionId: connection.id,
         requestId,
         bindingHash: sha256Hex(binding),
         returnTo,
         createdAt: now,
         expiresAt,
+        sealedChecks,
+        testerSessionId,
       });
     });
     // The ACS is a cross-site form POST from the IdP, which SameSite=Lax would strip the cookie
@@ -173,11 +265,11 @@ export class SsoService {
       const email = normaliseEmail(input.email);
       const at = email ? email.lastIndexOf('@') : -1;
       const owner = email && at > 0 ? await verifiedOwner(db, email.slice(at + 1)) : undefined;
-      connectionId = owner ? await enabledSamlConnectionOf(db, { id: owner }) : undefined;
+      connectionId = owner ? await enabledConnectionOf(db, { id: owner }) : undefined;
     } else if (input.organization !== undefined) {
       const named = input.organization;
       const isId = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(named);
-      connectionId = await enabledSamlConnectionOf(db, isId ? { id: named.toLowerCase() } : { slug: named });
+      connectionId = await enabledConnectionOf(db, isId ? { id: named.toLowerCase() } : { slug: named });
     }
     if (!connectionId) throw new Problem('identity.sso_unavailable');
     return this.start(connectionId, input.returnTo);
@@ -194,14 +286,16 @@ export class SsoService {
   ): Promise<string> {
     const refused = this.#location(`${this.#uiPath}#/sign-in`, { error: 'refused' });
     const now = this.deps.clock.now();
-    const connection = await this.#enabled(connectionId);
-    if (!connection || !samlResponse || samlResponse.length > 512 * 1024) return refused;
+    // A disabled connection still answers its test flows; a sign-in through it is refused below.
+    const connection = await connectionOf(this.deps.database.db, connectionId);
+    if (connection?.type !== 'saml' || !samlResponse || samlResponse.length > 512 * 1024) return refused;
     const inResponseTo = inResponseToOf(samlResponse);
     if (inResponseTo === 'malformed') return this.#refuse(connection, 'malformed', refused);
     const { db } = this.deps.database;
     let flow: repo.SamlFlow | undefined;
     if (inResponseTo === null) {
-      if (!connection.allowIdpInitiated) return this.#refuse(connection, 'unsolicited', refused);
+      if (!connection.enabled || !connection.allowIdpInitiated)
+        return this.#refuse(connection, 'unsolicited', refused);
       flow = {
         id: randomUUID(),
         connectionId,
@@ -216,7 +310,9 @@ export class SsoService {
       flow = await repo.answerFlow(db, connectionId, inResponseTo, now);
       if (!flow || !flow.bindingHash || !this.#binding(cookieHeader, flow.bindingHash))
         return this.#refuse(connection, 'flow', refused);
+      if (!flow.testerSessionId && !connection.enabled) return this.#refuse(connection, 'disabled', refused);
     }
+    const tested = flow.testerSessionId ? flow : undefined;
     let assertion: SamlAssertion;
     try {
       assertion = await checkResponse(
@@ -227,21 +323,114 @@ export class SsoService {
         this.deps.config.organizations.ssoClockSkew,
       );
     } catch (err) {
-      if (err instanceof SamlRefused) return this.#refuse(connection, err.reason, refused);
-      throw err;
+      if (!(err instanceof SamlRefused)) throw err;
+      if (tested) return this.#tested(connection, tested, { failed: err.reason }, now);
+      return this.#refuse(connection, err.reason, refused);
     }
-    const answered = flow;
-    const outcome = await db.transaction().execute(async (trx) => {
+    const proven: Proven = {
+      email: this.#samlEmail(connection, assertion),
+      emailDenied: false,
+      names: this.#names(connection, assertion),
+      groups:
+        connection.groupAttribute === null ? [] : (assertion.attributes[connection.groupAttribute] ?? []),
+    };
+    // A test writes no assertion id: its InResponseTo names a flow now answered, so the assertion
+    // can open no other flow, and IdP-initiated answers carry no InResponseTo.
+    if (tested)
+      return this.#tested(
+        connection,
+        tested,
+        {
+          subject: assertion.nameId,
+          nameIdFormat: assertion.nameIdFormat,
+          attributes: assertion.attributes,
+          proven,
+        },
+        now,
+      );
+    return this.#signedIn(connection, flow, proven, now, async (trx) =>
       // Single use, whatever the instance: the primary key decides between two posts at once.
-      if (
-        !(await repo.useAssertionId(trx, {
-          connectionId,
-          assertionId: assertion.assertionId,
-          expiresAt: assertion.usableUntil,
-        }))
-      )
-        return { error: 'refused' as const, reason: 'replayed' };
-      const account = await this.#account(trx, connection, assertion, now);
+      repo.useAssertionId(trx, {
+        connectionId,
+        assertionId: assertion.assertionId,
+        expiresAt: assertion.usableUntil,
+      }),
+    );
+  }
+
+  /**
+   * GET /sso/oidc/{connectionId}/callback: always a return address, as the ACS. The `state` finds
+   * the flow, which must have been started in this browser (its cookie); openid-client checks the
+   * rest (PKCE, nonce, the ID token's signature, issuer, audience and times). Every refusal is the
+   * same address, byte for byte.
+   */
+  async oidcCallback(connectionId: string, query: URLSearchParams, cookieHeader: string | undefined) {
+    const refused = this.#location(`${this.#uiPath}#/sign-in`, { error: 'refused' });
+    const now = this.deps.clock.now();
+    const connection = await connectionOf(this.deps.database.db, connectionId);
+    if (connection?.type !== 'oidc') return refused;
+    const state = query.get('state');
+    if (!state || state.length > 128) return this.#refuse(connection, 'flow', refused);
+    const flow = await repo.answerFlow(this.deps.database.db, connectionId, state, now);
+    if (!flow?.bindingHash || !flow.sealedChecks || !this.#binding(cookieHeader, flow.bindingHash))
+      return this.#refuse(connection, 'flow', refused);
+    if (!flow.testerSessionId && !connection.enabled) return this.#refuse(connection, 'disabled', refused);
+    const tested = flow.testerSessionId ? flow : undefined;
+    const checks = JSON.parse(this.deps.sealer.open(flow.sealedChecks, flow.id)) as UpstreamChecks;
+    const callback = new Request(`${oidcRedirectUri(this.deps.config.publicOrigin, connectionId)}?${query}`);
+    let claims: Record<string, unknown>;
+    let subject: string;
+    try {
+      const answer = await this.deps.upstream.partyComplete(this.#openIdParty(connection), callback, checks);
+      claims = answer.claims;
+      subject = answer.identity.subject;
+    } catch (err) {
+      if (!(err instanceof UpstreamError)) throw err;
+      if (tested) return this.#tested(connection, tested, { failed: err.reason }, now);
+      return this.#refuse(connection, `oidc ${err.reason}`, refused);
+    }
+    const claim = (field: keyof typeof DEFAULT_CLAIMS) => {
+      const mapped = connection.attributeMapping[field];
+      for (const name of mapped ? [mapped] : DEFAULT_CLAIMS[field]) {
+        const value = claims[name];
+        if (typeof value === 'string' && value.trim() !== '') return value;
+      }
+      return null;
+    };
+    const raw = claim('email');
+    const proven: Proven = {
+      email: raw?.includes('@') ? raw : null,
+      emailDenied: claims.email_verified === false || claims.email_verified === 'false',
+      names: {
+        givenName: nameFromClaim(claim('givenName')),
+        familyName: nameFromClaim(claim('familyName')),
+        displayName: null,
+      },
+      groups: groupClaim(connection.groupAttribute === null ? undefined : claims[connection.groupAttribute]),
+    };
+    if (tested)
+      return this.#tested(
+        connection,
+        tested,
+        { subject, nameIdFormat: null, attributes: claims, proven },
+        now,
+      );
+    return this.#signedIn(connection, flow, proven, now, async () => true);
+  }
+
+  /** The linking rules and the handoff, for a SAML assertion or OpenID claims that passed every check. */
+  async #signedIn(
+    connection: ConnectionRow,
+    answered: repo.SamlFlow,
+    proven: Proven,
+    now: Date,
+    spend: (trx: Executor) => Promise<boolean>,
+  ): Promise<string> {
+    const refused = this.#location(`${this.#uiPath}#/sign-in`, { error: 'refused' });
+    const { db } = this.deps.database;
+    const outcome = await db.transaction().execute(async (trx) => {
+      if (!(await spend(trx))) return { error: 'refused' as const, reason: 'replayed' };
+      const account = await this.#account(trx, connection, proven, now);
       if ('error' in account) return account;
       if (answered.bindingHash === null) await repo.insertFlow(trx, { ...answered, answeredAt: now });
       const code = opaqueToken();
@@ -315,22 +504,22 @@ export class SsoService {
   async #account(
     trx: Executor,
     connection: ConnectionRow,
-    assertion: SamlAssertion,
+    proven: Proven,
     now: Date,
   ): Promise<{ identityId: string; epoch: number } | { error: SsoFailure; reason: string }> {
-    const raw =
-      this.#attribute(connection, assertion, 'email') ??
-      (assertion.nameIdFormat === EMAIL_FORMAT || assertion.nameId.includes('@') ? assertion.nameId : null);
-    const email = raw ? normaliseEmail(raw) : null;
+    const email = proven.email ? normaliseEmail(proven.email) : null;
     const domain = email?.slice(email.lastIndexOf('@') + 1);
     if (!email || !domain || (await verifiedOwner(trx, domain)) !== connection.organizationId)
       return { error: 'not_allowed', reason: 'email outside the verified domains' };
+    // The IdP is trusted for its organization's verified domains without an email_verified claim
+    // (SAML has none; Entra sends none), but one that says the address is unverified is believed.
+    if (proven.emailDenied) return { error: 'not_allowed', reason: 'email not verified by the IdP' };
     const { audit, events } = this.deps;
     const holder = await findIdentifier(trx, { type: 'email', value: email });
     let identityId: string;
     let epoch: number;
     const existing = holder && holder.verifiedAt !== null ? holder.identityId : undefined;
-    const made = existing ? undefined : await this.#created(trx, connection, assertion, email, holder, now);
+    const made = existing ? undefined : await this.#created(trx, connection, proven, email, holder, now);
     if (made && 'error' in made) return made;
     if (made && 'identityId' in made) {
       identityId = made.identityId;
@@ -343,7 +532,7 @@ export class SsoService {
       epoch = owner.sessionEpoch;
       await audit.appendOwn(trx, 'identity.sso.linked', identityId, { connectionId: connection.id });
     }
-    const role = this.#role(connection, assertion);
+    const role = this.#role(connection, proven.groups);
     const organizationId = connection.organizationId;
     if (await joinIfAbsent(trx, { organizationId, identityId, role, now })) {
       await membershipChanged(events, trx, 'organization.membership.created', identityId, {
@@ -387,7 +576,7 @@ export class SsoService {
   async #created(
     trx: Executor,
     connection: ConnectionRow,
-    assertion: SamlAssertion,
+    proven: Proven,
     email: string,
     holder: Awaited<ReturnType<typeof findIdentifier>>,
     now: Date,
@@ -400,7 +589,7 @@ export class SsoService {
       });
     }
     const identityId = randomUUID();
-    await insertIdentity(trx, { id: identityId, createdAt: now, names: this.#names(connection, assertion) });
+    await insertIdentity(trx, { id: identityId, createdAt: now, names: proven.names });
     const claimed = await claimIdentifier(trx, {
       id: randomUUID(),
       identityId,
@@ -427,9 +616,9 @@ export class SsoService {
    * The role the connection hands out: with a group attribute, the role of the first mapping line
    * whose group the assertion names (every value of the attribute), else the default role.
    */
-  #role(connection: ConnectionRow, assertion: SamlAssertion): string {
+  #role(connection: ConnectionRow, values: string[]): string {
     if (connection.groupAttribute === null) return connection.defaultRole;
-    const groups = new Set(assertion.attributes[connection.groupAttribute] ?? []);
+    const groups = new Set(values);
     return connection.groupRoles.find((g) => groups.has(g.group))?.role ?? connection.defaultRole;
   }
 
@@ -455,9 +644,116 @@ export class SsoService {
     };
   }
 
-  async #enabled(connectionId: string): Promise<ConnectionRow | undefined> {
-    const connection = await connectionOf(this.deps.database.db, connectionId);
-    return connection && connection.type === 'saml' && connection.enabled ? connection : undefined;
+  #samlEmail(connection: ConnectionRow, assertion: SamlAssertion): string | null {
+    return (
+      this.#attribute(connection, assertion, 'email') ??
+      (assertion.nameIdFormat === EMAIL_FORMAT || assertion.nameId.includes('@') ? assertion.nameId : null)
+    );
+  }
+
+  /**
+   * A test flow's answer: what the IdP sent and which checks passed, kept behind a code for the
+   * tester's session and browser. Nothing is signed in, created, linked or joined.
+   */
+  async #tested(
+    connection: ConnectionRow,
+    flow: repo.SamlFlow,
+    found:
+      | { failed: string }
+      | { subject: string; nameIdFormat: string | null; attributes: Record<string, unknown>; proven: Proven },
+    now: Date,
+  ): Promise<string> {
+    const checks: TestCheck[] = [{ check: 'flow', passed: true }];
+    let result: Pick<TestResult, 'subject' | 'nameIdFormat' | 'email' | 'attributes'> = {
+      subject: null,
+      nameIdFormat: null,
+      email: null,
+      attributes: {},
+    };
+    if ('failed' in found) {
+      checks.push({ check: 'response', passed: false, reason: found.failed });
+    } else {
+      const email = found.proven.email ? normaliseEmail(found.proven.email) : null;
+      const domain = email?.slice(email.lastIndexOf('@') + 1);
+      const owner = domain ? await verifiedOwner(this.deps.database.db, domain) : undefined;
+      checks.push(
+        { check: 'response', passed: true },
+        { check: 'email', passed: email !== null },
+        ...(connection.type === 'oidc'
+          ? [{ check: 'email_verified' as const, passed: !found.proven.emailDenied }]
+          : []),
+        { check: 'domain', passed: owner === connection.organizationId },
+      );
+      result = {
+        subject: found.subject,
+        nameIdFormat: found.nameIdFormat,
+        email,
+        attributes: shown(found.attributes),
+      };
+    }
+    const full: TestResult = {
+      connection: { id: connection.id, name: connection.name, type: connection.type },
+      organizationId: connection.organizationId,
+      testedAt: now.toISOString(),
+      passed: checks.every((c) => c.passed),
+      checks,
+      ...result,
+    };
+    const code = opaqueToken();
+    await this.deps.database.db.transaction().execute(async (trx) => {
+      await repo.setTestResult(trx, {
+        flowId: flow.id,
+        resultHash: sha256Hex(code),
+        result: full,
+        expiresAt: new Date(now.getTime() + FLOW_SECONDS * 1000),
+      });
+      await this.deps.audit.append(trx, {
+        name: 'organization.connection.tested',
+        actor: null,
+        target: connection.id,
+        outcome: full.passed ? 'success' : 'failure',
+        details: {
+          organizationId: connection.organizationId,
+          sessionId: flow.testerSessionId ?? '',
+          failed: checks
+            .filter((c) => !c.passed)
+            .map((c) => c.check)
+            .join(','),
+        },
+      });
+    });
+    return this.#location(flow.returnTo, { result: code });
+  }
+
+  /**
+   * POST /sso-tests/results: a test's result, for the session that started the test, in the
+   * browser it started in (the flow's cookie). Every failure is the same 404.
+   */
+  async testResult(code: string, sessionId: string, cookieHeader: string | undefined): Promise<TestResult> {
+    const found = await repo.testResultOf(
+      this.deps.database.db,
+      sha256Hex(code),
+      sessionId,
+      this.deps.clock.now(),
+    );
+    if (!found?.bindingHash || !this.#binding(cookieHeader, found.bindingHash))
+      throw new Problem('organization.connection_test_not_found');
+    return found.result as TestResult;
+  }
+
+  #openIdParty(connection: ConnectionRow): OpenIdParty {
+    const clientSecret = connection.sealedClientSecret
+      ? this.deps.sealer.open(connection.sealedClientSecret, `sso-connection:${connection.id}`)
+      : '';
+    return {
+      // A change of issuer, client or secret is a new key, so a stale discovery is never used.
+      key: `${connection.id}@${sha256Hex(`${connection.issuer}\n${connection.clientId}\n${clientSecret}`).slice(0, 16)}`,
+      issuer: connection.issuer ?? '',
+      clientId: connection.clientId ?? '',
+      clientSecret,
+      scopes: 'openid email profile',
+      redirectUri: oidcRedirectUri(this.deps.config.publicOrigin, connection.id),
+    };
   }
 
   #party(connection: ConnectionRow): SamlParty {
@@ -509,4 +805,21 @@ export class SsoService {
   #location(returnTo: string, extra: Record<string, string>): string {
     return `${this.deps.config.publicOrigin}${returnTo}?${new URLSearchParams(extra)}`;
   }
+}
+
+/** An OpenID group claim's values: an array of strings, or one string (Okta sends either). */
+function groupClaim(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+}
+
+/** What a test shows of the IdP's attributes or claims: bounded, and never the token's own claims. */
+function shown(attributes: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(attributes).slice(0, MAX_SHOWN)) {
+    if (TOKEN_CLAIMS.has(name)) continue;
+    const text = JSON.stringify(value) ?? 'null';
+    out[name] = text.length > MAX_SHOWN_TEXT ? `${text.slice(0, MAX_SHOWN_TEXT)}…` : value;
+  }
+  return out;
 }

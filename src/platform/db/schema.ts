@@ -351,6 +351,9 @@ export interface SamlFlows {
   identity_id: string | null;
   request_id: string;
   return_to: string;
+  sealed_checks: string | null;
+  test_result: Json | null;
+  tester_session_id: string | null;
 }
 
 export interface SchemaMigrations {

@@ -1909,6 +1909,11 @@ export type paths = {
                                     clientId: string;
                                     clientSecretSet: boolean;
                                     issuer: string;
+                                    /**
+                                     * Format: uri
+                                     * @description give this to the IdP as the redirect (callback) URI
+                                     */
+                                    redirectUri: string;
                                 } | null;
                                 /** Format: uuid */
                                 organizationId: string;
@@ -2098,6 +2103,11 @@ export type paths = {
                                     clientId: string;
                                     clientSecretSet: boolean;
                                     issuer: string;
+                                    /**
+                                     * Format: uri
+                                     * @description give this to the IdP as the redirect (callback) URI
+                                     */
+                                    redirectUri: string;
                                 } | null;
                                 /** Format: uuid */
                                 organizationId: string;
@@ -2267,6 +2277,11 @@ export type paths = {
                                     clientId: string;
                                     clientSecretSet: boolean;
                                     issuer: string;
+                                    /**
+                                     * Format: uri
+                                     * @description give this to the IdP as the redirect (callback) URI
+                                     */
+                                    redirectUri: string;
                                 } | null;
                                 /** Format: uuid */
                                 organizationId: string;
@@ -2522,6 +2537,11 @@ export type paths = {
                                     clientId: string;
                                     clientSecretSet: boolean;
                                     issuer: string;
+                                    /**
+                                     * Format: uri
+                                     * @description give this to the IdP as the redirect (callback) URI
+                                     */
+                                    redirectUri: string;
                                 } | null;
                                 /** Format: uuid */
                                 organizationId: string;
@@ -2635,6 +2655,118 @@ export type paths = {
                 };
             };
         };
+        trace?: never;
+    };
+    "/api/v1/organizations/{organizationId}/connections/{connectionId}/tests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Test a connection: run its flow once without signing anyone in (connections:manage)
+         * @description Enabled or not, the connection’s flow (SAML AuthnRequest or OpenID authorization request) is started as for a sign-in and its cookie set; the IdP’s answer returns the browser to the hosted test page with `result`, which POST /sso-tests/results reads for this session in this browser only. Nothing is signed in, created, linked or joined (docs/sso.md, "Testing a connection"). An OpenID issuer whose discovery fails: 503 identity.sso_idp_unavailable. Refused with 403 identity.cross_site_refused unless Origin is the service’s public origin (and Sec-Fetch-Site, when sent, is same-origin).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    connectionId: string;
+                    organizationId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                /** Format: date-time */
+                                expiresAt: string;
+                                /** Format: uri */
+                                redirectUrl: string;
+                            };
+                        };
+                    };
+                };
+                /** @description validation.failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.session_required */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.permission_denied, identity.cross_site_refused */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.not_found, organization.connection_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description rate_limit.exceeded */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description internal.unexpected */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.sso_idp_unavailable, service.unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/organizations/{organizationId}/domains": {
@@ -9731,6 +9863,194 @@ export type paths = {
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sso-tests/results": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The result of a connection test: what the IdP sent and which checks passed
+         * @description Only for the session that started the test, with the test flow’s cookie, for ten minutes; readable more than once. Anything else: the identical 404 organization.connection_test_not_found.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        code: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                /** @description SAML attributes (arrays of values) or OpenID claims, as the IdP sent them */
+                                attributes: {
+                                    [key: string]: unknown;
+                                };
+                                checks: {
+                                    /** @description flow: the answer came to a flow started in this browser; response: the SAML response or the OpenID callback and ID token passed every check; email: an email was found; email_verified: the IdP did not say it is unverified (OpenID); domain: its domain is verified by the organization */
+                                    check: "flow" | "response" | "email" | "email_verified" | "domain";
+                                    passed: boolean;
+                                    /** @description why the response was refused */
+                                    reason?: string;
+                                }[];
+                                connection: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    name: string;
+                                    type: "saml" | "oidc";
+                                };
+                                email: string | null;
+                                nameIdFormat: string | null;
+                                /** Format: uuid */
+                                organizationId: string;
+                                /** @description every check passed: this person would be signed in */
+                                passed: boolean;
+                                /** @description the NameID or the `sub` claim */
+                                subject: string | null;
+                                /** Format: date-time */
+                                testedAt: string;
+                            };
+                        };
+                    };
+                };
+                /** @description validation.failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description identity.cross_site_refused */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description organization.connection_test_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.body_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description request.unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description rate_limit.exceeded */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description internal.unexpected */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description service.unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sso/oidc/{connectionId}/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Our redirect URI for an OpenID connection: give this URL to the IdP
+         * @description Always 303 See Other to the hosted page, as the SAML ACS: with `handoff` when the `state` names a flow started in this browser and the code exchange and ID token passed every check (PKCE, nonce, signature, issuer, audience, times) and the linking rules; with `error=not_allowed` when the email is outside the verified domains (or the IdP says it is unverified); else `error=refused`, byte for byte the same whatever failed. A test flow returns to the test page with `result` instead.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    connectionId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Back to the hosted page */
+                303: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": unknown;
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;

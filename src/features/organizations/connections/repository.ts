@@ -153,19 +153,18 @@ export async function connectionById(
   return row && toRow(row);
 }
 
-/** Whether any SAML connection is enabled (the hosted sign-in then asks for the identifier first). */
-export async function anyEnabledSamlConnection(trx: Executor): Promise<boolean> {
+/** Whether any connection is enabled (the hosted sign-in then asks for the identifier first). */
+export async function anyEnabledConnection(trx: Executor): Promise<boolean> {
   const row = await trx
     .selectFrom('sso_connections')
     .select('id')
-    .where('type', '=', 'saml')
     .where('enabled', '=', true)
     .limit(1)
     .executeTakeFirst();
   return row !== undefined;
 }
 
-/** A connection by its id alone (the SAML routes name only the connection). */
+/** A connection by its id alone (the SAML and OpenID routes name only the connection). */
 export async function connectionOf(trx: Executor, id: string): Promise<ConnectionRow | undefined> {
   const row = await trx.selectFrom('sso_connections').select(columns).where('id', '=', id).executeTakeFirst();
   return row && toRow(row);
@@ -199,10 +198,10 @@ export async function deleteConnection(trx: Executor, organizationId: string, id
 }
 
 /**
- * The enabled SAML connection that signs in for an organization (its oldest, so the answer is
- * stable when there are several), the organization named by id or slug and not disabled.
+ * The enabled connection, SAML or OpenID, that signs in for an organization (its oldest, so the
+ * answer is stable when there are several), the organization named by id or slug and not disabled.
  */
-export async function enabledSamlConnectionOf(
+export async function enabledConnectionOf(
   trx: Executor,
   organization: { id: string } | { slug: string },
 ): Promise<string | undefined> {
@@ -212,7 +211,6 @@ export async function enabledSamlConnectionOf(
     .select('c.id')
     .where('o.disabled_at', 'is', null)
     .where('c.enabled', '=', true)
-    .where('c.type', '=', 'saml')
     .where(
       'id' in organization ? 'o.id' : 'o.slug',
       '=',

@@ -177,7 +177,15 @@ export const ConnectionSchema = Type.Object(
     ]),
     oidc: Type.Union([
       Type.Object(
-        { issuer: Type.String(), clientId: Type.String(), clientSecretSet: Type.Boolean() },
+        {
+          issuer: Type.String(),
+          clientId: Type.String(),
+          clientSecretSet: Type.Boolean(),
+          redirectUri: Type.String({
+            format: 'uri',
+            description: 'give this to the IdP as the redirect (callback) URI',
+          }),
+        },
         { additionalProperties: false },
       ),
       Type.Null(),

@@ -7,6 +7,11 @@ export function spEndpoints(publicOrigin: string, connectionId: string) {
   return { entityId: base, metadataUrl: base, acsUrl: `${base}/acs` };
 }
 
+/** Where an OpenID connection's IdP sends the browser back (its registered redirect URI). */
+export function oidcRedirectUri(publicOrigin: string, connectionId: string): string {
+  return `${publicOrigin}/api/v1/sso/oidc/${connectionId}/callback`;
+}
+
 function certificateView(base64: string) {
   const der = Buffer.from(base64, 'base64');
   const x = new X509Certificate(der);
@@ -47,6 +52,7 @@ export function connectionView(c: ConnectionRow, publicOrigin: string) {
             issuer: c.issuer ?? '',
             clientId: c.clientId ?? '',
             clientSecretSet: c.sealedClientSecret !== null,
+            redirectUri: oidcRedirectUri(publicOrigin, c.id),
           }
         : null,
     createdAt: new Date(c.createdAt).toISOString(),

@@ -5,14 +5,14 @@ import type { DB as Tables } from '../../../platform/db/schema.js';
 /**
  * Reads of "require SSO" (docs/sso.md, "Require SSO"). Writes nothing: the setting itself is a
  * column of `organizations` (../repository.ts writes it). The requirement is in force for an
- * organization that turned it on, is not disabled and has an enabled SAML connection: with no way
+ * organization that turned it on, is not disabled and has an enabled connection (SAML or OpenID): with no way
  * in through its IdP, nobody of its domains is locked out.
  */
 
 // The same text as the index identifiers_email_domain (migration 0036), so the planner can use it.
 const EMAIL_DOMAIN = sql<string>`split_part(i.value, '@', 2)`;
 
-/** The organization `o` requires SSO and has an enabled SAML connection to sign in through. */
+/** The organization `o` requires SSO and has an enabled connection (SAML or OpenID) to sign in through. */
 function inForce(eb: ExpressionBuilder<Tables & { o: Tables['organizations'] }, 'o'>) {
   return eb.and([
     eb('o.require_sso', '=', true),
@@ -22,8 +22,7 @@ function inForce(eb: ExpressionBuilder<Tables & { o: Tables['organizations'] }, 
         .selectFrom('sso_connections as c')
         .select('c.id')
         .whereRef('c.organization_id', '=', 'o.id')
-        .where('c.enabled', '=', true)
-        .where('c.type', '=', 'saml'),
+        .where('c.enabled', '=', true),
     ),
   ]);
 }
@@ -77,7 +76,7 @@ export async function identitiesInDomains(trx: Executor, organizationId: string)
   return rows.map((r) => r.identity_id);
 }
 
-/** What turning the requirement on needs: a verified domain and an enabled SAML connection. */
+/** What turning the requirement on needs: a verified domain and an enabled connection (SAML or OpenID). */
 export async function readiness(
   trx: Executor,
   organizationId: string,
@@ -93,7 +92,6 @@ export async function readiness(
     .select((eb) => eb.fn.countAll<string>().as('n'))
     .where('organization_id', '=', organizationId)
     .where('enabled', '=', true)
-    .where('type', '=', 'saml')
     .executeTakeFirstOrThrow();
   return { verifiedDomains: Number(domains.n), enabledConnections: Number(connections.n) };
 }

@@ -22,7 +22,7 @@ export const ssoRequirementAdminRoutes = featureRoutes(async (app, { ctx }: { ct
         description:
           'As PUT /api/v1/organizations/{id}/sso-requirement (docs/sso.md, "Require SSO"), for any organization, ' +
           'disabled ones included: 409 organization.sso_requirement_unmet without a verified domain and an ' +
-          'enabled SAML connection.',
+          'enabled connection (SAML or OpenID).',
         security: [{ adminKey: [] }],
         params: Params,
         body: SsoRequirementBody,
