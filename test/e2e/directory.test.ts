@@ -2,10 +2,16 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { axeCheck, launchChromium, signInPage } from '../helpers/browser.js';
-import { createPerson, type Person, signIn } from '../helpers/identities.js';
+import { launchChromium, signInPage } from '../helpers/browser.js';
+import { createPerson, type Person } from '../helpers/identities.js';
 import { freePort } from '../helpers/net.js';
-import { createOrganization, join } from '../organizations/support.js';
+import {
+  axeBoth,
+  heading,
+  openOrganizationPage,
+  ownerWithOrganization,
+} from '../helpers/organization-page.js';
+import { join } from '../organizations/support.js';
 
 /**
  * Issue 48's hosted "Directory" section in Chromium: an owner sees the SCIM base URL, creates a
@@ -25,27 +31,10 @@ let token = '';
 const pageErrors: string[] = [];
 const clock = new ManualClock(new Date());
 
-async function heading(p: Page, text: string | RegExp): Promise<void> {
-  await p.getByRole('heading', { level: 1, name: text }).waitFor();
-}
-
-async function axeBoth(p: Page, name: string): Promise<void> {
-  await p.emulateMedia({ colorScheme: 'light' });
-  await axeCheck(p, `${name} (light)`);
-  await p.emulateMedia({ colorScheme: 'dark' });
-  await axeCheck(p, `${name} (dark)`);
-  await p.emulateMedia({ colorScheme: 'light' });
-}
-
 async function openOrganization(p: Page, who: Person): Promise<void> {
   await p.context().clearCookies();
   await p.goto('about:blank');
-  await p.goto(`${origin}/account/#/sign-in`);
-  await signInPage(p, { email: who.email, password: who.password });
-  // A new document (a hash change alone would be drawn signed out first).
-  await p.goto('about:blank');
-  await p.goto(`${origin}/account/#/organizations/${orgId}`);
-  await heading(p, 'Northwind');
+  await openOrganizationPage(p, { origin, orgId, name: 'Northwind' }, who);
 }
 
 function scimUsers(bearer: string): Promise<Response> {
@@ -57,9 +46,8 @@ beforeAll(async () => {
   origin = `http://localhost:${port}`;
   t = await createTestApp({ clock, env: { ACCOUNT_UI: 'on', PUBLIC_ORIGIN: origin } });
   await t.app.listen({ host: '127.0.0.1', port });
-  owner = await createPerson(t.ctx);
+  ({ owner, orgId } = await ownerWithOrganization(t, 'Northwind'));
   admin = await createPerson(t.ctx);
-  orgId = (await createOrganization(t, (await signIn(t.app, owner)).accessToken, 'Northwind')).id;
   await join(t, orgId, admin.identityId, 'admin');
   browser = await launchChromium();
   context = await browser.newContext({ viewport: { width: 1000, height: 800 } });

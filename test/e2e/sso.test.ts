@@ -4,11 +4,16 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { axeAllCombinations, axeCheck, launchChromium, signInPage } from '../helpers/browser.js';
+import { axeAllCombinations, launchChromium, signInPage } from '../helpers/browser.js';
 import { startDns, type TestDns } from '../helpers/dns.js';
-import { createPerson, signIn } from '../helpers/identities.js';
+import { createPerson, type Person } from '../helpers/identities.js';
 import { freePort } from '../helpers/net.js';
-import { createOrganization } from '../organizations/support.js';
+import {
+  axeBoth,
+  heading,
+  openOrganizationPage,
+  ownerWithOrganization,
+} from '../helpers/organization-page.js';
 import { parse, TestIdp } from '../sso/idp.js';
 import { adminCall } from '../sso/support.js';
 
@@ -24,7 +29,7 @@ let t: TestApp;
 let idp: TestIdp;
 let idpServer: Server;
 let dns: TestDns;
-let owner: Awaited<ReturnType<typeof createPerson>>;
+let owner: Person;
 let idpOrigin: string;
 let browser: Browser;
 let context: BrowserContext;
@@ -37,18 +42,6 @@ let acsUrl: string;
 let entityId: string;
 const pageErrors: string[] = [];
 const clock = new ManualClock(new Date());
-
-async function heading(p: Page, text: string | RegExp): Promise<void> {
-  await p.getByRole('heading', { level: 1, name: text }).waitFor();
-}
-
-async function axeBoth(p: Page, name: string): Promise<void> {
-  await p.emulateMedia({ colorScheme: 'light' });
-  await axeCheck(p, `${name} (light)`);
-  await p.emulateMedia({ colorScheme: 'dark' });
-  await axeCheck(p, `${name} (dark)`);
-  await p.emulateMedia({ colorScheme: 'light' });
-}
 
 /** The IdP's page: a signed Response auto-posted to our ACS (the HTTP-POST binding). */
 function postToAcs(samlResponse: string): string {
@@ -121,16 +114,9 @@ describe('enterprise sign-in on the hosted pages', () => {
   });
 
   it('an owner sets up SSO in the organization’s page: a domain verified by DNS, a SAML connection from the IdP’s metadata, enabled', async () => {
-    owner = await createPerson(t.ctx);
-    const org = await createOrganization(t, (await signIn(t.app, owner)).accessToken, 'Northwind');
-    orgId = org.id;
+    ({ owner, orgId } = await ownerWithOrganization(t, 'Northwind'));
     domain = `northwind-${orgId.slice(0, 8)}.example`;
-    await page.goto(`${origin}/account/#/sign-in`);
-    await signInPage(page, { email: owner.email, password: owner.password });
-    // A new document (a hash change alone would be drawn signed out first).
-    await page.goto('about:blank');
-    await page.goto(`${origin}/account/#/organizations/${orgId}`);
-    await heading(page, 'Northwind');
+    await openOrganizationPage(page, { origin, orgId, name: 'Northwind' }, owner);
     const sso = page.locator('#org-sso');
     await sso.getByRole('heading', { name: 'Single sign-on (SSO)' }).waitFor();
     await expect.poll(() => sso.locator('#connection-list').count()).toBe(0);

@@ -1,4 +1,4 @@
-import { type Expression, type SqlBool, sql } from 'kysely';
+import type { Expression, SqlBool } from 'kysely';
 import { changedOne } from '../../platform/db/compare-and-set.js';
 import type { Executor } from '../../platform/db/database.js';
 import type { KeysetWindow } from '../../platform/pagination/page.js';
@@ -262,7 +262,7 @@ export async function userByName(trx: Executor, organizationId: string, userName
     .selectFrom('scim_users as u')
     .select(userColumns)
     .where('u.organization_id', '=', organizationId)
-    .where(sql<SqlBool>`lower(u.user_name) = lower(${userName})`)
+    .where((eb) => eb(eb.fn('lower', ['u.user_name']), '=', eb.fn('lower', [eb.val(userName)])))
     .executeTakeFirst();
   return row ? asUser(row) : undefined;
 }
