@@ -4696,7 +4696,7 @@ export type paths = {
         get?: never;
         /**
          * Require SSO for the verified domains, or stop requiring it (connections:manage; audited)
-         * @description On: every identity holding a verified email in one of the organization’s verified domains signs in only through the organization’s IdP, and its sessions and OpenID grants end now (the caller’s own too, when it is one of them). Needs a verified domain and an enabled SAML connection, else 409 organization.sso_requirement_unmet. Off: every way in again; nothing ended comes back.
+         * @description On: every identity holding a verified email in one of the organization’s verified domains signs in only through the organization’s IdP, and its sessions and OpenID grants end now (the caller’s own too, when it is one of them). Needs a verified domain and an enabled connection, else 409 organization.sso_requirement_unmet. Off: every way in again; nothing ended comes back.
          */
         put: {
             parameters: {
