@@ -16,13 +16,13 @@ import {
   type Role,
   signOut,
 } from './api.js';
+import { clientActs } from './clients-edit.js';
 import { healthPage } from './health.js';
 import type { PageKit } from './kit.js';
-import { webhookPage, webhooksPage } from './webhooks.js';
-import { clientActs } from './clients-edit.js';
 import { organizationPage } from './organization.js';
 import { resendNote } from './person-extra.js';
 import { rememberReturn, takeReturn } from './return.js';
+import { webhookPage, webhooksPage } from './webhooks.js';
 
 /*
  * The operators' console (docs/admin.md, "The console"): hash routes (#/people/<id>) hold a place,
