@@ -1507,6 +1507,26 @@ const ROWS: Record<string, Row> = {
       );
     },
   },
+  'PATCH /admin/v1/organizations/{id}': {
+    emits: ['organization.updated'],
+    async run(act) {
+      const org = await organization();
+      await act(() => adm('PATCH', `/organizations/${org.id}`, { name: 'Renamed by an operator' }));
+    },
+  },
+  'DELETE /admin/v1/organizations/{id}/invitations/{invitationId}': {
+    emits: ['organization.invitation.revoked'],
+    async run(act) {
+      const org = await organization();
+      const sent = await ok(
+        api('POST', `/organizations/${org.id}/invitations`, {
+          token: org.owner.token,
+          payload: { identifierType: 'email', identifier: email('inv'), role: 'member' },
+        }),
+      );
+      await act(() => adm('DELETE', `/organizations/${org.id}/invitations/${sent.json().data.id}`));
+    },
+  },
   'PUT /admin/v1/organizations/{id}/sso-requirement': {
     emits: ['organization.updated'],
     async run(act) {

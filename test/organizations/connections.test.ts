@@ -165,6 +165,7 @@ describe('connections of an organization', () => {
       issuer: 'https://login.example/tenant/v2.0',
       clientId: 'client',
       clientSecretSet: true,
+      redirectUri: `https://id.example/api/v1/sso/oidc/${res.json().data.id}/callback`,
     });
     expect(res.body).not.toContain(secret);
     const events = await eventsOf(res.json().data.organizationId);
