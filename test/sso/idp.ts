@@ -1,6 +1,7 @@
-import { randomUUID } from 'node:crypto';
+import { randomUUID, X509Certificate } from 'node:crypto';
 import { DOMParser, type Element, MIME_TYPE, XMLSerializer } from '@xmldom/xmldom';
 import { SignedXml } from 'xml-crypto';
+import xmlenc, { type EncryptionAlgorithm, type KeyEncryptionAlgorithm } from 'xml-encryption';
 import { selfSignedCertificate } from '../../src/platform/crypto/self-signed.js';
 
 /**
@@ -155,4 +156,45 @@ export function child(parent: Element, local: string): Element {
     | undefined;
   if (!found) throw new Error(`no ${local}`);
   return found;
+}
+
+export const XMLENC = {
+  aes256cbc: 'http://www.w3.org/2001/04/xmlenc#aes256-cbc',
+  aes256gcm: 'http://www.w3.org/2009/xmlenc11#aes256-gcm',
+  oaep: 'http://www.w3.org/2001/04/xmlenc#rsa-oaep-mgf1p',
+  rsa15: 'http://www.w3.org/2001/04/xmlenc#rsa-1_5',
+} as const;
+
+/**
+ * The Response with its (already signed, or not) Assertion replaced by an EncryptedAssertion to
+ * `certificate` (base64 DER or PEM), as an IdP does with the SP's encryption certificate:
+ * xml-encryption, the library node-saml decrypts with (a dependency of node-saml, not ours).
+ */
+export async function encryptAssertion(
+  xml: string,
+  certificate: string,
+  o: { data?: EncryptionAlgorithm; key?: KeyEncryptionAlgorithm } = {},
+): Promise<string> {
+  const base64 = certificate.replace(/-----[A-Z ]+-----/g, '').replace(/\s+/g, '');
+  const pem = `-----BEGIN CERTIFICATE-----\n${base64.match(/.{1,64}/g)?.join('\n')}\n-----END CERTIFICATE-----\n`;
+  const publicKey = new X509Certificate(pem).publicKey.export({ type: 'spki', format: 'pem' }).toString();
+  const start = xml.indexOf('<saml:Assertion');
+  const end = xml.indexOf('</saml:Assertion>') + '</saml:Assertion>'.length;
+  if (start < 0 || end < start) throw new Error('no assertion');
+  // The assertion as a document of its own: its prefixes declared on it.
+  const assertion = xml.slice(start, end).replace('<saml:Assertion', `<saml:Assertion xmlns:saml="${SAML}"`);
+  const encrypted = await new Promise<string>((resolve, reject) =>
+    xmlenc.encrypt(
+      assertion,
+      {
+        rsa_pub: publicKey,
+        pem,
+        encryptionAlgorithm: o.data ?? XMLENC.aes256gcm,
+        keyEncryptionAlgorithm: o.key ?? XMLENC.oaep,
+        warnInsecureAlgorithm: false,
+      },
+      (err, result) => (err ? reject(err) : resolve(result as string)),
+    ),
+  );
+  return `${xml.slice(0, start)}<saml:EncryptedAssertion>${encrypted}</saml:EncryptedAssertion>${xml.slice(end)}`;
 }
