@@ -8,6 +8,7 @@ import type { Database, Executor } from '../../platform/db/database.js';
 import { Cookies } from '../../platform/http/cookies.js';
 import { Problem } from '../../platform/problem.js';
 import { revokeChallenges } from '../challenges/repository.js';
+import type { Hooks } from '../events/hooks/service.js';
 import type { EventLog } from '../events/log.js';
 import { identityChanged } from '../identities/events.js';
 import { normaliseEmail } from '../identities/identifier.js';
@@ -75,7 +76,7 @@ const DEFAULT_ATTRIBUTES = {
 } as const;
 
 /** What the person is told on return, as the `error` of the return address (docs/sso.md, "Refusals"). */
-export type SsoFailure = 'refused' | 'not_allowed';
+export type SsoFailure = 'refused' | 'not_allowed' | 'hook_refused' | 'unavailable';
 
 export interface StartedSamlFlow {
   redirectUrl: string;
@@ -91,6 +92,8 @@ export interface SsoServiceDeps {
   sealer: Sealer;
   events: EventLog;
   config: Pick<Config, 'publicOrigin' | 'accountUi' | 'organizations'>;
+  /** before_identity_created, asked outside the ACS's transaction before a JIT identity is made. */
+  hooks: Pick<Hooks, 'beforeIdentityCreated'>;
 }
 
 /**
@@ -230,6 +233,12 @@ export class SsoService {
       throw err;
     }
     const answered = flow;
+    // JIT asks before_identity_created first, as a sign-up does, never inside the transaction.
+    const admission = await this.#admitCreation(connection, assertion);
+    if (admission) {
+      await this.#refusalAudit(connection, admission);
+      return this.#location(`${this.#uiPath}#/sign-in`, { error: admission });
+    }
     const outcome = await db.transaction().execute(async (trx) => {
       // Single use, whatever the instance: the primary key decides between two posts at once.
       if (
@@ -317,13 +326,8 @@ export class SsoService {
     assertion: SamlAssertion,
     now: Date,
   ): Promise<{ identityId: string; epoch: number } | { error: SsoFailure; reason: string }> {
-    const raw =
-      this.#attribute(connection, assertion, 'email') ??
-      (assertion.nameIdFormat === EMAIL_FORMAT || assertion.nameId.includes('@') ? assertion.nameId : null);
-    const email = raw ? normaliseEmail(raw) : null;
-    const domain = email?.slice(email.lastIndexOf('@') + 1);
-    if (!email || !domain || (await verifiedOwner(trx, domain)) !== connection.organizationId)
-      return { error: 'not_allowed', reason: 'email outside the verified domains' };
+    const email = await this.#verifiedEmail(trx, connection, assertion);
+    if (!email) return { error: 'not_allowed', reason: 'email outside the verified domains' };
     const { audit, events } = this.deps;
     const holder = await findIdentifier(trx, { type: 'email', value: email });
     let identityId: string;
@@ -356,6 +360,47 @@ export class SsoService {
       });
     }
     return { identityId, epoch };
+  }
+
+  /** The asserted address when it is in a domain the connection's organization verified, else null. */
+  async #verifiedEmail(exec: Executor, connection: ConnectionRow, assertion: SamlAssertion) {
+    const raw =
+      this.#attribute(connection, assertion, 'email') ??
+      (assertion.nameIdFormat === EMAIL_FORMAT || assertion.nameId.includes('@') ? assertion.nameId : null);
+    const email = raw ? normaliseEmail(raw) : null;
+    const domain = email?.slice(email.lastIndexOf('@') + 1);
+    if (!email || !domain || (await verifiedOwner(exec, domain)) !== connection.organizationId) return null;
+    return email;
+  }
+
+  /**
+   * When the linking rules would make an identity (an address in the verified domains, no verified
+   * holder), the before_identity_created hook is asked, as for a sign-up and a provider's first
+   * sign-in (docs/events.md): its refusal is `hook_refused`, its failure `unavailable`, and nothing
+   * is written. A holder verified meanwhile is simply linked by the transaction that follows.
+   */
+  async #admitCreation(
+    connection: ConnectionRow,
+    assertion: SamlAssertion,
+  ): Promise<'hook_refused' | 'unavailable' | null> {
+    const { db } = this.deps.database;
+    const email = await this.#verifiedEmail(db, connection, assertion);
+    if (!email) return null;
+    const holder = await findIdentifier(db, { type: 'email', value: email });
+    if (holder && holder.verifiedAt !== null) return null;
+    try {
+      await this.deps.hooks.beforeIdentityCreated({
+        via: 'sso',
+        connectionId: connection.id,
+        organizationId: connection.organizationId,
+        identifier: { type: 'email', value: email },
+      });
+      return null;
+    } catch (err) {
+      if (err instanceof Problem && err.code === 'hooks.refused') return 'hook_refused';
+      if (err instanceof Problem && err.code === 'hooks.unavailable') return 'unavailable';
+      throw err;
+    }
   }
 
   /**
