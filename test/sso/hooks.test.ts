@@ -23,7 +23,10 @@ const UNAVAILABLE = `${ORIGIN}/account/#/sign-in?error=unavailable`;
 
 beforeAll(async () => {
   receiver = await startReceiver(secret);
-  t = await createTestApp({ admin: true, env: { PUBLIC_ORIGIN: ORIGIN, ...hookEnv(secret, receiver.url) } });
+  t = await createTestApp({
+    admin: true,
+    env: { PUBLIC_ORIGIN: ORIGIN, ...hookEnv(secret, receiver.url, {}, '5000') },
+  });
   idp = await TestIdp.create(t.clock.now());
   s = await setUp(t, idp);
 }, 180_000);
