@@ -271,7 +271,9 @@ export function continueWith(o: ContinueWithOptions): { notice: HTMLElement; car
   if (back && back.provider === null) {
     void (async () => {
       if (!back.handoff) {
-        tell(ssoText(back.error === 'not_allowed' ? 'not_allowed' : 'refused'));
+        const known = ['not_allowed', 'hook_refused', 'unavailable'] as const;
+        const error = known.find((k) => k === back.error);
+        tell(ssoText(error ?? 'refused'));
         return;
       }
       try {

@@ -1,4 +1,11 @@
-import { randomUUID } from 'node:crypto';
+import {
+  constants,
+  createCipheriv,
+  publicEncrypt,
+  randomBytes,
+  randomUUID,
+  X509Certificate,
+} from 'node:crypto';
 import { DOMParser, type Element, MIME_TYPE, XMLSerializer } from '@xmldom/xmldom';
 import { SignedXml } from 'xml-crypto';
 import { selfSignedCertificate } from '../../src/platform/crypto/self-signed.js';
@@ -159,4 +166,58 @@ export function child(parent: Element, local: string): Element {
     | undefined;
   if (!found) throw new Error(`no ${local}`);
   return found;
+}
+
+export const XMLENC = {
+  aes256cbc: 'http://www.w3.org/2001/04/xmlenc#aes256-cbc',
+  aes256gcm: 'http://www.w3.org/2009/xmlenc11#aes256-gcm',
+  oaep: 'http://www.w3.org/2001/04/xmlenc#rsa-oaep-mgf1p',
+  rsa15: 'http://www.w3.org/2001/04/xmlenc#rsa-1_5',
+} as const;
+
+/**
+ * The Response with its (already signed, or not) Assertion replaced by an EncryptedAssertion to
+ * `certificate` (base64 DER or PEM), as an IdP does with the SP's encryption certificate. Written
+ * here with node:crypto and XML Encryption's shapes (W3C xmlenc-core1: the IV before the cipher
+ * text, GCM's tag after it), independent of the library that decrypts it.
+ */
+export function encryptAssertion(
+  xml: string,
+  certificate: string,
+  o: { data?: (typeof XMLENC)['aes256gcm' | 'aes256cbc']; key?: (typeof XMLENC)['oaep' | 'rsa15'] } = {},
+): string {
+  const base64 = certificate.replace(/-----[A-Z ]+-----/g, '').replace(/\s+/g, '');
+  const publicKey = new X509Certificate(Buffer.from(base64, 'base64')).publicKey;
+  const start = xml.indexOf('<saml:Assertion');
+  const end = xml.indexOf('</saml:Assertion>') + '</saml:Assertion>'.length;
+  if (start < 0 || end < start) throw new Error('no assertion');
+  // The assertion as a document of its own: its prefix declared on it.
+  const assertion = Buffer.from(
+    xml.slice(start, end).replace('<saml:Assertion', `<saml:Assertion xmlns:saml="${SAML}"`),
+    'utf8',
+  );
+  const data = o.data ?? XMLENC.aes256gcm;
+  const key = randomBytes(32);
+  let content: Buffer;
+  if (data === XMLENC.aes256gcm) {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', key, iv);
+    const body = Buffer.concat([cipher.update(assertion), cipher.final()]);
+    content = Buffer.concat([iv, body, cipher.getAuthTag()]);
+  } else {
+    const iv = randomBytes(16);
+    const cipher = createCipheriv('aes-256-cbc', key, iv);
+    content = Buffer.concat([iv, cipher.update(assertion), cipher.final()]);
+  }
+  const transport = o.key ?? XMLENC.oaep;
+  const wrapped = publicEncrypt(
+    transport === XMLENC.oaep
+      ? { key: publicKey, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha1' }
+      : { key: publicKey, padding: constants.RSA_PKCS1_PADDING },
+    key,
+  );
+  const oaepDigest =
+    transport === XMLENC.oaep ? '<ds:DigestMethod Algorithm="http://www.w3.org/2000/09/xmldsig#sha1"/>' : '';
+  const encrypted = `<xenc:EncryptedData xmlns:xenc="http://www.w3.org/2001/04/xmlenc#" Type="http://www.w3.org/2001/04/xmlenc#Element"><xenc:EncryptionMethod Algorithm="${data}"/><ds:KeyInfo xmlns:ds="http://www.w3.org/2000/09/xmldsig#"><xenc:EncryptedKey><xenc:EncryptionMethod Algorithm="${transport}">${oaepDigest}</xenc:EncryptionMethod><xenc:CipherData><xenc:CipherValue>${wrapped.toString('base64')}</xenc:CipherValue></xenc:CipherData></xenc:EncryptedKey></ds:KeyInfo><xenc:CipherData><xenc:CipherValue>${content.toString('base64')}</xenc:CipherValue></xenc:CipherData></xenc:EncryptedData>`;
+  return `${xml.slice(0, start)}<saml:EncryptedAssertion>${encrypted}</saml:EncryptedAssertion>${xml.slice(end)}`;
 }

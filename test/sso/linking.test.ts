@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { authenticationOf } from '../../src/features/oidc/provider.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { auditCount } from '../helpers/audit.js';
 import { createPerson, signIn } from '../helpers/identities.js';
 import { call, join, ORGS } from '../organizations/support.js';
-import { DEFAULT_POLICY, enrolVerified } from '../second-factors/helpers.js';
+import { DEFAULT_POLICY, enrolVerified, totp } from '../second-factors/helpers.js';
 import { TestIdp } from './idp.js';
 import {
   adminCall,
@@ -34,7 +35,7 @@ beforeAll(async () => {
   t = await createTestApp({ admin: true, env: { PUBLIC_ORIGIN: ORIGIN } });
   idp = await TestIdp.create(t.clock.now());
   s = await setUp(t, idp);
-}, 60_000);
+}, 180_000);
 afterAll(async () => {
   await t?.close();
 });
@@ -254,10 +255,75 @@ describe('the linking rules', () => {
   it('an identity holding a second factor gets the second step, as for every one-factor sign-in', async () => {
     const email = address();
     const person = await createPerson(t.ctx, email);
-    await enrolVerified(t, person, await signIn(t.app, person), DEFAULT_POLICY);
-    const data = await signedInAs(email);
+    const factor = await enrolVerified(t, person, await signIn(t.app, person), DEFAULT_POLICY);
+    const data = (await signedInAs(email)) as {
+      kind: string;
+      accessToken?: string;
+      secondFactorTicket?: string;
+    };
     expect(data.kind).toBe('second_factor_required');
     expect(data.accessToken).toBeUndefined();
+    // The session the second step opens names the connection of the first, like a one-step SSO
+    // session: in its context and in the amr the OpenID Provider derives from it.
+    const second = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/sign-ins/second-factors',
+      headers: { origin: ORIGIN },
+      payload: {
+        secondFactorTicket: data.secondFactorTicket,
+        code: totp(factor.secret, DEFAULT_POLICY, t.clock.now()),
+      },
+    });
+    expect(second.statusCode, second.body).toBe(201);
+    const grant = second.json().data as { accessToken: string };
+    const context = await t.app.inject({
+      method: 'GET',
+      url: '/api/v1/session/context',
+      headers: { authorization: `Bearer ${grant.accessToken}` },
+    });
+    expect(context.json().data.ssoConnection).toEqual({
+      id: s.connectionId,
+      name: 'Corp IdP',
+      organizationId: s.orgId,
+    });
+    const session = await t.ctx.database.db
+      .selectFrom('sessions')
+      .select(['method', 'sso_connection_id'])
+      .where('identity_id', '=', person.identityId)
+      .orderBy('created_at', 'desc')
+      .executeTakeFirstOrThrow();
+    expect(session).toEqual({ method: 'second_factor', sso_connection_id: s.connectionId });
+    expect(authenticationOf(session.method, null, session.sso_connection_id)).toEqual({
+      amr: ['fed', `sso:${s.connectionId}`, 'otp', 'mfa'],
+      acr: authenticationOf('second_factor').acr,
+    });
+  });
+
+  it('a second step after a password first step names no connection', async () => {
+    const person = await createPerson(t.ctx, address());
+    const factor = await enrolVerified(t, person, await signIn(t.app, person), DEFAULT_POLICY);
+    const first = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/sign-ins',
+      payload: { identifierType: 'email', identifier: person.email, password: person.password },
+    });
+    expect(first.json().data.kind, first.body).toBe('second_factor_required');
+    const second = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/sign-ins/second-factors',
+      headers: { origin: ORIGIN },
+      payload: {
+        secondFactorTicket: first.json().data.secondFactorTicket,
+        code: totp(factor.secret, DEFAULT_POLICY, t.clock.now()),
+      },
+    });
+    expect(second.statusCode, second.body).toBe(201);
+    const context = await t.app.inject({
+      method: 'GET',
+      url: '/api/v1/session/context',
+      headers: { authorization: `Bearer ${second.json().data.accessToken}` },
+    });
+    expect(context.json().data.ssoConnection).toBeNull();
   });
 });
 

@@ -33,6 +33,8 @@ export interface SsoSetup {
   connectionId: string;
   acsUrl: string;
   entityId: string;
+  /** Our encryption certificate (base64 DER) when the connection wants encrypted assertions. */
+  encryptionCertificate: string | null;
 }
 
 /** An organization with a domain verified by an operator and an enabled SAML connection to `idp`. */
@@ -63,6 +65,7 @@ export async function setUp(t: TestApp, idp: TestIdp, saml: Record<string, unkno
     connectionId: c.id,
     acsUrl: c.saml.acsUrl,
     entityId: c.saml.entityId,
+    encryptionCertificate: c.saml.encryptionCertificate ?? null,
   };
 }
 

@@ -8,6 +8,8 @@ export const t = messages(
     refused: 'Your organization’s sign-in could not be completed. Please try again.',
     not_allowed:
       'Your organization signed you in, but with an email address outside its verified domains. Ask its administrator.',
+    hook_refused: 'This service does not allow a new account to be created through your organization.',
+    unavailable: 'Your account could not be created right now. Please try again in a moment.',
     'continue.title': 'Continue signing in',
     'continue.intro':
       'Your organization’s identity provider sent you here to sign in. Continue only if you started this sign-in yourself.',
@@ -137,6 +139,8 @@ export const t = messages(
     refused: 'La connexion par votre organisation n’a pas pu aboutir. Veuillez réessayer.',
     not_allowed:
       'Votre organisation vous a connecté, mais avec une adresse e-mail hors de ses domaines vérifiés. Adressez-vous à son administrateur.',
+    hook_refused: 'Ce service ne permet pas de créer un compte par votre organisation.',
+    unavailable: 'Votre compte n’a pas pu être créé pour le moment. Veuillez réessayer dans un instant.',
     'continue.title': 'Poursuivre la connexion',
     'continue.intro':
       'Le fournisseur d’identité de votre organisation vous a envoyé ici pour vous connecter. Ne continuez que si vous avez lancé cette connexion vous-même.',

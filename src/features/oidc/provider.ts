@@ -209,6 +209,8 @@ export const ACR = {
 } as const;
 
 /** RFC 8176 values for how the session was opened (docs/oidc.md, "Claims"). */
+const sso = (connectionId: string | null): string[] => (connectionId ? ['fed', `sso:${connectionId}`] : []);
+
 export function authenticationOf(
   method: string,
   channel: string | null = null,
@@ -231,10 +233,11 @@ export function authenticationOf(
         amr: channel === 'email' ? ['otp', 'email'] : channel === 'phone' ? ['otp', 'sms'] : ['otp'],
         acr: ACR.singleFactor,
       };
+    // After an SSO first step (the ticket kept its connection), the connection is named as well.
     case 'second_factor':
-      return { amr: ['otp', 'mfa'], acr: ACR.multiFactor };
+      return { amr: [...sso(connectionId), 'otp', 'mfa'], acr: ACR.multiFactor };
     case 'recovery_code':
-      return { amr: ['mfa'], acr: ACR.multiFactor };
+      return { amr: [...sso(connectionId), 'mfa'], acr: ACR.multiFactor };
     default:
       return { amr: [], acr: ACR.singleFactor };
   }

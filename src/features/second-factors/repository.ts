@@ -25,6 +25,8 @@ export interface TicketRow {
   identityId: string;
   epoch: number;
   primaryMethod: string;
+  /** The connection of an SSO first step (method 'sso'), named by the session the ticket opens. */
+  ssoConnectionId: string | null;
   attempts: number;
   maxAttempts: number;
   expiresAt: Date;
@@ -204,6 +206,7 @@ export async function insertTicket(
     identityId: string;
     epoch: number;
     primaryMethod: string;
+    ssoConnectionId?: string | null;
     maxAttempts: number;
     now: Date;
     expiresAt: Date;
@@ -217,6 +220,7 @@ export async function insertTicket(
       identity_id: t.identityId,
       epoch: t.epoch,
       primary_method: t.primaryMethod,
+      sso_connection_id: t.ssoConnectionId ?? null,
       attempts: 0,
       max_attempts: t.maxAttempts,
       created_at: t.now,
@@ -244,6 +248,7 @@ export function lockTicket(trx: Executor, hash: string): Promise<TicketRow | und
       'identity_id as identityId',
       'epoch',
       'primary_method as primaryMethod',
+      'sso_connection_id as ssoConnectionId',
       'attempts',
       'max_attempts as maxAttempts',
       'expires_at as expiresAt',

@@ -120,6 +120,7 @@ export class SignInCompletion {
       identityId: proven.identityId,
       epoch: proven.epoch,
       primaryMethod: proven.method,
+      ssoConnectionId: proven.connectionId ?? null,
       maxAttempts: TICKET_ATTEMPTS,
       now,
       expiresAt,

@@ -313,7 +313,9 @@ export const ssoRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext })
             'Always 303 See Other to the hosted page: with `handoff` (exchange it with POST /sso-handoffs) ' +
             'when the response passed every check (docs/sso.md, "Checks") and the linking rules; with ' +
             '`error=not_allowed` when the assertion was good but its email is not in a domain the ' +
-            'organization verified (nothing is created); else with `error=refused`, the same answer byte ' +
+            'organization verified (nothing is created); with `error=hook_refused` or `error=unavailable` ' +
+            'when a new identity (JIT) was refused by the before_identity_created hook or the hook failed ' +
+            '(nothing is created); else with `error=refused`, the same answer byte ' +
             'for byte whatever failed.',
           params: Params,
           response: { 303: { description: 'Back to the hosted page' } },

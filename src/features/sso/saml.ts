@@ -1,4 +1,6 @@
 import { type CacheProvider, SAML, ValidateInResponseTo } from '@node-saml/node-saml';
+// node-saml's own decryption (xml-encryption), so we read exactly what the library will verify.
+import { decryptXml } from '@node-saml/node-saml/lib/xml.js';
 import type { Element } from '@xmldom/xmldom';
 import { parseXmlStrict } from '../organizations/connections/metadata.js';
 
@@ -14,6 +16,9 @@ import { parseXmlStrict } from '../organizations/connections/metadata.js';
  *    it in, found through the flow's cookie), and validated by the library as well ('always');
  *  - NotBefore / NotOnOrAfter of the Conditions and of the SubjectConfirmationData against our
  *    injected clock with a stated skew (the library's own time checks use Date and are off);
+ *  - an EncryptedAssertion is decrypted here too (with the connection's key; none: refused) so the
+ *    algorithm checks above also cover the signature inside it, which the library would accept in
+ *    SHA-1; key transport RSA-OAEP only (RSA 1.5 refused), content AES-CBC or AES-GCM;
  *  - the NameID read with its comments (CVE-2017-11427 class): a NameID whose text the library
  *    would read differently from the whole text is refused, never truncated.
  * Every refusal is one SamlRefused: what the IdP did wrong is never told to the browser.
@@ -42,6 +47,33 @@ const DIGEST_ALGORITHMS = new Set([
   'http://www.w3.org/2001/04/xmldsig-more#sha384',
   'http://www.w3.org/2001/04/xmlenc#sha512',
 ]);
+
+const XENC = 'http://www.w3.org/2001/04/xmlenc#';
+/** Key transport and content encryption of an EncryptedAssertion: no RSA 1.5, no triple DES. */
+const ENCRYPTION_ALGORITHMS = new Set([
+  'http://www.w3.org/2001/04/xmlenc#rsa-oaep-mgf1p',
+  'http://www.w3.org/2009/xmlenc11#rsa-oaep',
+  'http://www.w3.org/2001/04/xmlenc#aes128-cbc',
+  'http://www.w3.org/2001/04/xmlenc#aes256-cbc',
+  'http://www.w3.org/2009/xmlenc11#aes128-gcm',
+  'http://www.w3.org/2009/xmlenc11#aes256-gcm',
+]);
+
+/**
+ * Every signature and reference digest algorithm under `root` is SHA-256 or stronger. Only the
+ * DigestMethod of a signature's Reference counts: RSA-OAEP's own DigestMethod (inside an
+ * EncryptedKey) names the OAEP hash, not a signature's.
+ */
+function signatureAlgorithmsRefusal(root: Element): string | null {
+  for (const method of elements(root, DS, 'SignatureMethod'))
+    if (!SIGNATURE_ALGORITHMS.has(method.getAttribute('Algorithm') ?? '')) return 'signature algorithm';
+  for (const method of elements(root, DS, 'DigestMethod')) {
+    const parent = method.parentNode as Element | null;
+    if (parent?.namespaceURI !== DS || parent.localName !== 'Reference') continue;
+    if (!DIGEST_ALGORITHMS.has(method.getAttribute('Algorithm') ?? '')) return 'digest algorithm';
+  }
+  return null;
+}
 
 /** What a connection gives the checks. */
 export interface SamlParty {
@@ -180,10 +212,25 @@ export async function checkResponse(
   if (root.getAttribute('Destination') !== party.acsUrl) refuse('Destination');
   const inResponseTo = root.getAttribute('InResponseTo') || null;
   if (expected === null ? inResponseTo !== null : inResponseTo !== expected.requestId) refuse('InResponseTo');
-  for (const method of elements(root, DS, 'SignatureMethod'))
-    if (!SIGNATURE_ALGORITHMS.has(method.getAttribute('Algorithm') ?? '')) refuse('signature algorithm');
-  for (const method of elements(root, DS, 'DigestMethod'))
-    if (!DIGEST_ALGORITHMS.has(method.getAttribute('Algorithm') ?? '')) refuse('digest algorithm');
+  const algorithms = signatureAlgorithmsRefusal(root);
+  if (algorithms) refuse(algorithms);
+  const encrypted = directChildren(root, SAML_NS, 'EncryptedAssertion');
+  if (encrypted.length > 0) {
+    if (!party.decryptionKey) refuse('encrypted, no decryption key');
+    if (encrypted.length > 1) refuse('several assertions');
+    for (const method of elements(root, XENC, 'EncryptionMethod'))
+      if (!ENCRYPTION_ALGORITHMS.has(method.getAttribute('Algorithm') ?? '')) refuse('encryption algorithm');
+    let decrypted: string;
+    try {
+      decrypted = await decryptXml((encrypted[0] as Element).toString(), party.decryptionKey as string);
+    } catch {
+      return refuse('decryption');
+    }
+    const inner = parseXmlStrict(decrypted)?.documentElement;
+    if (!inner) return refuse('decrypted malformed or DOCTYPE');
+    const innerAlgorithms = signatureAlgorithmsRefusal(inner);
+    if (innerAlgorithms) refuse(`encrypted ${innerAlgorithms}`);
+  }
 
   let profile: Awaited<ReturnType<SAML['validatePostResponseAsync']>>['profile'];
   try {

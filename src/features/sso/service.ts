@@ -8,6 +8,7 @@ import type { Database, Executor } from '../../platform/db/database.js';
 import { Cookies } from '../../platform/http/cookies.js';
 import { Problem } from '../../platform/problem.js';
 import { revokeChallenges } from '../challenges/repository.js';
+import type { Hooks } from '../events/hooks/service.js';
 import type { EventLog } from '../events/log.js';
 import { identityChanged } from '../identities/events.js';
 import { normaliseEmail } from '../identities/identifier.js';
@@ -124,7 +125,7 @@ export interface TestResult {
 }
 
 /** What the person is told on return, as the `error` of the return address (docs/sso.md, "Refusals"). */
-export type SsoFailure = 'refused' | 'not_allowed';
+export type SsoFailure = 'refused' | 'not_allowed' | 'hook_refused' | 'unavailable';
 
 export interface StartedSamlFlow {
   redirectUrl: string;
@@ -141,6 +142,8 @@ export interface SsoServiceDeps {
   events: EventLog;
   upstream: Pick<UpstreamProviders, 'partyAuthorizationUrl' | 'partyComplete'>;
   config: Pick<Config, 'publicOrigin' | 'accountUi' | 'organizations'>;
+  /** before_identity_created, asked outside the ACS's transaction before a JIT identity is made. */
+  hooks: Pick<Hooks, 'beforeIdentityCreated'>;
 }
 
 /**
@@ -428,6 +431,12 @@ export class SsoService {
   ): Promise<string> {
     const refused = this.#location(`${this.#uiPath}#/sign-in`, { error: 'refused' });
     const { db } = this.deps.database;
+    // JIT asks before_identity_created first, as a sign-up does, never inside the transaction.
+    const admission = await this.#admitCreation(connection, proven);
+    if (admission) {
+      await this.#refusalAudit(connection, admission);
+      return this.#location(`${this.#uiPath}#/sign-in`, { error: admission });
+    }
     const outcome = await db.transaction().execute(async (trx) => {
       if (!(await spend(trx))) return { error: 'refused' as const, reason: 'replayed' };
       const account = await this.#account(trx, connection, proven, now);
@@ -507,10 +516,8 @@ export class SsoService {
     proven: Proven,
     now: Date,
   ): Promise<{ identityId: string; epoch: number } | { error: SsoFailure; reason: string }> {
-    const email = proven.email ? normaliseEmail(proven.email) : null;
-    const domain = email?.slice(email.lastIndexOf('@') + 1);
-    if (!email || !domain || (await verifiedOwner(trx, domain)) !== connection.organizationId)
-      return { error: 'not_allowed', reason: 'email outside the verified domains' };
+    const email = await this.#verifiedEmail(trx, connection, proven);
+    if (!email) return { error: 'not_allowed', reason: 'email outside the verified domains' };
     // The IdP is trusted for its organization's verified domains without an email_verified claim
     // (SAML has none; Entra sends none), but one that says the address is unverified is believed.
     if (proven.emailDenied) return { error: 'not_allowed', reason: 'email not verified by the IdP' };
@@ -566,6 +573,44 @@ export class SsoService {
       }
     }
     return { identityId, epoch };
+  }
+
+  /** The asserted address when it is in a domain the connection's organization verified, else null. */
+  async #verifiedEmail(exec: Executor, connection: ConnectionRow, proven: Proven) {
+    const email = proven.email ? normaliseEmail(proven.email) : null;
+    const domain = email?.slice(email.lastIndexOf('@') + 1);
+    if (!email || !domain || (await verifiedOwner(exec, domain)) !== connection.organizationId) return null;
+    return email;
+  }
+
+  /**
+   * When the linking rules would make an identity (an address in the verified domains, no verified
+   * holder), the before_identity_created hook is asked, as for a sign-up and a provider's first
+   * sign-in (docs/events.md): its refusal is `hook_refused`, its failure `unavailable`, and nothing
+   * is written. A holder verified meanwhile is simply linked by the transaction that follows.
+   */
+  async #admitCreation(
+    connection: ConnectionRow,
+    proven: Proven,
+  ): Promise<'hook_refused' | 'unavailable' | null> {
+    const { db } = this.deps.database;
+    const email = await this.#verifiedEmail(db, connection, proven);
+    if (!email || proven.emailDenied) return null;
+    const holder = await findIdentifier(db, { type: 'email', value: email });
+    if (holder && holder.verifiedAt !== null) return null;
+    try {
+      await this.deps.hooks.beforeIdentityCreated({
+        via: 'sso',
+        connectionId: connection.id,
+        organizationId: connection.organizationId,
+        identifier: { type: 'email', value: email },
+      });
+      return null;
+    } catch (err) {
+      if (err instanceof Problem && err.code === 'hooks.refused') return 'hook_refused';
+      if (err instanceof Problem && err.code === 'hooks.unavailable') return 'unavailable';
+      throw err;
+    }
   }
 
   /**

@@ -435,6 +435,7 @@ export interface SecondFactorTickets {
   max_attempts: number;
   primary_method: string;
   spent_at: Timestamp | null;
+  sso_connection_id: string | null;
   ticket_hash: string;
 }
 

@@ -18,12 +18,15 @@ import type { HookName, HooksConfig } from './config.js';
 
 /** An identity about to be made: a sign-up, or a first sign-in through a provider. */
 export interface IdentityCreation {
-  via: 'sign_up' | 'provider';
+  via: 'sign_up' | 'provider' | 'sso';
   /** The identifier the person gave (sign-up), or the address the provider asserted verified. */
   identifier?: { type: 'email' | 'phone'; value: string };
   /** The provider's configured name and the upstream account's subject (via `provider`). */
   provider?: string;
   subject?: string;
+  /** The organization's connection and the organization (via `sso`: a first enterprise sign-in). */
+  connectionId?: string;
+  organizationId?: string;
   ip?: string | null;
   userAgent?: string | null;
 }

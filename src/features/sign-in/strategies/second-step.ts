@@ -63,7 +63,13 @@ export class SecondStepStrategy implements Strategy<SecondStepInput, SessionGran
         if (!(await spendTicket(trx, t.id, now))) throw new Problem('identity.second_factor_refused');
         await this.deps.lock.clear(trx, t.identityId);
         await this.deps.guesses.forgive(trx, guessSubject.secondStep(t.identityId));
-        return { ok: true as const, identityId: t.identityId, epoch: t.epoch, firstMethod: t.primaryMethod };
+        return {
+          ok: true as const,
+          identityId: t.identityId,
+          epoch: t.epoch,
+          firstMethod: t.primaryMethod,
+          connectionId: t.ssoConnectionId,
+        };
       }
       await chargeTicket(trx, t.id);
       const failure = await this.deps.lock.recordFailure(trx, t.identityId, 'sign-ins/second-factors');
@@ -82,13 +88,15 @@ export class SecondStepStrategy implements Strategy<SecondStepInput, SessionGran
         outcome.locked ? 'identity.sign_in_second_factor_locked' : 'identity.second_factor_refused',
       );
     }
-    // The session carries the epoch read before the first proof (stamped on the ticket).
+    // The session carries the epoch read before the first proof (stamped on the ticket), and the
+    // connection of an SSO first step, so it names it like a one-step SSO session (docs/sso.md).
     return complete(
       {
         identityId: outcome.identityId,
         epoch: outcome.epoch,
         method,
         firstMethod: outcome.firstMethod,
+        ...(outcome.connectionId ? { connectionId: outcome.connectionId } : {}),
         stage: 'final',
         refusal: 'identity.second_factor_refused',
       },
