@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newSecret } from '../../src/features/events/webhooks/signing.js';
+import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { hookEnv, type Receiver, startReceiver } from '../helpers/hooks.js';
 import { createPerson } from '../helpers/identities.js';
@@ -24,6 +25,8 @@ const UNAVAILABLE = `${ORIGIN}/account/#/sign-in?error=unavailable`;
 beforeAll(async () => {
   receiver = await startReceiver(secret);
   t = await createTestApp({
+    // The receiver checks the signature's timestamp against the wall clock (Standard Webhooks).
+    clock: new ManualClock(new Date()),
     admin: true,
     env: { PUBLIC_ORIGIN: ORIGIN, ...hookEnv(secret, receiver.url, {}, '5000') },
   });
