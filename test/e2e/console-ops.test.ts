@@ -135,7 +135,7 @@ describe("the console's health and webhook pages", () => {
     // An endpoint, added from the form: its secret shown once.
     await page.getByRole('navigation').getByRole('link', { name: 'Webhooks' }).click();
     await expect.poll(() => heading(page)).toBe('Webhook endpoints');
-    expect(await page.getByText('No webhook endpoint yet.').isVisible()).toBe(true);
+    await expect.poll(() => page.getByText('No webhook endpoint yet.').isVisible()).toBe(true);
     await page.getByLabel('URL', { exact: true }).fill(sink.url);
     await page.getByLabel('Description (optional)').fill('Billing');
     await page.getByLabel('Event types (optional)').fill('identity.disabled identity.enabled');
@@ -145,7 +145,7 @@ describe("the console's health and webhook pages", () => {
     await axeEvery(page, 'webhook secret', 'webhook-secret');
     await page.getByRole('button', { name: 'Done' }).click();
     await expect.poll(() => heading(page)).toBe(`Endpoint ${sink.url}`);
-    expect(await page.getByText('No delivery yet.').isVisible()).toBe(true);
+    await expect.poll(() => page.getByText('No delivery yet.').isVisible()).toBe(true);
 
     // An event queues a delivery: the health page counts it.
     await disableSomeone();

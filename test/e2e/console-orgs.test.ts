@@ -327,7 +327,7 @@ describe('OpenID clients', () => {
       await expect
         .poll(async () => (await adminCall('GET', '/oidc-clients/reports-app')).statusCode)
         .toBe(404);
-      expect(await page.getByRole('button', { name: 'Edit reports-app' }).count()).toBe(0);
+      await expect.poll(() => page.getByRole('button', { name: 'Edit reports-app' }).count()).toBe(0);
       await context.close();
     },
   );
