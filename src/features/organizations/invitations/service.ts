@@ -174,21 +174,7 @@ export class InvitationService {
     const me = await repo.memberView(db, organizationId, identityId);
     if (!me) throw notFound();
     if (!this.#roles.can(me.role, 'members:invite')) throw denied();
-    const now = this.deps.clock.now();
-    const fetch = (window: KeysetWindow) => invitations.pendingPage(db, organizationId, now, window);
-    const { items, pageInfo } = await keysetPage(this.deps.cursors, scope, query, fetch, (r) => r.createdAt);
-    return {
-      items: items.map((i) => ({
-        id: i.id,
-        identifierType: i.identifierType,
-        identifier: i.identifier,
-        role: i.role,
-        invitedBy: i.invitedBy,
-        createdAt: new Date(i.createdAt).toISOString(),
-        expiresAt: new Date(i.expiresAt).toISOString(),
-      })),
-      pageInfo,
-    };
+    return this.#pendingPage(scope, query, organizationId);
   }
 
   /** DELETE /organizations/{id}/invitations/{invitationId} (`members:invite`). */
@@ -196,17 +182,7 @@ export class InvitationService {
     await this.deps.database.db.transaction().execute(async (trx) => {
       const { role: mine } = await this.#locked(trx, organizationId, identityId);
       if (!this.#roles.can(mine, 'members:invite')) throw denied();
-      const now = this.deps.clock.now();
-      if (!(await invitations.revokeInvitation(trx, organizationId, invitationId, now)))
-        throw unknownInvitation();
-      await invitationChanged(
-        this.deps.events,
-        trx,
-        'organization.invitation.revoked',
-        identityId,
-        invitationId,
-      );
-      await this.#audit(trx, 'organization.invitation.revoked', identityId, invitationId, { organizationId });
+      await this.#revoked(trx, identityId, organizationId, invitationId);
     });
   }
 
@@ -217,6 +193,24 @@ export class InvitationService {
   async operatorList(scope: CursorScope, query: PageQuery, organizationId: string) {
     const { db } = this.deps.database;
     if (!(await organizationDetail(db, organizationId))) throw new Problem('admin.organization_not_found');
+    return this.#pendingPage(scope, query, organizationId);
+  }
+
+  /**
+   * DELETE /admin/v1/organizations/{id}/invitations/{invitationId}: an operator revokes a pending
+   * invitation, under the organization's lock, with the event and the audit record naming the operator.
+   */
+  async operatorRevoke(actor: string, organizationId: string, invitationId: string): Promise<void> {
+    await this.deps.database.db.transaction().execute(async (trx) => {
+      if (!(await lockAnyOrganization(trx, organizationId)))
+        throw new Problem('admin.organization_not_found');
+      await this.#revoked(trx, actor, organizationId, invitationId, { byOperator: true });
+    });
+  }
+
+  /** One pending invitations page as both lists answer it (the address unmasked, newest first). */
+  async #pendingPage(scope: CursorScope, query: PageQuery, organizationId: string) {
+    const { db } = this.deps.database;
     const now = this.deps.clock.now();
     const fetch = (window: KeysetWindow) => invitations.pendingPage(db, organizationId, now, window);
     const { items, pageInfo } = await keysetPage(this.deps.cursors, scope, query, fetch, (r) => r.createdAt);
@@ -234,22 +228,20 @@ export class InvitationService {
     };
   }
 
-  /**
-   * DELETE /admin/v1/organizations/{id}/invitations/{invitationId}: an operator revokes a pending
-   * invitation, under the organization's lock, with the event and the audit record naming the operator.
-   */
-  async operatorRevoke(actor: string, organizationId: string, invitationId: string): Promise<void> {
-    await this.deps.database.db.transaction().execute(async (trx) => {
-      if (!(await lockAnyOrganization(trx, organizationId)))
-        throw new Problem('admin.organization_not_found');
-      const now = this.deps.clock.now();
-      if (!(await invitations.revokeInvitation(trx, organizationId, invitationId, now)))
-        throw unknownInvitation();
-      await invitationChanged(this.deps.events, trx, 'organization.invitation.revoked', actor, invitationId);
-      await this.#audit(trx, 'organization.invitation.revoked', actor, invitationId, {
-        organizationId,
-        byOperator: true,
-      });
+  /** Revokes a pending invitation (the caller holds the organization's lock), with its event and audit. */
+  async #revoked(
+    trx: Executor,
+    actor: string,
+    organizationId: string,
+    invitationId: string,
+    details: Record<string, unknown> = {},
+  ): Promise<void> {
+    if (!(await invitations.revokeInvitation(trx, organizationId, invitationId, this.deps.clock.now())))
+      throw unknownInvitation();
+    await invitationChanged(this.deps.events, trx, 'organization.invitation.revoked', actor, invitationId);
+    await this.#audit(trx, 'organization.invitation.revoked', actor, invitationId, {
+      organizationId,
+      ...details,
     });
   }
 
