@@ -1,7 +1,7 @@
 import { append, formatDate, h } from '../dom.js';
 import { t } from '../messages/console-ops.js';
 import { call } from './api.js';
-import type { PageKit } from './kit.js';
+import type { ConsoleKit } from './kit.js';
 
 /*
  * The health page (docs/admin.md, "Health"): GET /admin/v1/health drawn as three sections, each
@@ -68,7 +68,7 @@ function section(id: string, title: string, status: Status, ...children: (Node |
   );
 }
 
-export async function healthPage(kit: PageKit): Promise<void> {
+export async function healthPage(kit: ConsoleKit): Promise<void> {
   const { data } = await call<{ data: Health }>('GET', '/health');
   const check = (name: string, c: Check) => [
     name,
@@ -167,7 +167,7 @@ export async function healthPage(kit: PageKit): Promise<void> {
   kit.draw(t('healthTitle'), ...parts);
 }
 
-async function redraw(kit: PageKit): Promise<void> {
+async function redraw(kit: ConsoleKit): Promise<void> {
   try {
     await healthPage(kit);
     document.getElementById('health-refresh')?.focus();

@@ -18,7 +18,6 @@ import {
 } from './api.js';
 import { clientActs } from './clients-edit.js';
 import { healthPage } from './health.js';
-import type { PageKit } from './kit.js';
 import { organizationPage } from './organization.js';
 import { resendNote } from './person-extra.js';
 import { rememberReturn, takeReturn } from './return.js';
@@ -628,7 +627,7 @@ async function clientsPage(op: Operator): Promise<void> {
   );
 }
 
-/** A confirmation without a typed word (the client acts): Confirm runs `act`, its refusal shown. */
+/** A confirmation without a typed word: Confirm runs `act`, its refusal shown in the dialog. */
 function confirmThen(
   text: string,
   act: () => Promise<void>,
@@ -643,6 +642,7 @@ function confirmThen(
       method: 'dialog',
       onsubmit: async (e: Event) => {
         e.preventDefault();
+        error.textContent = '';
         try {
           await act();
           dialog.close();
@@ -724,7 +724,6 @@ function registerForm(): HTMLElement {
 /* ------------------------------------------------------------------ routing */
 
 /** What the pages in files of their own (health.ts, webhooks.ts) draw with. */
-const KIT: PageKit = { draw, table, alertBox };
 
 async function route(): Promise<void> {
   const op = await openSession().catch(() => null);
@@ -749,9 +748,9 @@ async function route(): Promise<void> {
     const org = /^\/organizations\/([0-9a-f-]{36})$/i.exec(path);
     const hook = /^\/webhooks\/([0-9a-f-]{36})$/i.exec(path);
     if (path === '/audit') await auditPage();
-    else if (path === '/health' && canRead(op.role)) await healthPage(KIT);
-    else if (path === '/webhooks' && canRead(op.role)) await webhooksPage(KIT, op.role);
-    else if (hook && canRead(op.role)) await webhookPage(KIT, op.role, hook[1], () => void route());
+    else if (path === '/health' && canRead(op.role)) await healthPage(kit);
+    else if (path === '/webhooks' && canRead(op.role)) await webhooksPage(kit, op.role);
+    else if (hook && canRead(op.role)) await webhookPage(kit, op.role, hook[1], () => void route());
     else if (path === '/clients' && canRead(op.role)) await clientsPage(op);
     else if (path === '/organizations' && canRead(op.role)) await organizationsPage();
     else if (!canRead(op.role)) location.hash = '#/audit';
@@ -772,7 +771,7 @@ async function route(): Promise<void> {
 let resume: string | null = null;
 
 /** What the pages in files of their own borrow from the shell (kit.ts). */
-const kit = { draw, table, problemText, confirmThen, route };
+const kit = { draw, table, alertBox, problemText, confirmThen, route };
 
 function start(): void {
   setLocale(chooseLocale(navigator.languages));

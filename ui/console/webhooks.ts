@@ -1,7 +1,7 @@
 import { announce, append, formatDate, h } from '../dom.js';
 import { t } from '../messages/console-ops.js';
 import { ConsoleProblem, call, type PageOf, q, type Role } from './api.js';
-import type { PageKit } from './kit.js';
+import type { ConsoleKit } from './kit.js';
 
 /*
  * The webhook endpoints and their delivery logs (docs/admin.md, "Webhooks"), through the admin
@@ -93,42 +93,6 @@ const parseTypes = (text: string) =>
     .map((s) => s.trim())
     .filter(Boolean);
 
-/** A modal confirmation; Confirm runs `act`, its refusal shown in the dialog. */
-function confirmThen(text: string, danger: boolean, act: () => Promise<void>): void {
-  const dialog = h('dialog', { class: 'confirm-dialog', 'aria-labelledby': 'confirm-text' });
-  const error = h('p', { class: 'field-error', role: 'alert' });
-  const form = h(
-    'form',
-    {
-      method: 'dialog',
-      onsubmit: async (e: Event) => {
-        e.preventDefault();
-        error.textContent = '';
-        try {
-          await act();
-          dialog.close();
-        } catch (err) {
-          error.textContent = problemText(err);
-        }
-      },
-    },
-    h('p', { id: 'confirm-text' }, text),
-    error,
-    h(
-      'div',
-      { class: 'actions' },
-      h('button', { type: 'submit', class: `button${danger ? ' danger' : ''}` }, t('confirm')),
-      h('button', { type: 'button', class: 'button secondary', onclick: () => dialog.close() }, t('cancel')),
-    ),
-  );
-  dialog.addEventListener('close', () => dialog.remove());
-  append(dialog, [form]);
-  document.body.appendChild(dialog);
-  dialog.showModal();
-  (form.querySelector('button[type=submit]') as HTMLButtonElement).focus();
-}
-
-/** The signing secret, shown this once; `after` runs when the operator closes the dialog. */
 function showSecret(secret: string, after: () => void): void {
   const dialog = h('dialog', { class: 'confirm-dialog', 'aria-labelledby': 'secret-title' });
   append(dialog, [
@@ -174,7 +138,7 @@ function input(
 
 /* ------------------------------------------------------------------ the list */
 
-export async function webhooksPage(kit: PageKit, role: Role): Promise<void> {
+export async function webhooksPage(kit: ConsoleKit, role: Role): Promise<void> {
   const owner = role === 'owner';
   const list = h('div');
   const shown: (Node | string)[][] = [];
@@ -246,7 +210,12 @@ function createForm(): HTMLElement {
 
 /* ------------------------------------------------------------------ one endpoint */
 
-export async function webhookPage(kit: PageKit, role: Role, id: string, reload: () => void): Promise<void> {
+export async function webhookPage(
+  kit: ConsoleKit,
+  role: Role,
+  id: string,
+  reload: () => void,
+): Promise<void> {
   const owner = role === 'owner';
   const { data: e } = await api.read(id);
   const log = h('div');
@@ -347,7 +316,7 @@ export async function webhookPage(kit: PageKit, role: Role, id: string, reload: 
     e.previousSecretUntil
       ? h('p', { class: 'hint' }, t('previousSecretUntil', { when: formatDate(e.previousSecretUntil) }))
       : null,
-    owner ? actions(e, reload) : null,
+    owner ? actions(kit, e, reload) : null,
     owner ? editForm(e, reload) : null,
     h('h2', { id: 'deliveries-title' }, t('deliveries')),
     log,
@@ -356,7 +325,9 @@ export async function webhookPage(kit: PageKit, role: Role, id: string, reload: 
   await load();
 }
 
-function actions(e: Endpoint, reload: () => void): HTMLElement {
+function actions(kit: ConsoleKit, e: Endpoint, reload: () => void): HTMLElement {
+  const confirmThen = (text: string, danger: boolean, act: () => Promise<void>) =>
+    kit.confirmThen(text, act, problemText, danger);
   const button = (key: 'disable' | 'enable' | 'rotate' | 'delete', danger: boolean, run: () => void) =>
     h(
       'button',
