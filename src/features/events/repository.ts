@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { Executor } from '../../platform/db/database.js';
 
 // The events table and its sequencer: the one writer of `events` and `event_sequencer`.
@@ -90,19 +89,41 @@ export async function stampEvents(trx: Executor, limit: number): Promise<number>
     .where('id', '=', true)
     .forUpdate()
     .executeTakeFirstOrThrow();
-  const r = await sql<{ seq: number }>`
-    WITH todo AS (
-      SELECT id, ${head.last_seq}::bigint + row_number() OVER (ORDER BY occurred_at, appended) AS seq
-      FROM (SELECT id, occurred_at, appended FROM events WHERE seq IS NULL ORDER BY occurred_at, appended LIMIT ${limit}) e
+  const r = await trx
+    .with('todo', (db) =>
+      db
+        .selectFrom((sub) =>
+          sub
+            .selectFrom('events')
+            .select(['id', 'occurred_at', 'appended'])
+            .where('seq', 'is', null)
+            .orderBy('occurred_at')
+            .orderBy('appended')
+            .limit(limit)
+            .as('e'),
+        )
+        .select((eb) => [
+          'e.id',
+          eb(
+            eb.cast<number>(eb.val(head.last_seq), 'bigint'),
+            '+',
+            eb.fn.agg<number>('row_number').over((ob) => ob.orderBy('e.occurred_at').orderBy('e.appended')),
+          ).as('seq'),
+        ]),
     )
-    UPDATE events SET seq = todo.seq FROM todo WHERE events.id = todo.id RETURNING events.seq`.execute(trx);
-  if (r.rows.length === 0) return 0;
+    .updateTable('events')
+    .from('todo')
+    .set((eb) => ({ seq: eb.ref('todo.seq') }))
+    .whereRef('events.id', '=', 'todo.id')
+    .returning('events.seq')
+    .execute();
+  if (r.length === 0) return 0;
   await trx
     .updateTable('event_sequencer')
-    .set({ last_seq: head.last_seq + r.rows.length })
+    .set({ last_seq: head.last_seq + r.length })
     .where('id', '=', true)
     .execute();
-  return r.rows.length;
+  return r.length;
 }
 
 const eventColumns = [

@@ -794,12 +794,19 @@ export async function identitiesForExport(
         .selectFrom('identifiers as i')
         .whereRef('i.identity_id', '=', 'p.id')
         .where('i.removed_at', 'is', null)
-        .select(
-          sql<
-            { type: IdentifierType; value: string; verified: boolean }[]
-          >`coalesce(json_agg(json_build_object('type', i.type, 'value', i.value, 'verified', i.verified_at IS NOT NULL) ORDER BY i.created_at, i.id), '[]'::json)`.as(
-            'agg',
-          ),
+        // No row: json_agg is null, read as [] below.
+        .select((i) =>
+          i.fn
+            .jsonAgg(
+              jsonBuildObject({
+                type: i.ref('i.type'),
+                value: i.ref('i.value'),
+                verified: i('i.verified_at', 'is not', null),
+              }),
+            )
+            .orderBy('i.created_at')
+            .orderBy('i.id')
+            .as('agg'),
         )
         .as('identifiers'),
     ])

@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { Db, Executor } from '../../platform/db/database.js';
 
 /**
@@ -77,15 +76,35 @@ export async function claimWindow(
   now: Date,
   endsAt: Date,
 ): Promise<boolean> {
-  // An upsert whose update applies only to an ended window: the builder cannot say INSERT … SELECT
-  // … WHERE EXISTS with a conditional ON CONFLICT update in one statement.
-  const { rows } = await sql<{ identity_id: string }>`
-    INSERT INTO security_notice_windows (identity_id, stream, ends_at)
-    SELECT ${identityId}, ${stream}, ${endsAt}
-    WHERE EXISTS (SELECT 1 FROM security_notices WHERE identity_id = ${identityId} AND stream = ${stream})
-    ON CONFLICT (identity_id, stream) DO UPDATE SET ends_at = excluded.ends_at
-      WHERE security_notice_windows.ends_at <= ${now}
-    RETURNING identity_id`.execute(trx);
+  // An upsert whose update applies only to an ended window, the insert only with notices queued.
+  const rows = await trx
+    .insertInto('security_notice_windows')
+    .columns(['identity_id', 'stream', 'ends_at'])
+    .expression(
+      trx
+        .selectNoFrom((eb) => [
+          eb.val(identityId).as('identity_id'),
+          eb.val(stream).as('stream'),
+          eb.val(endsAt).as('ends_at'),
+        ])
+        .where((eb) =>
+          eb.exists(
+            eb
+              .selectFrom('security_notices')
+              .select('identity_id')
+              .where('identity_id', '=', identityId)
+              .where('stream', '=', stream),
+          ),
+        ),
+    )
+    .onConflict((oc) =>
+      oc
+        .columns(['identity_id', 'stream'])
+        .doUpdateSet((eb) => ({ ends_at: eb.ref('excluded.ends_at') }))
+        .where('security_notice_windows.ends_at', '<=', now),
+    )
+    .returning('identity_id')
+    .execute();
   return rows.length === 1;
 }
 

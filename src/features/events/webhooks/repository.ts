@@ -236,21 +236,34 @@ export async function claimDue(
   db: Executor,
   q: { now: Date; leaseId: string; leaseUntil: Date; limit: number },
 ): Promise<ClaimedDelivery[]> {
-  const claimed = await sql<{ id: string }>`
-    UPDATE webhook_deliveries d
-    SET lease_id = ${q.leaseId}::uuid, lease_until = ${q.leaseUntil}, attempts = d.attempts + 1
-    WHERE d.id IN (
-      SELECT c.id FROM webhook_deliveries c
-      JOIN webhook_endpoints w ON w.id = c.endpoint_id AND w.disabled_at IS NULL
-      WHERE c.status = 'pending' AND c.due_at <= ${q.now}
-        AND (c.lease_until IS NULL OR c.lease_until <= ${q.now})
-      ORDER BY c.due_at
-      LIMIT ${q.limit}
-      FOR UPDATE OF c SKIP LOCKED
+  const claimed = await db
+    .updateTable('webhook_deliveries')
+    .set((eb) => ({
+      lease_id: q.leaseId,
+      lease_until: q.leaseUntil,
+      attempts: eb('attempts', '+', 1),
+    }))
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('webhook_deliveries as c')
+        .innerJoin('webhook_endpoints as w', (j) =>
+          j.onRef('w.id', '=', 'c.endpoint_id').on('w.disabled_at', 'is', null),
+        )
+        .select('c.id')
+        .where('c.status', '=', 'pending')
+        .where('c.due_at', '<=', q.now)
+        .where((c) => c.or([c('c.lease_until', 'is', null), c('c.lease_until', '<=', q.now)]))
+        .orderBy('c.due_at')
+        .limit(q.limit)
+        .forUpdate('c')
+        .skipLocked(),
     )
-      AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until <= ${q.now})
-    RETURNING d.id`.execute(db);
-  if (claimed.rows.length === 0) return [];
+    // Re-checked on the row as it is now: a claim another instance committed meanwhile is seen.
+    .where('status', '=', 'pending')
+    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', q.now)]))
+    .returning('id')
+    .execute();
+  if (claimed.length === 0) return [];
   return db
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhook_endpoints as w', 'w.id', 'd.endpoint_id')
@@ -276,7 +289,7 @@ export async function claimDue(
     .where(
       'd.id',
       'in',
-      claimed.rows.map((r) => r.id),
+      claimed.map((r) => r.id),
     )
     .where('d.lease_id', '=', q.leaseId)
     .execute();
@@ -421,17 +434,43 @@ export async function recoverSince(
   since: Date,
   now: Date,
 ): Promise<number> {
-  const r = await sql`
-    INSERT INTO webhook_deliveries (id, endpoint_id, event_id, status, due_at, created_at)
-    SELECT gen_random_uuid(), w.id, e.id, 'pending', ${now}, ${now}
-    FROM webhook_endpoints w JOIN events e ON e.occurred_at >= ${since}
-    WHERE w.id = ${endpointId}::uuid
-      AND (cardinality(w.event_types) = 0 OR e.type = ANY (w.event_types))
-      AND (w.organization_id IS NULL OR w.organization_id = e.organization_id)
-    ON CONFLICT (endpoint_id, event_id) DO UPDATE
-      SET status = 'pending', attempts = 0, due_at = EXCLUDED.due_at
-      WHERE webhook_deliveries.status = 'dead'`.execute(db);
-  return Number(r.numAffectedRows ?? 0);
+  const r = await db
+    .insertInto('webhook_deliveries')
+    .columns(['id', 'endpoint_id', 'event_id', 'status', 'due_at', 'created_at'])
+    .expression(
+      db
+        .selectFrom('webhook_endpoints as w')
+        .innerJoin('events as e', (j) => j.on('e.occurred_at', '>=', since))
+        .select((eb) => [
+          eb.fn<string>('gen_random_uuid').as('id'),
+          'w.id as endpoint_id',
+          'e.id as event_id',
+          eb.val('pending').as('status'),
+          eb.val(now).as('due_at'),
+          eb.val(now).as('created_at'),
+        ])
+        .where('w.id', '=', endpointId)
+        .where((eb) =>
+          eb.or([
+            eb(eb.fn('cardinality', ['w.event_types']), '=', 0),
+            eb('e.type', '=', eb.fn.any('w.event_types')),
+          ]),
+        )
+        .where((eb) =>
+          eb.or([
+            eb('w.organization_id', 'is', null),
+            eb('w.organization_id', '=', eb.ref('e.organization_id')),
+          ]),
+        ),
+    )
+    .onConflict((oc) =>
+      oc
+        .columns(['endpoint_id', 'event_id'])
+        .doUpdateSet((eb) => ({ status: 'pending', attempts: 0, due_at: eb.ref('excluded.due_at') }))
+        .where('webhook_deliveries.status', '=', 'dead'),
+    )
+    .executeTakeFirst();
+  return Number(r.numInsertedOrUpdatedRows ?? 0);
 }
 
 /**
