@@ -1,13 +1,12 @@
 import { sql } from 'kysely';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY } from '../helpers/admin.js';
-import { axeAllCombinations, launchChromium } from '../helpers/browser.js';
+import { axeAllCombinations } from '../helpers/browser.js';
+import { type ConsoleFixture, startConsole } from '../helpers/console.js';
 import { signIn as apiSignIn, bearer, createPerson, type Person } from '../helpers/identities.js';
-import { freePort } from '../helpers/net.js';
-import { type OidcFixture, oidcFixture } from '../helpers/oidc.js';
-import { type Candidate, withAuthenticator } from '../helpers/operators.js';
-import { DEFAULT_POLICY, ticketFor, totp } from '../second-factors/helpers.js';
+import type { OidcFixture } from '../helpers/oidc.js';
+import type { Candidate } from '../helpers/operators.js';
 
 /*
  * The operators' console, continued (docs/admin.md, "The console's pages"): an organization's page
@@ -18,7 +17,6 @@ import { DEFAULT_POLICY, ticketFor, totp } from '../second-factors/helpers.js';
  */
 
 let f: OidcFixture;
-let browser: Browser;
 let consoleOrigin: string;
 let orgId: string;
 let orgOwner: Person;
@@ -27,10 +25,8 @@ let inviteeId: string;
 let domainId: string;
 const INVITEE = 'invitee@example.com';
 
-const admin = () => {
-  if (!f.t.admin) throw new Error('no admin listener');
-  return f.t.admin;
-};
+let fx: ConsoleFixture;
+const admin = () => fx.admin();
 
 async function adminCall(method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object) {
   return admin().inject({
@@ -42,11 +38,8 @@ async function adminCall(method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string,
 }
 
 beforeAll(async () => {
-  const adminPort = await freePort();
-  consoleOrigin = `http://127.0.0.1:${adminPort}`;
-  f = await oidcFixture({ ADMIN_PORT: String(adminPort), CONSOLE_ORIGIN: consoleOrigin });
-  await admin().listen({ port: adminPort, host: '127.0.0.1' });
-  browser = await launchChromium();
+  fx = await startConsole();
+  ({ f, consoleOrigin } = fx);
   orgOwner = await createPerson(f.t.ctx, 'org.owner@example.com');
   orgMember = await createPerson(f.t.ctx, 'org.member@example.com');
   const created = await adminCall('POST', '/organizations', {
@@ -81,54 +74,12 @@ beforeAll(async () => {
   expect(token.statusCode, token.body).toBe(201);
 }, 240_000);
 afterAll(async () => {
-  await browser?.close();
-  await f?.close();
+  await fx?.close();
 });
 
-async function operator(role: 'owner' | 'support'): Promise<Candidate> {
-  const c = await withAuthenticator(f);
-  const put = await adminCall('PUT', `/operators/${c.person.identityId}`, { role });
-  expect(put.statusCode, put.body).toBe(200);
-  return c;
-}
-
-/** The operator's hosted session (a password, then the authenticator's code), then the console's sign-in. */
-/**
- * The operator's hosted session in `page`'s browser: a password, then the authenticator's code
- * (the clock moved past the code's period after), handed over to the provider's HttpOnly cookie.
- */
-async function hostedSession(page: Page, c: Candidate): Promise<void> {
-  if (!c.factor) throw new Error('an operator needs a second factor');
-  const ticket = await ticketFor(f.t.app, c.person);
-  const done = await f.t.app.inject({
-    method: 'POST',
-    url: '/api/v1/sign-ins/second-factors',
-    payload: { secondFactorTicket: ticket, code: totp(c.factor.secret, DEFAULT_POLICY, f.t.clock.now()) },
-  });
-  expect(done.statusCode, done.body).toBe(201);
-  f.t.clock.advance(DEFAULT_POLICY.period);
-  await page.goto(`${f.origin}/.well-known/openid-configuration`);
-  const handed = await page.evaluate(async (refreshToken) => {
-    const r = await fetch('/api/v1/browser-session', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ refreshToken }),
-    });
-    return r.status;
-  }, done.json().data.refreshToken as string);
-  expect(handed).toBe(201);
-}
-
-/** The operator's hosted session, then the console's sign-in from its signed-out page. */
-async function signIn(c: Candidate, locale = 'en-GB'): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await browser.newContext({ locale });
-  const page = await context.newPage();
-  await hostedSession(page, c);
-  await page.goto(`${consoleOrigin}/console/`);
-  await page.getByRole('link', { name: locale.startsWith('fr') ? 'Se connecter' : 'Sign in' }).click();
-  await page.waitForURL(`${consoleOrigin}/console/`);
-  return { context, page };
-}
+const operator = (role: 'owner' | 'support') => fx.operator(role);
+const hostedSession = (page: Page, c: Candidate) => fx.hostedSession(page, c);
+const signIn = (c: Candidate, locale?: string) => fx.signIn(c, locale);
 
 /** Confirms the open dialog, after checking it names what it acts on. */
 async function confirm(page: Page, ...names: string[]): Promise<void> {

@@ -1,15 +1,14 @@
 import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY } from '../helpers/admin.js';
-import { axeCheck, launchChromium } from '../helpers/browser.js';
+import { axeCheck } from '../helpers/browser.js';
+import { type ConsoleFixture, startConsole } from '../helpers/console.js';
 import { bearer, createPerson, type Person } from '../helpers/identities.js';
-import { freePort } from '../helpers/net.js';
-import { type OidcFixture, oidcFixture } from '../helpers/oidc.js';
-import { type Candidate, withAuthenticator } from '../helpers/operators.js';
-import { DEFAULT_POLICY, ticketFor, totp } from '../second-factors/helpers.js';
+import type { OidcFixture } from '../helpers/oidc.js';
+import type { Candidate } from '../helpers/operators.js';
 
 /*
  * The operators' console in a real browser (docs/admin.md, "The console"): the admin listener on a
@@ -23,67 +22,19 @@ let browser: Browser;
 let consoleOrigin: string;
 let customer: Person;
 
-const admin = () => {
-  if (!f.t.admin) throw new Error('no admin listener');
-  return f.t.admin;
-};
+let fx: ConsoleFixture;
+const admin = () => fx.admin();
+const operator = (role: 'owner' | 'support' | 'auditor') => fx.operator(role);
+const signIn = (c: Candidate, locale?: string) => fx.signIn(c, locale);
 
 beforeAll(async () => {
-  const adminPort = await freePort();
-  consoleOrigin = `http://127.0.0.1:${adminPort}`;
-  f = await oidcFixture({ ADMIN_PORT: String(adminPort), CONSOLE_ORIGIN: consoleOrigin });
-  await admin().listen({ port: adminPort, host: '127.0.0.1' });
-  browser = await launchChromium();
+  fx = await startConsole();
+  ({ f, browser, consoleOrigin } = fx);
   customer = await createPerson(f.t.ctx, 'locked.out@example.com');
 }, 60_000);
 afterAll(async () => {
-  await browser?.close();
-  await f?.close();
+  await fx?.close();
 });
-
-async function operator(role: 'owner' | 'support' | 'auditor'): Promise<Candidate> {
-  const c = await withAuthenticator(f);
-  const put = await admin().inject({
-    method: 'PUT',
-    url: `/admin/v1/operators/${c.person.identityId}`,
-    headers: bearer(ADMIN_KEY),
-    payload: { role },
-  });
-  expect(put.statusCode, put.body).toBe(200);
-  return c;
-}
-
-/**
- * The operator's hosted session in the browser (a password, then the authenticator's code, handed
- * over to the provider's HttpOnly cookie), then the console's sign-in from its signed-out page.
- */
-async function signIn(c: Candidate, locale = 'en-GB'): Promise<{ context: BrowserContext; page: Page }> {
-  if (!c.factor) throw new Error('an operator needs a second factor');
-  const ticket = await ticketFor(f.t.app, c.person);
-  const done = await f.t.app.inject({
-    method: 'POST',
-    url: '/api/v1/sign-ins/second-factors',
-    payload: { secondFactorTicket: ticket, code: totp(c.factor.secret, DEFAULT_POLICY, f.t.clock.now()) },
-  });
-  expect(done.statusCode, done.body).toBe(201);
-  f.t.clock.advance(DEFAULT_POLICY.period);
-  const context = await browser.newContext({ locale });
-  const page = await context.newPage();
-  await page.goto(`${f.origin}/.well-known/openid-configuration`);
-  const handed = await page.evaluate(async (refreshToken) => {
-    const r = await fetch('/api/v1/browser-session', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ refreshToken }),
-    });
-    return r.status;
-  }, done.json().data.refreshToken as string);
-  expect(handed).toBe(201);
-  await page.goto(`${consoleOrigin}/console/`);
-  await page.getByRole('link', { name: locale.startsWith('fr') ? 'Se connecter' : 'Sign in' }).click();
-  await page.waitForURL(`${consoleOrigin}/console/`);
-  return { context, page };
-}
 
 /** A password sign-in of the person from a desktop Chrome at `ip`: a live session the console lists. */
 async function sessionFrom(p: Person, ip: string): Promise<void> {
