@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.js';
+import { withTimeout } from '../../platform/timeout.js';
 
 const Check = Type.Object({ status: Type.String(), responseTime: Type.Number() });
 export const Report = Type.Object(
@@ -15,16 +16,6 @@ export const Report = Type.Object(
 
 // A readiness probe must answer within the load balancer's timeout even when the pool hangs.
 const READY_TIMEOUT_MS = 2500;
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    p,
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('timeout')), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
 
 export async function healthRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }) {
   app.get(

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
+import { withTimeout } from '../timeout.js';
 
 /**
  * The limiter's shared store, when REDIS_URL is set: one client for the app, never queueing
@@ -30,19 +31,15 @@ export async function pingRedis(url: string, timeoutMs: number): Promise<number 
   });
   redis.on('error', () => {});
   const started = performance.now();
-  let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([
+    await withTimeout(
       redis.connect().then(() => redis.ping()),
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error('timeout')), timeoutMs);
-      }),
-    ]);
+      timeoutMs,
+    );
     return Math.round((performance.now() - started) * 100) / 100;
   } catch {
     return null;
   } finally {
-    clearTimeout(timer);
     redis.disconnect();
   }
 }

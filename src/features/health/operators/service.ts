@@ -1,6 +1,7 @@
 import type { Clock } from '../../../platform/clock.js';
 import type { Database } from '../../../platform/db/database.js';
 import { pingRedis } from '../../../platform/rate-limit/redis.js';
+import { withTimeout } from '../../../platform/timeout.js';
 import { deliveryDepth } from '../../events/webhooks/repository.js';
 import { liveOidcKeyAges } from '../../oidc/repository.js';
 import { queuedNoticeDepth } from '../../security-notices/repository.js';
@@ -21,16 +22,6 @@ export interface HealthDeps {
 
 type Check = { status: 'up' | 'down' | 'not_configured'; latencyMs: number | null };
 type Status = 'ok' | 'degraded';
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    p,
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('timeout')), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
 
 /**
  * The health page's figures (docs/admin.md, "Health"): readiness, signing-key ages and queue depths,
