@@ -217,6 +217,7 @@ describe('roles through the admin API', () => {
       {
         identityId: null,
         email: OWNER_EMAIL,
+        identifier: null,
         role: 'owner',
         source: 'setting',
         grantedBy: null,
@@ -225,12 +226,52 @@ describe('roles through the admin API', () => {
       {
         identityId: null,
         email: AUDITOR_EMAIL,
+        identifier: null,
         role: 'auditor',
         source: 'setting',
         grantedBy: null,
         grantedAt: null,
       },
     ]);
+  });
+
+  it('the list names each granted operator by their first verified identifier, an audited read', async () => {
+    const c = await withAuthenticator(f);
+    const put = await asOperator(ownerToken, 'PUT', `/operators/${c.person.identityId}`, { role: 'auditor' });
+    expect(put.statusCode, put.body).toBe(200);
+    // The grant's own answer names nobody: it is not a read.
+    expect(put.json().data.identifier).toBeUndefined();
+    const list = await asOperator(ownerToken, 'GET', '/operators');
+    expect(list.statusCode).toBe(200);
+    const entries = list.json().data as { identityId: string | null; identifier: unknown; role: string }[];
+    expect(entries.find((o) => o.identityId === c.person.identityId)).toMatchObject({
+      identifier: { type: 'email', value: c.person.email },
+      role: 'auditor',
+      source: 'api',
+    });
+    // One admin.identity.read per identity named, by the operator who read the list.
+    const trail = await adminRequest(admin(), 'GET', `/audit-records?identityId=${c.person.identityId}`);
+    const reads = trail
+      .json()
+      .data.filter((r: { name: string; details: { view?: string } }) => r.name === 'admin.identity.read');
+    expect(reads).toHaveLength(1);
+    expect(reads[0]).toMatchObject({
+      actor: `operator:${owner.person.identityId}`,
+      target: c.person.identityId,
+      details: { view: 'operators' },
+    });
+    // A support operator reads the list too (operators:read), still without a single write.
+    const support = await withAuthenticator(f);
+    await asOperator(ownerToken, 'PUT', `/operators/${support.person.identityId}`, { role: 'support' });
+    const supportToken = await consoleAccessToken(f, support);
+    expect((await asOperator(supportToken, 'GET', '/operators')).statusCode).toBe(200);
+    const own = await asOperator(supportToken, 'PUT', `/operators/${support.person.identityId}`, {
+      role: 'owner',
+    });
+    expect(own.statusCode).toBe(403);
+    expect(own.json().code).toBe('admin.forbidden');
+    await asOperator(ownerToken, 'DELETE', `/operators/${c.person.identityId}`);
+    await asOperator(ownerToken, 'DELETE', `/operators/${support.person.identityId}`);
   });
 
   it('an auditor reads the audit trail and nothing else', async () => {

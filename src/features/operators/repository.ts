@@ -9,6 +9,11 @@ export interface OperatorRoleRow {
   grantedAt: Date;
 }
 
+/** A granted role as listed: with the identity's first verified identifier (null when none). */
+export interface ListedOperatorRow extends OperatorRoleRow {
+  identifier: { type: 'email' | 'phone'; value: string } | null;
+}
+
 const COLUMNS = [
   'identity_id as identityId',
   'role',
@@ -32,16 +37,43 @@ export async function findOperatorRole(
   return row ? asRow(row) : undefined;
 }
 
-/** Every granted role, newest first: a handful of rows (the people who run the service). */
-export async function operatorRoles(db: Executor, limit: number): Promise<OperatorRoleRow[]> {
+/**
+ * Every granted role, newest first: a handful of rows (the people who run the service), each with
+ * the identity's first verified identifier, the one the organizations' member lists show.
+ */
+export async function operatorRoles(db: Executor, limit: number): Promise<ListedOperatorRow[]> {
   const rows = await db
-    .selectFrom('operator_roles')
-    .select(COLUMNS)
-    .orderBy('granted_at', 'desc')
-    .orderBy('identity_id', 'desc')
+    .selectFrom('operator_roles as r')
+    .select((eb) => {
+      const first = () =>
+        eb
+          .selectFrom('identifiers as f')
+          .whereRef('f.identity_id', '=', 'r.identity_id')
+          .where('f.verified_at', 'is not', null)
+          .where('f.removed_at', 'is', null)
+          .orderBy('f.verified_at')
+          .orderBy('f.id')
+          .limit(1);
+      return [
+        'r.identity_id as identityId',
+        'r.role',
+        'r.granted_by as grantedBy',
+        'r.granted_at as grantedAt',
+        first().select('f.type').as('identifierType'),
+        first().select('f.value').as('identifierValue'),
+      ];
+    })
+    .orderBy('r.granted_at', 'desc')
+    .orderBy('r.identity_id', 'desc')
     .limit(limit)
     .execute();
-  return rows.map(asRow);
+  return rows.map(({ identifierType, identifierValue, ...r }) => ({
+    ...asRow(r),
+    identifier:
+      identifierType && identifierValue
+        ? { type: identifierType as 'email' | 'phone', value: identifierValue }
+        : null,
+  }));
 }
 
 /** Grants (or changes) a role in one statement; answers the role it replaced, if any. */

@@ -22,14 +22,16 @@ export const operatorRoutes = featureRoutes(async (app, { operators }: { operato
         tags: TAGS,
         summary:
           'The operators: those CONSOLE_OPERATORS names, then those granted a role here (newest first)',
+        description:
+          "Each named by its identity's first verified identifier: one admin.identity.read audit record per identity named.",
         security: SECURITY,
-        response: responses({ 200: Data(Type.Array(schema.Operator)) }, [
+        response: responses({ 200: Data(Type.Array(schema.ListedOperator)) }, [
           'admin.unauthorized',
           'admin.forbidden',
         ]),
       },
     },
-    async () => envelope(await operators.list()),
+    async (request) => envelope(await operators.list(operatorOf(request))),
   );
 
   app.put(

@@ -28,3 +28,24 @@ export const Operator = Type.Object(
   },
   { additionalProperties: false },
 );
+
+/** GET /admin/v1/operators: each operator named by the identity's first verified identifier. */
+export const ListedOperator = Type.Object(
+  {
+    ...Operator.properties,
+    identifier: Type.Union(
+      [
+        Type.Object(
+          { type: Type.Union([Type.Literal('email'), Type.Literal('phone')]), value: Type.String() },
+          { additionalProperties: false },
+        ),
+        Type.Null(),
+      ],
+      {
+        description:
+          "The identity's first verified identifier, unmasked (an audited read); null for an entry naming an address, or an identity with none",
+      },
+    ),
+  },
+  { additionalProperties: false },
+);

@@ -35,6 +35,8 @@ export interface OperatorView {
   identityId: string | null;
   /** Only for a CONSOLE_OPERATORS entry naming an address. */
   email: string | null;
+  /** The identity's first verified identifier, unmasked (the list names each person); else null. */
+  identifier?: { type: 'email' | 'phone'; value: string } | null;
   role: OperatorRole;
   source: 'setting' | 'api';
   grantedBy: string | null;
@@ -74,28 +76,53 @@ export class OperatorService {
     return (await this.#configuredRole(db, identityId)) ?? (await findOperatorRole(db, identityId))?.role;
   }
 
-  /** The configured operators first (as configured), then the granted roles, newest first. */
-  async list(): Promise<OperatorView[]> {
-    const configured: OperatorView[] = this.deps.config.admin.console.operators.map((o) => ({
-      identityId: o.identityId ?? null,
-      email: o.email ?? null,
-      role: o.role,
-      source: 'setting',
-      grantedBy: null,
-      grantedAt: null,
-    }));
-    const granted = await operatorRoles(this.deps.database.db, LIST_CAP);
-    return [
+  /**
+   * The configured operators first (as configured), then the granted roles, newest first, each
+   * named by its identity's first verified identifier. Showing those is a read of personal data:
+   * one `admin.identity.read` record per identity named (`{"view":"operators"}`), written before
+   * the list is answered, as the identity search does (docs/admin.md, "Reads are audited too").
+   */
+  async list(actor: string): Promise<OperatorView[]> {
+    const { db } = this.deps.database;
+    const configured: OperatorView[] = [];
+    for (const o of this.deps.config.admin.console.operators) {
+      const first = o.identityId ? (await verifiedIdentifiers(db, o.identityId))[0] : undefined;
+      configured.push({
+        identityId: o.identityId ?? null,
+        email: o.email ?? null,
+        identifier: first ? { type: first.type, value: first.value } : null,
+        role: o.role,
+        source: 'setting',
+        grantedBy: null,
+        grantedAt: null,
+      });
+    }
+    const granted = await operatorRoles(db, LIST_CAP);
+    const views: OperatorView[] = [
       ...configured,
       ...granted.map((r) => ({
         identityId: r.identityId,
         email: null,
+        identifier: r.identifier,
         role: r.role,
         source: 'api' as const,
         grantedBy: r.grantedBy,
         grantedAt: r.grantedAt.toISOString(),
       })),
     ];
+    const named = views.filter((v) => v.identityId !== null && v.identifier);
+    if (named.length > 0)
+      await db.transaction().execute(async (trx) => {
+        for (const v of named)
+          await this.deps.audit.append(trx, {
+            name: 'admin.identity.read',
+            actor,
+            target: v.identityId,
+            outcome: 'success',
+            details: { view: 'operators' },
+          });
+      });
+    return views;
   }
 
   /**
