@@ -71,6 +71,9 @@ function fill(text: string, params: Params | undefined): string {
 function pick(message: Message, params: Params | undefined): string {
   if (typeof message === 'string') return message;
   const count = Number(params?.count ?? 0);
+  // An explicit `zero` is the catalogue's wording for none ("No live session"); English and French
+  // have no such plural category, so Intl.PluralRules alone would never pick it.
+  if (count === 0 && message.zero !== undefined) return message.zero;
   const form = new Intl.PluralRules(current).select(count) as keyof Plural;
   return message[form] ?? message.other;
 }

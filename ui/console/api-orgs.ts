@@ -79,6 +79,11 @@ export const orgAdmin = {
       enabled,
     }),
   scimTokens: (id: string) => call<PageOf<ScimToken>>('GET', `${o(id)}/scim-tokens?limit=100`),
+  /** A new token: its secret (`token`) is in this answer and never again. */
+  createScimToken: (id: string, name: string) =>
+    call<{ data: ScimToken & { token: string } }>('POST', `${o(id)}/scim-tokens`, { name }),
+  revokeScimToken: (id: string, tokenId: string) =>
+    call<void>('DELETE', `${o(id)}/scim-tokens/${encodeURIComponent(tokenId)}`),
 };
 
 export interface ClientDetail extends OidcClient {

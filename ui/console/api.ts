@@ -191,6 +191,19 @@ export class InvalidField extends ConsoleProblem {
   }
 }
 
+/**
+ * The search's parameters for what an operator typed (docs/admin.md, "The console's pages"): an
+ * address with `@` is an exact email, `+` and digits an exact phone, anything else a prefix;
+ * nothing, the newest accounts. (A UUID is looked up by id before this.)
+ */
+export function searchQuery(typed: string): Record<string, string> {
+  const q = typed.trim();
+  if (!q) return {};
+  if (q.includes('@')) return { identifierType: 'email', identifier: q };
+  if (/^\+[0-9]{6,}$/.test(q)) return { identifierType: 'phone', identifier: q };
+  return { prefix: q.toLowerCase() };
+}
+
 export const admin = {
   searchIdentities: (params: {
     identifierType?: string;

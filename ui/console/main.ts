@@ -1,6 +1,7 @@
 import { announce, append, formatDate, h } from '../dom.js';
 import { chooseLocale, setLocale } from '../i18n.js';
 import { t } from '../messages/console.js';
+import { tp } from '../messages/console-operators.js';
 import { t as ops } from '../messages/console-ops.js';
 import {
   type AuditRecord,
@@ -14,10 +15,12 @@ import {
   type Operator,
   openSession,
   type Role,
+  searchQuery,
   signOut,
 } from './api.js';
 import { clientActs } from './clients-edit.js';
 import { healthPage } from './health.js';
+import { operatorsPage } from './operators.js';
 import { organizationPage } from './organization.js';
 import { resendNote } from './person-extra.js';
 import { rememberReturn, takeReturn } from './return.js';
@@ -112,6 +115,8 @@ function drawHeader(op: Operator | null): void {
   if (canRead(op.role)) links.push(['#/', t('searchNav')]);
   if (canRead(op.role)) links.push(['#/organizations', t('orgsNav')], ['#/clients', t('clientsNav')]);
   if (canRead(op.role)) links.push(['#/webhooks', ops('webhooksNav')], ['#/health', ops('healthNav')]);
+  // Owners manage operators; support reads them (operators:read); an auditor has no such page.
+  if (canRead(op.role)) links.push(['#/operators', tp('operatorsNav')]);
   links.push(['#/audit', t('auditNav')]);
   append(nav, [
     h(
@@ -204,14 +209,7 @@ async function searchPage(query: string): Promise<void> {
       append(results, [h('h2', { id: 'results-title' }, t('results')), h('p', null, t('noResults'))]);
       return;
     }
-    const params = !q
-      ? {}
-      : q.includes('@')
-        ? { identifierType: 'email', identifier: q }
-        : /^\+[0-9]{6,}$/.test(q)
-          ? { identifierType: 'phone', identifier: q }
-          : { prefix: q.toLowerCase() };
-    const page = await admin.searchIdentities(params);
+    const page = await admin.searchIdentities(searchQuery(q));
     append(results, [h('h2', { id: 'results-title' }, q ? t('results') : t('recent'))]);
     if (page.data.length === 0) {
       append(results, [h('p', null, t('noResults'))]);
@@ -749,6 +747,7 @@ async function route(): Promise<void> {
     const hook = /^\/webhooks\/([0-9a-f-]{36})$/i.exec(path);
     if (path === '/audit') await auditPage();
     else if (path === '/health' && canRead(op.role)) await healthPage(kit);
+    else if (path === '/operators' && canRead(op.role)) await operatorsPage(kit, op);
     else if (path === '/webhooks' && canRead(op.role)) await webhooksPage(kit, op.role);
     else if (hook && canRead(op.role)) await webhookPage(kit, op.role, hook[1], () => void route());
     else if (path === '/clients' && canRead(op.role)) await clientsPage(op);

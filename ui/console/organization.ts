@@ -1,9 +1,11 @@
 import { announce, formatDate, h } from '../dom.js';
 import { t } from '../messages/console.js';
+import { tp } from '../messages/console-operators.js';
 import { tx } from '../messages/console-orgs.js';
 import { ConsoleProblem, type Operator } from './api.js';
 import { type Connection, type Domain, type Invitation, orgAdmin, type ScimToken } from './api-orgs.js';
 import type { ConsoleKit } from './kit.js';
+import { showOnce } from './secret.js';
 
 /*
  * An organization's page (docs/admin.md, "The console's pages"): its policy, members, pending
@@ -160,7 +162,8 @@ export async function organizationPage(id: string, op: Operator, shell: ConsoleK
         )
       : h('p', null, tx('noConnections')),
     h('h2', null, tx('scim')),
-    scimSection(tokens.data),
+    scimSection(id, name, tokens.data, owner),
+    owner ? scimCreateForm(id) : null,
   );
 }
 
@@ -263,7 +266,7 @@ function connectionRow(id: string, org: string, c: Connection, owner: boolean): 
   return row;
 }
 
-function scimSection(tokens: ScimToken[]): HTMLElement {
+function scimSection(id: string, org: string, tokens: ScimToken[], owner: boolean): HTMLElement {
   const live = tokens.filter((k) => !k.revokedAt);
   return h(
     'div',
@@ -272,14 +275,84 @@ function scimSection(tokens: ScimToken[]): HTMLElement {
     tokens.length
       ? table(
           tx('scim'),
-          [tx('colTokenName'), t('colCreated'), tx('colLastUsed'), tx('colRevoked')],
-          tokens.map((k) => [
-            k.name,
-            formatDate(k.createdAt),
-            k.lastUsedAt ? formatDate(k.lastUsedAt) : tx('never'),
-            k.revokedAt ? formatDate(k.revokedAt) : '—',
-          ]),
+          [
+            tx('colTokenName'),
+            t('colCreated'),
+            tx('colLastUsed'),
+            tx('colRevoked'),
+            ...(owner ? [tx('colActs')] : []),
+          ],
+          tokens.map((k) => {
+            const row: (Node | string)[] = [
+              k.name,
+              formatDate(k.createdAt),
+              k.lastUsedAt ? formatDate(k.lastUsedAt) : tx('never'),
+              k.revokedAt ? formatDate(k.revokedAt) : '—',
+            ];
+            if (owner)
+              row.push(
+                k.revokedAt
+                  ? ''
+                  : act(
+                      tx('revoke'),
+                      tp('scimRevokeOf', { name: k.name }),
+                      tp('scimConfirmRevoke', { name: k.name, org }),
+                      () => orgAdmin.revokeScimToken(id, k.id),
+                      tp('scimRevoked', { name: k.name }),
+                    ),
+              );
+            return row;
+          }),
         )
       : null,
+  );
+}
+
+/** An owner's form for a new token: its secret shown once, in a dialog, over the page drawn again. */
+function scimCreateForm(id: string): HTMLElement {
+  const error = h('p', { class: 'alert', role: 'alert' });
+  const input = h('input', {
+    id: 'scim-token-name',
+    name: 'scim-token-name',
+    type: 'text',
+    required: true,
+    maxlength: 100,
+    autocomplete: 'off',
+    'aria-describedby': 'scim-token-name-hint',
+  });
+  return h(
+    'form',
+    {
+      class: 'webhook-form',
+      'aria-labelledby': 'scim-create-title',
+      onsubmit: async (e: Event) => {
+        e.preventDefault();
+        error.textContent = '';
+        const label = input.value.trim();
+        if (!label) return;
+        try {
+          const { data } = await orgAdmin.createScimToken(id, label);
+          await route();
+          showOnce({
+            title: tp('scimTokenTitle', { name: data.name }),
+            once: tp('scimTokenOnce'),
+            value: data.token,
+            id: 'scim-token',
+          });
+        } catch (err) {
+          error.textContent = problemText(err);
+        }
+      },
+    },
+    h('h3', { id: 'scim-create-title' }, tp('scimCreateTitle')),
+    error,
+    h(
+      'div',
+      { class: 'field' },
+      h('label', { for: 'scim-token-name' }, tp('scimNameLabel')),
+      h('p', { class: 'hint', id: 'scim-token-name-hint' }, tp('scimNameHint')),
+      input,
+    ),
+    h('button', { type: 'submit', class: 'button' }, tp('scimCreate')),
   );
 }
