@@ -28,7 +28,7 @@ const ROLES: Role[] = ['owner', 'support', 'auditor'];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** An entry of GET /admin/v1/operators. */
-export interface OperatorEntry {
+interface OperatorEntry {
   identityId: string | null;
   email: string | null;
   identifier: { type: 'email' | 'phone'; value: string } | null;
