@@ -43,6 +43,10 @@ export class PasswordStrategy implements Strategy<PasswordInput> {
     const { db } = this.deps.database;
     // Shed before anything is written when the Argon2id queue is past its bound (503).
     this.deps.passwords.admit();
+    // A padded refusal is measured from here, not from the check: the reads and the provisional
+    // record before it cost an account a little more than no account, and the floor covers that
+    // too (docs/decisions.md, "Imported password hashes", equal time).
+    const began = performance.now();
     const ident = normaliseIdentifier(input);
     // Require SSO: decided by the address's domain alone, before any account or password is read,
     // so known or unknown, right or wrong password, the answer is the same (docs/sso.md).
@@ -74,12 +78,11 @@ export class PasswordStrategy implements Strategy<PasswordInput> {
     // The epoch is read before the password is checked: a revocation committed while the check
     // runs moves the epoch on, and the session issued below is dead on arrival.
     await this.deps.hashProfiles.ready();
-    const started = performance.now();
     const ok = hash
       ? await this.deps.passwords.verify(hash, input.password)
       : await this.deps.passwords.burn(input.password);
     if (!ok || !hash || !holder) {
-      await this.deps.passwords.padRefusal(started);
+      await this.deps.passwords.padRefusal(began);
       throw new Problem('identity.sign_in_refused');
     }
     await db.transaction().execute(async (trx) => {
