@@ -19,10 +19,12 @@ import { freePort } from '../helpers/net.js';
  * and over. Renewals are driven by the 401-once path: the browser's clock does not move with the
  * service's, so the proactive path never fires here.
  *
- * The service clock moves 31 s every 200 ms with 60 s access tokens: every token dies at the
- * second tick after it was issued (about 150 expiries a minute), and a token just renewed always
- * has one whole tick (200 ms) to be used. With 61 s jumps a token renewed a millisecond before a
- * jump would die before its first use, and the page would see a 401 that no client can avoid.
+ * The service clock moves 21 s every 200 ms with 60 s access tokens: every token dies at the
+ * third tick after it was issued (about 100 expiries a minute), and a token just renewed always
+ * has two whole ticks (400 ms) to be used. With 31 s ticks (one whole tick) a renderer of a loaded
+ * 2-core machine (load average 9 to 17) sometimes stalled past it between a renewal and the retry
+ * it served, and the page saw a 401 that no client can avoid; with 61 s jumps a token renewed a
+ * millisecond before a jump would die before its first use.
  *
  * The test can fail, and did while the client was being written:
  * - the second test runs the same pages with `lockMode: 'page'` (each tab serialises only its own
@@ -193,7 +195,7 @@ async function sessionsOf(identityId: string) {
 
 /**
  * Two tabs of one origin, one grant in localStorage, `workers` loops of GET /session/context in
- * each, while the service clock moves 31 s every 200 ms, for `ms` of wall time (or until `until`).
+ * each, while the service clock moves 21 s every 200 ms, for `ms` of wall time (or until `until`).
  */
 async function runTwoTabs(options: {
   lock?: string;
@@ -222,7 +224,7 @@ async function runTwoTabs(options: {
 
     for (const page of [first, second])
       await page.evaluate(() => (window as unknown as { e2e: E2e }).e2e.start(3));
-    const ticker = setInterval(() => t.clock.advance(31), 200);
+    const ticker = setInterval(() => t.clock.advance(21), 200);
     const deadline = Date.now() + options.ms;
     try {
       while (Date.now() < deadline) {
@@ -244,7 +246,7 @@ async function runTwoTabs(options: {
 }
 
 describe('client: two tabs of one origin share one session', () => {
-  it('a minute of requests across ~150 access-token expiries: no replay, every answer a success', async () => {
+  it('a minute of requests across ~100 access-token expiries: no replay, every answer a success', async () => {
     const { modes, stats, sessions } = await runTwoTabs({ ms: 60_000 });
     expect(modes).toEqual(['web-locks', 'web-locks']);
     expect(sessions).toHaveLength(1);
@@ -256,7 +258,7 @@ describe('client: two tabs of one origin share one session', () => {
     );
     expect(session.revoked_reason).toBeNull();
     expect(sessions.filter((s) => s.revoked_reason === 'refresh_token_replayed')).toHaveLength(0);
-    expect(renewals).toBeGreaterThanOrEqual(100);
+    expect(renewals).toBeGreaterThanOrEqual(80);
     expect(stats[0].failures).toEqual([]);
     expect(stats[1].failures).toEqual([]);
     expect(stats[0].ok).toBeGreaterThan(100);
@@ -270,7 +272,7 @@ describe('client: two tabs of one origin share one session', () => {
     const e2e = (p: Page) => p.evaluate.bind(p);
     const { modes, stats, sessions } = await runTwoTabs({
       cookie: true,
-      ms: 20_000,
+      ms: 30_000,
       after: async (first, second, context) => {
         const [cookie] = (await context.cookies(api)).filter((c) => c.name === COOKIE);
         expect(cookie).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Lax', path: '/' });
@@ -310,7 +312,7 @@ describe('client: two tabs of one origin share one session', () => {
   }, 150_000);
 
   it('the BroadcastChannel fallback (browsers without Web Locks) shares renewals too', async () => {
-    const { modes, stats, sessions } = await runTwoTabs({ lock: 'broadcast-channel', ms: 20_000 });
+    const { modes, stats, sessions } = await runTwoTabs({ lock: 'broadcast-channel', ms: 30_000 });
     expect(modes).toEqual(['broadcast-channel', 'broadcast-channel']);
     const [session] = sessions;
     console.log(

@@ -118,73 +118,130 @@ function webLockRenewal(name: string, locks: LockManagerLike): RenewalLock {
   };
 }
 
-type Message = { type: 'claim' | 'held' | 'released'; id: string } | { type: 'spent'; fp: string };
+/** What the BroadcastChannel protocol needs of a channel (a test may slow one down). */
+export interface ChannelLike {
+  postMessage(message: unknown): void;
+  onmessage: ((event: { data: unknown }) => void) | null;
+  close(): void;
+}
 
-/** How long a claim waits for a competing claim, and the longest a holder is trusted to hold. */
-const CLAIM_WINDOW_MS = 40;
-const HOLD_TIMEOUT_MS = 10_000;
+type Message =
+  | { type: 'hello' | 'here' | 'bye' | 'ping'; id: string; clock: number }
+  | { type: 'request'; id: string; clock: number }
+  | { type: 'reply'; id: string; to: string; request: number; clock: number }
+  | { type: 'spent'; fp: string };
+
+/** How long a new page listens for the pages already there before its first request. */
+const DISCOVERY_MS = 50;
+/** A page that answers nothing, not even a ping, for this long is taken to be gone. */
+const PEER_SILENCE_MS = 10_000;
+/** How often a waiting page pings the pages it waits for. */
+const PING_EVERY_MS = 1_000;
 
 /**
- * A best-effort lock over a BroadcastChannel, for browsers without Web Locks: a page announces a
- * claim and waits a short window; among claims seen in that window the smallest id wins, and a
- * page that sees a holder waits for its release (or its time-out, should the page have closed).
- * Spent tokens are announced on the same channel.
+ * A lock over a BroadcastChannel, for browsers without Web Locks: Ricart and Agrawala's mutual
+ * exclusion. A page asks every page it knows with a Lamport timestamp and holds the lock once each
+ * has answered; a page that holds the lock, or asks with an earlier timestamp (the id breaks a
+ * tie), answers only when it releases. Safety does not depend on how fast messages travel, which
+ * a claim-and-wait-a-window protocol did (it let two pages hold at once when a loaded machine
+ * delayed a message past the window). Pages find each other by `hello` / `here` when they open and
+ * say `bye` when they close or are hidden; a page silent for PEER_SILENCE_MS (crashed) stops being
+ * waited for. Spent tokens are announced on the same channel, before the answer that lets the
+ * next page in, so its ledger has them when it enters.
  */
-function broadcastRenewal(name: string): RenewalLock {
-  const channel = new BroadcastChannel(name);
+export function broadcastRenewal(
+  name: string,
+  open: (name: string) => ChannelLike = (n) => new BroadcastChannel(n) as unknown as ChannelLike,
+): RenewalLock {
+  const channel = open(name);
   const id = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
   const ledger = localLedger();
+  const peers = new Set<string>();
+  const lastHeard = new Map<string, number>();
+  /** Pages whose request this page answers when it releases, with their request's timestamp. */
+  const deferred = new Map<string, number>();
+  let clock = 0;
   let holding = false;
-  let busyUntil = 0;
-  /** Claims of other pages and when they arrived: one that arrived just before ours still competes. */
-  const rivals = new Map<string, number>();
-  const waiters = new Set<() => void>();
+  let asking: { clock: number; waitingFor: Set<string>; granted: () => void } | undefined;
   const post = (message: Message) => channel.postMessage(message);
-  channel.onmessage = (event: MessageEvent<Message>) => {
-    const msg = event.data;
-    if (!msg) return;
+  const tick = (seen = 0) => {
+    clock = Math.max(clock, seen) + 1;
+    return clock;
+  };
+  const answered = (peer: string) => {
+    if (asking?.waitingFor.delete(peer) && asking.waitingFor.size === 0) asking.granted();
+  };
+  const forget = (peer: string) => {
+    peers.delete(peer);
+    lastHeard.delete(peer);
+    deferred.delete(peer);
+    answered(peer);
+  };
+  const first = (a: { clock: number; id: string }, b: { clock: number; id: string }) =>
+    a.clock < b.clock || (a.clock === b.clock && a.id < b.id);
+  channel.onmessage = (event) => {
+    const msg = event.data as Message | undefined;
+    if (!msg || typeof msg !== 'object') return;
     if (msg.type === 'spent') {
       ledger.add(msg.fp);
       return;
     }
     if (msg.id === id) return;
-    if (msg.type === 'claim') {
-      rivals.set(msg.id, Date.now());
-      if (holding) post({ type: 'held', id });
-    } else if (msg.type === 'held') {
-      busyUntil = Date.now() + HOLD_TIMEOUT_MS;
-    } else {
-      busyUntil = 0;
-      rivals.delete(msg.id);
-      for (const wake of [...waiters]) wake();
+    tick(msg.clock);
+    if (msg.type === 'bye') {
+      forget(msg.id);
+      return;
     }
+    peers.add(msg.id);
+    lastHeard.set(msg.id, Date.now());
+    if (msg.type === 'hello' || msg.type === 'ping') post({ type: 'here', id, clock: tick() });
+    else if (msg.type === 'request') {
+      if (holding || (asking && first({ clock: asking.clock, id }, msg))) deferred.set(msg.id, msg.clock);
+      else post({ type: 'reply', id, to: msg.id, request: msg.clock, clock: tick() });
+    } else if (msg.type === 'reply' && msg.to === id && msg.request === asking?.clock) answered(msg.id);
   };
-  const pause = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        waiters.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      waiters.add(done);
-    });
+  const hello = () => post({ type: 'hello', id, clock: tick() });
+  const bye = () => post({ type: 'bye', id, clock: tick() });
+  const win = (
+    globalThis as { window?: Partial<Pick<EventTarget, 'addEventListener' | 'removeEventListener'>> }
+  ).window;
+  const onHide = () => bye();
+  const onShow = (event: Event) => {
+    if ((event as { persisted?: boolean }).persisted) hello();
+  };
+  win?.addEventListener?.('pagehide', onHide);
+  win?.addEventListener?.('pageshow', onShow);
+  hello();
+  const discovered = new Promise<void>((resolve) => setTimeout(resolve, DISCOVERY_MS));
   const acquire = async () => {
-    for (;;) {
-      while (Date.now() < busyUntil) await pause(busyUntil - Date.now());
-      post({ type: 'claim', id });
-      await new Promise((r) => setTimeout(r, CLAIM_WINDOW_MS));
-      const recent = Date.now() - 2 * CLAIM_WINDOW_MS;
-      for (const [other, at] of rivals) if (at < recent) rivals.delete(other);
-      const beaten = [...rivals.keys()].some((other) => other < id);
-      if (!beaten && Date.now() >= busyUntil) {
-        holding = true;
-        // A page whose claim crossed ours in flight learns now that the lock is taken.
-        post({ type: 'held', id });
-        return;
-      }
-      if (beaten) busyUntil = Math.max(busyUntil, Date.now() + HOLD_TIMEOUT_MS);
+    await discovered;
+    const started = Date.now();
+    const waitingFor = new Set(peers);
+    let granted!: () => void;
+    const entered = new Promise<void>((resolve) => {
+      granted = resolve;
+    });
+    asking = { clock: tick(), waitingFor, granted };
+    post({ type: 'request', id, clock: asking.clock });
+    if (waitingFor.size === 0) granted();
+    const watch = setInterval(() => {
+      const now = Date.now();
+      for (const peer of [...waitingFor])
+        if (now - Math.max(started, lastHeard.get(peer) ?? 0) > PEER_SILENCE_MS) forget(peer);
+      if (waitingFor.size > 0) post({ type: 'ping', id, clock: tick() });
+    }, PING_EVERY_MS);
+    try {
+      await entered;
+    } finally {
+      clearInterval(watch);
     }
+    holding = true;
+  };
+  const release = () => {
+    holding = false;
+    asking = undefined;
+    for (const [peer, request] of deferred) post({ type: 'reply', id, to: peer, request, clock: tick() });
+    deferred.clear();
   };
   const inPage = pageMutex();
   return {
@@ -195,8 +252,7 @@ function broadcastRenewal(name: string): RenewalLock {
         try {
           return await task();
         } finally {
-          holding = false;
-          post({ type: 'released', id });
+          release();
         }
       }),
     async markSpent(token) {
@@ -205,7 +261,13 @@ function broadcastRenewal(name: string): RenewalLock {
       post({ type: 'spent', fp });
     },
     isSpent: async (token) => ledger.has(fingerprint(token)),
-    close: () => channel.close(),
+    close() {
+      win?.removeEventListener?.('pagehide', onHide);
+      win?.removeEventListener?.('pageshow', onShow);
+      release();
+      bye();
+      channel.close();
+    },
   };
 }
 
