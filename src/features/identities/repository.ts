@@ -1,4 +1,4 @@
-import { type ExpressionBuilder, sql } from 'kysely';
+import { type Expression, type ExpressionBuilder, sql } from 'kysely';
 import { jsonBuildObject } from 'kysely/helpers/postgres';
 import { changedOne } from '../../platform/db/compare-and-set.js';
 import type { Executor } from '../../platform/db/database.js';
@@ -120,6 +120,26 @@ export function liveIdentifiers(eb: OverIdentities) {
     .as('identifiers');
 }
 
+/**
+ * The first verified identifier of the identity `identityId` refers to (the earliest verified,
+ * then by id; removed ones never): the one the service names a person by in member lists, the
+ * operators' list and an invitation's inviter. A scalar subquery of the caller's query; select
+ * `f.type` or `f.value` from it.
+ */
+export function firstVerifiedIdentifier<T extends DB>(
+  eb: ExpressionBuilder<T, keyof T>,
+  identityId: Expression<string>,
+) {
+  return (eb as unknown as ExpressionBuilder<DB, never>)
+    .selectFrom('identifiers as f')
+    .where('f.identity_id', '=', identityId)
+    .where('f.verified_at', 'is not', null)
+    .where('f.removed_at', 'is', null)
+    .orderBy('f.verified_at')
+    .orderBy('f.id')
+    .limit(1);
+}
+
 /** The identity as the admin API lists it, read in the caller's transaction (events). */
 export function identityListed(trx: Executor, identityId: string): Promise<IdentityListRow | undefined> {
   return trx
@@ -200,6 +220,26 @@ export async function findIdentity(
 /** Locks the identity row: the first lock of anything that counts or rewrites an identity's set. */
 export async function lockIdentity(trx: Executor, id: string): Promise<IdentityRow | undefined> {
   return findIdentity(trx, id, true);
+}
+
+/** The first verified identifier of each of `identityIds` (as firstVerifiedIdentifier picks it), in one statement. */
+export async function firstVerifiedIdentifiersOf(
+  trx: Executor,
+  identityIds: readonly string[],
+): Promise<Map<string, { type: IdentifierType; value: string }>> {
+  if (identityIds.length === 0) return new Map();
+  const rows = await trx
+    .selectFrom('identifiers')
+    .distinctOn('identity_id')
+    .select(['identity_id', 'type', 'value'])
+    .where('identity_id', 'in', identityIds)
+    .where('verified_at', 'is not', null)
+    .where('removed_at', 'is', null)
+    .orderBy('identity_id')
+    .orderBy('verified_at')
+    .orderBy('id')
+    .execute();
+  return new Map(rows.map((r) => [r.identity_id, { type: r.type as IdentifierType, value: r.value }]));
 }
 
 export async function verifiedIdentifiers(trx: Executor, identityId: string): Promise<IdentifierRow[]> {

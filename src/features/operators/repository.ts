@@ -1,4 +1,5 @@
 import type { Executor } from '../../platform/db/database.js';
+import { firstVerifiedIdentifier } from '../identities/repository.js';
 import type { OperatorRole } from './permissions.js';
 
 /** A role the admin API gave an identity (migration 0035). */
@@ -45,15 +46,7 @@ export async function operatorRoles(db: Executor, limit: number): Promise<Listed
   const rows = await db
     .selectFrom('operator_roles as r')
     .select((eb) => {
-      const first = () =>
-        eb
-          .selectFrom('identifiers as f')
-          .whereRef('f.identity_id', '=', 'r.identity_id')
-          .where('f.verified_at', 'is not', null)
-          .where('f.removed_at', 'is', null)
-          .orderBy('f.verified_at')
-          .orderBy('f.id')
-          .limit(1);
+      const first = () => firstVerifiedIdentifier(eb, eb.ref('r.identity_id'));
       return [
         'r.identity_id as identityId',
         'r.role',

@@ -4,7 +4,7 @@ import type { Clock } from '../../platform/clock.js';
 import type { Database, Executor } from '../../platform/db/database.js';
 import type { OperatorIdentity } from '../../platform/http/admin-auth.js';
 import { Problem } from '../../platform/problem.js';
-import { lockIdentity, verifiedIdentifiers } from '../identities/repository.js';
+import { firstVerifiedIdentifiersOf, lockIdentity, verifiedIdentifiers } from '../identities/repository.js';
 import type { OperatorRole } from './permissions.js';
 import { deleteOperatorRole, findOperatorRole, operatorRoles, upsertOperatorRole } from './repository.js';
 
@@ -84,19 +84,20 @@ export class OperatorService {
    */
   async list(actor: string): Promise<OperatorView[]> {
     const { db } = this.deps.database;
-    const configured: OperatorView[] = [];
-    for (const o of this.deps.config.admin.console.operators) {
-      const first = o.identityId ? (await verifiedIdentifiers(db, o.identityId))[0] : undefined;
-      configured.push({
-        identityId: o.identityId ?? null,
-        email: o.email ?? null,
-        identifier: first ? { type: first.type, value: first.value } : null,
-        role: o.role,
-        source: 'setting',
-        grantedBy: null,
-        grantedAt: null,
-      });
-    }
+    const settings = this.deps.config.admin.console.operators;
+    const firsts = await firstVerifiedIdentifiersOf(
+      db,
+      settings.flatMap((o) => (o.identityId ? [o.identityId] : [])),
+    );
+    const configured: OperatorView[] = settings.map((o) => ({
+      identityId: o.identityId ?? null,
+      email: o.email ?? null,
+      identifier: (o.identityId && firsts.get(o.identityId)) || null,
+      role: o.role,
+      source: 'setting',
+      grantedBy: null,
+      grantedAt: null,
+    }));
     const granted = await operatorRoles(db, LIST_CAP);
     const views: OperatorView[] = [
       ...configured,

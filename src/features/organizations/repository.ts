@@ -4,6 +4,7 @@ import type { Executor } from '../../platform/db/database.js';
 import type { DB } from '../../platform/db/schema.js';
 import type { KeysetWindow } from '../../platform/pagination/page.js';
 import { afterPosition, rowsToFetch } from '../../platform/pagination/repository.js';
+import { firstVerifiedIdentifier } from '../identities/repository.js';
 
 export interface OrganizationRow {
   id: string;
@@ -297,15 +298,7 @@ export function membersPage(
     .selectFrom('organization_memberships as m')
     .innerJoin('identities as p', 'p.id', 'm.identity_id')
     .select((eb) => {
-      const first = () =>
-        eb
-          .selectFrom('identifiers as f')
-          .whereRef('f.identity_id', '=', 'm.identity_id')
-          .where('f.verified_at', 'is not', null)
-          .where('f.removed_at', 'is', null)
-          .orderBy('f.verified_at')
-          .orderBy('f.id')
-          .limit(1);
+      const first = () => firstVerifiedIdentifier(eb, eb.ref('m.identity_id'));
       return [
         'm.identity_id as id',
         'm.role',

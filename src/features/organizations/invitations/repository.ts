@@ -3,6 +3,7 @@ import type { Executor } from '../../../platform/db/database.js';
 import type { KeysetWindow } from '../../../platform/pagination/page.js';
 import { afterPosition, rowsToFetch } from '../../../platform/pagination/repository.js';
 import type { IdentifierType } from '../../identities/identifier.js';
+import { firstVerifiedIdentifier } from '../../identities/repository.js';
 
 /** An invitation as its organization's members list it (pending ones only). */
 export interface PendingInvitationRow {
@@ -183,16 +184,7 @@ export function inviterOf(trx: Executor, invitationId: string): Promise<InviterR
       'p.given_name as givenName',
       'p.family_name as familyName',
       'p.display_name as displayName',
-      eb
-        .selectFrom('identifiers as f')
-        .whereRef('f.identity_id', '=', 'p.id')
-        .where('f.verified_at', 'is not', null)
-        .where('f.removed_at', 'is', null)
-        .orderBy('f.verified_at')
-        .orderBy('f.id')
-        .limit(1)
-        .select('f.value')
-        .as('identifier'),
+      firstVerifiedIdentifier(eb, eb.ref('p.id')).select('f.value').as('identifier'),
     ])
     .where('i.id', '=', invitationId)
     .executeTakeFirst();
