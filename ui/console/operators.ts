@@ -113,33 +113,59 @@ function row(o: OperatorEntry, me: Operator, owner: boolean): (Node | string)[] 
   return cells;
 }
 
+/**
+ * A role picker and the button that grants the picked role to `identityId` after a confirmation
+ * naming the person: changing a role and granting one differ only in their words.
+ */
+function rolePickerAndGrant(
+  identityId: string,
+  current: Role,
+  words: {
+    id: string;
+    label: string;
+    buttonLabel: string;
+    button: string;
+    confirm: (role: string) => string;
+    done: (role: string) => string;
+  },
+): [HTMLSelectElement, HTMLElement] {
+  const select = rolePicker(words.id, words.label, current);
+  const button = h(
+    'button',
+    {
+      type: 'button',
+      class: 'button secondary',
+      'aria-label': words.buttonLabel,
+      onclick: () => {
+        const role = select.value as Role;
+        kit.confirmThen(
+          words.confirm(roleName(role)),
+          async () => {
+            await api.grant(identityId, role);
+            announce(words.done(roleName(role)));
+            void kit.route();
+          },
+          refusal,
+        );
+      },
+    },
+    words.button,
+  );
+  return [select, button];
+}
+
 function acts(identityId: string, who: string, current: Role): HTMLElement {
-  const select = rolePicker(`operator-role-${identityId}`, tp('roleOf', { who }), current);
   return h(
     'div',
     { class: 'actions' },
-    select,
-    h(
-      'button',
-      {
-        type: 'button',
-        class: 'button secondary',
-        'aria-label': tp('changeRoleOf', { who }),
-        onclick: () => {
-          const role = select.value as Role;
-          kit.confirmThen(
-            tp('confirmChange', { who, role: roleName(role) }),
-            async () => {
-              await api.grant(identityId, role);
-              announce(tp('changed', { who, role: roleName(role) }));
-              void kit.route();
-            },
-            refusal,
-          );
-        },
-      },
-      tp('changeRole'),
-    ),
+    ...rolePickerAndGrant(identityId, current, {
+      id: `operator-role-${identityId}`,
+      label: tp('roleOf', { who }),
+      buttonLabel: tp('changeRoleOf', { who }),
+      button: tp('changeRole'),
+      confirm: (role) => tp('confirmChange', { who, role }),
+      done: (role) => tp('changed', { who, role }),
+    }),
     h(
       'button',
       {
@@ -236,33 +262,18 @@ function foundRow(p: IdentityItem, current: Role | undefined, me: Operator): (No
     cells.push(h('span', { class: 'hint' }, tp('ownRow')));
     return cells;
   }
-  const select = rolePicker(`grant-role-${p.id}`, tp('roleFor', { who }), current ?? 'support');
   cells.push(
     h(
       'div',
       { class: 'actions' },
-      select,
-      h(
-        'button',
-        {
-          type: 'button',
-          class: 'button secondary',
-          'aria-label': tp('grantTo', { who }),
-          onclick: () => {
-            const role = select.value as Role;
-            kit.confirmThen(
-              tp('confirmGrant', { who, role: roleName(role) }),
-              async () => {
-                await api.grant(p.id, role);
-                announce(tp('granted', { who, role: roleName(role) }));
-                void kit.route();
-              },
-              refusal,
-            );
-          },
-        },
-        tp('grant'),
-      ),
+      ...rolePickerAndGrant(p.id, current ?? 'support', {
+        id: `grant-role-${p.id}`,
+        label: tp('roleFor', { who }),
+        buttonLabel: tp('grantTo', { who }),
+        button: tp('grant'),
+        confirm: (role) => tp('confirmGrant', { who, role }),
+        done: (role) => tp('granted', { who, role }),
+      }),
     ),
   );
   return cells;
