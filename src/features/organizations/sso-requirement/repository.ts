@@ -76,6 +76,33 @@ export async function identitiesInDomains(trx: Executor, organizationId: string)
   return rows.map((r) => r.identity_id);
 }
 
+/** The identities holding a verified email in `domain` (a normalised domain). */
+export async function identitiesInDomain(trx: Executor, domain: string): Promise<string[]> {
+  const rows = await trx
+    .selectFrom('identifiers as i')
+    .select('i.identity_id')
+    .distinct()
+    .where(EMAIL_DOMAIN, '=', domain)
+    .where('i.type', '=', 'email')
+    .where('i.verified_at', 'is not', null)
+    .where('i.removed_at', 'is', null)
+    .orderBy('i.identity_id')
+    .execute();
+  return rows.map((r) => r.identity_id);
+}
+
+/** The organization's verified domains. */
+export async function verifiedDomainsOf(trx: Executor, organizationId: string): Promise<string[]> {
+  const rows = await trx
+    .selectFrom('organization_domains')
+    .select('domain')
+    .where('organization_id', '=', organizationId)
+    .where('verified_at', 'is not', null)
+    .orderBy('domain')
+    .execute();
+  return rows.map((r) => r.domain);
+}
+
 /** What turning the requirement on needs: a verified domain and an enabled connection (SAML or OpenID). */
 export async function readiness(
   trx: Executor,
