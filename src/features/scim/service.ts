@@ -22,11 +22,8 @@ import { verifiedOwner } from '../organizations/domains/repository.js';
 import { membershipChanged } from '../organizations/events.js';
 import * as orgs from '../organizations/repository.js';
 import { domainRequiresSso } from '../organizations/sso-requirement/repository.js';
-import {
-  emailDomain,
-  endSessionsUnderSso,
-  SSO_REQUIRED_REASON,
-} from '../organizations/sso-requirement/sweep.js';
+import { emailDomain, SSO_REQUIRED_REASON } from '../organizations/sso-requirement/sweep.js';
+import { endSessionsUnderSso } from '../sessions/sso-required.js';
 import {
   invalidPath,
   invalidSyntax,

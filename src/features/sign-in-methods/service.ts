@@ -26,13 +26,8 @@ import {
   verifiedIdentifiers,
 } from '../identities/repository.js';
 import { clearActiveRequiringSecondFactor } from '../organizations/repository.js';
-import { domainRequiresSso } from '../organizations/sso-requirement/repository.js';
-import {
-  emailDomain,
-  endSessionsUnderSso,
-  lockSsoDomains,
-  SSO_REQUIRED_REASON,
-} from '../organizations/sso-requirement/sweep.js';
+import { domainRequiresSso, lockSsoDomains } from '../organizations/sso-requirement/repository.js';
+import { emailDomain, SSO_REQUIRED_REASON } from '../organizations/sso-requirement/sweep.js';
 import { passkeyChanged } from '../passkeys/events.js';
 import { livePasskeys, removePasskey } from '../passkeys/repository.js';
 import { liveLinks, removeLink } from '../providers/repository.js';
@@ -40,6 +35,7 @@ import { type ProviderInput, ProviderService, type ProviderServiceDeps } from '.
 import type { ProviderVerifier } from '../providers/verifier.js';
 import { sessionsEnded } from '../sessions/events.js';
 import { endOtherSessions, lockCallerSession } from '../sessions/revocations.js';
+import { endSessionsUnderSso } from '../sessions/sso-required.js';
 import { passwordMethodId } from './password-method.js';
 import { methodsPage } from './repository.js';
 

@@ -13,8 +13,8 @@ import { domainChanged, domainView } from '../events.js';
 import { lockAnyOrganization, organizationDetail } from '../operators/repository.js';
 import * as orgs from '../repository.js';
 import { OrganizationRoles } from '../roles.js';
-import { domainRequiresSso, identitiesInDomain } from '../sso-requirement/repository.js';
-import { endSessionsUnderSso, lockSsoDomains, SSO_REQUIRED_REASON } from '../sso-requirement/sweep.js';
+import { lockSsoDomains } from '../sso-requirement/repository.js';
+import { SSO_REQUIRED_REASON, type SsoDomainSweep } from '../sso-requirement/sweep.js';
 import { lookupTxt, normaliseDomain, type TxtAnswer, txtRecord } from './dns.js';
 import * as repo from './repository.js';
 
@@ -27,6 +27,8 @@ export interface DomainServiceDeps {
   config: Pick<Config, 'organizations'>;
   events: EventLog;
   signals: Signals;
+  /** Ends the sessions of the domain's people when the organization requires SSO (src/context.ts). */
+  ssoDomainSweep: SsoDomainSweep;
 }
 
 /** The one TXT lookup a verification makes (a test may replace it; the default asks DNS_RESOLVERS). */
@@ -189,22 +191,14 @@ export class DomainService {
         if (owner !== undefined) throw taken();
         // The domain's lock before the read of who holds an address in it: an address of the
         // domain confirmed at this moment is read here, or sees the domain verified and sweeps
-        // its own identity (../sso-requirement/sweep.ts).
+        // its own identity (../sso-requirement/repository.ts, lockSsoDomains).
         await lockSsoDomains(trx, [before.domain]);
         const now = this.deps.clock.now();
         await repo.markVerified(trx, { organizationId, domainId, by, now });
         const row = await this.#row(trx, organizationId, domainId);
         // "Require SSO" in force for the organization (read under its row lock): the domain's
         // people are swept now, as turning the requirement on would have.
-        const swept = (await domainRequiresSso(trx, row.domain))
-          ? await endSessionsUnderSso(
-              trx,
-              this.deps.events,
-              actor,
-              await identitiesInDomain(trx, row.domain),
-              now,
-            )
-          : { identities: 0, sessions: 0 };
+        const swept = await this.deps.ssoDomainSweep(trx, { domain: row.domain, actor, now });
         ended = swept.sessions;
         await domainChanged(this.deps.events, trx, 'organization.domain.verified', actor, row);
         await this.#audit(trx, 'organization.domain.verified', actor, domainId, {

@@ -12,14 +12,12 @@ import * as orgs from '../../organizations/repository.js';
 import { OrganizationRoles } from '../../organizations/roles.js';
 import {
   identitiesInDomains,
+  lockSsoDomains,
   readiness,
   verifiedDomainsOf,
 } from '../../organizations/sso-requirement/repository.js';
-import {
-  endSessionsUnderSso,
-  lockSsoDomains,
-  SSO_REQUIRED_REASON,
-} from '../../organizations/sso-requirement/sweep.js';
+import { SSO_REQUIRED_REASON } from '../../organizations/sso-requirement/sweep.js';
+import { endSessionsUnderSso } from '../../sessions/sso-required.js';
 
 /** What setting the requirement uses. */
 export interface SsoRequirementDeps {
@@ -84,7 +82,7 @@ export class SsoRequirementService {
       if (requireSso) {
         // The domains' locks before the read of who holds an address there: an address of the
         // domains being confirmed at this moment is either read here or, committed after, sees the
-        // requirement on and sweeps its own identity (organizations/sso-requirement/sweep.ts).
+        // requirement on and sweeps its own identity (lockSsoDomains).
         await lockSsoDomains(trx, await verifiedDomainsOf(trx, organizationId));
         const ids = await identitiesInDomains(trx, organizationId);
         const swept = await endSessionsUnderSso(trx, this.deps.events, actorName, ids, now);
