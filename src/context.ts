@@ -8,6 +8,7 @@ import { WebhookWorker } from './features/events/webhooks/worker.js';
 import { HashProfiles } from './features/identities/hash-profiles.js';
 import { AccountLock } from './features/identities/lock.js';
 import { OidcService } from './features/oidc/service.js';
+import type { SsoDomainSweep } from './features/organizations/sso-requirement/sweep.js';
 import { type OutboundFetch, UpstreamProviders } from './features/providers/upstream.js';
 import { ProviderVerifier } from './features/providers/verifier.js';
 import { forgetScimUsers } from './features/scim/repository.js';
@@ -17,6 +18,7 @@ import { AccessTokens } from './features/sessions/access-tokens.js';
 import { BrowserSessionCookie } from './features/sessions/browser-session.js';
 import { sessionState } from './features/sessions/repository.js';
 import { SessionService } from './features/sessions/service.js';
+import { ssoDomainSweep } from './features/sessions/sso-required.js';
 import { findElevation } from './features/step-up/repository.js';
 import { AuditLog } from './platform/audit/audit.js';
 import type { Clock } from './platform/clock.js';
@@ -92,6 +94,11 @@ export interface AppContext {
    * SCIM users the identity was provisioned as (docs/scim.md). Run in the erasure's transaction.
    */
   erasing: readonly ErasureStep[];
+  /**
+   * What a domain's verification also does, of a feature above organizations: while the
+   * organization requires SSO, the sessions of the domain's people end (docs/sso.md, "Require SSO").
+   */
+  ssoDomainSweep: SsoDomainSweep;
 }
 
 export async function createContext(
@@ -244,6 +251,7 @@ export async function createContext(
     webhooks,
     hooks,
     erasing: [forgetScimUsers],
+    ssoDomainSweep: ssoDomainSweep(events),
   } satisfies AppContext;
 }
 

@@ -21,6 +21,9 @@ import {
 import { verifiedOwner } from '../organizations/domains/repository.js';
 import { membershipChanged } from '../organizations/events.js';
 import * as orgs from '../organizations/repository.js';
+import { domainRequiresSso } from '../organizations/sso-requirement/repository.js';
+import { emailDomain, SSO_REQUIRED_REASON } from '../organizations/sso-requirement/sweep.js';
+import { endSessionsUnderSso } from '../sessions/sso-required.js';
 import {
   invalidPath,
   invalidSyntax,
@@ -111,6 +114,8 @@ interface After {
   disable?: string;
   enable?: string;
   erase?: string;
+  /** Sessions "require SSO" ended in the write's transaction (their grants are swept after it). */
+  ssoEnded?: number;
 }
 
 /**
@@ -329,8 +334,10 @@ export class ScimUserService {
         });
         if (!row) throw preconditionFailed();
         const managed = user.managed && (await this.#inVerifiedDomain(trx, organizationId, email));
-        if (user.managed) await this.#syncIdentity(trx, id, input, email, organizationId, actor, now);
-        const result: After = {};
+        const ssoEnded = user.managed
+          ? await this.#syncIdentity(trx, id, input, email, organizationId, actor, now)
+          : 0;
+        const result: After = ssoEnded > 0 ? { ssoEnded } : {};
         if (user.active && !input.active) {
           await this.#leave(trx, organizationId, id, actor);
           if (managed) result.disable = id;
@@ -343,7 +350,12 @@ export class ScimUserService {
           actor,
           target: id,
           outcome: 'success',
-          details: { organizationId, active: input.active, activeChanged: user.active !== input.active },
+          details: {
+            organizationId,
+            active: input.active,
+            activeChanged: user.active !== input.active,
+            ...(ssoEnded > 0 ? { ssoRequired: true, sessionsEnded: ssoEnded } : {}),
+          },
         });
         return result;
       });
@@ -361,6 +373,10 @@ export class ScimUserService {
    * (grants end, back-channel logouts are sent).
    */
   async #finish(actor: string, after: After): Promise<void> {
+    if (after.ssoEnded) {
+      this.deps.signals.sessionsRevoked(SSO_REQUIRED_REASON, after.ssoEnded);
+      if (!after.disable) await this.deps.oidc.sweep();
+    }
     if (after.disable) {
       await this.#admin.disable(after.disable, actor);
       await this.deps.oidc.sweep();
@@ -374,7 +390,13 @@ export class ScimUserService {
     }
   }
 
-  /** A managed identity follows the directory: its name, and its address when that changed. */
+  /**
+   * A managed identity follows the directory: its name, and its address when that changed. A new
+   * address verified (in a domain the organization verified) while the organization requires SSO
+   * ends the identity's sessions through the one revocation (docs/sso.md, "Require SSO"): the
+   * organization's row lock, held since the write began, orders it with the requirement turned on
+   * and with the domain's verification. Returns how many sessions ended.
+   */
   async #syncIdentity(
     trx: Executor,
     identityId: string,
@@ -383,10 +405,11 @@ export class ScimUserService {
     organizationId: string,
     actor: string,
     now: Date,
-  ): Promise<void> {
+  ): Promise<number> {
     let changed = await setIdentityNames(trx, identityId, namesOf(input));
     const identity = await lockIdentity(trx, identityId);
-    if (!identity || identity.erasedAt !== null) return;
+    if (!identity || identity.erasedAt !== null) return 0;
+    let ended = 0;
     const held = await findIdentifier(trx, { type: 'email', value: email });
     if (held?.identityId !== identityId) {
       if (held) throw uniqueness('The address is already in use.');
@@ -404,8 +427,11 @@ export class ScimUserService {
           await removeIdentifier(trx, old.id, now, { identityId });
       }
       changed = true;
+      if (verified && (await domainRequiresSso(trx, emailDomain(email))))
+        ended = (await endSessionsUnderSso(trx, this.deps.events, actor, [identityId], now)).sessions;
     }
     if (changed) await identityChanged(this.deps.events, trx, 'identity.updated', actor, identityId);
+    return ended;
   }
 
   /** The membership, when there is none (creation, reactivation), with its event. */

@@ -80,7 +80,8 @@ export const signInMethodRoutes = featureRoutes(async (app, { ctx }: { ctx: AppC
           "A wrong code, no live challenge, a spent code and another identity's code answer the identical 422. " +
           'Each miss charges every live challenge once and the account lock once; the miss that trips the lock ' +
           'still answers 422, and every later miss while locked answers 423. The correct code succeeds on a ' +
-          'locked account and clears the lock.',
+          'locked account and clears the lock. An email in a domain whose organization requires SSO ends every ' +
+          'session of the identity, this one included (reason sso_required).',
         security: security.elevated,
         body: ConfirmationBody,
         response: responses(

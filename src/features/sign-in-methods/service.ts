@@ -26,6 +26,8 @@ import {
   verifiedIdentifiers,
 } from '../identities/repository.js';
 import { clearActiveRequiringSecondFactor } from '../organizations/repository.js';
+import { domainRequiresSso, lockSsoDomains } from '../organizations/sso-requirement/repository.js';
+import { emailDomain, SSO_REQUIRED_REASON } from '../organizations/sso-requirement/sweep.js';
 import { passkeyChanged } from '../passkeys/events.js';
 import { livePasskeys, removePasskey } from '../passkeys/repository.js';
 import { liveLinks, removeLink } from '../providers/repository.js';
@@ -33,6 +35,7 @@ import { type ProviderInput, ProviderService, type ProviderServiceDeps } from '.
 import type { ProviderVerifier } from '../providers/verifier.js';
 import { sessionsEnded } from '../sessions/events.js';
 import { endOtherSessions, lockCallerSession } from '../sessions/revocations.js';
+import { endSessionsUnderSso } from '../sessions/sso-required.js';
 import { passwordMethodId } from './password-method.js';
 import { methodsPage } from './repository.js';
 
@@ -155,7 +158,8 @@ export class SignInMethodService {
       admit: (trx, challenge, now) => this.admit(trx, identityId, challenge, now),
     });
     if (answer.ok) {
-      if (answer.value === 'taken') throw new Problem('identity.identifier_taken');
+      if (answer.value.status === 'taken') throw new Problem('identity.identifier_taken');
+      if (answer.value.ended > 0) this.deps.signals.sessionsRevoked(SSO_REQUIRED_REASON, answer.value.ended);
       return;
     }
     // The failure that trips the lock is still the ordinary refusal; a wrong code on an account
@@ -167,17 +171,25 @@ export class SignInMethodService {
     );
   }
 
-  /** In the transaction that spent the challenge: the address becomes a verified identifier. */
+  /**
+   * In the transaction that spent the challenge: the address becomes a verified identifier. An
+   * email in a domain whose organization requires SSO ends every session of the identity, the
+   * caller's included, through the one revocation (docs/sso.md, "Require SSO"); the domain's lock
+   * comes first, before any row of the identity, so a requirement turned on or a domain verified
+   * at the same moment either reads this address or is read by it.
+   */
   private async admit(
     trx: Executor,
     identityId: string,
     challenge: ChallengeRow,
     now: Date,
-  ): Promise<'verified' | 'taken'> {
+  ): Promise<{ status: 'verified' | 'taken'; ended: number }> {
     const ident = { type: challenge.identifierType!, value: challenge.identifierValue! };
+    const domain = ident.type === 'email' ? emailDomain(ident.value) : null;
+    if (domain !== null) await lockSsoDomains(trx, [domain]);
     const existing = await findIdentifier(trx, ident);
     let identifierId: string | undefined;
-    if (existing?.verifiedAt) return 'taken';
+    if (existing?.verifiedAt) return { status: 'taken', ended: 0 };
     if (existing && existing.identityId === identityId) {
       identifierId = (await markIdentifierVerified(trx, existing.id, now, identityId))
         ? existing.id
@@ -196,17 +208,22 @@ export class SignInMethodService {
         verified: true,
       });
     }
-    if (!identifierId) return 'taken';
+    if (!identifierId) return { status: 'taken', ended: 0 };
     // Once an address is added, the identity's other pending challenges for it are moot.
     await revokeChallenges(trx, { identityId, purpose: 'sign_in_method', address: ident }, now);
     // A correct code clears the lock (docs/api.md, "4.1 Add an address"), even when it was locked.
     await this.deps.lock.clear(trx, identityId);
+    const swept =
+      domain !== null && (await domainRequiresSso(trx, domain))
+        ? await endSessionsUnderSso(trx, this.deps.events, identityId, [identityId], now)
+        : null;
     await identityChanged(this.deps.events, trx, 'identity.updated', identityId, identityId);
     await this.deps.audit.appendOwn(trx, 'identity.sign_in_method.verified', identityId, {
       kind: ident.type,
       methodId: identifierId,
+      ...(swept ? { ssoRequired: true, sessionsEnded: swept.sessions } : {}),
     });
-    return 'verified';
+    return { status: 'verified', ended: swept?.sessions ?? 0 };
   }
 
   /**

@@ -3151,7 +3151,7 @@ export type paths = {
         put?: never;
         /**
          * Verify a claimed domain by its DNS TXT record (domains:manage; audited)
-         * @description Looks up the TXT record at txtRecord.name through DNS_RESOLVERS (DNS_TIMEOUT_MS per server) and compares each value with txtRecord.value. Found: the domain is verified (verifiedBy `dns`); already verified: answered as it is. Not found: 422 organization.domain_unverified with the expected txtRecord, the domain unchanged but for lastCheckedAt. No answer from the DNS: 503 organization.domain_check_unavailable, nothing changed. Verified by another organization: 409 organization.domain_taken (of two verifications at once, one wins).
+         * @description Looks up the TXT record at txtRecord.name through DNS_RESOLVERS (DNS_TIMEOUT_MS per server) and compares each value with txtRecord.value. Found: the domain is verified (verifiedBy `dns`); already verified: answered as it is. Not found: 422 organization.domain_unverified with the expected txtRecord, the domain unchanged but for lastCheckedAt. No answer from the DNS: 503 organization.domain_check_unavailable, nothing changed. Verified by another organization: 409 organization.domain_taken (of two verifications at once, one wins). While the organization requires SSO, every session of the identities holding a verified address in the domain ends (reason sso_required), the caller’s included when it holds one.
          */
         post: {
             parameters: {
@@ -7388,7 +7388,7 @@ export type paths = {
         put?: never;
         /**
          * Confirm an address being added with the code that was sent to it
-         * @description A wrong code, no live challenge, a spent code and another identity's code answer the identical 422. Each miss charges every live challenge once and the account lock once; the miss that trips the lock still answers 422, and every later miss while locked answers 423. The correct code succeeds on a locked account and clears the lock.
+         * @description A wrong code, no live challenge, a spent code and another identity's code answer the identical 422. Each miss charges every live challenge once and the account lock once; the miss that trips the lock still answers 422, and every later miss while locked answers 423. The correct code succeeds on a locked account and clears the lock. An email in a domain whose organization requires SSO ends every session of the identity, this one included (reason sso_required).
          */
         post: {
             parameters: {

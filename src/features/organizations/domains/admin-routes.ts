@@ -60,7 +60,9 @@ export function domainAdminRoutes(app: RouteApp, ctx: AppContext): void {
         summary: 'Verify a claimed domain without DNS (verifiedBy `operator`; audited with the operator)',
         description:
           'For a domain whose owner cannot publish a TXT record: the operator vouches for it. Already ' +
-          'verified: answered as it is. Verified by another organization: 409 organization.domain_taken.',
+          'verified: answered as it is. Verified by another organization: 409 organization.domain_taken. ' +
+          'While the organization requires SSO, every session of the identities holding a verified address ' +
+          'in the domain ends (reason sso_required).',
         security: SECURITY,
         params: DomainIdParams,
         response: responses({ 200: Data(DomainSchema) }, [

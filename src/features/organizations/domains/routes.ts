@@ -114,7 +114,9 @@ export function domainRoutes(app: RouteApp, ctx: AppContext): void {
           'already verified: answered as it is. Not found: 422 organization.domain_unverified with the ' +
           'expected txtRecord, the domain unchanged but for lastCheckedAt. No answer from the DNS: 503 ' +
           'organization.domain_check_unavailable, nothing changed. Verified by another organization: 409 ' +
-          'organization.domain_taken (of two verifications at once, one wins).',
+          'organization.domain_taken (of two verifications at once, one wins). While the organization ' +
+          'requires SSO, every session of the identities holding a verified address in the domain ends ' +
+          '(reason sso_required), the caller’s included when it holds one.',
         security: security.session,
         params: DomainParams,
         response: responses({ 200: Data(DomainSchema) }, [

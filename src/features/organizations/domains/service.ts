@@ -4,6 +4,7 @@ import type { AuditLog } from '../../../platform/audit/audit.js';
 import type { Clock } from '../../../platform/clock.js';
 import { opaqueToken, safeEqual } from '../../../platform/crypto/tokens.js';
 import type { Database, Executor } from '../../../platform/db/database.js';
+import type { Signals } from '../../../platform/metrics/signals.js';
 import type { CursorCodec, CursorScope } from '../../../platform/pagination/cursor.js';
 import { type KeysetWindow, keysetPage, type PageQuery } from '../../../platform/pagination/page.js';
 import { Problem } from '../../../platform/problem.js';
@@ -12,6 +13,8 @@ import { domainChanged, domainView } from '../events.js';
 import { lockAnyOrganization, organizationDetail } from '../operators/repository.js';
 import * as orgs from '../repository.js';
 import { OrganizationRoles } from '../roles.js';
+import { lockSsoDomains } from '../sso-requirement/repository.js';
+import { SSO_REQUIRED_REASON, type SsoDomainSweep } from '../sso-requirement/sweep.js';
 import { lookupTxt, normaliseDomain, type TxtAnswer, txtRecord } from './dns.js';
 import * as repo from './repository.js';
 
@@ -23,6 +26,9 @@ export interface DomainServiceDeps {
   cursors: CursorCodec;
   config: Pick<Config, 'organizations'>;
   events: EventLog;
+  signals: Signals;
+  /** Ends the sessions of the domain's people when the organization requires SSO (src/context.ts). */
+  ssoDomainSweep: SsoDomainSweep;
 }
 
 /** The one TXT lookup a verification makes (a test may replace it; the default asks DNS_RESOLVERS). */
@@ -42,7 +48,9 @@ const taken = () => new Problem('organization.domain_taken');
  * time, and the claim marked verified under the organization's row lock. At most one organization
  * verifies a domain: the partial unique index of migration 0031 refuses the second, so two
  * verifications at once give one 200 and one 409 organization.domain_taken. An operator verifies
- * without DNS (`verified_by` `operator`). Every write is audited and emits its event.
+ * without DNS (`verified_by` `operator`). Every write is audited and emits its event. A domain
+ * verified while the organization requires SSO ends, in the same transaction, the sessions of every
+ * identity holding a verified address in it (docs/sso.md, "Require SSO").
  */
 export class DomainService {
   readonly #roles: OrganizationRoles;
@@ -169,8 +177,9 @@ export class DomainService {
     actor: string,
     check: (trx: Executor) => Promise<void>,
   ) {
+    let ended = 0;
     try {
-      return await this.deps.database.db.transaction().execute(async (trx) => {
+      const view = await this.deps.database.db.transaction().execute(async (trx) => {
         const org = await lockAnyOrganization(trx, organizationId);
         if (!org) throw by === 'operator' ? new Problem('admin.organization_not_found') : notFound();
         if (by === 'dns' && org.disabledAt !== null) throw notFound();
@@ -180,17 +189,29 @@ export class DomainService {
         if (before.verifiedAt !== null) return domainView(before);
         const owner = await repo.verifiedOwner(trx, before.domain);
         if (owner !== undefined) throw taken();
+        // The domain's lock before the read of who holds an address in it: an address of the
+        // domain confirmed at this moment is read here, or sees the domain verified and sweeps
+        // its own identity (../sso-requirement/repository.ts, lockSsoDomains).
+        await lockSsoDomains(trx, [before.domain]);
         const now = this.deps.clock.now();
         await repo.markVerified(trx, { organizationId, domainId, by, now });
         const row = await this.#row(trx, organizationId, domainId);
+        // "Require SSO" in force for the organization (read under its row lock): the domain's
+        // people are swept now, as turning the requirement on would have.
+        const swept = await this.deps.ssoDomainSweep(trx, { domain: row.domain, actor, now });
+        ended = swept.sessions;
         await domainChanged(this.deps.events, trx, 'organization.domain.verified', actor, row);
         await this.#audit(trx, 'organization.domain.verified', actor, domainId, {
           organizationId,
           domain: row.domain,
           by,
+          identitiesSignedOut: swept.identities,
+          sessionsEnded: swept.sessions,
         });
         return domainView(row);
       });
+      if (ended > 0) this.deps.signals.sessionsRevoked(SSO_REQUIRED_REASON, ended);
+      return view;
     } catch (error) {
       if (repo.isUniqueViolation(error)) throw taken();
       throw error;

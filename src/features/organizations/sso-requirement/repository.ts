@@ -3,7 +3,7 @@ import type { Executor } from '../../../platform/db/database.js';
 import type { DB as Tables } from '../../../platform/db/schema.js';
 
 /**
- * Reads of "require SSO" (docs/sso.md, "Require SSO"). Writes nothing: the setting itself is a
+ * Reads of "require SSO" (docs/sso.md, "Require SSO"), and the lock per domain its sweeps take. Writes nothing: the setting itself is a
  * column of `organizations` (../repository.ts writes it). The requirement is in force for an
  * organization that turned it on, is not disabled and has an enabled connection (SAML or OpenID): with no way
  * in through its IdP, nobody of its domains is locked out.
@@ -76,6 +76,33 @@ export async function identitiesInDomains(trx: Executor, organizationId: string)
   return rows.map((r) => r.identity_id);
 }
 
+/** The identities holding a verified email in `domain` (a normalised domain). */
+export async function identitiesInDomain(trx: Executor, domain: string): Promise<string[]> {
+  const rows = await trx
+    .selectFrom('identifiers as i')
+    .select('i.identity_id')
+    .distinct()
+    .where(EMAIL_DOMAIN, '=', domain)
+    .where('i.type', '=', 'email')
+    .where('i.verified_at', 'is not', null)
+    .where('i.removed_at', 'is', null)
+    .orderBy('i.identity_id')
+    .execute();
+  return rows.map((r) => r.identity_id);
+}
+
+/** The organization's verified domains. */
+export async function verifiedDomainsOf(trx: Executor, organizationId: string): Promise<string[]> {
+  const rows = await trx
+    .selectFrom('organization_domains')
+    .select('domain')
+    .where('organization_id', '=', organizationId)
+    .where('verified_at', 'is not', null)
+    .orderBy('domain')
+    .execute();
+  return rows.map((r) => r.domain);
+}
+
 /** What turning the requirement on needs: a verified domain and an enabled connection (SAML or OpenID). */
 export async function readiness(
   trx: Executor,
@@ -94,4 +121,22 @@ export async function readiness(
     .where('enabled', '=', true)
     .executeTakeFirstOrThrow();
   return { verifiedDomains: Number(domains.n), enabledConnections: Number(connections.n) };
+}
+
+// The advisory-lock class of "require SSO"'s domains (any fixed 32-bit number; the second key is
+// the domain's hashtext: two domains sharing a hash only serialise a little more).
+const DOMAIN_LOCK_CLASS = 4_705;
+
+/**
+ * The lock that serialises, per email domain, everything that can put an identity under "require
+ * SSO" (docs/decisions.md, "Require SSO: sessions swept on a new domain or address"): turning the
+ * requirement on (each of the organization's verified domains), a domain becoming verified, and an
+ * address of the domain becoming verified. Each of them reads the others' writes only after this
+ * lock, so of two at once the second sees the first's commit and sweeps what the first could not.
+ * Transaction-scoped; taken in a fixed order, and always before any identity row is locked.
+ */
+export async function lockSsoDomains(trx: Executor, domains: readonly string[]): Promise<void> {
+  for (const domain of [...new Set(domains)].sort()) {
+    await sql`SELECT pg_advisory_xact_lock(${sql.lit(DOMAIN_LOCK_CLASS)}, hashtext(${domain}))`.execute(trx);
+  }
 }

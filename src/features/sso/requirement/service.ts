@@ -10,9 +10,14 @@ import { organizationChanged } from '../../organizations/events.js';
 import { lockAnyOrganization } from '../../organizations/operators/repository.js';
 import * as orgs from '../../organizations/repository.js';
 import { OrganizationRoles } from '../../organizations/roles.js';
-import { identitiesInDomains, readiness } from '../../organizations/sso-requirement/repository.js';
-import { sessionsEnded } from '../../sessions/events.js';
-import { endAllSessionsListed } from '../../sessions/revocations.js';
+import {
+  identitiesInDomains,
+  lockSsoDomains,
+  readiness,
+  verifiedDomainsOf,
+} from '../../organizations/sso-requirement/repository.js';
+import { SSO_REQUIRED_REASON } from '../../organizations/sso-requirement/sweep.js';
+import { endSessionsUnderSso } from '../../sessions/sso-required.js';
 
 /** What setting the requirement uses. */
 export interface SsoRequirementDeps {
@@ -28,9 +33,6 @@ export interface SsoRequirementDeps {
 export type RequirementActor =
   | { kind: 'member'; identityId: string }
   | { kind: 'operator'; operator: string };
-
-/** The session-revocation reason of the sessions turning the requirement on ends. */
-export const SSO_REQUIRED_REASON = 'sso_required';
 
 export interface SsoRequirementView {
   organizationId: string;
@@ -78,19 +80,14 @@ export class SsoRequirementService {
       });
       let identities = 0;
       if (requireSso) {
-        for (const identityId of await identitiesInDomains(trx, organizationId)) {
-          const revoked = await endAllSessionsListed(trx, identityId, SSO_REQUIRED_REASON, now);
-          await sessionsEnded(
-            this.deps.events,
-            trx,
-            actorName,
-            identityId,
-            revoked.live,
-            SSO_REQUIRED_REASON,
-          );
-          ended += revoked.count;
-          identities += 1;
-        }
+        // The domains' locks before the read of who holds an address there: an address of the
+        // domains being confirmed at this moment is either read here or, committed after, sees the
+        // requirement on and sweeps its own identity (lockSsoDomains).
+        await lockSsoDomains(trx, await verifiedDomainsOf(trx, organizationId));
+        const ids = await identitiesInDomains(trx, organizationId);
+        const swept = await endSessionsUnderSso(trx, this.deps.events, actorName, ids, now);
+        ended += swept.sessions;
+        identities = swept.identities;
       }
       await organizationChanged(this.deps.events, trx, 'organization.updated', actorName, organizationId);
       await this.deps.audit.append(trx, {
