@@ -5,11 +5,8 @@ import { operatorOf } from '../../../platform/http/admin-auth.js';
 import { envelope, page } from '../../../platform/http/envelope.js';
 import { routePatternOf } from '../../../platform/http/route-pattern.js';
 import type { RouteApp } from '../../../platform/http/routes.js';
-import { Data, IdInput, Instant, NoContent, responses } from '../../../platform/http/schemas.js';
+import { Data, IdInput, NoContent, responses } from '../../../platform/http/schemas.js';
 import { PageQuerySchema } from '../../../platform/pagination/page.js';
-import { limitFor } from '../../../platform/rate-limit/rate-limit.js';
-import { TestResultSchema } from '../../sso/schemas.js';
-import { SsoService } from '../../sso/service.js';
 import {
   ConnectionCreateBody,
   ConnectionPageSchema,
@@ -34,7 +31,6 @@ function adminScope(request: FastifyRequest): { route: string; subject: string }
 /** The operators' connection routes, declared inside the operators' organization plugin. */
 export function connectionAdminRoutes(app: RouteApp, ctx: AppContext): void {
   const service = new ConnectionService(ctx);
-  const sso = new SsoService(ctx);
   const operator = (request: FastifyRequest) => ({
     kind: 'operator' as const,
     operator: operatorOf(request),
@@ -146,81 +142,5 @@ export function connectionAdminRoutes(app: RouteApp, ctx: AppContext): void {
       await service.remove(operator(request), request.params.id, request.params.connectionId);
       return reply.code(204).send();
     },
-  );
-
-  app.post(
-    '/organizations/:id/connections/:connectionId/tests',
-    {
-      config: limitFor(ctx.config.rateLimits.provesAPassword, 'sso-tests'),
-      schema: {
-        tags: TAGS,
-        summary: 'Test a connection: a single-use start URL to open in the operator’s browser (audited)',
-        description:
-          'Enabled or not, the connection’s flow is made now, bound to no browser. `startUrl` (on the ' +
-          'public origin, single use, until `expiresAt`) binds it to the browser that opens it (the ' +
-          'flow’s cookie) and sends it to the IdP; the IdP’s answer goes through every check of a ' +
-          'sign-in and the browser lands on a hosted page that says the test is over. Nothing is signed ' +
-          'in, created or linked. The result is read with GET /connection-tests/{id}, by this operator ' +
-          'only (docs/sso.md, "Testing a connection"). An OpenID issuer whose discovery fails: 503 ' +
-          'identity.sso_idp_unavailable.',
-        security: SECURITY,
-        params: ConnectionIdParams,
-        response: responses(
-          {
-            201: Data(
-              Type.Object(
-                {
-                  id: Type.String({
-                    format: 'uuid',
-                    description: 'the test, for GET /connection-tests/{id}',
-                  }),
-                  startUrl: Type.String({
-                    format: 'uri',
-                    description: 'open it once, in the operator’s browser: it goes to the IdP',
-                  }),
-                  expiresAt: Instant,
-                },
-                { additionalProperties: false },
-              ),
-            ),
-          },
-          [
-            'admin.unauthorized',
-            'admin.organization_not_found',
-            'organization.connection_not_found',
-            'identity.sso_idp_unavailable',
-          ],
-          { rateLimited: true },
-        ),
-      },
-    },
-    async (request, reply) => {
-      const { id, connectionId } = request.params;
-      await service.get(operator(request), id, connectionId);
-      const started = await sso.startOperatorTest(id, connectionId, operatorOf(request));
-      return reply.code(201).send(envelope(started));
-    },
-  );
-
-  app.get(
-    '/connection-tests/:id',
-    {
-      schema: {
-        tags: TAGS,
-        summary: 'The result of an operator’s connection test: what the IdP sent and which checks passed',
-        description:
-          'The shape of POST /sso-tests/results. Only for the operator who started the test (the same ' +
-          'admin key, or the same operator identity), once the IdP has answered, for ten minutes after; ' +
-          'before the answer, after, or for anyone else: the identical 404 ' +
-          'organization.connection_test_not_found.',
-        security: SECURITY,
-        params: Params,
-        response: responses({ 200: Data(TestResultSchema) }, [
-          'admin.unauthorized',
-          'organization.connection_test_not_found',
-        ]),
-      },
-    },
-    async (request) => envelope(await sso.operatorTestResult(request.params.id, operatorOf(request))),
   );
 }
