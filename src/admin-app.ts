@@ -19,6 +19,7 @@ import { operatorRoutes } from './features/operators/routes.js';
 import { OperatorService } from './features/operators/service.js';
 import { organizationAdminRoutes } from './features/organizations/operators/routes.js';
 import { scimTokenAdminRoutes } from './features/scim/token-routes.js';
+import { ssoTestAdminRoutes } from './features/sso/admin-routes.js';
 import { ssoRequirementAdminRoutes } from './features/sso/requirement/admin-routes.js';
 import { adminRefusal, requireAdminKey, requireRole } from './platform/http/admin-auth.js';
 import { problemResponse } from './platform/http/schemas.js';
@@ -124,6 +125,7 @@ export async function buildAdminApp(
   await admin.register(organizationAdminRoutes, { ctx, prefix: ADMIN_PREFIX });
   await admin.register(scimTokenAdminRoutes, { ctx, prefix: ADMIN_PREFIX });
   await admin.register(ssoRequirementAdminRoutes, { ctx, prefix: ADMIN_PREFIX });
+  await admin.register(ssoTestAdminRoutes, { ctx, prefix: ADMIN_PREFIX });
   await admin.register(eventAdminRoutes, { ctx, prefix: ADMIN_PREFIX });
   await admin.register(webhookEndpointRoutes, { ctx, prefix: ADMIN_PREFIX });
   await admin.register(operatorRoutes, { operators, prefix: ADMIN_PREFIX });

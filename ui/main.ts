@@ -26,7 +26,7 @@ import { secondFactorPage, signInPage } from './pages/sign-in.js';
 import { captureSignInLink, signInLinkPage } from './pages/sign-in-link.js';
 import { signUpPage } from './pages/sign-up.js';
 import { ssoContinuePage } from './pages/sso-continue.js';
-import { ssoTestPage } from './pages/sso-test.js';
+import { ssoTestDonePage, ssoTestPage } from './pages/sso-test.js';
 import { messageFor } from './problems.js';
 import { captureProviderReturn, dropProviderReturn } from './providers.js';
 import { go, type Page, type PageContent, routeOf } from './router.js';
@@ -74,6 +74,8 @@ const OPEN: Record<string, Page> = {
   '/sign-in/link': signInLinkPage,
   // An IdP-initiated SAML sign-in asks the person to continue (ui/pages/sso-continue.ts).
   '/sso-continue': ssoContinuePage,
+  // An operator's connection test came back: its result is in the operators' console.
+  '/sso-test-done': ssoTestDonePage,
 };
 /** The OpenID Provider's interactions, for signed-in and signed-out people alike, without the nav. */
 const INTERACTIONS: [RegExp, (uid: string) => ReturnType<Page>][] = [

@@ -215,6 +215,7 @@ describe('the admin listener', () => {
     expect(Object.keys(doc.paths).sort()).toEqual([
       '/admin/v1/audit-records',
       '/admin/v1/audit-records/stream',
+      '/admin/v1/connection-tests/{id}',
       '/admin/v1/events',
       '/admin/v1/events/stream',
       '/admin/v1/events/{id}',
@@ -241,6 +242,7 @@ describe('the admin listener', () => {
       '/admin/v1/organizations/{id}',
       '/admin/v1/organizations/{id}/connections',
       '/admin/v1/organizations/{id}/connections/{connectionId}',
+      '/admin/v1/organizations/{id}/connections/{connectionId}/tests',
       '/admin/v1/organizations/{id}/disablements',
       '/admin/v1/organizations/{id}/domains',
       '/admin/v1/organizations/{id}/domains/{domainId}/verifications',

@@ -14,6 +14,7 @@ import {
   openOrganizationPage,
   ownerWithOrganization,
 } from '../helpers/organization-page.js';
+import { followToCallback, hostMappingFetch, startUpstream, type Upstream } from '../helpers/upstream.js';
 import { parse, TestIdp } from '../sso/idp.js';
 import { adminCall } from '../sso/support.js';
 
@@ -42,6 +43,13 @@ let acsUrl: string;
 let entityId: string;
 const pageErrors: string[] = [];
 const clock = new ManualClock(new Date());
+/** The OpenID IdP (oidc-provider on loopback), reached as https://idp-oidc.example by the service and the browser. */
+const OIDC_ISSUER = 'https://idp-oidc.example';
+const OIDC_SECRET = `entra-secret-${'s'.repeat(32)}`;
+const hosts: Record<string, string> = {};
+let oidcIdp: Upstream | undefined;
+/** Our redirect URI for the OpenID connection the owner adds. */
+let oidcCallback = '';
 
 /** The IdP's page: a signed Response auto-posted to our ACS (the HTTP-POST binding). */
 function postToAcs(samlResponse: string): string {
@@ -90,10 +98,20 @@ beforeAll(async () => {
     clock,
     admin: true,
     env: { ACCOUNT_UI: 'on', PUBLIC_ORIGIN: origin, DNS_RESOLVERS: dns.address },
+    upstreamFetch: hostMappingFetch(hosts),
   });
   await t.app.listen({ host: '127.0.0.1', port });
   browser = await launchChromium();
   context = await browser.newContext({ viewport: { width: 1000, height: 800 } });
+  // The browser at the OpenID IdP's https issuer: the IdP (on loopback) is played through to our
+  // callback, as the API suite does, and the browser sent there (the fake signs `login` in at once).
+  await context.route(`${OIDC_ISSUER}/**`, async (route) => {
+    const arrival = await followToCallback(route.request().url(), {
+      callback: oidcCallback,
+      fetch: hostMappingFetch(hosts),
+    });
+    await route.fulfill({ status: 303, headers: { location: arrival.url } });
+  });
   page = await context.newPage();
   page.setDefaultTimeout(10_000);
   page.on('pageerror', (e) => pageErrors.push(String(e)));
@@ -103,6 +121,7 @@ afterAll(async () => {
   await browser?.close();
   await t?.close();
   await new Promise<void>((r) => (idpServer ? idpServer.close(() => r()) : r()));
+  await oidcIdp?.close();
   await dns?.close();
 });
 
@@ -296,6 +315,125 @@ describe('enterprise sign-in on the hosted pages', () => {
     // A redraw in this tab shows it again (the code kept for this tab only).
     await page.reload();
     await page.locator('#sso-test-summary').getByText('Every check passed').waitFor();
+  });
+
+  it('the owner adds an OpenID connection (issuer, client, secret never shown again, a claim) and tests it', async () => {
+    await context.clearCookies();
+    await page.goto(`${origin}/account/#/sign-in`);
+    await signInPage(page, { email: owner.email, password: owner.password });
+    await page.goto('about:blank');
+    await page.goto(`${origin}/account/#/organizations/${orgId}`);
+    await heading(page, 'Northwind');
+    const sso = page.locator('#org-sso');
+    const add = sso.locator('#sso-add');
+    // The kind is chosen by keyboard: the radio group moves with the arrow keys.
+    await add.getByRole('radio', { name: 'SAML 2.0' }).focus();
+    await page.keyboard.press('ArrowDown');
+    expect(await add.getByRole('radio', { name: 'OpenID Connect' }).isChecked()).toBe(true);
+    await add.getByLabel('Issuer', { exact: true }).waitFor();
+    expect(await add.locator('#sso-add-saml').isHidden()).toBe(true);
+    await axeBoth(page, 'organization SSO, add an OpenID connection');
+    // What is missing is named on the field, and nothing is sent.
+    await add.getByLabel('Name', { exact: true }).fill('Northwind Entra');
+    await add.getByRole('button', { name: 'Add connection' }).click();
+    await expect
+      .poll(() => add.getByLabel('Issuer', { exact: true }).getAttribute('aria-invalid'))
+      .toBe('true');
+    // The service's refusal (an issuer that is not https), in the person's words, on the fields.
+    await add.getByLabel('Issuer', { exact: true }).fill('http://idp-oidc.example');
+    await add.getByLabel('Client ID', { exact: true }).fill('northwind-client');
+    await add.getByLabel('Client secret', { exact: true }).fill(OIDC_SECRET);
+    await add.getByRole('button', { name: 'Add connection' }).click();
+    await add.getByText('Check that the issuer is an https address').waitFor();
+    expect(await add.getByLabel('Issuer', { exact: true }).getAttribute('aria-invalid')).toBe('true');
+    await axeBoth(page, 'organization SSO, OpenID connection refused');
+    await add.getByLabel('Issuer', { exact: true }).fill(OIDC_ISSUER);
+    await add.getByLabel('Claim carrying the email address').fill('email');
+    await add.getByRole('button', { name: 'Add connection' }).click();
+    await sso.getByText('Northwind Entra was added.').waitFor();
+    const row = sso.locator('#connection-list li', { hasText: 'Northwind Entra' });
+    await row.getByText('secret set (hidden)').waitFor();
+    // The secret is nowhere on the page any more (the form was drawn anew, empty).
+    expect(await page.content()).not.toContain(OIDC_SECRET);
+    expect(
+      await page.evaluate(() => [...document.querySelectorAll('input')].map((i) => i.value).join('\n')),
+    ).not.toContain(OIDC_SECRET);
+    const oidcId = (await row.getAttribute('data-connection')) as string;
+    const redirectUri = await row
+      .getByRole('textbox', { name: 'Our redirect URI (give it to your provider)' })
+      .inputValue();
+    expect(redirectUri).toBe(`${origin}/api/v1/sso/oidc/${oidcId}/callback`);
+    oidcCallback = redirectUri;
+    const stored = await t.ctx.database.db
+      .selectFrom('sso_connections')
+      .select(['issuer', 'client_id', 'attribute_mapping'])
+      .where('id', '=', oidcId)
+      .executeTakeFirstOrThrow();
+    expect(stored).toMatchObject({ issuer: OIDC_ISSUER, client_id: 'northwind-client' });
+    await axeBoth(page, 'organization SSO, OpenID connection added');
+    // The IdP knows the client and our redirect URI; the owner tests the connection (disabled).
+    oidcIdp = await startUpstream({
+      issuer: OIDC_ISSUER,
+      clientId: 'northwind-client',
+      clientSecret: OIDC_SECRET,
+      redirectUris: [redirectUri],
+    });
+    hosts['idp-oidc.example'] = oidcIdp.origin;
+    oidcIdp.setAccount('entra-zed', { email: `zed@${domain}`, email_verified: true, given_name: 'Zed' });
+    const count = async (table: 'sessions' | 'identities' | 'organization_memberships') =>
+      (await t.ctx.database.db.selectFrom(table).select('created_at').execute()).length;
+    const before = [
+      await count('sessions'),
+      await count('identities'),
+      await count('organization_memberships'),
+    ];
+    await row.getByRole('button', { name: 'Test connection Northwind Entra' }).click();
+    await heading(page, 'Connection test');
+    await page.locator('#sso-test-summary').getByText('Every check passed').waitFor();
+    expect(await page.locator('#sso-test-subject').textContent()).toBe('entra-zed');
+    expect(await page.locator('#sso-test-email').textContent()).toBe(`zed@${domain}`);
+    expect(
+      await page
+        .locator('#sso-test-checks li')
+        .evaluateAll((lis) => lis.map((li) => li.getAttribute('data-check'))),
+    ).toEqual(['flow', 'response', 'email', 'email_verified', 'domain']);
+    await axeBoth(page, 'sso-test result, OpenID');
+    expect([
+      await count('sessions'),
+      await count('identities'),
+      await count('organization_memberships'),
+    ]).toEqual(before);
+    // Removed again: the SAML connection stays the organization's oldest (the sign-in tests below).
+    await page.goto(`${origin}/account/#/organizations/${orgId}`);
+    await heading(page, 'Northwind');
+    await sso.getByRole('button', { name: 'Delete Northwind Entra' }).click();
+    await sso.getByRole('button', { name: 'Delete', exact: true }).click();
+    await sso.getByText('Northwind Entra was deleted.').waitFor();
+  });
+
+  it('in French: the OpenID form and its refusal', async () => {
+    const fr = await browser.newContext({ locale: 'fr-FR' });
+    try {
+      const p = await fr.newPage();
+      p.setDefaultTimeout(10_000);
+      p.on('pageerror', (e) => pageErrors.push(String(e)));
+      await p.goto(`${origin}/account/#/sign-in`);
+      await signInPage(p, { email: owner.email, password: owner.password });
+      await p.goto('about:blank');
+      await p.goto(`${origin}/account/#/organizations/${orgId}`);
+      await heading(p, 'Northwind');
+      const add = p.locator('#sso-add');
+      await add.getByRole('radio', { name: 'OpenID Connect' }).check();
+      await add.getByLabel('Nom', { exact: true }).fill('Entra');
+      await add.getByLabel('Émetteur (issuer)').fill('http://idp-oidc.example');
+      await add.getByLabel('Identifiant client').fill('c');
+      await add.getByLabel('Secret client').fill('s');
+      await add.getByRole('button', { name: 'Ajouter la connexion' }).click();
+      await add.getByText('Vérifiez que l’émetteur est une adresse https').waitFor();
+      await axeBoth(p, 'organization SSO, OpenID connection refused, French');
+    } finally {
+      await fr.close();
+    }
   });
 
   it('the owner requires SSO after a confirmation that says who is signed out, then stops requiring it', async () => {

@@ -1153,6 +1153,14 @@ const ROWS: Record<string, Row> = {
       );
     },
   },
+  'POST /admin/v1/organizations/{id}/connections/{connectionId}/tests': {
+    exempt:
+      "starts an operator's connection test (audited when the IdP answers): an unbound flow record and its start URL; it signs nobody in",
+    async run(act) {
+      const sso = await ssoOrganization();
+      await act(() => adm('POST', `/organizations/${sso.org.id}/connections/${sso.connectionId}/tests`));
+    },
+  },
   'POST /api/v1/sso-tests/results': {
     exempt: 'reads a connection test’s result for the session that started it: nothing is written',
     async run(act) {

@@ -66,6 +66,25 @@ const identitiesOf = (email: string) =>
   scalar(t, sql`SELECT count(*)::int AS n FROM identifiers WHERE value = ${email} AND removed_at IS NULL`);
 
 describe('SAML races', () => {
+  it(`an operator's test start URL opened twice at once: one browser is bound, the other told it is spent (${ROUNDS} rounds)`, async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const started = await adminCall(
+        t,
+        'POST',
+        `/organizations/${s.orgId}/connections/${s.connectionId}/tests`,
+      );
+      expect(started.statusCode, started.body).toBe(201);
+      const path = new URL(started.json().data.startUrl as string).pathname;
+      const answers = await race(2, () => t.app.inject({ method: 'GET', url: path }));
+      const bound = answers.filter((a) => a.headers['set-cookie'] !== undefined);
+      expect(bound, `round ${round}`).toHaveLength(1);
+      expect(String(bound[0]?.headers.location).startsWith(idp.ssoUrl)).toBe(true);
+      expect(
+        answers.filter((a) => a.headers.location === `${ORIGIN}/account/#/sso-test-done?error=gone`),
+      ).toHaveLength(1);
+    }
+  });
+
   it(`the same response posted twice at once: one handoff, one session (${ROUNDS} rounds)`, async () => {
     for (let round = 0; round < ROUNDS; round++) {
       const flow = await startFlow(t, s.connectionId);

@@ -43,6 +43,23 @@ export interface Connection {
   defaultRole: string;
 }
 
+/** An operator's connection test (docs/sso.md, "By an operator"). */
+export interface ConnectionTestStart {
+  id: string;
+  startUrl: string;
+  expiresAt: string;
+}
+
+/** What the IdP sent and which checks passed (GET /connection-tests/{id}). */
+export interface ConnectionTestResult {
+  connection: { id: string; name: string; type: 'saml' | 'oidc' };
+  passed: boolean;
+  checks: { check: string; passed: boolean; reason?: string }[];
+  subject: string | null;
+  email: string | null;
+  attributes: Record<string, unknown>;
+}
+
 export interface ScimToken {
   id: string;
   name: string;
@@ -78,6 +95,13 @@ export const orgAdmin = {
     call<{ data: Connection }>('PATCH', `${o(id)}/connections/${encodeURIComponent(connectionId)}`, {
       enabled,
     }),
+  startConnectionTest: (id: string, connectionId: string) =>
+    call<{ data: ConnectionTestStart }>(
+      'POST',
+      `${o(id)}/connections/${encodeURIComponent(connectionId)}/tests`,
+    ),
+  connectionTestResult: (testId: string) =>
+    call<{ data: ConnectionTestResult }>('GET', `/connection-tests/${encodeURIComponent(testId)}`),
   scimTokens: (id: string) => call<PageOf<ScimToken>>('GET', `${o(id)}/scim-tokens?limit=100`),
   /** A new token: its secret (`token`) is in this answer and never again. */
   createScimToken: (id: string, name: string) =>

@@ -3,7 +3,14 @@ import { t } from '../messages/console.js';
 import { tp } from '../messages/console-operators.js';
 import { tx } from '../messages/console-orgs.js';
 import { ConsoleProblem, type Operator } from './api.js';
-import { type Connection, type Domain, type Invitation, orgAdmin, type ScimToken } from './api-orgs.js';
+import {
+  type Connection,
+  type ConnectionTestResult,
+  type Domain,
+  type Invitation,
+  orgAdmin,
+  type ScimToken,
+} from './api-orgs.js';
 import type { ConsoleKit } from './kit.js';
 import { showOnce } from './secret.js';
 
@@ -161,6 +168,8 @@ export async function organizationPage(id: string, op: Operator, shell: ConsoleK
           connections.data.map((c) => connectionRow(id, name, c, owner)),
         )
       : h('p', null, tx('noConnections')),
+    // An operator's connection test: started by a row's Test, its result shown here when asked.
+    owner ? h('div', { id: 'connection-test' }) : null,
     h('h2', null, tx('scim')),
     scimSection(id, name, tokens.data, owner),
     owner ? scimCreateForm(id) : null,
@@ -262,8 +271,117 @@ function connectionRow(id: string, org: string, c: Connection, owner: boolean): 
         () => orgAdmin.setConnectionEnabled(id, c.id, !c.enabled),
         tx('connectionChanged', { name: c.name }),
       ),
+      ' ',
+      testButton(id, c),
     );
   return row;
+}
+
+/**
+ * Test a connection (docs/sso.md, "By an operator"): the admin API gives a single-use start URL on
+ * the public origin, opened here in a new tab (opened at the click, so no popup blocker stops it,
+ * and cut from this page: no opener); the operator signs in at the IdP there, comes back and asks
+ * for the result, which the API shows to the operator who started the test only.
+ */
+function testButton(id: string, c: Connection): HTMLElement {
+  return h(
+    'button',
+    {
+      type: 'button',
+      class: 'button secondary',
+      'aria-label': tx('testConnectionOf', { name: c.name }),
+      onclick: async () => {
+        const panel = document.getElementById('connection-test');
+        if (!panel) return;
+        const tab = window.open('', '_blank');
+        if (tab) tab.opener = null;
+        try {
+          const { data } = await orgAdmin.startConnectionTest(id, c.id);
+          if (tab) tab.location.href = data.startUrl;
+          testStarted(panel, c.name, data.id, tab ? null : data.startUrl);
+        } catch (err) {
+          tab?.close();
+          panel.replaceChildren(h('p', { class: 'alert', role: 'alert' }, problemText(err)));
+        }
+      },
+    },
+    tx('testConnection'),
+  );
+}
+
+function testStarted(panel: HTMLElement, name: string, testId: string, fallbackUrl: string | null): void {
+  const result = h('div', { id: 'connection-test-result', 'aria-live': 'polite' });
+  const show = h(
+    'button',
+    {
+      type: 'button',
+      class: 'button',
+      onclick: async () => {
+        try {
+          const { data } = await orgAdmin.connectionTestResult(testId);
+          result.replaceChildren(testResult(data));
+        } catch (err) {
+          if (err instanceof ConsoleProblem && err.code === 'organization.connection_test_not_found')
+            result.replaceChildren(h('p', { role: 'status' }, tx('testPending')));
+          else result.replaceChildren(h('p', { class: 'alert', role: 'alert' }, problemText(err)));
+        }
+      },
+    },
+    tx('showResult'),
+  );
+  panel.replaceChildren(
+    h(
+      'p',
+      { role: 'status' },
+      fallbackUrl ? tx('testBlocked', { url: fallbackUrl }) : tx('testStarted', { name }),
+    ),
+    h('p', null, show),
+    result,
+  );
+}
+
+function testResult(r: ConnectionTestResult): HTMLElement {
+  const text = (v: unknown) =>
+    Array.isArray(v) && v.every((x) => typeof x === 'string')
+      ? v.join(', ')
+      : typeof v === 'string'
+        ? v
+        : JSON.stringify(v);
+  const attributes = Object.entries(r.attributes);
+  return h(
+    'div',
+    null,
+    h('h3', { id: 'connection-test-title' }, tx('testResult', { name: r.connection.name })),
+    h(
+      'p',
+      { id: 'connection-test-summary', 'data-passed': String(r.passed) },
+      r.passed ? tx('testPassed') : tx('testFailed'),
+    ),
+    h(
+      'dl',
+      null,
+      h('dt', null, tx('testSubject')),
+      h('dd', { id: 'connection-test-subject' }, r.subject ?? tx('testNone')),
+      h('dt', null, tx('testEmail')),
+      h('dd', { id: 'connection-test-email' }, r.email ?? tx('testNone')),
+    ),
+    table(
+      tx('testChecks'),
+      [tx('colCheck'), tx('colPassed')],
+      r.checks.map((c) => [
+        tx(`check_${c.check}` as Parameters<typeof tx>[0]),
+        `${c.passed ? t('yes') : t('no')}${c.reason ? ` (${c.reason})` : ''}`,
+      ]),
+    ),
+    h('h4', null, tx('testAttributes')),
+    attributes.length
+      ? table(
+          tx('testAttributes'),
+          [tx('colAttribute'), tx('colValue')],
+          attributes.map(([k, v]) => [k, text(v)]),
+        )
+      : h('p', null, tx('testNone')),
+  );
 }
 
 function scimSection(id: string, org: string, tokens: ScimToken[], owner: boolean): HTMLElement {

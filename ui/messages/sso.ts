@@ -24,7 +24,7 @@ export const t = messages(
     // The SSO section of an organization's page.
     'org.title': 'Single sign-on (SSO)',
     'org.intro':
-      'Let your people sign in through your identity provider (SAML 2.0). Add a connection, give your provider our metadata URL and ACS URL, and verify the email domains it speaks for.',
+      'Let your people sign in through your identity provider (SAML 2.0 or OpenID Connect). Add a connection, give your provider our metadata URL and ACS URL (or our redirect URI), and verify the email domains it speaks for.',
     'org.connections': 'Connections',
     'org.noConnections': 'No connection yet.',
     'org.enabled': 'Enabled',
@@ -46,7 +46,7 @@ export const t = messages(
     'org.copyLabel': 'Copy {what}',
     'org.copied': 'Copied.',
     'org.copyRefused': 'This browser did not allow copying. Select the text and copy it.',
-    'org.add': 'Add a SAML connection',
+    'org.add': 'Add a connection',
     'org.name': 'Name',
     'org.nameHint': 'For you and the people signing in, e.g. “Okta”.',
     'org.metadata': 'Your provider’s metadata (XML)',
@@ -103,6 +103,24 @@ export const t = messages(
     'org.removeDomainQuestion': 'Remove {domain}?',
     'org.removeDomainDetail': 'Its addresses stop signing in through your connections.',
     'org.domainRemoved': '{domain} was removed.',
+    'org.type': 'Kind of identity provider',
+    'org.typeSaml': 'SAML 2.0',
+    'org.typeOidc': 'OpenID Connect',
+    'org.issuer': 'Issuer',
+    'org.issuerHint': 'An https address, e.g. https://your-org.okta.com or https://accounts.google.com.',
+    'org.clientId': 'Client ID',
+    'org.clientSecret': 'Client secret',
+    'org.clientSecretHint': 'Kept sealed: it is never shown again, here or elsewhere.',
+    'org.claims': 'Claims (optional)',
+    'org.claimsHint':
+      'Leave empty to use the usual claims: email (or upn, preferred_username), given_name, family_name.',
+    'org.emailClaim': 'Claim carrying the email address',
+    'org.givenNameClaim': 'Claim carrying the given name',
+    'org.familyNameClaim': 'Claim carrying the family name',
+    'org.oidcInvalid':
+      'That connection could not be added. Check that the issuer is an https address, and the client ID and secret.',
+    'org.oidcSummary': 'OpenID Connect · {issuer} · client {clientId}',
+    'org.oidcSummarySecret': 'OpenID Connect · {issuer} · client {clientId} · secret set (hidden)',
     'org.redirectUri': 'Our redirect URI (give it to your provider)',
     'org.test': 'Test connection',
     'org.testLabel': 'Test connection {name}',
@@ -132,6 +150,10 @@ export const t = messages(
     'test.gone':
       'This test result has expired, or it was started in another browser or session. Run the test again.',
     'test.back': 'Back to your organizations',
+    'test.operatorDone':
+      'The connection test is over. Its result is shown in the operators’ console, to the operator who started it.',
+    'test.startGone':
+      'This test link was already used or has expired. Start the test again from the operators’ console.',
   },
   {
     theIdp: 'le fournisseur d’identité de votre organisation',
@@ -155,7 +177,7 @@ export const t = messages(
     redirecting: 'Redirection vers la connexion de votre organisation…',
     'org.title': 'Authentification unique (SSO)',
     'org.intro':
-      'Permettez à vos membres de se connecter par votre fournisseur d’identité (SAML 2.0). Ajoutez une connexion, donnez à votre fournisseur notre URL de métadonnées et notre URL ACS, et vérifiez les domaines e-mail qu’il représente.',
+      'Permettez à vos membres de se connecter par votre fournisseur d’identité (SAML 2.0 ou OpenID Connect). Ajoutez une connexion, donnez à votre fournisseur notre URL de métadonnées et notre URL ACS (ou notre URI de redirection), et vérifiez les domaines e-mail qu’il représente.',
     'org.connections': 'Connexions',
     'org.noConnections': 'Aucune connexion pour l’instant.',
     'org.enabled': 'Activée',
@@ -177,7 +199,7 @@ export const t = messages(
     'org.copyLabel': 'Copier {what}',
     'org.copied': 'Copié.',
     'org.copyRefused': 'Ce navigateur n’a pas permis la copie. Sélectionnez le texte et copiez-le.',
-    'org.add': 'Ajouter une connexion SAML',
+    'org.add': 'Ajouter une connexion',
     'org.name': 'Nom',
     'org.nameHint': 'Pour vous et les personnes qui se connectent, par ex. « Okta ».',
     'org.metadata': 'Les métadonnées de votre fournisseur (XML)',
@@ -236,6 +258,24 @@ export const t = messages(
     'org.removeDomainQuestion': 'Retirer {domain} ?',
     'org.removeDomainDetail': 'Ses adresses ne se connectent plus par vos connexions.',
     'org.domainRemoved': '{domain} a été retiré.',
+    'org.type': 'Type de fournisseur d’identité',
+    'org.typeSaml': 'SAML 2.0',
+    'org.typeOidc': 'OpenID Connect',
+    'org.issuer': 'Émetteur (issuer)',
+    'org.issuerHint': 'Une adresse https, par ex. https://votre-org.okta.com ou https://accounts.google.com.',
+    'org.clientId': 'Identifiant client',
+    'org.clientSecret': 'Secret client',
+    'org.clientSecretHint': 'Conservé scellé : il n’est plus jamais affiché, ni ici ni ailleurs.',
+    'org.claims': 'Revendications (facultatif)',
+    'org.claimsHint':
+      'Laissez vide pour utiliser les revendications habituelles : email (ou upn, preferred_username), given_name, family_name.',
+    'org.emailClaim': 'Revendication portant l’adresse e-mail',
+    'org.givenNameClaim': 'Revendication portant le prénom',
+    'org.familyNameClaim': 'Revendication portant le nom de famille',
+    'org.oidcInvalid':
+      'Cette connexion n’a pas pu être ajoutée. Vérifiez que l’émetteur est une adresse https, ainsi que l’identifiant et le secret client.',
+    'org.oidcSummary': 'OpenID Connect · {issuer} · client {clientId}',
+    'org.oidcSummarySecret': 'OpenID Connect · {issuer} · client {clientId} · secret enregistré (masqué)',
     'org.redirectUri': 'Notre URI de redirection (à donner à votre fournisseur)',
     'org.test': 'Tester la connexion',
     'org.testLabel': 'Tester la connexion {name}',
@@ -264,5 +304,9 @@ export const t = messages(
     'test.gone':
       'Ce résultat de test a expiré, ou il a été lancé dans un autre navigateur ou une autre session. Relancez le test.',
     'test.back': 'Retour à vos organisations',
+    'test.operatorDone':
+      'Le test de connexion est terminé. Son résultat est affiché dans la console des opérateurs, à l’opérateur qui l’a lancé.',
+    'test.startGone':
+      'Ce lien de test a déjà servi ou a expiré. Relancez le test depuis la console des opérateurs.',
   },
 );

@@ -1,11 +1,13 @@
 import {
+  asProblem,
   type Organization,
   type OrganizationConnection,
   type OrganizationDomain,
   organizations,
 } from '../api.js';
 import { field, h, uid } from '../dom.js';
-import { actionButton, alertBox, makeForm } from '../forms.js';
+import { actionButton, alertBox, FieldRefusal, makeForm } from '../forms.js';
+
 import { t } from '../messages/sso.js';
 import { inOwnWords } from './organizations.js';
 import { card, confirmButton, saySuccess } from './security/common.js';
@@ -13,8 +15,9 @@ import { card, confirmButton, saySuccess } from './security/common.js';
 /*
  * The "SSO" section of #/organizations/<id> (docs/sso.md), for those who hold connections:manage
  * (owners and admins): the organization's connections (enable, disable, test, delete; our metadata
- * URL and ACS URL, or an OpenID connection's redirect URI, to copy), a form to add one (the IdP's metadata pasted or chosen as a file, or
- * its entity id, sign-on URL and certificate), and, with domains:manage, the domains it speaks for
+ * URL and ACS URL, or an OpenID connection's redirect URI, to copy), a form to add one (SAML: the
+ * IdP's metadata pasted or chosen as a file, or its entity id, sign-on URL and certificate; OpenID:
+ * issuer, client id and secret, claims), and, with domains:manage, the domains it speaks for
  * (claim, the TXT record to publish, verify, remove), and the switch that requires SSO for those
  * domains (docs/sso.md, "Require SSO"), turned on only after a confirmation that says who is signed out.
  */
@@ -134,6 +137,16 @@ function connectionsPart(org: Organization, connections: OrganizationConnection[
               ),
               c.saml ? copyRow(t('org.metadataUrl'), c.saml.metadataUrl, 'metadataUrl') : null,
               c.saml ? copyRow(t('org.acsUrl'), c.saml.acsUrl, 'acsUrl') : null,
+              c.oidc
+                ? h(
+                    'span',
+                    { class: 'item-meta connection-oidc' },
+                    t(c.oidc.clientSecretSet ? 'org.oidcSummarySecret' : 'org.oidcSummary', {
+                      issuer: c.oidc.issuer,
+                      clientId: c.oidc.clientId,
+                    }),
+                  )
+                : null,
               c.oidc ? copyRow(t('org.redirectUri'), c.oidc.redirectUri, 'redirectUri') : null,
             ),
             h(
@@ -229,8 +242,29 @@ function requirementPart(org: Organization, state: { requireSso: boolean }, draw
   );
 }
 
+/**
+ * Adds a connection: SAML 2.0 (the IdP's metadata pasted or chosen as a file, or its entity id,
+ * sign-on URL and certificate) or OpenID Connect (issuer, client id and secret, and optionally the
+ * claims carrying the address and names). The secret is sent once: the section is drawn anew after,
+ * with empty fields, and a connection shows only that a secret is set.
+ */
 function addPart(org: Organization, draw: Draw): HTMLElement {
   const name = field({ label: t('org.name'), name: 'name', maxlength: 120, hint: t('org.nameHint') });
+  const kindName = uid('connection-type');
+  const choice = (value: 'saml' | 'oidc', label: string) => {
+    const input = h('input', { type: 'radio', name: kindName, value, checked: value === 'saml' });
+    return { input, label: h('label', null, input, label) };
+  };
+  const samlChoice = choice('saml', t('org.typeSaml'));
+  const oidcChoice = choice('oidc', t('org.typeOidc'));
+  const kind = h(
+    'fieldset',
+    { class: 'field', id: 'sso-add-type' },
+    h('legend', null, t('org.type')),
+    samlChoice.label,
+    oidcChoice.label,
+  );
+  // SAML 2.0.
   const metadata = textArea(t('org.metadata'), 'metadataXml', t('org.metadataHint'));
   const fileId = uid('metadata-file');
   const file = h('input', {
@@ -251,22 +285,47 @@ function addPart(org: Organization, draw: Draw): HTMLElement {
     maxlength: 2048,
   });
   const certificate = textArea(t('org.certificate'), 'certificate');
+  // Filled after the form is made: makeForm puts its fields first, and these parts take them back.
+  const samlPart = h('div', { id: 'sso-add-saml' });
+  // OpenID Connect: what POST /organizations/{id}/connections takes (scopes are openid email profile).
+  const issuer = field({
+    label: t('org.issuer'),
+    name: 'issuer',
+    maxlength: 2048,
+    inputmode: 'url',
+    hint: t('org.issuerHint'),
+  });
+  const clientId = field({ label: t('org.clientId'), name: 'clientId', maxlength: 256 });
+  const clientSecret = field({
+    label: t('org.clientSecret'),
+    name: 'clientSecret',
+    type: 'password',
+    autocomplete: 'new-password',
+    maxlength: 1024,
+    hint: t('org.clientSecretHint'),
+  });
+  const claimField = (label: string, fieldName: string) =>
+    field({ label, name: fieldName, required: false, maxlength: 256 });
+  const emailClaim = claimField(t('org.emailClaim'), 'emailClaim');
+  const givenClaim = claimField(t('org.givenNameClaim'), 'givenNameClaim');
+  const familyClaim = claimField(t('org.familyNameClaim'), 'familyNameClaim');
+  const oidcPart = h('div', { id: 'sso-add-oidc', hidden: true });
+  const isOidc = () => oidcChoice.input.checked;
+  const shown = () => {
+    samlPart.hidden = isOidc();
+    oidcPart.hidden = !isOidc();
+  };
+  samlChoice.input.addEventListener('change', shown);
+  oidcChoice.input.addEventListener('change', shown);
   const enableId = uid('enable');
   const enable = h('input', { type: 'checkbox', id: enableId, name: 'enabled' });
   const form = makeForm({
-    fields: [name, entityId, ssoUrl],
+    fields: [name, entityId, ssoUrl, issuer, clientId, clientSecret, emailClaim, givenClaim, familyClaim],
     extra: [
-      metadata.wrap,
-      h(
-        'p',
-        null,
-        file,
-        h('label', { for: fileId, class: 'button secondary file-button' }, t('org.metadataFile')),
-      ),
-      h('h4', { class: 'sso-subtitle' }, t('org.manual')),
-      entityId.wrap,
-      ssoUrl.wrap,
-      certificate.wrap,
+      name.wrap,
+      kind,
+      samlPart,
+      oidcPart,
       h(
         'div',
         { class: 'field checkbox-field' },
@@ -275,35 +334,83 @@ function addPart(org: Organization, draw: Draw): HTMLElement {
     ],
     submit: t('org.submit'),
     async onSubmit() {
-      const xml = metadata.area.value.trim();
-      const manual = {
-        idpEntityId: entityId.input.value.trim(),
-        ssoUrl: ssoUrl.input.value.trim(),
-        certificate: certificate.area.value.trim(),
-      };
-      if (!xml && (!manual.idpEntityId || !manual.ssoUrl || !manual.certificate))
-        throw new Error(t('org.incomplete'));
-      const saml = xml
-        ? { metadataXml: xml }
-        : {
-            idpEntityId: manual.idpEntityId,
-            ssoUrl: manual.ssoUrl,
-            signingCertificates: [manual.certificate],
-          };
       const label = name.input.value.trim();
+      const common = { name: label, enabled: enable.checked };
+      let input: Parameters<typeof organizations.addConnection>[1];
+      if (isOidc()) {
+        const mapping = Object.fromEntries(
+          (
+            [
+              ['email', emailClaim],
+              ['givenName', givenClaim],
+              ['familyName', familyClaim],
+            ] as const
+          )
+            .map(([key, f]) => [key, f.input.value.trim()])
+            .filter(([, value]) => value !== ''),
+        );
+        input = {
+          type: 'oidc',
+          ...common,
+          oidc: {
+            issuer: issuer.input.value.trim(),
+            clientId: clientId.input.value.trim(),
+            clientSecret: clientSecret.input.value,
+          },
+          ...(Object.keys(mapping).length ? { attributeMapping: mapping } : {}),
+        };
+      } else {
+        const xml = metadata.area.value.trim();
+        const manual = {
+          idpEntityId: entityId.input.value.trim(),
+          ssoUrl: ssoUrl.input.value.trim(),
+          certificate: certificate.area.value.trim(),
+        };
+        if (!xml && (!manual.idpEntityId || !manual.ssoUrl || !manual.certificate))
+          throw new Error(t('org.incomplete'));
+        const saml = xml
+          ? { metadataXml: xml }
+          : {
+              idpEntityId: manual.idpEntityId,
+              ssoUrl: manual.ssoUrl,
+              signingCertificates: [manual.certificate],
+            };
+        input = { type: 'saml', ...common, saml };
+      }
       try {
-        await organizations.addConnection(org.id, {
-          type: 'saml',
-          name: label,
-          enabled: enable.checked,
-          saml,
-        });
+        await organizations.addConnection(org.id, input);
       } catch (error) {
+        if (isOidc() && asProblem(error).code === 'organization.connection_invalid')
+          throw new FieldRefusal(t('org.oidcInvalid'), ['issuer', 'clientId', 'clientSecret']);
         throw inOwnWords(error, CONNECTION_WORDS());
       }
+      // Drawn anew: the secret leaves the page, and is never shown again.
       await draw(t('org.added', { name: label }));
     },
   });
+  samlPart.append(
+    metadata.wrap,
+    h(
+      'p',
+      null,
+      file,
+      h('label', { for: fileId, class: 'button secondary file-button' }, t('org.metadataFile')),
+    ),
+    h('h4', { class: 'sso-subtitle' }, t('org.manual')),
+    entityId.wrap,
+    ssoUrl.wrap,
+    certificate.wrap,
+  );
+  oidcPart.append(
+    issuer.wrap,
+    clientId.wrap,
+    clientSecret.wrap,
+    h('h4', { class: 'sso-subtitle' }, t('org.claims')),
+    h('p', { class: 'hint' }, t('org.claimsHint')),
+    emailClaim.wrap,
+    givenClaim.wrap,
+    familyClaim.wrap,
+  );
   return h('div', { id: 'sso-add' }, h('h3', { class: 'sso-subtitle' }, t('org.add')), form.el);
 }
 

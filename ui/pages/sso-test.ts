@@ -110,3 +110,28 @@ export async function ssoTestPage(): Promise<PageContent> {
   );
   return { title, body: [section] };
 }
+
+/**
+ * Where an operator's connection test lands (`#/sso-test-done`, or `?error=gone` for a start link
+ * already used or expired): the result is not here but in the operators' console, for the operator
+ * who started the test; nobody was signed in.
+ */
+export function ssoTestDonePage(): PageContent {
+  const back = takeProviderReturn('/sso-test-done');
+  const spent = back?.error === 'gone';
+  return {
+    title: t('test.title'),
+    body: [
+      h(
+        'section',
+        { class: 'card', id: 'sso-test-done' },
+        h(
+          'p',
+          spent ? { class: 'alert', role: 'alert', tabindex: '-1' } : { class: 'success', role: 'status' },
+          spent ? t('test.startGone') : t('test.operatorDone'),
+        ),
+        spent ? null : h('p', null, t('test.intro')),
+      ),
+    ],
+  };
+}

@@ -107,6 +107,8 @@ export const ROUTE_PERMISSIONS: Readonly<Record<string, OperatorPermission>> = {
   [`POST ${P}/organizations/:id/connections`]: 'organizations:manage',
   [`PATCH ${P}/organizations/:id/connections/:connectionId`]: 'organizations:manage',
   [`DELETE ${P}/organizations/:id/connections/:connectionId`]: 'organizations:manage',
+  [`POST ${P}/organizations/:id/connections/:connectionId/tests`]: 'organizations:manage',
+  [`GET ${P}/connection-tests/:id`]: 'organizations:read',
   [`PUT ${P}/organizations/:id/sso-requirement`]: 'organizations:manage',
   [`GET ${P}/organizations/:id/scim-tokens`]: 'organizations:read',
   [`POST ${P}/organizations/:id/scim-tokens`]: 'organizations:manage',

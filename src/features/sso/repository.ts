@@ -18,6 +18,8 @@ export interface SamlFlow {
   sealedChecks?: string | null;
   /** A connection test's flow: the session that started it (it signs nobody in). */
   testerSessionId?: string | null;
+  /** An operator's connection test: who started it (`admin:<key>` or `operator:<identity id>`). */
+  testerOperator?: string | null;
 }
 
 const flowColumns = [
@@ -30,9 +32,13 @@ const flowColumns = [
   'expires_at as expiresAt',
   'sealed_checks as sealedChecks',
   'tester_session_id as testerSessionId',
+  'tester_operator as testerOperator',
 ] as const;
 
-export async function insertFlow(trx: Executor, f: SamlFlow & { answeredAt?: Date }): Promise<void> {
+export async function insertFlow(
+  trx: Executor,
+  f: SamlFlow & { answeredAt?: Date; startHash?: string; startUrl?: string },
+): Promise<void> {
   await trx
     .insertInto('saml_flows')
     .values({
@@ -46,8 +52,52 @@ export async function insertFlow(trx: Executor, f: SamlFlow & { answeredAt?: Dat
       answered_at: f.answeredAt ?? null,
       sealed_checks: f.sealedChecks ?? null,
       tester_session_id: f.testerSessionId ?? null,
+      tester_operator: f.testerOperator ?? null,
+      start_hash: f.startHash ?? null,
+      start_url: f.startUrl ?? null,
     })
     .execute();
+}
+
+/**
+ * Opens an operator's test flow, once: its start token is spent (compare-and-set) and the flow
+ * bound to the browser that opened it. Expired, answered or spent: nothing. The IdP address to go to.
+ */
+export async function openOperatorTest(
+  trx: Executor,
+  startHash: string,
+  bindingHash: string,
+  now: Date,
+): Promise<string | undefined> {
+  const row = await trx
+    .updateTable('saml_flows')
+    .set({ binding_hash: bindingHash, start_hash: null })
+    .where('start_hash', '=', startHash)
+    .where('binding_hash', 'is', null)
+    .where('answered_at', 'is', null)
+    .where('tester_operator', 'is not', null)
+    .where('expires_at', '>', now)
+    .returning('start_url')
+    .executeTakeFirst();
+  return row?.start_url ?? undefined;
+}
+
+/** An operator's test result by the test's id, for the operator who started it, unexpired. */
+export async function operatorTestResultOf(
+  trx: Executor,
+  id: string,
+  operator: string,
+  now: Date,
+): Promise<unknown | undefined> {
+  const row = await trx
+    .selectFrom('saml_flows')
+    .select('test_result')
+    .where('id', '=', id)
+    .where('tester_operator', '=', operator)
+    .where('test_result', 'is not', null)
+    .where('handoff_expires_at', '>', now)
+    .executeTakeFirst();
+  return row?.test_result ?? undefined;
 }
 
 /**
@@ -126,11 +176,12 @@ export async function peekHandoff(
 
 /**
  * A connection test's answer: what the IdP sent and which checks passed, behind a code that only
- * the tester's session, in the tester's browser, reads (never exchanged: no identity is set).
+ * the tester's session, in the tester's browser, reads (never exchanged: no identity is set); an
+ * operator's test has no code (its id is read by that operator through the admin API).
  */
 export async function setTestResult(
   trx: Executor,
-  t: { flowId: string; resultHash: string; result: unknown; expiresAt: Date },
+  t: { flowId: string; resultHash: string | null; result: unknown; expiresAt: Date },
 ): Promise<void> {
   await trx
     .updateTable('saml_flows')
@@ -140,7 +191,7 @@ export async function setTestResult(
       test_result: JSON.stringify(t.result),
     })
     .where('id', '=', t.flowId)
-    .where('tester_session_id', 'is not', null)
+    .where((eb) => eb.or([eb('tester_session_id', 'is not', null), eb('tester_operator', 'is not', null)]))
     .execute();
 }
 

@@ -15,6 +15,7 @@ import { SignInCompletion } from '../sign-in/complete.js';
 import { SecondFactorTicketSchema } from '../sign-in/schemas.js';
 import { SsoStrategy } from '../sign-in/strategies/sso.js';
 import { ssoRequirementRoutes } from './requirement/routes.js';
+import { TestResultSchema } from './schemas.js';
 import { SsoService } from './service.js';
 
 const TAGS = ['sso'];
@@ -22,45 +23,6 @@ const FORM_LIMIT = 600 * 1024;
 const Params = Type.Object({ connectionId: IdInput }, { additionalProperties: false });
 const TestParams = Type.Object(
   { organizationId: IdInput, connectionId: IdInput },
-  { additionalProperties: false },
-);
-const Check = Type.Object(
-  {
-    check: Type.Union(
-      ['flow', 'response', 'email', 'email_verified', 'domain'].map((c) => Type.Literal(c)),
-      {
-        description:
-          'flow: the answer came to a flow started in this browser; response: the SAML response or the ' +
-          'OpenID callback and ID token passed every check; email: an email was found; email_verified: ' +
-          'the IdP did not say it is unverified (OpenID); domain: its domain is verified by the organization',
-      },
-    ),
-    passed: Type.Boolean(),
-    reason: Type.Optional(Type.String({ description: 'why the response was refused' })),
-  },
-  { additionalProperties: false },
-);
-const TestResultSchema = Type.Object(
-  {
-    connection: Type.Object(
-      {
-        id: Type.String({ format: 'uuid' }),
-        name: Type.String(),
-        type: Type.Union([Type.Literal('saml'), Type.Literal('oidc')]),
-      },
-      { additionalProperties: false },
-    ),
-    organizationId: Type.String({ format: 'uuid' }),
-    testedAt: Instant,
-    passed: Type.Boolean({ description: 'every check passed: this person would be signed in' }),
-    checks: Type.Array(Check),
-    subject: Type.Union([Type.String(), Type.Null()], { description: 'the NameID or the `sub` claim' }),
-    nameIdFormat: Type.Union([Type.String(), Type.Null()]),
-    email: Type.Union([Type.String(), Type.Null()]),
-    attributes: Type.Record(Type.String(), Type.Unknown(), {
-      description: 'SAML attributes (arrays of values) or OpenID claims, as the IdP sent them',
-    }),
-  },
   { additionalProperties: false },
 );
 const StartedSchema = Type.Object(
@@ -261,6 +223,34 @@ export const ssoRoutes = featureRoutes(async (app, { ctx }: { ctx: AppContext })
       return reply
         .code(201)
         .send(envelope({ redirectUrl: started.redirectUrl, expiresAt: started.expiresAt }));
+    },
+  );
+
+  app.get(
+    '/sso-test-starts/:token',
+    {
+      config: limitFor(ctx.config.rateLimits.provesAPassword, 'sso-test-starts'),
+      schema: {
+        tags: TAGS,
+        summary: 'Open an operator’s connection test in this browser (the start URL the admin API gave)',
+        description:
+          'Single use: spends the token, binds the test flow to this browser (the flow’s HttpOnly cookie, ' +
+          'SameSite=None) and answers 303 to the IdP. A spent, expired or unknown token: 303 to the ' +
+          'hosted page that says so, nothing set. Nobody is signed in (docs/sso.md, "Testing a connection").',
+        params: Type.Object(
+          { token: Type.String({ minLength: 1, maxLength: 128 }) },
+          { additionalProperties: false },
+        ),
+        response: { 303: { description: 'To the IdP, or to the hosted page when the link is spent' } },
+      },
+    },
+    async (request, reply) => {
+      const opened = await service.openOperatorTest(request.params.token);
+      if (opened.cookie) reply.header('set-cookie', opened.cookie);
+      return reply
+        .code(303)
+        .headers({ location: opened.location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' })
+        .send();
     },
   );
 

@@ -193,11 +193,77 @@ export class SsoService {
     return this.#begin(connection, `${this.#uiPath}#/sso-test`, sessionId);
   }
 
+  /**
+   * An operator's connection test (docs/sso.md, "Testing a connection"), enabled or not: the flow
+   * is made now but bound to no browser; its single-use start URL, opened in the operator's
+   * browser, binds it there and goes to the IdP (`openOperatorTest`). The result is kept for
+   * `operator` alone (`operatorTestResult`). The caller has checked the organization.
+   */
+  async startOperatorTest(
+    organizationId: string,
+    connectionId: string,
+    operator: string,
+  ): Promise<{ id: string; startUrl: string; expiresAt: string }> {
+    const connection = await connectionOf(this.deps.database.db, connectionId);
+    if (!connection || connection.organizationId !== organizationId)
+      throw new Problem('organization.connection_not_found');
+    const token = opaqueToken();
+    const { id, expiresAt } = await this.#prepare(connection, `${this.#uiPath}#/sso-test-done`, {
+      testerOperator: operator,
+      startHash: sha256Hex(token),
+    });
+    return {
+      id,
+      expiresAt,
+      startUrl: `${this.deps.config.publicOrigin}/api/v1/sso-test-starts/${token}`,
+    };
+  }
+
+  /**
+   * GET /sso-test-starts/{token}: an operator's test opened in a browser, once. The token is spent
+   * and the flow bound to this browser (its cookie); the answer is the IdP's address. A spent,
+   * expired or unknown token: the hosted page that says so (nothing set).
+   */
+  async openOperatorTest(token: string): Promise<{ location: string; cookie?: string }> {
+    const now = this.deps.clock.now();
+    const binding = opaqueToken();
+    const redirectUrl =
+      token.length <= 128
+        ? await repo.openOperatorTest(this.deps.database.db, sha256Hex(token), sha256Hex(binding), now)
+        : undefined;
+    if (!redirectUrl)
+      return { location: this.#location(`${this.#uiPath}#/sso-test-done`, { error: 'gone' }) };
+    return { location: redirectUrl, cookie: this.#flowCookie(binding) };
+  }
+
+  /** An operator's test result, for that operator only, ten minutes; every failure the same 404. */
+  async operatorTestResult(id: string, operator: string): Promise<TestResult> {
+    const found = await repo.operatorTestResultOf(this.deps.database.db, id, operator, this.deps.clock.now());
+    if (!found) throw new Problem('organization.connection_test_not_found');
+    return found as TestResult;
+  }
+
   async #begin(
     connection: ConnectionRow,
     returnTo: string,
     testerSessionId: string | null,
   ): Promise<StartedSamlFlow> {
+    const binding = opaqueToken();
+    const { redirectUrl, expiresAt } = await this.#prepare(connection, returnTo, {
+      testerSessionId,
+      bindingHash: sha256Hex(binding),
+    });
+    return { redirectUrl, expiresAt, cookie: this.#flowCookie(binding) };
+  }
+
+  /** The flow's record and the IdP's address (an AuthnRequest, or an OpenID authorization request). */
+  async #prepare(
+    connection: ConnectionRow,
+    returnTo: string,
+    bound:
+      | { testerSessionId: string | null; bindingHash: string }
+      | { testerOperator: string; startHash: string },
+  ): Promise<{ id: string; redirectUrl: string; expiresAt: string }> {
     const id = randomUUID();
     let requestId: string;
     let redirectUrl: string;
@@ -222,7 +288,6 @@ export class SsoService {
       }
       sealedChecks = this.deps.sealer.seal(JSON.stringify(checks), id);
     }
-    const binding = opaqueToken();
     const now = this.deps.clock.now();
     const expiresAt = new Date(now.getTime() + FLOW_SECONDS * 1000);
     await this.deps.database.db.transaction().execute(async (trx) => {
@@ -231,22 +296,32 @@ export class SsoService {
         id,
         connectionId: connection.id,
         requestId,
-        bindingHash: sha256Hex(binding),
         returnTo,
         createdAt: now,
         expiresAt,
         sealedChecks,
-        testerSessionId,
+        ...('bindingHash' in bound
+          ? { bindingHash: bound.bindingHash, testerSessionId: bound.testerSessionId }
+          : // Bound to no browser until its start URL is opened: until then it answers nothing.
+            {
+              bindingHash: null,
+              testerOperator: bound.testerOperator,
+              startHash: bound.startHash,
+              startUrl: redirectUrl,
+            }),
       });
     });
-    // The ACS is a cross-site form POST from the IdP, which SameSite=Lax would strip the cookie
-    // from. The cookie authenticates nothing: it only ties the InResponseTo to this browser.
+    return { id, redirectUrl, expiresAt: expiresAt.toISOString() };
+  }
+
+  /**
+   * The cookie binding a flow to this browser. The ACS is a cross-site form POST from the IdP,
+   * which SameSite=Lax would strip it from. It authenticates nothing: it only ties the
+   * InResponseTo (or the state) to this browser.
+   */
+  #flowCookie(binding: string): string {
     const tag = randomBytes(8).toString('hex');
-    return {
-      redirectUrl,
-      expiresAt: expiresAt.toISOString(),
-      cookie: this.#cookies.serialize(`${this.#cookiePrefix}${tag}`, binding, FLOW_SECONDS, 'None'),
-    };
+    return this.#cookies.serialize(`${this.#cookiePrefix}${tag}`, binding, FLOW_SECONDS, 'None');
   }
 
   /**
@@ -313,9 +388,9 @@ export class SsoService {
       flow = await repo.answerFlow(db, connectionId, inResponseTo, now);
       if (!flow || !flow.bindingHash || !this.#binding(cookieHeader, flow.bindingHash))
         return this.#refuse(connection, 'flow', refused);
-      if (!flow.testerSessionId && !connection.enabled) return this.#refuse(connection, 'disabled', refused);
+      if (!isTest(flow) && !connection.enabled) return this.#refuse(connection, 'disabled', refused);
     }
-    const tested = flow.testerSessionId ? flow : undefined;
+    const tested = isTest(flow) ? flow : undefined;
     let assertion: SamlAssertion;
     try {
       assertion = await checkResponse(
@@ -377,8 +452,8 @@ export class SsoService {
     const flow = await repo.answerFlow(this.deps.database.db, connectionId, state, now);
     if (!flow?.bindingHash || !flow.sealedChecks || !this.#binding(cookieHeader, flow.bindingHash))
       return this.#refuse(connection, 'flow', refused);
-    if (!flow.testerSessionId && !connection.enabled) return this.#refuse(connection, 'disabled', refused);
-    const tested = flow.testerSessionId ? flow : undefined;
+    if (!isTest(flow) && !connection.enabled) return this.#refuse(connection, 'disabled', refused);
+    const tested = isTest(flow) ? flow : undefined;
     const checks = JSON.parse(this.deps.sealer.open(flow.sealedChecks, flow.id)) as UpstreamChecks;
     const callback = new Request(`${oidcRedirectUri(this.deps.config.publicOrigin, connectionId)}?${query}`);
     let claims: Record<string, unknown>;
@@ -744,29 +819,31 @@ export class SsoService {
       checks,
       ...result,
     };
-    const code = opaqueToken();
+    // A member's test is read with a code, in the tester's browser; an operator's by its id.
+    const operator = flow.testerOperator ?? null;
+    const code = operator ? null : opaqueToken();
+    const failed = checks
+      .filter((c) => !c.passed)
+      .map((c) => c.check)
+      .join(',');
     await this.deps.database.db.transaction().execute(async (trx) => {
       await repo.setTestResult(trx, {
         flowId: flow.id,
-        resultHash: sha256Hex(code),
+        resultHash: code === null ? null : sha256Hex(code),
         result: full,
         expiresAt: new Date(now.getTime() + FLOW_SECONDS * 1000),
       });
       await this.deps.audit.append(trx, {
         name: 'organization.connection.tested',
-        actor: null,
+        actor: operator,
         target: connection.id,
         outcome: full.passed ? 'success' : 'failure',
-        details: {
-          organizationId: connection.organizationId,
-          sessionId: flow.testerSessionId ?? '',
-          failed: checks
-            .filter((c) => !c.passed)
-            .map((c) => c.check)
-            .join(','),
-        },
+        details: operator
+          ? { organizationId: connection.organizationId, testId: flow.id, failed }
+          : { organizationId: connection.organizationId, sessionId: flow.testerSessionId ?? '', failed },
       });
     });
+    if (code === null) return `${this.deps.config.publicOrigin}${flow.returnTo}`;
     return this.#location(flow.returnTo, { result: code });
   }
 
@@ -850,6 +927,11 @@ export class SsoService {
   #location(returnTo: string, extra: Record<string, string>): string {
     return `${this.deps.config.publicOrigin}${returnTo}?${new URLSearchParams(extra)}`;
   }
+}
+
+/** A connection test's flow, a member's or an operator's: it signs nobody in. */
+function isTest(flow: repo.SamlFlow): boolean {
+  return Boolean(flow.testerSessionId || flow.testerOperator);
 }
 
 /** An OpenID group claim's values: an array of strings, or one string (Okta sends either). */

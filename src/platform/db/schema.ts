@@ -352,7 +352,10 @@ export interface SamlFlows {
   request_id: string;
   return_to: string;
   sealed_checks: string | null;
+  start_hash: string | null;
+  start_url: string | null;
   test_result: Json | null;
+  tester_operator: string | null;
   tester_session_id: string | null;
 }
 

@@ -9869,6 +9869,47 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/sso-test-starts/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Open an operator’s connection test in this browser (the start URL the admin API gave)
+         * @description Single use: spends the token, binds the test flow to this browser (the flow’s HttpOnly cookie, SameSite=None) and answers 303 to the IdP. A spent, expired or unknown token: 303 to the hosted page that says so, nothing set. Nobody is signed in (docs/sso.md, "Testing a connection").
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    token: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description To the IdP, or to the hosted page when the link is spent */
+                303: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": unknown;
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/sso-tests/results": {
         parameters: {
             query?: never;
