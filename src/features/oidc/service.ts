@@ -58,12 +58,27 @@ export interface OidcServiceDeps {
       }
     | undefined
   >;
+  /** Home-realm discovery and the start of an SSO flow (sso/service.ts), for routed requests. */
+  sso: SsoRouting;
   /** The custom_claims hook (docs/events.md, "Synchronous hooks"): reserved names already dropped. */
   customClaims(request: {
     identityId: string;
     clientId: string;
     scope: string;
   }): Promise<Record<string, unknown>>;
+}
+
+/**
+ * What the provider asks of enterprise sign-in (sso/service.ts, SsoService) to route an
+ * authorization request by `login_hint` or `organization` (docs/oidc.md, "Enterprise sign-in").
+ */
+export interface SsoRouting {
+  route(input: {
+    email?: string;
+    organization?: string;
+  }): Promise<{ connectionId: string; organizationId: string } | undefined>;
+  enabledConnectionOrganization(connectionId: string): Promise<string | undefined>;
+  start(connectionId: string, returnTo: string): Promise<{ redirectUrl: string; cookie: string }>;
 }
 
 const GRANT_SWEEP_BATCH = 200;
@@ -122,6 +137,11 @@ export class OidcService {
         grantOrganization: (grantId, identityId) => this.#grantOrganization(grantId, identityId),
         customClaims: deps.customClaims,
         hostedSession: (cookie) => this.hostedSession(cookie),
+        sso: {
+          routedOrganization: async (organization) =>
+            (await deps.sso.route({ organization }))?.organizationId,
+          connectionOrganization: (connectionId) => deps.sso.enabledConnectionOrganization(connectionId),
+        },
         endHostedSession: async (cookie) => {
           const hosted = await this.hostedSession(cookie);
           if (hosted) await deps.signOut(hosted.sessionId);
@@ -139,6 +159,7 @@ export class OidcService {
       provider: this.provider,
       hostedSession: (cookie) => this.hostedSession(cookie),
       findClient: (clientId) => this.findClient(clientId),
+      sso: deps.sso,
     });
   }
 
