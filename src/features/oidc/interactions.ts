@@ -14,11 +14,11 @@ import {
   ORGANIZATION_PARAM,
   type RegisteredClient,
   SILENT_PARAM,
+  type SsoRouting,
   sessionFitsOrganization,
   UNROUTABLE_ORGANIZATION,
 } from './provider.js';
 import * as repo from './repository.js';
-import type { SsoRouting } from './service.js';
 
 /**
  * What the interaction routes do next: `cookie` is set on the way (an SSO flow's, binding the

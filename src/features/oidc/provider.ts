@@ -164,6 +164,19 @@ export interface OidcProviderDeps {
   }): Promise<Record<string, unknown>>;
 }
 
+/**
+ * What the provider asks of enterprise sign-in (sso/service.ts, SsoService) to route an
+ * authorization request by `login_hint` or `organization` (docs/oidc.md, "Enterprise sign-in").
+ */
+export interface SsoRouting {
+  route(input: {
+    email?: string;
+    organization?: string;
+  }): Promise<{ connectionId: string; organizationId: string } | undefined>;
+  enabledConnectionOrganization(connectionId: string): Promise<string | undefined>;
+  start(connectionId: string, returnTo: string): Promise<{ redirectUrl: string; cookie: string }>;
+}
+
 /** Per request: the Cookie header (hosted session) and a client secret checked against its hash. */
 interface RequestScope {
   cookie: string | undefined;

@@ -25,6 +25,7 @@ import {
   OpenIdProvider,
   type PrefetchedTokens,
   type RegisteredClient,
+  type SsoRouting,
   TOKEN_MODELS,
 } from './provider.js';
 import * as repo from './repository.js';
@@ -66,19 +67,6 @@ export interface OidcServiceDeps {
     clientId: string;
     scope: string;
   }): Promise<Record<string, unknown>>;
-}
-
-/**
- * What the provider asks of enterprise sign-in (sso/service.ts, SsoService) to route an
- * authorization request by `login_hint` or `organization` (docs/oidc.md, "Enterprise sign-in").
- */
-export interface SsoRouting {
-  route(input: {
-    email?: string;
-    organization?: string;
-  }): Promise<{ connectionId: string; organizationId: string } | undefined>;
-  enabledConnectionOrganization(connectionId: string): Promise<string | undefined>;
-  start(connectionId: string, returnTo: string): Promise<{ redirectUrl: string; cookie: string }>;
 }
 
 const GRANT_SWEEP_BATCH = 200;
