@@ -13,6 +13,7 @@ import {
   rpConfig,
   startAuthorization,
 } from '../helpers/oidc.js';
+import { followToCallback, hostMappingFetch, startUpstream, type Upstream } from '../helpers/upstream.js';
 import { call, ORGS } from '../organizations/support.js';
 import { parse, TestIdp } from './idp.js';
 import { adminCall, good, type SsoSetup, setUp } from './support.js';
@@ -38,8 +39,14 @@ let config: client.Configuration;
 
 const UNROUTABLE = 'organization does not sign in through an identity provider';
 
+/** An organization with an enabled OpenID connection to the upstream fake at OPENID_ISSUER. */
+let openOrg: { id: string; slug: string; connectionId: string; domain: string };
+let upstream: Upstream;
+const OPENID_ISSUER = 'https://idp.open.example';
+const hosts: Record<string, string> = {};
+
 beforeAll(async () => {
-  f = await oidcFixture();
+  f = await oidcFixture({}, false, hostMappingFetch(hosts));
   idp = await TestIdp.create(f.t.clock.now(), 'corp-idp');
   other = await TestIdp.create(f.t.clock.now(), 'rival-idp');
   corp = await setUp(f.t, idp);
@@ -58,10 +65,34 @@ beforeAll(async () => {
   expect(org.statusCode, org.body).toBe(200);
   corpSlug = org.json().data.slug;
   config = await rpConfig(f, FIRST_PARTY);
-});
+  // The OpenID connection: the SAML setup's organization shape, with an OpenID IdP instead.
+  const openSetup = await setUp(f.t, await TestIdp.create(f.t.clock.now(), 'unused-idp'));
+  const openOwner = openSetup.ownerToken;
+  await adminCall(f.t, 'PATCH', `/organizations/${openSetup.orgId}/connections/${openSetup.connectionId}`, {
+    enabled: false,
+  });
+  const secret = `open-secret-${'o'.repeat(32)}`;
+  const made = await call(f.t.app, 'POST', `${ORGS}/${openSetup.orgId}/connections`, openOwner, {
+    type: 'oidc',
+    name: 'Open OpenID',
+    enabled: true,
+    oidc: { issuer: OPENID_ISSUER, clientId: 'open-client', clientSecret: secret },
+  });
+  expect(made.statusCode, made.body).toBe(201);
+  const slug = (await call(f.t.app, 'GET', `${ORGS}/${openSetup.orgId}`, openOwner)).json().data.slug;
+  openOrg = { id: openSetup.orgId, slug, connectionId: made.json().data.id, domain: openSetup.domain };
+  upstream = await startUpstream({
+    issuer: OPENID_ISSUER,
+    clientId: 'open-client',
+    clientSecret: secret,
+    redirectUris: [`${f.origin}/api/v1/sso/oidc/${openOrg.connectionId}/callback`],
+  });
+  hosts[new URL(OPENID_ISSUER).host] = upstream.origin;
+}, 60_000);
 
 afterAll(async () => {
   await f?.close();
+  await upstream?.close();
 });
 
 const address = (s: SsoSetup) => `p-${randomBytes(4).toString('hex')}@${s.domain}`;
@@ -100,9 +131,14 @@ async function answerAtIdp(
     headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: jar.header() },
     body: new URLSearchParams({ SAMLResponse: signer.response(good(s, { requestId }, f.t, email)) }),
   });
-  jar.take(acs);
-  expect(acs.status).toBe(303);
-  const back = new URL(String(acs.headers.get('location')));
+  return backOnPage(jar, acs);
+}
+
+/** What the application's sign-in page does with the IdP's answer (the ACS's or callback's 303). */
+async function backOnPage(jar: CookieJar, answer: Response) {
+  jar.take(answer);
+  expect(answer.status).toBe(303);
+  const back = new URL(String(answer.headers.get('location')));
   const [route, query] = back.hash.split('?');
   const uid = /^#\/authorize\/([\w-]+)$/.exec(route)?.[1];
   expect(uid, back.href).toBeTruthy();
@@ -222,6 +258,22 @@ describe('organization', () => {
     const done = await answerAtIdp(jar, corp, idp, landed.callback, email);
     const claims = (await tokensOf(auth, done.callback)).claims();
     expect(claims?.amr).toEqual(['fed', `sso:${corp.connectionId}`]);
+  });
+
+  it('of an organization with an OpenID connection goes to that IdP (the oldest enabled connection)', async () => {
+    const jar = new CookieJar();
+    const email = `p-${randomBytes(4).toString('hex')}@${openOrg.domain}`;
+    const { auth, landed } = await open(jar, { organization: openOrg.slug });
+    expect(landed.callback?.origin).toBe(OPENID_ISSUER);
+    upstream.setAccount(`open-${randomBytes(4).toString('hex')}`, { email, email_verified: true });
+    const arrival = await followToCallback(landed.callback as URL, {
+      callback: `${f.origin}/api/v1/sso/oidc/${openOrg.connectionId}/callback`,
+      fetch: hostMappingFetch(hosts),
+    });
+    const callback = await fetch(arrival.url, { redirect: 'manual', headers: { cookie: jar.header() } });
+    const done = await backOnPage(jar, callback);
+    const claims = (await tokensOf(auth, done.callback)).claims();
+    expect(claims?.amr).toEqual(['fed', `sso:${openOrg.connectionId}`]);
   });
 
   it('unknown, disabled-connection or connection-less: one invalid_request to the application', async () => {
