@@ -6,7 +6,6 @@ import type { Database } from '../../platform/db/database.js';
 import type { EventLog } from '../events/log.js';
 import { grantChanged } from './grant-events.js';
 import {
-  authenticationOf,
   type HostedSession,
   INTERACTION_TTL,
   type Interaction,
@@ -15,7 +14,6 @@ import {
   type RegisteredClient,
   SILENT_PARAM,
   type SsoRouting,
-  sessionFitsOrganization,
   UNROUTABLE_ORGANIZATION,
 } from './provider.js';
 import * as repo from './repository.js';
@@ -188,14 +186,11 @@ export class Interactions {
   /** Whether the hosted session answers a request routed so: only an organization's narrows it. */
   async #fits(hosted: HostedSession, routed: Routed | undefined): Promise<boolean> {
     if (!routed?.byOrganization) return true;
-    const { amr } = authenticationOf(hosted.method, hosted.channel, hosted.ssoConnectionId ?? null);
-    return sessionFitsOrganization(
-      {
-        routedOrganization: async (o) => (await this.deps.sso.route({ organization: o }))?.organizationId,
-        connectionOrganization: (c) => this.deps.sso.enabledConnectionOrganization(c),
-      },
-      amr,
-      routed.byOrganization,
+    // The provider's own check reads the session's amr (provider.ts, sessionFitsOrganization);
+    // the hosted session names its connection directly, the same one its amr would.
+    if (!hosted.ssoConnectionId) return false;
+    return (
+      (await this.deps.sso.enabledConnectionOrganization(hosted.ssoConnectionId)) === routed.organizationId
     );
   }
 

@@ -302,7 +302,7 @@ export const SILENT_PARAM = 'x_silent';
 export const ORGANIZATION_PARAM = 'organization';
 
 /** The connection an amr names (`sso:<connectionId>`), if any. */
-export function ssoConnectionOf(amr: readonly string[] | undefined): string | undefined {
+function ssoConnectionOf(amr: readonly string[] | undefined): string | undefined {
   const named = amr?.find((value) => value.startsWith('sso:'));
   return named?.slice('sso:'.length);
 }
@@ -453,7 +453,7 @@ export const UNROUTABLE_ORGANIZATION = 'organization does not sign in through an
  * Whether a session made with this amr answers a request naming `organization`: it was made
  * through an enabled connection of that (enabled) organization.
  */
-export async function sessionFitsOrganization(
+async function sessionFitsOrganization(
   sso: OidcProviderDeps['sso'],
   amr: readonly string[] | undefined,
   organization: string,
