@@ -19,6 +19,7 @@ import { BrowserSessionCookie } from './features/sessions/browser-session.js';
 import { sessionState } from './features/sessions/repository.js';
 import { SessionService } from './features/sessions/service.js';
 import { ssoDomainSweep } from './features/sessions/sso-required.js';
+import { SsoService } from './features/sso/service.js';
 import { findElevation } from './features/step-up/repository.js';
 import { AuditLog } from './platform/audit/audit.js';
 import type { Clock } from './platform/clock.js';
@@ -219,6 +220,7 @@ export async function createContext(
     signOut: (sessionId) => sessions.signOut(sessionId),
     liveSessionOf: (refreshToken) => sessions.liveSessionOf(refreshToken),
     customClaims: (request) => hooks.customClaims(request),
+    sso: new SsoService({ database, clock, audit, sealer, events, upstream, config, hooks }),
   });
   const webhooks = new WebhookWorker({ config, database, clock, sealer, log, events, signals });
   return {

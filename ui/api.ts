@@ -561,6 +561,8 @@ export interface InteractionDetails {
   };
   scopes: string[];
   freshSignIn: boolean;
+  /** The application's login_hint: the identifier the sign-in starts with (null: none). */
+  loginHint?: string | null;
 }
 
 /** A refusal of the OpenID Provider's interaction routes, as the page shows refusals. */

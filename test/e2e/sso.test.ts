@@ -56,6 +56,24 @@ function postToAcs(samlResponse: string): string {
   return `<!doctype html><html lang="en"><title>IdP</title><form method="post" action="${acsUrl}"><input type="hidden" name="SAMLResponse" value="${samlResponse}"><input type="hidden" name="RelayState" value=""></form><script>document.forms[0].submit()</script></html>`;
 }
 
+/** An application of the service's OpenID Provider (its redirect URI is on the IdP's server). */
+const APP = 'corp-app';
+
+/** An authorization request of APP, with more parameters (PKCE S256 of a fixed verifier). */
+function authorizeUrl(params: Record<string, string>): string {
+  const query = new URLSearchParams({
+    client_id: APP,
+    redirect_uri: `${idpOrigin}/callback`,
+    response_type: 'code',
+    scope: 'openid',
+    state: 'st',
+    code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+    code_challenge_method: 'S256',
+    ...params,
+  });
+  return `${origin}/oidc/auth?${query}`;
+}
+
 /** Who the test IdP signs in next. */
 let nextPerson = '';
 
@@ -85,6 +103,12 @@ beforeAll(async () => {
         now: clock.now(),
         nameId: nextPerson,
       });
+    } else if (url.pathname === '/callback') {
+      // The application's redirect URI (the OpenID Provider's tests below).
+      res
+        .writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+        .end('<!doctype html><title>App</title>');
+      return;
     } else {
       res.writeHead(404).end();
       return;
@@ -97,7 +121,20 @@ beforeAll(async () => {
   t = await createTestApp({
     clock,
     admin: true,
-    env: { ACCOUNT_UI: 'on', PUBLIC_ORIGIN: origin, DNS_RESOLVERS: dns.address },
+    env: {
+      ACCOUNT_UI: 'on',
+      PUBLIC_ORIGIN: origin,
+      DNS_RESOLVERS: dns.address,
+      OIDC_CLIENTS: JSON.stringify([
+        {
+          client_id: APP,
+          client_name: 'Corp App',
+          redirect_uris: [`${idpOrigin}/callback`],
+          token_endpoint_auth_method: 'none',
+          first_party: true,
+        },
+      ]),
+    },
     upstreamFetch: hostMappingFetch(hosts),
   });
   await t.app.listen({ host: '127.0.0.1', port });
@@ -233,6 +270,58 @@ describe('enterprise sign-in on the hosted pages', () => {
     await password.fill(person.password);
     await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await heading(page, 'Your account');
+  });
+
+  it('an application’s login_hint outside SSO: the hosted sign-in opens with the identifier filled', async () => {
+    await context.clearCookies();
+    const person = await createPerson(t.ctx, 'mei@elsewhere.example');
+    await page.goto(authorizeUrl({ login_hint: person.email }));
+    await page.waitForURL(/\/account\/#\/authorize\//);
+    await heading(page, 'Sign in to continue to Corp App');
+    const identifier = page.getByLabel('Email or phone');
+    await expect.poll(() => identifier.inputValue()).toBe(person.email);
+    await axeBoth(page, 'application sign-in, login_hint filled');
+    // Identifier first: Continue, then the password, then back to the application.
+    await page.getByRole('button', { name: 'Continue', exact: true }).click();
+    await page.getByLabel('Password', { exact: true }).fill(person.password);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.waitForURL(`${idpOrigin}/callback?**`);
+    expect(new URL(page.url()).searchParams.get('code')).toBeTruthy();
+  });
+
+  it('an application’s login_hint of a verified domain, or its organization: through the IdP and back to the application', async () => {
+    const requests: Record<string, string>[] = [{ login_hint: `ida@${domain}` }, { organization: orgId }];
+    for (const params of requests) {
+      await context.clearCookies();
+      await page.goto('about:blank');
+      nextPerson = `ida@${domain}`;
+      await page.goto(authorizeUrl(params));
+      await page.waitForURL(`${idpOrigin}/callback?**`);
+      expect(new URL(page.url()).searchParams.get('code')).toBeTruthy();
+    }
+  });
+
+  it('signed in by password, a request naming the organization still goes through its IdP, once, and back', async () => {
+    await context.clearCookies();
+    const person = await createPerson(t.ctx, 'noa@elsewhere.example');
+    await page.goto(`${origin}/account/#/sign-in`);
+    await page.reload();
+    await page.getByLabel('Email or phone').fill(person.email);
+    await page.getByRole('button', { name: 'Continue', exact: true }).click();
+    await page.getByLabel('Password', { exact: true }).fill(person.password);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await heading(page, 'Your account');
+    nextPerson = `ida@${domain}`;
+    const acsPosts: string[] = [];
+    page.on('request', (r) => {
+      if (r.url() === acsUrl) acsPosts.push(r.url());
+    });
+    await page.goto(authorizeUrl({ organization: orgId }));
+    await page.waitForURL(`${idpOrigin}/callback?**`);
+    expect(new URL(page.url()).searchParams.get('code')).toBeTruthy();
+    // The page exchanged the IdP's answer rather than handing the password session back (which
+    // would have gone to the IdP again).
+    expect(acsPosts.length).toBe(1);
   });
 
   it('an IdP-initiated response stops at a page naming the organization; Continue signs in', async () => {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as client from 'openid-client';
+import type { OutboundFetch } from '../../src/features/providers/upstream.js';
 import { ManualClock } from '../../src/platform/clock.js';
 import { createTestApp, type TestApp } from './app.js';
 import { createPerson, type Person, signIn } from './identities.js';
@@ -54,7 +55,12 @@ export const PUBLIC_CLIENT = { id: 'spa' };
  * first-party confidential one with a back-channel endpoint served here, a third-party one and a
  * public one. The clock starts at the real time: oidc-provider stamps its own times from it.
  */
-export async function oidcFixture(env: Record<string, string> = {}, server = false): Promise<OidcFixture> {
+export async function oidcFixture(
+  env: Record<string, string> = {},
+  server = false,
+  /** Upstream IdPs' real hosts sent to loopback fakes (hostMappingFetch). */
+  upstreamFetch?: OutboundFetch,
+): Promise<OidcFixture> {
   const logoutTokens: string[] = [];
   let held: { onToken: (token: string) => void; released: Promise<void> } | null = null;
   const backchannel = createServer((req, res) => {
@@ -102,7 +108,13 @@ export async function oidcFixture(env: Record<string, string> = {}, server = fal
     },
   ];
   const serviceEnv = { PUBLIC_ORIGIN: origin, OIDC_CLIENTS: JSON.stringify(clients), ...env };
-  const t = await createTestApp({ server, admin: true, clock: new ManualClock(new Date()), env: serviceEnv });
+  const t = await createTestApp({
+    server,
+    admin: true,
+    clock: new ManualClock(new Date()),
+    env: serviceEnv,
+    ...(upstreamFetch ? { upstreamFetch } : {}),
+  });
   await t.app.listen({ port, host: '127.0.0.1' });
   return {
     t,

@@ -18,6 +18,13 @@ describe('OpenID Provider signing keys', () => {
       signOut: async () => {},
       liveSessionOf: async () => undefined,
       customClaims: async () => ({}),
+      sso: {
+        route: async () => undefined,
+        enabledConnectionOrganization: async () => undefined,
+        start: async () => {
+          throw new Error('no SSO here');
+        },
+      },
     });
 
   it('are sealed in the database, kept across starts, rotated with the old ones published until their tokens expire', async () => {

@@ -162,7 +162,7 @@ export async function authorizePage(uid: string): Promise<PageContent> {
     title: t('signIn.title', { name }),
     body: [
       h('p', null, signedIn ? t('signIn.again', { name }) : t('signIn.intro', { name })),
-      ...signInBody(uid),
+      ...signInBody(uid, details.loginHint ?? null),
     ],
   };
 }

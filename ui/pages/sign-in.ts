@@ -35,10 +35,16 @@ const divider = () => h('p', { class: 'or-divider' }, h('span', null, t('or')));
 /**
  * The sign-in card (password, then a second step when needed; passkey and "Continue with …" under
  * an "or"), for the account's own sign-in page and for an application's (#/authorize/<uid>, `uid`
- * set). Its first field takes the focus once drawn.
+ * set). Its first field takes the focus once drawn; the application's `loginHint` fills the
+ * identifier, and the focus then goes to the field after it.
  */
-export function signInBody(uid: string | null): (Node | string)[] {
+export function signInBody(uid: string | null, loginHint: string | null = null): (Node | string)[] {
   const identifier = identifierField('sign-in');
+  if (loginHint) {
+    identifier.input.value = loginHint;
+    // The country picker follows what the field holds, as when typed.
+    identifier.input.dispatchEvent(new Event('input'));
+  }
   const password = field({
     label: t('password'),
     name: 'password',
@@ -108,7 +114,7 @@ export function signInBody(uid: string | null): (Node | string)[] {
   };
   showOr();
   new MutationObserver(showOr).observe(providers.card, { attributes: true, attributeFilter: ['hidden'] });
-  focusWhenShown(identifier.input);
+  focusWhenShown(loginHint && !identifierFirst ? password.input : identifier.input);
   // The offer to confirm comes under the form's buttons: the alert and the fields stay together.
   append(card, [
     providers.card,

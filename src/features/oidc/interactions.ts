@@ -10,13 +10,29 @@ import {
   INTERACTION_TTL,
   type Interaction,
   type OpenIdProvider,
+  ORGANIZATION_PARAM,
   type RegisteredClient,
   SILENT_PARAM,
+  type SsoRouting,
+  UNROUTABLE_ORGANIZATION,
 } from './provider.js';
 import * as repo from './repository.js';
 
-/** What the interaction routes do next. */
-export type InteractionStep = { kind: 'redirect'; to: string } | { kind: 'page'; to: string };
+/**
+ * What the interaction routes do next: `cookie` is set on the way (an SSO flow's, binding the
+ * AuthnRequest or OpenID state to this browser).
+ */
+export type InteractionStep =
+  | { kind: 'redirect'; to: string; cookie?: string }
+  | { kind: 'page'; to: string };
+
+/** Where a request is routed (docs/oidc.md, "Enterprise sign-in"). */
+interface Routed {
+  connectionId: string;
+  organizationId: string;
+  /** Named by the `organization` parameter: only a session through its IdP answers. */
+  byOrganization: string | null;
+}
 
 export interface InteractionDeps {
   config: Config;
@@ -28,6 +44,7 @@ export interface InteractionDeps {
   /** The hosted pages' live session named by this cookie header. */
   hostedSession(cookieHeader: string | undefined): Promise<HostedSession | undefined>;
   findClient(clientId: string): Promise<RegisteredClient | undefined>;
+  sso: SsoRouting;
 }
 
 /**
@@ -58,7 +75,18 @@ export class Interactions {
     const db = this.deps.database.db;
     if (interaction.prompt.name === 'login') {
       const now = this.deps.clock.now();
-      if (hosted && this.freshEnough(interaction, hosted, await repo.signInPageOf(db, uid, now))) {
+      const routed = await this.#routed(interaction);
+      if (routed === 'unroutable') {
+        return this.#finish(req, res, {
+          error: 'invalid_request',
+          error_description: UNROUTABLE_ORGANIZATION,
+        });
+      }
+      if (
+        hosted &&
+        this.freshEnough(interaction, hosted, await repo.signInPageOf(db, uid, now)) &&
+        (await this.#fits(hosted, routed))
+      ) {
         return { kind: 'redirect', to: await provider.logIn(req, res, interaction, hosted) };
       }
       if (silent) return this.#finish(req, res, { error: 'login_required', error_description: 'no session' });
@@ -68,7 +96,22 @@ export class Interactions {
         { heldSessionId: hosted?.sessionId ?? null, shownAt: now },
         new Date(now.getTime() + INTERACTION_TTL * 1000),
       );
-      return { kind: 'page', to: `${uiPath}#/authorize/${uid}` };
+      const back = `${uiPath}#/authorize/${uid}`;
+      if (routed) {
+        // Straight to the organization's IdP: its answer comes back to the application's sign-in
+        // page, which exchanges the handoff and hands the window back here.
+        try {
+          const started = await this.deps.sso.start(routed.connectionId, back);
+          return { kind: 'redirect', to: started.redirectUrl, cookie: started.cookie };
+        } catch {
+          // The connection went away since, or its OpenID issuer did not answer.
+          return this.#finish(req, res, {
+            error: 'temporarily_unavailable',
+            error_description: 'the identity provider cannot be reached',
+          });
+        }
+      }
+      return { kind: 'page', to: back };
     }
     if (interaction.prompt.name === 'consent') {
       if (!hosted) {
@@ -122,6 +165,35 @@ export class Interactions {
     return this.deps.clock.now().getTime() - hosted.signedInAt.getTime() < Number(maxAge) * 1000;
   }
 
+  /**
+   * Where the request goes to sign in (docs/oidc.md, "Enterprise sign-in"): the `organization`
+   * parameter's organization (`unroutable` when it has no enabled connection now, which the
+   * authorization request's own check refused before), else the organization that verified
+   * `login_hint`'s domain, else nowhere (the hosted sign-in).
+   */
+  async #routed(interaction: Interaction): Promise<Routed | 'unroutable' | undefined> {
+    const named = interaction.params[ORGANIZATION_PARAM];
+    if (typeof named === 'string') {
+      const route = await this.deps.sso.route({ organization: named });
+      return route ? { ...route, byOrganization: named } : 'unroutable';
+    }
+    const hint = interaction.params.login_hint;
+    if (typeof hint !== 'string') return undefined;
+    const route = await this.deps.sso.route({ email: hint });
+    return route ? { ...route, byOrganization: null } : undefined;
+  }
+
+  /** Whether the hosted session answers a request routed so: only an organization's narrows it. */
+  async #fits(hosted: HostedSession, routed: Routed | undefined): Promise<boolean> {
+    if (!routed?.byOrganization) return true;
+    // The provider's own check reads the session's amr (provider.ts, sessionFitsOrganization);
+    // the hosted session names its connection directly, the same one its amr would.
+    if (!hosted.ssoConnectionId) return false;
+    return (
+      (await this.deps.sso.enabledConnectionOrganization(hosted.ssoConnectionId)) === routed.organizationId
+    );
+  }
+
   /** For the hosted pages: what the interaction asks, to draw the sign-in or consent page. */
   async describe(
     req: IncomingMessage,
@@ -141,10 +213,19 @@ export class Interactions {
     scopes: string[];
     freshSignIn: boolean;
     uiLocales: string[];
+    loginHint: string | null;
   }> {
     const interaction = await this.deps.provider.interactionDetails(req, res);
     const client = await this.deps.findClient(String(interaction.params.client_id));
     const prompts = String(interaction.params.prompt ?? '').split(' ');
+    // A request naming an organization that the browser's session does not answer (made by a
+    // password, or through another organization's IdP) asks for a sign-in, as prompt=login does:
+    // the page must not hand the window straight back, which would go to the IdP again.
+    const routed = await this.#routed(interaction);
+    const hosted =
+      routed && routed !== 'unroutable' ? await this.deps.hostedSession(req.headers.cookie) : undefined;
+    const unfit = hosted !== undefined && routed !== 'unroutable' && !(await this.#fits(hosted, routed));
+    const hint = interaction.params.login_hint;
     return {
       uid: interaction.uid,
       prompt: interaction.prompt.name,
@@ -158,11 +239,14 @@ export class Interactions {
         tosUri: client?.tosUri ?? null,
       },
       scopes: this.deps.provider.requestedScopes(interaction),
-      freshSignIn: prompts.includes('login') || interaction.params.max_age !== undefined,
+      freshSignIn: prompts.includes('login') || interaction.params.max_age !== undefined || unfit,
       // The authorization request's ui_locales (most wanted first): the pages speak the first they can.
       uiLocales: String(interaction.params.ui_locales ?? '')
         .split(' ')
         .filter((tag) => tag !== ''),
+      // The application's login_hint, for the page to fill the identifier with (OpenID Connect
+      // Core 3.1.2.1); a hint whose domain signs in through an IdP went there instead, unless it came back refused.
+      loginHint: typeof hint === 'string' && hint.length <= 320 ? hint : null,
     };
   }
 

@@ -132,6 +132,15 @@ export interface OidcProviderDeps {
   grantOrganization(grantId: string, identityId: string): Promise<OrganizationClaims | undefined>;
   /** The hosted pages' live session named by this request's cookie header. */
   hostedSession(cookieHeader: string | undefined): Promise<HostedSession | undefined>;
+  /**
+   * Home-realm discovery (docs/sso.md, "Signing in"): the enabled organization's id for an
+   * `organization` parameter (its id or slug) when it has an enabled connection, else undefined;
+   * and the organization of a session's connection, while both are enabled.
+   */
+  sso: {
+    routedOrganization(organization: string): Promise<string | undefined>;
+    connectionOrganization(connectionId: string): Promise<string | undefined>;
+  };
   /** Private JWKs, first of each algorithm signs: RS256 and EdDSA for ID tokens. */
   signingKeys: Record<string, unknown>[];
   /** 32 bytes that sign the provider's own cookies. */
@@ -153,6 +162,19 @@ export interface OidcProviderDeps {
     clientId: string;
     scope: string;
   }): Promise<Record<string, unknown>>;
+}
+
+/**
+ * What the provider asks of enterprise sign-in (sso/service.ts, SsoService) to route an
+ * authorization request by `login_hint` or `organization` (docs/oidc.md, "Enterprise sign-in").
+ */
+export interface SsoRouting {
+  route(input: {
+    email?: string;
+    organization?: string;
+  }): Promise<{ connectionId: string; organizationId: string } | undefined>;
+  enabledConnectionOrganization(connectionId: string): Promise<string | undefined>;
+  start(connectionId: string, returnTo: string): Promise<{ redirectUrl: string; cookie: string }>;
 }
 
 /** Per request: the Cookie header (hosted session) and a client secret checked against its hash. */
@@ -271,6 +293,19 @@ export const OIDC_PATHS = {
  * instead of ever showing a page (service.ts, nextStep).
  */
 export const SILENT_PARAM = 'x_silent';
+
+/**
+ * The authorization parameter naming the organization whose IdP must sign the person in (its id
+ * or slug; docs/oidc.md, "Enterprise sign-in"). Unknown, disabled or without an enabled
+ * connection: one invalid_request, the same for each (docs/decisions.md).
+ */
+export const ORGANIZATION_PARAM = 'organization';
+
+/** The connection an amr names (`sso:<connectionId>`), if any. */
+function ssoConnectionOf(amr: readonly string[] | undefined): string | undefined {
+  const named = amr?.find((value) => value.startsWith('sso:'));
+  return named?.slice('sso:'.length);
+}
 
 /**
  * What one request may make the provider keep, in UTF-8 bytes: an authorization request's
@@ -411,6 +446,27 @@ const CLAIMS = {
   iss: null,
 };
 
+/** The one refusal of an `organization` parameter that routes nowhere, whatever the reason. */
+export const UNROUTABLE_ORGANIZATION = 'organization does not sign in through an identity provider';
+
+/**
+ * Whether a session made with this amr answers a request naming `organization`: it was made
+ * through an enabled connection of that (enabled) organization.
+ */
+async function sessionFitsOrganization(
+  sso: OidcProviderDeps['sso'],
+  amr: readonly string[] | undefined,
+  organization: string,
+): Promise<boolean> {
+  const connectionId = ssoConnectionOf(amr);
+  if (!connectionId) return false;
+  const [wanted, made] = await Promise.all([
+    sso.routedOrganization(organization),
+    sso.connectionOrganization(connectionId),
+  ]);
+  return wanted !== undefined && wanted === made;
+}
+
 /** The grant an ID token or userinfo answer is made from: the code, refresh or access token's. */
 function grantIdOf(token: unknown): string | undefined {
   const grantId = (token as { grantId?: unknown } | undefined)?.grantId;
@@ -448,6 +504,7 @@ export async function loadOidcLibrary(log: OidcProviderDeps['log']): Promise<Oid
 export class OpenIdProvider {
   readonly provider: Provider;
   readonly #errors: Library['errors'];
+  readonly #policy: Library['interactionPolicy'];
   readonly #scope = new AsyncLocalStorage<RequestScope>();
   readonly #callback: (req: IncomingMessage, res: ServerResponse) => Promise<void>;
   /** The library's context of the request being handled (its static `Provider.ctx`). */
@@ -461,6 +518,7 @@ export class OpenIdProvider {
     lib: OidcLibrary,
   ) {
     this.#errors = lib.errors;
+    this.#policy = lib.interactionPolicy;
     this.#requestContext = () => (lib.default as unknown as { ctx?: KoaContextWithOIDC }).ctx;
     this.provider = new lib.default(deps.config.publicOrigin, this.#configuration());
     this.#addCustomClaimsToIdTokens();
@@ -965,6 +1023,34 @@ export class OpenIdProvider {
     };
   }
 
+  /**
+   * The library's prompts, with one more check on login: a request naming an organization is
+   * answered only by a session made through one of that organization's enabled connections (its
+   * amr names the connection). Any other session, a password one included, asks for a sign-in
+   * (the interaction sends the person to the organization's IdP), and prompt=none answers
+   * login_required (docs/oidc.md, "Enterprise sign-in").
+   */
+  #interactionPolicy() {
+    const { Check, base } = this.#policy;
+    const policy = base();
+    const sso = this.deps.sso;
+    policy.get('login')?.checks.add(
+      new Check(
+        'organization_session',
+        'a sign-in through the organization’s identity provider is required',
+        async (ctx) => {
+          const named = ctx.oidc.params?.[ORGANIZATION_PARAM];
+          if (named === undefined) return Check.NO_NEED_TO_PROMPT;
+          const session = ctx.oidc.session;
+          if (!session?.accountId) return Check.REQUEST_PROMPT;
+          const fits = await sessionFitsOrganization(sso, session.amr, String(named));
+          return fits ? Check.NO_NEED_TO_PROMPT : Check.REQUEST_PROMPT;
+        },
+      ),
+    );
+    return policy;
+  }
+
   #configuration(): Configuration {
     const { config } = this.deps;
     const deps = this.deps;
@@ -1042,6 +1128,14 @@ export class OpenIdProvider {
         [SILENT_PARAM]: async (ctx) => {
           const over = overCap(Object.entries(ctx.oidc.params ?? {}));
           if (over) throw new this.#errors.InvalidRequest(over);
+        },
+        // An organization whose IdP must sign the person in (docs/oidc.md, "Enterprise sign-in"):
+        // checked after the client and redirect_uri, so its refusal is a redirect to the client.
+        [ORGANIZATION_PARAM]: async (_ctx, value) => {
+          if (value === undefined) return;
+          if (typeof value !== 'string' || !(await deps.sso.routedOrganization(value))) {
+            throw new this.#errors.InvalidRequest(UNROUTABLE_ORGANIZATION);
+          }
         },
       },
       pkce: {
@@ -1162,6 +1256,7 @@ export class OpenIdProvider {
       expiresWithSession: async () => false,
       interactions: {
         url: (_ctx, interaction) => `${OIDC_PATHS.interaction}/${interaction.uid}`,
+        policy: this.#interactionPolicy(),
       },
       routes: {
         authorization: OIDC_PATHS.authorization,

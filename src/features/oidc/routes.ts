@@ -334,6 +334,8 @@ export async function oidcRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
     } catch {
       return interactionGone(reply);
     }
+    // A routed request's SSO flow (docs/oidc.md, "Enterprise sign-in"): its cookie binds it here.
+    if (next.kind === 'redirect' && next.cookie) reply.header('set-cookie', next.cookie);
     return reply.header('cache-control', 'no-store').redirect(next.to, 303);
   };
   app.get(`${OIDC_PATHS.interaction}/:uid`, hide, step);

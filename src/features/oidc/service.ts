@@ -25,6 +25,7 @@ import {
   OpenIdProvider,
   type PrefetchedTokens,
   type RegisteredClient,
+  type SsoRouting,
   TOKEN_MODELS,
 } from './provider.js';
 import * as repo from './repository.js';
@@ -58,6 +59,8 @@ export interface OidcServiceDeps {
       }
     | undefined
   >;
+  /** Home-realm discovery and the start of an SSO flow (sso/service.ts), for routed requests. */
+  sso: SsoRouting;
   /** The custom_claims hook (docs/events.md, "Synchronous hooks"): reserved names already dropped. */
   customClaims(request: {
     identityId: string;
@@ -122,6 +125,11 @@ export class OidcService {
         grantOrganization: (grantId, identityId) => this.#grantOrganization(grantId, identityId),
         customClaims: deps.customClaims,
         hostedSession: (cookie) => this.hostedSession(cookie),
+        sso: {
+          routedOrganization: async (organization) =>
+            (await deps.sso.route({ organization }))?.organizationId,
+          connectionOrganization: (connectionId) => deps.sso.enabledConnectionOrganization(connectionId),
+        },
         endHostedSession: async (cookie) => {
           const hosted = await this.hostedSession(cookie);
           if (hosted) await deps.signOut(hosted.sessionId);
@@ -139,6 +147,7 @@ export class OidcService {
       provider: this.provider,
       hostedSession: (cookie) => this.hostedSession(cookie),
       findClient: (clientId) => this.findClient(clientId),
+      sso: deps.sso,
     });
   }
 

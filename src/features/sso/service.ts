@@ -24,7 +24,7 @@ import {
 import {
   type ConnectionRow,
   connectionOf,
-  enabledConnectionOf,
+  enabledConnectionRoute,
 } from '../organizations/connections/repository.js';
 import { oidcRedirectUri, spEndpoints } from '../organizations/connections/view.js';
 import { verifiedOwner } from '../organizations/domains/repository.js';
@@ -126,6 +126,12 @@ export interface TestResult {
 
 /** What the person is told on return, as the `error` of the return address (docs/sso.md, "Refusals"). */
 export type SsoFailure = 'refused' | 'not_allowed' | 'hook_refused' | 'unavailable';
+
+/** Where home-realm discovery sends a person: a connection and its organization. */
+export interface SsoRoute {
+  connectionId: string;
+  organizationId: string;
+}
 
 export interface StartedSamlFlow {
   redirectUrl: string;
@@ -325,7 +331,7 @@ export class SsoService {
   }
 
   /**
-   * POST /sign-ins/sso (home-realm discovery): the flow of the enabled SAML connection of the
+   * POST /sign-ins/sso (home-realm discovery): the flow of the enabled connection of the
    * organization that verified the address's domain, or of the organization named (id or slug).
    * Whatever is missing (an unknown or unverified domain, no enabled connection, a disabled or
    * unknown organization) is the same 422 identity.sso_unavailable: the answer never depends on
@@ -337,20 +343,39 @@ export class SsoService {
     organization?: string;
     returnTo: string;
   }): Promise<StartedSamlFlow> {
+    const route = await this.route(input);
+    if (!route) throw new Problem('identity.sso_unavailable');
+    return this.start(route.connectionId, input.returnTo);
+  }
+
+  /**
+   * Where home-realm discovery sends a person (docs/sso.md, "Signing in"): the oldest enabled
+   * connection, SAML or OpenID, of the enabled organization that verified the address's domain, or
+   * of the organization named by id or slug. Undefined, whatever the reason, when there is none.
+   * The OpenID Provider routes `login_hint` and `organization` by the same (docs/oidc.md).
+   */
+  async route(input: { email?: string; organization?: string }): Promise<SsoRoute | undefined> {
     const { db } = this.deps.database;
-    let connectionId: string | undefined;
     if (input.email !== undefined) {
       const email = normaliseEmail(input.email);
       const at = email ? email.lastIndexOf('@') : -1;
       const owner = email && at > 0 ? await verifiedOwner(db, email.slice(at + 1)) : undefined;
-      connectionId = owner ? await enabledConnectionOf(db, { id: owner }) : undefined;
-    } else if (input.organization !== undefined) {
+      return owner ? enabledConnectionRoute(db, { id: owner }) : undefined;
+    }
+    if (input.organization !== undefined) {
       const named = input.organization;
       const isId = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(named);
-      connectionId = await enabledConnectionOf(db, isId ? { id: named.toLowerCase() } : { slug: named });
+      return enabledConnectionRoute(db, isId ? { id: named.toLowerCase() } : { slug: named });
     }
-    if (!connectionId) throw new Problem('identity.sso_unavailable');
-    return this.start(connectionId, input.returnTo);
+    return undefined;
+  }
+
+  /** The organization of an enabled connection of an enabled organization; undefined otherwise. */
+  async enabledConnectionOrganization(connectionId: string): Promise<string | undefined> {
+    const connection = await connectionOf(this.deps.database.db, connectionId);
+    if (!connection?.enabled) return undefined;
+    return (await enabledConnectionRoute(this.deps.database.db, { id: connection.organizationId }))
+      ?.organizationId;
   }
 
   /**

@@ -201,14 +201,18 @@ export async function deleteConnection(trx: Executor, organizationId: string, id
  * The enabled connection, SAML or OpenID, that signs in for an organization (its oldest, so the
  * answer is stable when there are several), the organization named by id or slug and not disabled.
  */
-export async function enabledConnectionOf(
+/**
+ * The oldest enabled connection (SAML or OpenID) of an enabled organization, with the
+ * organization's id: where home-realm discovery sends a person (docs/sso.md, "Signing in").
+ */
+export async function enabledConnectionRoute(
   trx: Executor,
   organization: { id: string } | { slug: string },
-): Promise<string | undefined> {
+): Promise<{ connectionId: string; organizationId: string } | undefined> {
   const row = await trx
     .selectFrom('sso_connections as c')
     .innerJoin('organizations as o', 'o.id', 'c.organization_id')
-    .select('c.id')
+    .select(['c.id', 'c.organization_id'])
     .where('o.disabled_at', 'is', null)
     .where('c.enabled', '=', true)
     .where(
@@ -220,5 +224,5 @@ export async function enabledConnectionOf(
     .orderBy('c.id', 'asc')
     .limit(1)
     .executeTakeFirst();
-  return row?.id;
+  return row ? { connectionId: row.id, organizationId: row.organization_id } : undefined;
 }
