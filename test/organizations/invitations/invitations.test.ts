@@ -507,7 +507,7 @@ describe('operators (admin API)', () => {
     const events = await sql<{ type: string; actor: string; invitedBy: string | null }>`
       SELECT type, actor, data->>'invitedBy' AS "invitedBy" FROM events
       WHERE type LIKE 'organization.invitation.%' AND data->>'id' IN (${id}, ${before.id})
-        AND actor LIKE 'admin:%' ORDER BY seq`.execute(t.ctx.database.db);
+        AND actor LIKE 'admin:%' ORDER BY appended`.execute(t.ctx.database.db);
     expect(events.rows).toEqual([
       {
         type: 'organization.invitation.revoked',
