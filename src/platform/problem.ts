@@ -214,6 +214,12 @@ export const CATALOGUE = {
     detail: 'No organization has this id.',
     retryable: false,
   },
+  'admin.organization_disabled': {
+    status: 409,
+    title: 'Organization disabled',
+    detail: 'The organization is disabled: enable it before inviting anyone into it.',
+    retryable: false,
+  },
   'admin.event_not_found': {
     status: 404,
     title: 'Event not found',

@@ -1,6 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sql } from 'kysely';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sink, startSink, worker } from '../events/support.js';
@@ -156,6 +157,88 @@ describe("the console's health and webhook pages", () => {
     await context.close();
   }, 180_000);
 
+  it('an owner adds an endpoint limited to one organization and signed with Ed25519, copies its secret and public key, and recovers its missed deliveries', async () => {
+    // An organization whose creation (an event of its own) comes before the endpoint exists.
+    const founder = await createPerson(f.t.ctx);
+    const org = await admin().inject({
+      method: 'POST',
+      url: '/admin/v1/organizations',
+      headers: bearer(ADMIN_KEY),
+      payload: { name: 'Initech', slug: 'initech', ownerIdentityId: founder.identityId },
+    });
+    expect(org.statusCode, org.body).toBe(201);
+    const orgId = org.json().data.id as string;
+
+    const owner = await operator('owner');
+    const { context, page } = await signIn(owner);
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: consoleOrigin });
+    await page.goto(`${consoleOrigin}/console/#/webhooks`);
+    await expect.poll(() => heading(page)).toBe('Webhook endpoints');
+    await page.getByLabel('URL', { exact: true }).fill(sink.url);
+    await page.getByLabel('Organization (optional)').selectOption({ label: 'Initech (initech)' });
+    await page.getByLabel('HMAC-SHA256 and Ed25519', { exact: false }).check();
+    await axeEvery(page, 'webhook creation with its choices');
+    await page.getByRole('button', { name: 'Add the endpoint' }).click();
+
+    // The secret and the public key, once, each with its Copy.
+    const dialog = page.getByRole('dialog');
+    const secret = await dialog.locator('#webhook-secret').textContent();
+    const publicKey = await dialog.locator('#webhook-public-key').textContent();
+    expect(secret).toMatch(/^whsec_/);
+    expect(publicKey).toMatch(/^whpk_/);
+    await axeEvery(page, 'webhook secret and public key');
+    await dialog.getByRole('button', { name: 'Copy the public key' }).click();
+    await expect.poll(() => dialog.getByRole('status').textContent()).toBe('Copied.');
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(publicKey);
+    await dialog.getByRole('button', { name: 'Copy the secret' }).click();
+    await expect.poll(() => page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
+    await dialog.getByRole('button', { name: 'Done' }).click();
+    await expect.poll(() => heading(page)).toBe(`Endpoint ${sink.url}`);
+    expect(await page.locator('#webhook-secret').count()).toBe(0);
+
+    // The endpoint as the API has it: the organization's events only, both signatures.
+    const id = /#\/webhooks\/([0-9a-f-]{36})$/.exec(page.url())?.[1] ?? '';
+    const read = await admin().inject({
+      method: 'GET',
+      url: `/admin/v1/webhook-endpoints/${id}`,
+      headers: bearer(ADMIN_KEY),
+    });
+    expect(read.json().data).toMatchObject({ organizationId: orgId, ed25519PublicKey: publicKey });
+    const details = page.locator('dl.details');
+    await expect.poll(() => details.textContent()).toContain('Initech (initech)');
+    expect(await details.textContent()).toContain('HMAC-SHA256 and Ed25519');
+    await expect.poll(() => page.getByText('No delivery yet.').isVisible()).toBe(true);
+
+    // Recovery: since a day ago (the default), confirmed naming the URL; the answer's count shown,
+    // and the log holds that many pending deliveries.
+    await page.getByRole('button', { name: 'Recover' }).click();
+    expect(await page.getByRole('dialog').textContent()).toContain(sink.url);
+    await axeEvery(page, 'webhook recovery confirmation');
+    await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
+    const result = page.locator('#recovery-result');
+    await expect.poll(() => result.textContent()).toMatch(/^[1-9]\d* deliver(y|ies) queued\.$/);
+    const queued = Number.parseInt((await result.textContent()) ?? '', 10);
+    const log = page.getByRole('region', { name: 'Delivery log' });
+    await expect.poll(() => log.getByRole('row').count()).toBe(queued + 1);
+    expect(await log.getByRole('row').nth(1).textContent()).toContain('Pending');
+    await axeEvery(page, 'webhook recovered', 'webhook-recovered');
+    const { rows } = await sql<{ name: string }>`
+      SELECT name FROM audit_records WHERE actor = ${`operator:${owner.person.identityId}`}
+        AND name IN ('webhook_endpoint.created', 'webhook_endpoint.recovered') ORDER BY seq`.execute(
+      f.t.ctx.database.db,
+    );
+    expect(rows.map((r) => r.name)).toEqual(['webhook_endpoint.created', 'webhook_endpoint.recovered']);
+
+    // Gone again, so the next walk finds one endpoint at this URL.
+    const removed = await admin().inject({
+      method: 'DELETE',
+      url: `/admin/v1/webhook-endpoints/${id}`,
+      headers: bearer(ADMIN_KEY),
+    });
+    expect(removed.statusCode).toBe(204);
+    await context.close();
+  }, 180_000);
+
   it('a support operator reads both pages in French, finds no control, and the API refuses a write', async () => {
     // An endpoint with one delivered event, made by the admin API.
     const made = await admin().inject({
@@ -187,8 +270,16 @@ describe("the console's health and webhook pages", () => {
     await expect.poll(() => heading(page)).toBe(`Point de terminaison ${sink.url}`);
     const log = page.getByRole('region', { name: 'Journal des livraisons' });
     await expect.poll(() => log.getByRole('row').nth(1).textContent()).toContain('Livrée');
-    for (const name of ['Désactiver', 'Renouveler le secret', 'Supprimer', 'Enregistrer', 'Renvoyer'])
+    for (const name of [
+      'Désactiver',
+      'Renouveler le secret',
+      'Supprimer',
+      'Enregistrer',
+      'Renvoyer',
+      'Récupérer',
+    ])
       expect(await page.getByRole('button', { name }).count(), name).toBe(0);
+    expect(await page.locator('#recover-since').count()).toBe(0);
     await axeEvery(page, 'point de terminaison (assistance)', 'webhook-support.fr');
     await page.setViewportSize({ width: 375, height: 812 });
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
@@ -202,9 +293,20 @@ describe("the console's health and webhook pages", () => {
         method: 'DELETE',
         headers: { authorization: `Bearer ${data.accessToken}` },
       });
-      return { status: r.status, code: ((await r.json()) as { code: string }).code };
+      const recovery = await fetch(`/admin/v1/webhook-endpoints/${id}/recoveries`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${data.accessToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ since: new Date(Date.now() - 86_400_000).toISOString() }),
+      });
+      return [
+        { status: r.status, code: ((await r.json()) as { code: string }).code },
+        { status: recovery.status, code: ((await recovery.json()) as { code: string }).code },
+      ];
     }, endpoint.id);
-    expect(refused).toEqual({ status: 403, code: 'admin.forbidden' });
+    expect(refused).toEqual([
+      { status: 403, code: 'admin.forbidden' },
+      { status: 403, code: 'admin.forbidden' },
+    ]);
     await context.close();
   }, 180_000);
 

@@ -7,6 +7,7 @@ import { type ConsoleFixture, startConsole } from '../helpers/console.js';
 import { signIn as apiSignIn, bearer, createPerson, type Person } from '../helpers/identities.js';
 import type { OidcFixture } from '../helpers/oidc.js';
 import type { Candidate } from '../helpers/operators.js';
+import { messagesTo } from '../helpers/outbox.js';
 
 /*
  * The operators' console, continued (docs/admin.md, "The console's pages"): an organization's page
@@ -24,6 +25,7 @@ let orgMember: Person;
 let inviteeId: string;
 let domainId: string;
 const INVITEE = 'invitee@example.com';
+const NEWCOMER = 'newcomer@example.com';
 
 let fx: ConsoleFixture;
 const admin = () => fx.admin();
@@ -116,7 +118,10 @@ describe("the console's organization page", () => {
       const r = await fetch('/console/session', { method: 'POST' });
       return (await r.json()).data.accessToken as string;
     });
+    expect(await page.getByRole('button', { name: 'Invite' }).count()).toBe(0);
+    expect(await page.locator('#invite-who').count()).toBe(0);
     for (const [method, url] of [
+      ['POST', `/admin/v1/organizations/${orgId}/invitations`],
       ['DELETE', `/admin/v1/organizations/${orgId}/invitations/${inviteeId}`],
       ['DELETE', `/admin/v1/organizations/${orgId}/members/${orgMember.identityId}`],
       ['POST', `/admin/v1/organizations/${orgId}/domains/${domainId}/verifications`],
@@ -200,6 +205,35 @@ describe("the console's organization page", () => {
       await confirm(page, INVITEE, 'Northwind');
       await page.getByText('No pending invitation.').waitFor();
 
+      // Invite: an address and a role, confirmed naming the address, the organization and the role;
+      // the invitation is then pending, the message sent, and it names no inviter.
+      await page.getByLabel('Email address or phone number').fill(NEWCOMER);
+      await page.getByLabel('Role', { exact: true }).selectOption('admin');
+      await page.getByRole('button', { name: 'Invite', exact: true }).click();
+      await axeAllCombinations(page, 'invitation confirmation');
+      await confirm(page, NEWCOMER, 'Northwind', 'admin');
+      await page.getByRole('cell', { name: NEWCOMER, exact: true }).waitFor();
+      const pending = (await adminCall('GET', `/organizations/${orgId}/invitations`)).json().data;
+      expect(pending).toEqual([
+        expect.objectContaining({ identifier: NEWCOMER, role: 'admin', invitedBy: null }),
+      ]);
+      expect(messagesTo(f.t.config.dataDir, NEWCOMER).at(-1)?.text).toContain('/account/#/invitations/');
+      // A phone number without its country is stopped before any call; a refusal is said in the
+      // dialog: an address that cannot be one.
+      await page.getByLabel('Email address or phone number').fill('+33612345678');
+      await page.getByRole('button', { name: 'Invite', exact: true }).click();
+      await expect
+        .poll(() => page.locator('form[aria-labelledby="invite-title"] [role="alert"]').textContent())
+        .toBe('A phone number needs its country: two letters, such as FR.');
+      expect(await page.getByRole('dialog').count()).toBe(0);
+      await page.getByLabel('Email address or phone number').fill('not an address@');
+      await page.getByRole('button', { name: 'Invite', exact: true }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
+      await expect
+        .poll(() => page.getByRole('dialog').getByRole('alert').textContent())
+        .toBe('This address or number cannot receive an invitation.');
+      await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
+
       await page.getByRole('button', { name: 'Verify northwind.example' }).click();
       await confirm(page, 'northwind.example', 'Northwind');
       await page.getByText('An operator').waitFor();
@@ -219,6 +253,7 @@ describe("the console's organization page", () => {
           'organization.member.role_changed',
           'organization.member.removed',
           'organization.invitation.revoked',
+          'organization.invitation.sent',
           'organization.domain.verified',
           'organization.updated',
         ]),

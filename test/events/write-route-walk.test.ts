@@ -1522,6 +1522,19 @@ const ROWS: Record<string, Row> = {
       await act(() => adm('PATCH', `/organizations/${org.id}`, { name: 'Renamed by an operator' }));
     },
   },
+  'POST /admin/v1/organizations/{id}/invitations': {
+    emits: ['organization.invitation.created'],
+    async run(act) {
+      const org = await organization();
+      await act(() =>
+        adm('POST', `/organizations/${org.id}/invitations`, {
+          identifierType: 'email',
+          identifier: email('inv'),
+          role: 'member',
+        }),
+      );
+    },
+  },
   'DELETE /admin/v1/organizations/{id}/invitations/{invitationId}': {
     emits: ['organization.invitation.revoked'],
     async run(act) {

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_KEY, adminEnv } from '../helpers/admin.js';
 import type { TestApp } from '../helpers/app.js';
 import { race, signIn } from '../helpers/identities.js';
 import { messagesTo } from '../helpers/outbox.js';
@@ -12,7 +13,7 @@ import { expectRefusals, ROUNDS, raceApp, statuses } from './support.js';
 let t: TestApp;
 
 beforeAll(async () => {
-  t = await raceApp();
+  t = await raceApp(adminEnv());
 });
 afterAll(async () => {
   await t?.close();
@@ -55,6 +56,41 @@ async function acceptedAudits(identityId: string): Promise<number> {
 }
 
 describe('invitations at once', () => {
+  it(`an operator and an owner inviting one address at once: both 201, one pending (${ROUNDS} rounds)`, async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const owner = await member(t);
+      const { id } = await createOrganization(t, owner.token);
+      const identifier = `both-${round}-${Date.now()}@example.com`;
+      const body = { identifierType: 'email', identifier, role: 'member' };
+      const answers = await race(2, (i) =>
+        i === 0
+          ? t.admin!.inject({
+              method: 'POST',
+              url: `/admin/v1/organizations/${id}/invitations`,
+              headers: { authorization: `Bearer ${ADMIN_KEY}` },
+              payload: body,
+            })
+          : call(t.app, 'POST', `${ORGS}/${id}/invitations`, owner.token, body),
+      );
+      expect(statuses(answers), `round ${round}: ${answers.map((r) => r.body).join(' ')}`).toEqual([
+        201, 201,
+      ]);
+      const pending = await sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM organization_invitations
+        WHERE organization_id = ${id} AND identifier = ${identifier}
+          AND accepted_at IS NULL AND revoked_at IS NULL`.execute(t.ctx.database.db);
+      expect(pending.rows[0].n).toBe(1);
+      const events = await sql<{ type: string; n: number }>`
+        SELECT type, count(*)::int AS n FROM events
+        WHERE organization_id = ${id} AND data->>'identifier' = ${identifier}
+        GROUP BY type ORDER BY type`.execute(t.ctx.database.db);
+      expect(events.rows).toEqual([
+        { type: 'organization.invitation.created', n: 2 },
+        { type: 'organization.invitation.revoked', n: 1 },
+      ]);
+    }
+  });
+
   it(`one session accepting one invitation twice at once: one 201, one 409 (${ROUNDS} rounds)`, async () => {
     for (let round = 0; round < ROUNDS; round++) {
       const { organizationId, token, invitee } = await invitation();

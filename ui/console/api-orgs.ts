@@ -22,7 +22,8 @@ export interface Invitation {
   identifierType: 'email' | 'phone';
   identifier: string;
   role: string;
-  invitedBy: string;
+  /** Null when an operator invited. */
+  invitedBy: string | null;
   createdAt: string;
   expiresAt: string;
 }
@@ -85,6 +86,18 @@ export const orgAdmin = {
   removeMember: (id: string, identityId: string) =>
     call<void>('DELETE', `${o(id)}/members/${encodeURIComponent(identityId)}`),
   invitations: (id: string) => call<PageOf<Invitation>>('GET', `${o(id)}/invitations?limit=100`),
+  /** An operator's invitation (POST …/invitations): the answer masks the address. */
+  invite: (
+    id: string,
+    body:
+      | { identifierType: 'email'; identifier: string; role: string }
+      | { identifierType: 'phone'; identifier: string; country: string; role: string },
+  ) =>
+    call<{ data: { id: string; role: string; delivery: { status: 'DELIVERED' | 'NOT_DELIVERED' } } }>(
+      'POST',
+      `${o(id)}/invitations`,
+      body,
+    ),
   revokeInvitation: (id: string, invitationId: string) =>
     call<void>('DELETE', `${o(id)}/invitations/${encodeURIComponent(invitationId)}`),
   domains: (id: string) => call<PageOf<Domain>>('GET', `${o(id)}/domains?limit=100`),

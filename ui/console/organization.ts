@@ -36,6 +36,10 @@ function refusal(err: unknown): string {
   if (err instanceof ConsoleProblem) {
     if (err.code === 'organization.last_owner') return tx('lastOwner');
     if (err.code === 'organization.domain_taken') return tx('domainTaken');
+    if (err.code === 'admin.organization_disabled') return tx('orgDisabled');
+    if (err.code === 'rate_limit.exceeded') return tx('tooManyMessages');
+    if (err.code.startsWith('identity.identifier_') || err.code === 'validation.failed')
+      return tx('unusableAddress');
   }
   return problemText(err);
 }
@@ -146,6 +150,13 @@ export async function organizationPage(id: string, op: Operator, shell: ConsoleK
           invitations.data.map((i) => invitationRow(id, name, i, owner)),
         )
       : h('p', null, tx('noInvitations')),
+    owner
+      ? inviteForm(
+          id,
+          name,
+          members.data.map((m) => m.role),
+        )
+      : null,
     h('h2', null, tx('domains')),
     domains.data.length
       ? table(
@@ -232,6 +243,97 @@ function invitationRow(id: string, org: string, i: Invitation, owner: boolean): 
       ),
     );
   return row;
+}
+
+/**
+ * An owner's invitation (POST /admin/v1/organizations/{id}/invitations): an address or a number
+ * (`@`: an email) and a role, confirmed naming the address, the organization and the role; the
+ * page is drawn again with the invitation pending, and a message that could not be sent is said.
+ */
+function inviteForm(id: string, org: string, held: string[]): HTMLElement {
+  const error = h('p', { class: 'alert', role: 'alert' });
+  const roles = [...new Set([...BUILT_IN_ROLES, ...held])];
+  const who = h('input', {
+    id: 'invite-who',
+    name: 'invite-who',
+    type: 'text',
+    required: true,
+    maxlength: 320,
+    autocomplete: 'off',
+    spellcheck: 'false',
+    'aria-describedby': 'invite-who-hint',
+  }) as HTMLInputElement;
+  const country = h('input', {
+    id: 'invite-country',
+    name: 'invite-country',
+    type: 'text',
+    maxlength: 2,
+    autocomplete: 'off',
+    spellcheck: 'false',
+    'aria-describedby': 'invite-country-hint',
+  }) as HTMLInputElement;
+  const role = h(
+    'select',
+    { id: 'invite-role', name: 'invite-role' },
+    roles.map((r) => h('option', { value: r, selected: r === 'member' }, r)),
+  ) as HTMLSelectElement;
+  return h(
+    'form',
+    {
+      class: 'webhook-form',
+      'aria-labelledby': 'invite-title',
+      onsubmit: (e: Event) => {
+        e.preventDefault();
+        error.textContent = '';
+        const identifier = who.value.trim();
+        if (!identifier) return;
+        const chosen = role.value;
+        const email = identifier.includes('@');
+        const region = country.value.trim().toUpperCase();
+        if (!email && !/^[A-Z]{2}$/.test(region)) {
+          error.textContent = tx('inviteCountryNeeded');
+          country.focus();
+          return;
+        }
+        confirmThen(
+          tx('confirmInvite', { who: identifier, org, role: chosen }),
+          async () => {
+            const { data } = await orgAdmin.invite(
+              id,
+              email
+                ? { identifierType: 'email', identifier, role: chosen }
+                : { identifierType: 'phone', identifier, country: region, role: chosen },
+            );
+            await route();
+            if (data.delivery.status === 'DELIVERED') announce(tx('invited', { who: identifier }));
+            else
+              document
+                .getElementById('main')
+                ?.prepend(kit.alertBox(tx('inviteNotDelivered', { who: identifier })));
+          },
+          refusal,
+        );
+      },
+    },
+    h('h3', { id: 'invite-title' }, tx('inviteTitle')),
+    error,
+    h(
+      'div',
+      { class: 'field' },
+      h('label', { for: 'invite-who' }, tx('inviteWho')),
+      h('p', { class: 'hint', id: 'invite-who-hint' }, tx('inviteWhoHint')),
+      who,
+    ),
+    h(
+      'div',
+      { class: 'field' },
+      h('label', { for: 'invite-country' }, tx('inviteCountry')),
+      h('p', { class: 'hint', id: 'invite-country-hint' }, tx('inviteCountryHint')),
+      country,
+    ),
+    h('div', { class: 'field' }, h('label', { for: 'invite-role' }, tx('inviteRole')), role),
+    h('button', { type: 'submit', class: 'button' }, tx('invite')),
+  );
 }
 
 function domainRow(id: string, org: string, d: Domain, owner: boolean): (Node | string)[] {

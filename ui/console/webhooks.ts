@@ -1,13 +1,16 @@
-import { announce, append, formatDate, h } from '../dom.js';
+import { announce, formatDate, h } from '../dom.js';
 import { t } from '../messages/console-ops.js';
-import { ConsoleProblem, call, type PageOf, q, type Role } from './api.js';
+import { admin, ConsoleProblem, call, type Organization, type PageOf, q, type Role } from './api.js';
 import type { ConsoleKit } from './kit.js';
+import { showOnce } from './secret.js';
 
 /*
  * The webhook endpoints and their delivery logs (docs/admin.md, "Webhooks"), through the admin
  * API's /webhook-endpoints routes only. The owner manages them (webhooks:manage); support reads
- * them and their logs; an auditor has neither. A signing secret is shown once, in a dialog, after
- * the creation and after each rotation, and kept nowhere by the page.
+ * them and their logs; an auditor has neither. A signing secret is shown once, in a dialog with
+ * Copy (secret.ts), after the creation (with the Ed25519 public key when chosen) and after each
+ * rotation, and kept nowhere by the page. An owner also recovers an endpoint's missed deliveries
+ * (POST …/recoveries) from an instant, behind a confirmation naming the URL and the instant.
  */
 
 export interface Endpoint {
@@ -42,8 +45,13 @@ const enc = encodeURIComponent;
 const api = {
   list: (after?: string) => call<PageOf<Endpoint>>('GET', `/webhook-endpoints${q({ after, limit: '50' })}`),
   read: (id: string) => call<{ data: Endpoint }>('GET', `/webhook-endpoints/${enc(id)}`),
-  create: (body: { url: string; description?: string; eventTypes?: string[] }) =>
-    call<{ data: Endpoint & { secret: string } }>('POST', '/webhook-endpoints', body),
+  create: (body: {
+    url: string;
+    description?: string;
+    eventTypes?: string[];
+    organizationId?: string;
+    ed25519?: boolean;
+  }) => call<{ data: Endpoint & { secret: string } }>('POST', '/webhook-endpoints', body),
   update: (id: string, body: { url?: string; description?: string; eventTypes?: string[] }) =>
     call<{ data: Endpoint }>('PATCH', `/webhook-endpoints/${enc(id)}`, body),
   remove: (id: string) => call<void>('DELETE', `/webhook-endpoints/${enc(id)}`),
@@ -57,6 +65,8 @@ const api = {
     ),
   deliveries: (id: string, after?: string) =>
     call<PageOf<Delivery>>('GET', `/webhook-endpoints/${enc(id)}/deliveries${q({ after, limit: '20' })}`),
+  recover: (id: string, since: string) =>
+    call<{ data: { queued: number } }>('POST', `/webhook-endpoints/${enc(id)}/recoveries`, { since }),
   resend: (id: string, deliveryId: string) =>
     call<void>('POST', `/webhook-endpoints/${enc(id)}/deliveries/${enc(deliveryId)}/resends`),
 };
@@ -93,24 +103,41 @@ const parseTypes = (text: string) =>
     .map((s) => s.trim())
     .filter(Boolean);
 
-function showSecret(secret: string, after: () => void): void {
-  const dialog = h('dialog', { class: 'confirm-dialog', 'aria-labelledby': 'secret-title' });
-  append(dialog, [
-    h('h2', { id: 'secret-title' }, t('secretTitle')),
-    h('p', null, t('secretOnce')),
-    h('p', null, h('code', { class: 'secret', id: 'webhook-secret' }, secret)),
-    h(
-      'form',
-      { method: 'dialog', class: 'actions' },
-      h('button', { type: 'submit', class: 'button' }, t('done')),
-    ),
-  ]);
-  dialog.addEventListener('close', () => {
-    dialog.remove();
-    after();
+/** The signing secret (and a new Ed25519 public key) in the once-only dialog with Copy. */
+function showSecret(secret: string, after: () => void, publicKey?: string | null): void {
+  showOnce({
+    title: t('secretTitle'),
+    once: t('secretOnce'),
+    value: secret,
+    id: 'webhook-secret',
+    copyOf: t('copySecret'),
+    copyRefused: t('copyRefusedValue'),
+    ...(publicKey
+      ? {
+          also: {
+            label: t('publicKey'),
+            value: publicKey,
+            id: 'webhook-public-key',
+            copyOf: t('copyPublicKey'),
+            copyRefused: t('copyRefusedValue'),
+          },
+        }
+      : {}),
+    after,
   });
-  document.body.appendChild(dialog);
-  dialog.showModal();
+}
+
+/** Every organization (for the filter's choice), a page of 50 at a time, at most 500. */
+async function everyOrganization(): Promise<Organization[]> {
+  const all: Organization[] = [];
+  let after: string | undefined;
+  for (let i = 0; i < 10; i++) {
+    const page = await admin.organizations(after);
+    all.push(...page.data);
+    if (!page.meta.pageInfo.hasNextPage || !page.meta.pageInfo.nextCursor) break;
+    after = page.meta.pageInfo.nextCursor;
+  }
+  return all;
 }
 
 function input(
@@ -167,11 +194,11 @@ export async function webhooksPage(kit: ConsoleKit, role: Role): Promise<void> {
     );
   };
   more.addEventListener('click', () => void load().catch((e) => list.append(kit.alertBox(problemText(e)))));
-  kit.draw(t('webhooksTitle'), list, more, owner ? createForm() : null);
+  kit.draw(t('webhooksTitle'), list, more, owner ? createForm(await everyOrganization()) : null);
   await load();
 }
 
-function createForm(): HTMLElement {
+function createForm(organizations: Organization[]): HTMLElement {
   const error = h('p', { class: 'alert', role: 'alert' });
   const form: HTMLFormElement = h(
     'form',
@@ -184,15 +211,23 @@ function createForm(): HTMLElement {
         const value = (name: string) => (form.elements.namedItem(name) as HTMLInputElement).value.trim();
         const description = value('endpoint-description');
         const types = parseTypes(value('endpoint-types'));
+        const organizationId = (form.elements.namedItem('endpoint-organization') as HTMLSelectElement).value;
+        const ed25519 = (form.elements.namedItem('endpoint-signing') as RadioNodeList).value === 'ed25519';
         try {
           const { data } = await api.create({
             url: value('endpoint-url'),
             ...(description ? { description } : {}),
             ...(types.length ? { eventTypes: types } : {}),
+            ...(organizationId ? { organizationId } : {}),
+            ...(ed25519 ? { ed25519: true } : {}),
           });
-          showSecret(data.secret, () => {
-            location.hash = `#/webhooks/${data.id}`;
-          });
+          showSecret(
+            data.secret,
+            () => {
+              location.hash = `#/webhooks/${data.id}`;
+            },
+            data.ed25519PublicKey,
+          );
         } catch (err) {
           error.textContent = problemText(err);
         }
@@ -203,6 +238,46 @@ function createForm(): HTMLElement {
     input('endpoint-url', t('urlLabel'), { type: 'url', hint: t('urlHint'), required: true }),
     input('endpoint-description', t('descriptionLabel'), {}),
     input('endpoint-types', t('eventTypesLabel'), { hint: t('eventTypesHint') }),
+    h(
+      'div',
+      { class: 'field' },
+      h('label', { for: 'endpoint-organization' }, t('organizationLabel')),
+      h('p', { class: 'hint', id: 'endpoint-organization-hint' }, t('organizationHint')),
+      h(
+        'select',
+        {
+          id: 'endpoint-organization',
+          name: 'endpoint-organization',
+          'aria-describedby': 'endpoint-organization-hint',
+        },
+        h('option', { value: '' }, t('everyOrganization')),
+        organizations.map((o) => h('option', { value: o.id }, `${o.name} (${o.slug})`)),
+      ),
+    ),
+    h(
+      'fieldset',
+      { class: 'field', 'aria-describedby': 'endpoint-signing-hint' },
+      h('legend', null, t('signingLegend')),
+      h('p', { class: 'hint', id: 'endpoint-signing-hint' }, t('signingHint')),
+      h(
+        'div',
+        { class: 'checkbox-row' },
+        h('input', {
+          type: 'radio',
+          id: 'endpoint-hmac',
+          name: 'endpoint-signing',
+          value: 'hmac',
+          checked: true,
+        }),
+        h('label', { for: 'endpoint-hmac' }, t('signingHmac')),
+      ),
+      h(
+        'div',
+        { class: 'checkbox-row' },
+        h('input', { type: 'radio', id: 'endpoint-ed25519', name: 'endpoint-signing', value: 'ed25519' }),
+        h('label', { for: 'endpoint-ed25519' }, t('signingEd25519')),
+      ),
+    ),
     h('button', { type: 'submit', class: 'button' }, t('create')),
   );
   return form;
@@ -218,6 +293,13 @@ export async function webhookPage(
 ): Promise<void> {
   const owner = role === 'owner';
   const { data: e } = await api.read(id);
+  // The filter's organization by name, linking to its page (its id alone if it cannot be read).
+  const organization = e.organizationId
+    ? await admin.organization(e.organizationId).then(
+        ({ data }) => data,
+        () => null,
+      )
+    : null;
   const log = h('div');
   const more = h('button', { type: 'button', class: 'button secondary', hidden: true }, t('more'));
   const rows: Delivery[] = [];
@@ -289,6 +371,12 @@ export async function webhookPage(
     'click',
     () => void load().catch((err) => log.append(kit.alertBox(problemText(err)))),
   );
+  /** The log from its newest delivery again (after a recovery queued some). */
+  const reloadLog = async () => {
+    rows.length = 0;
+    cursor = null;
+    await load();
+  };
 
   const details = h(
     'dl',
@@ -299,6 +387,20 @@ export async function webhookPage(
     h('dd', null, e.description || t('none')),
     h('dt', null, t('colEventTypes')),
     h('dd', null, typesText(e.eventTypes)),
+    h('dt', null, t('colOrganization')),
+    h(
+      'dd',
+      null,
+      e.organizationId
+        ? h(
+            'a',
+            { href: `#/organizations/${e.organizationId}` },
+            organization ? `${organization.name} (${organization.slug})` : e.organizationId,
+          )
+        : t('everyOrganization'),
+    ),
+    h('dt', null, t('colSigning')),
+    h('dd', null, e.ed25519PublicKey ? t('signing_both') : t('signing_hmac')),
     h('dt', null, t('colId')),
     h('dd', null, h('code', null, e.id)),
     e.ed25519PublicKey ? h('dt', null, t('publicKey')) : null,
@@ -317,6 +419,7 @@ export async function webhookPage(
       ? h('p', { class: 'hint' }, t('previousSecretUntil', { when: formatDate(e.previousSecretUntil) }))
       : null,
     owner ? actions(kit, e, reload) : null,
+    owner ? recoveryForm(kit, e, reloadLog) : null,
     owner ? editForm(e, reload) : null,
     h('h2', { id: 'deliveries-title' }, t('deliveries')),
     log,
@@ -371,6 +474,67 @@ function actions(kit: ConsoleKit, e: Endpoint, reload: () => void): HTMLElement 
         }),
       ),
     ),
+  );
+}
+
+/** `datetime-local`'s value (the browser's time zone) of an instant. */
+function localInput(d: Date): string {
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+}
+
+/**
+ * An owner's recovery of missed deliveries: an instant (a day ago by default, in the browser's
+ * time zone), confirmed naming the URL and the instant, then how many the answer says were queued,
+ * said in the page and read out, and the log drawn again from its newest.
+ */
+function recoveryForm(kit: ConsoleKit, e: Endpoint, reloadLog: () => Promise<void>): HTMLElement {
+  const error = h('p', { class: 'alert', role: 'alert' });
+  const result = h('p', { id: 'recovery-result', role: 'status' });
+  const since = h('input', {
+    id: 'recover-since',
+    name: 'recover-since',
+    type: 'datetime-local',
+    required: true,
+    value: localInput(new Date(Date.now() - 86_400_000)),
+    'aria-describedby': 'recover-since-hint',
+  }) as HTMLInputElement;
+  return h(
+    'form',
+    {
+      class: 'webhook-form',
+      'aria-labelledby': 'recover-title',
+      onsubmit: (ev: Event) => {
+        ev.preventDefault();
+        error.textContent = '';
+        result.textContent = '';
+        const when = new Date(since.value);
+        if (!since.value || Number.isNaN(when.getTime()) || when.getTime() > Date.now()) {
+          error.textContent = t('sinceInvalid');
+          return;
+        }
+        kit.confirmThen(
+          t('confirmRecover', { url: e.url, when: formatDate(when.toISOString()) }),
+          async () => {
+            const { data } = await api.recover(e.id, when.toISOString());
+            result.textContent = t('recovered', { count: data.queued });
+            await reloadLog().catch(() => undefined);
+          },
+          problemText,
+        );
+      },
+    },
+    h('h2', { id: 'recover-title' }, t('recoverTitle')),
+    error,
+    h(
+      'div',
+      { class: 'field' },
+      h('label', { for: 'recover-since' }, t('recoverSince')),
+      h('p', { class: 'hint', id: 'recover-since-hint' }, t('recoverHint')),
+      since,
+    ),
+    h('button', { type: 'submit', class: 'button secondary' }, t('recover')),
+    result,
   );
 }
 

@@ -102,6 +102,7 @@ export const ROUTE_PERMISSIONS: Readonly<Record<string, OperatorPermission>> = {
   [`GET ${P}/organizations/:id/domains`]: 'organizations:read',
   [`POST ${P}/organizations/:id/domains/:domainId/verifications`]: 'organizations:manage',
   [`GET ${P}/organizations/:id/invitations`]: 'organizations:read',
+  [`POST ${P}/organizations/:id/invitations`]: 'organizations:manage',
   [`DELETE ${P}/organizations/:id/invitations/:invitationId`]: 'organizations:manage',
   [`GET ${P}/organizations/:id/connections`]: 'organizations:read',
   [`POST ${P}/organizations/:id/connections`]: 'organizations:manage',

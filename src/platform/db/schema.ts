@@ -217,7 +217,7 @@ export interface OrganizationInvitations {
   id: string;
   identifier: string;
   identifier_type: string;
-  invited_by: string;
+  invited_by: string | null;
   organization_id: string;
   revoked_at: Timestamp | null;
   role: string;

@@ -443,6 +443,109 @@ describe('operators (admin API)', () => {
     );
     expect((await adminCall('GET', `/organizations/not-a-uuid/invitations`)).statusCode).toBe(400);
   });
+
+  const adminInvite = (organizationId: string, body: Record<string, unknown>, headers = {}) =>
+    t.admin!.inject({
+      method: 'POST',
+      url: `/admin/v1/organizations/${organizationId}/invitations`,
+      headers: { authorization: `Bearer ${ADMIN_KEY}`, ...headers },
+      payload: body,
+    });
+
+  it('an operator invites into any role: 201, the message and link, no inviter named, event and audit with the operator', async () => {
+    const { owner, org } = await withOrganization('Invited by ops');
+    const invitee = await member(t);
+    const to = invitee.person.email;
+    // A pending invitation of a member to the same address is replaced.
+    const before = await invited(owner.token, org.id, to);
+    const res = await adminInvite(org.id, {
+      identifierType: 'email',
+      identifier: to.toUpperCase(),
+      role: 'owner',
+    });
+    expect(res.statusCode, res.body).toBe(201);
+    expect(res.json().data).toEqual({
+      id: expect.any(String),
+      identifierType: 'email',
+      identifier: expect.stringMatching(/^[a-z]\*\*\*@example\.com$/),
+      role: 'owner',
+      expiresAt: expect.any(String),
+      delivery: { status: 'DELIVERED', resendable: false },
+    });
+    const id = res.json().data.id as string;
+    const token = tokenFor(to);
+    expect(token).not.toBe(before.token);
+    expectProblem(await lookup(before.token), 410, 'organization.invitation_revoked');
+
+    const list = await adminCall('GET', `/organizations/${org.id}/invitations`);
+    expect(list.json().data).toEqual([
+      {
+        id,
+        identifierType: 'email',
+        identifier: to,
+        role: 'owner',
+        invitedBy: null,
+        createdAt: expect.any(String),
+        expiresAt: expect.any(String),
+      },
+    ]);
+    const { rows } = await sql<{ actor: string; details: Record<string, unknown> }>`
+      SELECT actor, details FROM audit_records
+      WHERE name = 'organization.invitation.sent' AND target = ${id}`.execute(t.ctx.database.db);
+    expect(rows).toEqual([
+      {
+        actor: `admin:${ADMIN_KEY_NAME}`,
+        details: {
+          organizationId: org.id,
+          identifierType: 'email',
+          role: 'owner',
+          replaced: 1,
+          byOperator: true,
+        },
+      },
+    ]);
+    const events = await sql<{ type: string; actor: string; invitedBy: string | null }>`
+      SELECT type, actor, data->>'invitedBy' AS "invitedBy" FROM events
+      WHERE type LIKE 'organization.invitation.%' AND data->>'id' IN (${id}, ${before.id})
+        AND actor LIKE 'admin:%' ORDER BY appended`.execute(t.ctx.database.db);
+    expect(events.rows).toEqual([
+      {
+        type: 'organization.invitation.revoked',
+        actor: `admin:${ADMIN_KEY_NAME}`,
+        invitedBy: owner.person.identityId,
+      },
+      { type: 'organization.invitation.created', actor: `admin:${ADMIN_KEY_NAME}`, invitedBy: null },
+    ]);
+
+    // The invitee is told they are invited, by nobody in particular, and accepts into the role.
+    const seen = await lookup(token);
+    expect(seen.json().data.invitedBy).toBeNull();
+    expect(seen.json().data.role).toBe('owner');
+    const accepted = await accept(invitee.token, token);
+    expect(accepted.statusCode, accepted.body).toBe(201);
+    expect(accepted.json().data.organization.role).toBe('owner');
+  });
+
+  it('refuses an unknown or disabled organization, an unknown role, a malformed body, and no key', async () => {
+    const { org } = await withOrganization('Refusals');
+    const body = { identifierType: 'email', identifier: address('r'), role: 'member' };
+    expectProblem(await adminInvite(randomUUID(), body), 404, 'admin.organization_not_found');
+    expectProblem(await adminInvite(org.id, { ...body, role: 'overlord' }), 422, 'organization.role_unknown');
+    expect((await adminInvite(org.id, { ...body, extra: 1 })).statusCode).toBe(400);
+    expect((await adminInvite(org.id, { ...body, identifier: 'not an address' })).statusCode).toBe(422);
+    const anonymous = await t.admin!.inject({
+      method: 'POST',
+      url: `/admin/v1/organizations/${org.id}/invitations`,
+      payload: body,
+    });
+    expect(anonymous.statusCode).toBe(401);
+    const off = await adminRequest(t.admin!, 'POST', `/organizations/${org.id}/disablements`);
+    expect(off.statusCode, off.body).toBeLessThan(300);
+    expectProblem(await adminInvite(org.id, body), 409, 'admin.organization_disabled');
+    const list = await adminCall('GET', `/organizations/${org.id}/invitations`);
+    expect(list.json().data).toEqual([]);
+    expect(messagesTo(t.config.dataDir, body.identifier)).toEqual([]);
+  });
 });
 
 describe('export and erasure', () => {

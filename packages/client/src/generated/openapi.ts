@@ -3317,8 +3317,11 @@ export type paths = {
                                 /** @description the invited address or number, normalised, not masked (only members:invite lists them) */
                                 identifier: string;
                                 identifierType: "email" | "phone";
-                                /** Format: uuid */
-                                invitedBy: string;
+                                /**
+                                 * Format: uuid
+                                 * @description the member who invited; null when an operator invited (POST /admin/v1/organizations/{id}/invitations)
+                                 */
+                                invitedBy: string | null;
                                 role: string;
                             }[];
                             meta: {

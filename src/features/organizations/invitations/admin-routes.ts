@@ -2,12 +2,13 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { AppContext } from '../../../context.js';
 import { operatorOf } from '../../../platform/http/admin-auth.js';
-import { page } from '../../../platform/http/envelope.js';
+import { envelope, page } from '../../../platform/http/envelope.js';
 import { routePatternOf } from '../../../platform/http/route-pattern.js';
 import type { RouteApp } from '../../../platform/http/routes.js';
-import { IdInput, NoContent, responses } from '../../../platform/http/schemas.js';
+import { Data, IdInput, NoContent, responses } from '../../../platform/http/schemas.js';
 import { PageQuerySchema } from '../../../platform/pagination/page.js';
-import { PendingInvitationPageSchema } from './routes.js';
+import { acceptLanguageTags, firstSpoken } from '../../../shared/locales.js';
+import { InvitationBody, PendingInvitationPageSchema, SentInvitationSchema } from './routes.js';
 import { InvitationService } from './service.js';
 
 const TAGS = ['admin'];
@@ -25,7 +26,8 @@ function adminScope(request: FastifyRequest): { route: string; subject: string }
 
 /**
  * The operators' invitation routes (docs/organizations.md, "Operators"), declared inside the
- * operators' organization plugin: the pending invitations of an organization, and their revocation.
+ * operators' organization plugin: the pending invitations of an organization, an operator's
+ * invitation, and their revocation.
  */
 export function invitationAdminRoutes(app: RouteApp, ctx: AppContext): void {
   const service = new InvitationService(ctx);
@@ -56,6 +58,49 @@ export function invitationAdminRoutes(app: RouteApp, ctx: AppContext): void {
         request.params.id,
       );
       return page(items, pageInfo);
+    },
+  );
+
+  app.post(
+    '/organizations/:id/invitations',
+    {
+      schema: {
+        tags: TAGS,
+        summary:
+          'Invite an email address or phone number into the organization with any role (audited with the operator)',
+        description:
+          'What POST /api/v1/organizations/{organizationId}/invitations does, sent by the service: the ' +
+          'invitee gets the same message and link, valid for ORGANIZATION_INVITATION_TTL_SECONDS, and a ' +
+          'pending invitation to the same address is replaced. The invitation names no inviter (its ' +
+          '`invitedBy` is null; the invitee is told "You are invited"); the operator is the event’s ' +
+          'actor and the audit record’s. The message counts against RATE_LIMIT_SENDS_A_MESSAGE for the ' +
+          'destination: past it, 429 and nothing is written or sent. A disabled organization answers 409 ' +
+          'admin.organization_disabled.',
+        security: SECURITY,
+        params: Params,
+        body: InvitationBody,
+        response: responses(
+          { 201: Data(SentInvitationSchema) },
+          [
+            'admin.unauthorized',
+            'admin.organization_not_found',
+            'admin.organization_disabled',
+            'organization.role_unknown',
+            'identity.identifier_unusable',
+            'identity.identifier_channel_unavailable',
+          ],
+          { body: true, rateLimited: true },
+        ),
+      },
+    },
+    async (request, reply) => {
+      const sent = await service.operatorSend(
+        operatorOf(request),
+        request.params.id,
+        request.body,
+        firstSpoken(acceptLanguageTags(request.headers['accept-language'])),
+      );
+      return reply.code(201).send(envelope(sent));
     },
   );
 

@@ -11,7 +11,8 @@ export interface PendingInvitationRow {
   identifierType: IdentifierType;
   identifier: string;
   role: string;
-  invitedBy: string;
+  /** Null when an operator sent it. */
+  invitedBy: string | null;
   createdAt: Date;
   expiresAt: Date;
 }
@@ -74,7 +75,8 @@ export async function insertInvitation(
     identifier: string;
     role: string;
     tokenHash: string;
-    invitedBy: string;
+    /** Null for an operator's invitation (sent by the service, no member named). */
+    invitedBy: string | null;
     now: Date;
     expiresAt: Date;
   },

@@ -58,7 +58,10 @@ export const PendingInvitationSchema = Type.Object({
     description: 'the invited address or number, normalised, not masked (only members:invite lists them)',
   }),
   role: Type.String(),
-  invitedBy: Uuid,
+  invitedBy: Type.Union([Uuid, Type.Null()], {
+    description:
+      'the member who invited; null when an operator invited (POST /admin/v1/organizations/{id}/invitations)',
+  }),
   createdAt: Instant,
   expiresAt: Instant,
 });

@@ -17,7 +17,7 @@ import type { ChallengeFlow } from '../../challenges/service.js';
 import type { EventLog } from '../../events/log.js';
 import type { IdentifierInput, IdentifierType } from '../../identities/identifier.js';
 import { shownName } from '../../identities/profile.js';
-import { findIdentifier, identityLocale } from '../../identities/repository.js';
+import { findIdentifier, identityLocale, localeOf } from '../../identities/repository.js';
 import { invitationChanged, membershipChanged } from '../events.js';
 import { lockAnyOrganization, organizationDetail } from '../operators/repository.js';
 import * as repo from '../repository.js';
@@ -84,6 +84,60 @@ export class InvitationService {
     sender: MessageSubject,
     requestLocale?: Locale,
   ): Promise<SentInvitation> {
+    return this.#send(input, requestLocale, {
+      inviter: identityId,
+      actor: identityId,
+      subjects: [sender],
+      details: {},
+      lock: async (trx) => {
+        const { organization, role: mine } = await this.#locked(trx, organizationId, identityId);
+        if (!this.#roles.can(mine, 'members:invite')) throw denied();
+        if (!this.#roles.mayAssign(mine, input.role)) throw denied();
+        return organization;
+      },
+    });
+  }
+
+  /**
+   * POST /admin/v1/organizations/{id}/invitations: an operator invites into any role, as the
+   * service rather than as a member, so the invitation names no inviter (`invited_by` null) and the
+   * invitee's page says "You are invited"; the operator is the event's actor and the audit record's.
+   * Under the organization's lock as every send; a disabled organization answers 409
+   * admin.organization_disabled. The message counts against the destination's window (an operator
+   * has no client address to count against).
+   */
+  async operatorSend(
+    actor: string,
+    organizationId: string,
+    input: IdentifierInput & { role: string },
+    requestLocale?: Locale,
+  ): Promise<SentInvitation> {
+    return this.#send(input, requestLocale, {
+      inviter: null,
+      actor,
+      subjects: [],
+      details: { byOperator: true },
+      lock: async (trx) => {
+        const organization = await lockAnyOrganization(trx, organizationId);
+        if (!organization) throw new Problem('admin.organization_not_found');
+        if (organization.disabledAt) throw new Problem('admin.organization_disabled');
+        return organization;
+      },
+    });
+  }
+
+  /** The send both routes share: checked under `lock`, written, counted, told, then sent. */
+  async #send(
+    input: IdentifierInput & { role: string },
+    requestLocale: Locale | undefined,
+    by: {
+      inviter: string | null;
+      actor: string;
+      subjects: MessageSubject[];
+      details: Record<string, boolean>;
+      lock: (trx: Executor) => Promise<{ id: string; name: string }>;
+    },
+  ): Promise<SentInvitation> {
     const to = this.deps.challenges.reachableAddress(input);
     if (!this.#roles.known(input.role)) throw new Problem('organization.role_unknown');
     const token = opaqueToken();
@@ -92,9 +146,8 @@ export class InvitationService {
     const ttl = this.deps.config.organizations.invitationTtl;
     const expiresAt = new Date(now.getTime() + ttl * 1000);
     const organization = await this.deps.database.db.transaction().execute(async (trx) => {
-      const { organization, role: mine } = await this.#locked(trx, organizationId, identityId);
-      if (!this.#roles.can(mine, 'members:invite')) throw denied();
-      if (!this.#roles.mayAssign(mine, input.role)) throw denied();
+      const organization = await by.lock(trx);
+      const organizationId = organization.id;
       const replaced = await invitations.revokePendingFor(trx, {
         organizationId,
         identifierType: to.type,
@@ -108,25 +161,26 @@ export class InvitationService {
         identifier: to.value,
         role: input.role,
         tokenHash: this.#hash(token),
-        invitedBy: identityId,
+        invitedBy: by.inviter,
         now,
         expiresAt,
       });
-      await this.deps.messages.count([sender, destinationSubject(to)], trx);
+      await this.deps.messages.count([...by.subjects, destinationSubject(to)], trx);
       for (const old of replaced)
-        await invitationChanged(this.deps.events, trx, 'organization.invitation.revoked', identityId, old);
-      await invitationChanged(this.deps.events, trx, 'organization.invitation.created', identityId, id);
-      await this.#audit(trx, 'organization.invitation.sent', identityId, id, {
+        await invitationChanged(this.deps.events, trx, 'organization.invitation.revoked', by.actor, old);
+      await invitationChanged(this.deps.events, trx, 'organization.invitation.created', by.actor, id);
+      await this.#audit(trx, 'organization.invitation.sent', by.actor, id, {
         organizationId,
         identifierType: to.type,
         role: input.role,
         replaced: replaced.length,
+        ...by.details,
       });
       return organization;
     });
     // After the commit: a slow channel never holds the organization lock.
     const link = `${this.deps.config.publicOrigin}/account/#/invitations/${token}`;
-    const locale = await this.#invitationLocale(to, identityId, requestLocale);
+    const locale = await this.#invitationLocale(to, by.inviter, requestLocale);
     const delivery = await this.deps.notifier.send({
       to: to.value,
       type: to.type,
@@ -156,13 +210,14 @@ export class InvitationService {
    */
   async #invitationLocale(
     to: { type: IdentifierType; value: string },
-    inviter: string,
+    inviter: string | null,
     requestLocale: Locale | undefined,
   ): Promise<Locale> {
     const { db } = this.deps.database;
     const holder = await findIdentifier(db, to);
     if (holder?.verifiedAt) return identityLocale(db, holder.identityId);
-    return requestLocale ?? identityLocale(db, inviter);
+    // An operator's invitation without Accept-Language: the service's default (English).
+    return requestLocale ?? (inviter ? identityLocale(db, inviter) : localeOf(undefined));
   }
 
   /**
