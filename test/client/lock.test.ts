@@ -5,8 +5,8 @@ import { broadcastRenewal, type ChannelLike, type RenewalLock } from '../../pack
 /**
  * The BroadcastChannel fallback's mutual exclusion (packages/client/src/lock.ts) over real
  * BroadcastChannels (Node's reach every channel of the same name in the process), each message
- * held back a random 0–150 ms as a loaded machine holds back a renderer's messages, order kept per
- * sender as the channel keeps it. The claim-and-wait-40-ms protocol it replaced let two pages hold
+ * held back a random 0–150 ms after the one before, as a loaded machine holds back a renderer's
+ * messages, order kept per sender as the channel keeps it. The claim-and-wait-40-ms protocol it replaced let two pages hold
  * the lock at once under such delays (a refresh-token replay in the two-tab browser test on a loaded
  * machine); Ricart and Agrawala's does not depend on how fast messages travel.
  */
@@ -19,15 +19,26 @@ afterEach(() => {
 function slowChannel(maxDelayMs: number) {
   return (name: string): ChannelLike => {
     const real = new BroadcastChannel(name);
-    let last = 0;
+    // One chain per sender: each message waits its own delay after the one before it went out, so
+    // the order holds (two timers due in the same millisecond may fire in either order).
+    let chain = Promise.resolve();
+    let closed = false;
     const slow: ChannelLike = {
       postMessage(message) {
-        const at = Math.max(last, Date.now() + randomInt(maxDelayMs + 1));
-        last = at;
-        setTimeout(() => real.postMessage(message), at - Date.now());
+        const delay = randomInt(maxDelayMs + 1);
+        chain = chain.then(async () => {
+          await sleep(delay);
+          if (!closed) real.postMessage(message);
+        });
       },
       onmessage: null,
-      close: () => setTimeout(() => real.close(), maxDelayMs + 50),
+      // What was posted before the close still goes out, as a real channel's queued messages do.
+      close: () => {
+        chain = chain.then(() => {
+          closed = true;
+          real.close();
+        });
+      },
     };
     real.onmessage = (event) => slow.onmessage?.({ data: (event as MessageEvent).data });
     return slow;
@@ -69,12 +80,19 @@ describe('the BroadcastChannel renewal lock', () => {
     locks.push(a, b);
     await sleep(200);
     let seen = false;
-    // a holds the lock, spends a token and closes; b, waiting meanwhile, enters and sees it spent.
+    // a holds the lock, spends a token and closes; b, asking while a holds, enters after and sees it
+    // spent. (b asks once a is in: asked at once, b's request could carry the earlier timestamp and
+    // rightly go first.)
+    let inside!: () => void;
+    const aIsIn = new Promise<void>((resolve) => {
+      inside = resolve;
+    });
     const holding = a.exclusive(async () => {
+      inside();
       await sleep(100);
       await a.markSpent('refresh-token-1');
     });
-    await sleep(20);
+    await aIsIn;
     const waiting = b.exclusive(async () => {
       seen = await b.isSpent('refresh-token-1');
     });

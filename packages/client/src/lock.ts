@@ -162,14 +162,18 @@ export function broadcastRenewal(
   const deferred = new Map<string, number>();
   let clock = 0;
   let holding = false;
-  let asking: { clock: number; waitingFor: Set<string>; granted: () => void } | undefined;
+  let asking:
+    | { clock: number; waitingFor: Set<string>; answeredBy: Set<string>; granted: () => void }
+    | undefined;
   const post = (message: Message) => channel.postMessage(message);
   const tick = (seen = 0) => {
     clock = Math.max(clock, seen) + 1;
     return clock;
   };
   const answered = (peer: string) => {
-    if (asking?.waitingFor.delete(peer) && asking.waitingFor.size === 0) asking.granted();
+    if (!asking?.waitingFor.delete(peer)) return;
+    asking.answeredBy.add(peer);
+    if (asking.waitingFor.size === 0) asking.granted();
   };
   const forget = (peer: string) => {
     peers.delete(peer);
@@ -197,7 +201,17 @@ export function broadcastRenewal(
     if (msg.type === 'hello' || msg.type === 'ping') post({ type: 'here', id, clock: tick() });
     else if (msg.type === 'request') {
       if (holding || (asking && first({ clock: asking.clock, id }, msg))) deferred.set(msg.id, msg.clock);
-      else post({ type: 'reply', id, to: msg.id, request: msg.clock, clock: tick() });
+      else {
+        post({ type: 'reply', id, to: msg.id, request: msg.clock, clock: tick() });
+        // A page this request did not wait for (it opened after, or its hello is still on the way)
+        // asks first: it goes first, and this page must now hear it leave. It may never have seen
+        // this page's request, so the request is sent again (a page that answered it already is
+        // not waited for twice).
+        if (asking && !asking.waitingFor.has(msg.id) && !asking.answeredBy.has(msg.id)) {
+          asking.waitingFor.add(msg.id);
+          post({ type: 'request', id, clock: asking.clock });
+        }
+      }
     } else if (msg.type === 'reply' && msg.to === id && msg.request === asking?.clock) answered(msg.id);
   };
   const hello = () => post({ type: 'hello', id, clock: tick() });
@@ -221,7 +235,7 @@ export function broadcastRenewal(
     const entered = new Promise<void>((resolve) => {
       granted = resolve;
     });
-    asking = { clock: tick(), waitingFor, granted };
+    asking = { clock: tick(), waitingFor, answeredBy: new Set(), granted };
     post({ type: 'request', id, clock: asking.clock });
     if (waitingFor.size === 0) granted();
     const watch = setInterval(() => {
@@ -266,6 +280,7 @@ export function broadcastRenewal(
       win?.removeEventListener?.('pageshow', onShow);
       release();
       bye();
+      channel.onmessage = null;
       channel.close();
     },
   };
