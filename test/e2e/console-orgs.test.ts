@@ -339,6 +339,9 @@ describe('erasure after a fresh sign-in', () => {
     // hosted pages make it, then the console's sign-in runs again and comes straight back.
     const auth = new URL((await provider).url());
     expect(auth.searchParams.get('prompt')).toBe('login');
+    // The redirects go on from there (the interaction, then the hosted sign-in's address): the
+    // test's own navigation waits for them to land, or the browser cuts it short (seen in CI).
+    await page.waitForURL((url) => url.hash.startsWith('#/authorize/'), { waitUntil: 'commit' });
     await hostedSession(page, owner);
     await page.goto(`${consoleOrigin}/console/sign-in`);
     // Back on the person's page, the erase dialog open again.
