@@ -229,6 +229,21 @@ describe("the console's health and webhook pages", () => {
     );
     expect(rows.map((r) => r.name)).toEqual(['webhook_endpoint.created', 'webhook_endpoint.recovered']);
 
+    // The filter changed on the endpoint's page: the organization in force is the one chosen, and
+    // choosing every organization lifts it.
+    const filter = page.getByLabel('Organization (optional)');
+    expect(await filter.inputValue()).toBe(orgId);
+    await filter.selectOption({ label: 'Every organization' });
+    await page.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => details.textContent()).not.toContain('Initech (initech)');
+    const lifted = await admin().inject({
+      method: 'GET',
+      url: `/admin/v1/webhook-endpoints/${id}`,
+      headers: bearer(ADMIN_KEY),
+    });
+    expect(lifted.json().data.organizationId).toBeNull();
+    expect(await page.getByLabel('Organization (optional)').inputValue()).toBe('');
+
     // Gone again, so the next walk finds one endpoint at this URL.
     const removed = await admin().inject({
       method: 'DELETE',

@@ -52,8 +52,10 @@ const api = {
     organizationId?: string;
     ed25519?: boolean;
   }) => call<{ data: Endpoint & { secret: string } }>('POST', '/webhook-endpoints', body),
-  update: (id: string, body: { url?: string; description?: string; eventTypes?: string[] }) =>
-    call<{ data: Endpoint }>('PATCH', `/webhook-endpoints/${enc(id)}`, body),
+  update: (
+    id: string,
+    body: { url?: string; description?: string; eventTypes?: string[]; organizationId?: string | null },
+  ) => call<{ data: Endpoint }>('PATCH', `/webhook-endpoints/${enc(id)}`, body),
   remove: (id: string) => call<void>('DELETE', `/webhook-endpoints/${enc(id)}`),
   disable: (id: string) => call<void>('POST', `/webhook-endpoints/${enc(id)}/disablements`),
   enable: (id: string) => call<void>('DELETE', `/webhook-endpoints/${enc(id)}/disablements`),
@@ -198,6 +200,29 @@ export async function webhooksPage(kit: ConsoleKit, role: Role): Promise<void> {
   await load();
 }
 
+/**
+ * The filter's organization, to choose among `organizations` (empty: every organization); the
+ * filter in force is chosen first, and named by its id should it not be among them.
+ */
+function organizationField(id: string, organizations: Organization[], current: string | null): HTMLElement {
+  const known = current === null || organizations.some((o) => o.id === current);
+  return h(
+    'div',
+    { class: 'field' },
+    h('label', { for: id }, t('organizationLabel')),
+    h('p', { class: 'hint', id: `${id}-hint` }, t('organizationHint')),
+    h(
+      'select',
+      { id, name: id, 'aria-describedby': `${id}-hint` },
+      h('option', { value: '', selected: current === null }, t('everyOrganization')),
+      organizations.map((o) =>
+        h('option', { value: o.id, selected: o.id === current }, `${o.name} (${o.slug})`),
+      ),
+      known ? null : h('option', { value: current, selected: true }, current),
+    ),
+  );
+}
+
 function createForm(organizations: Organization[]): HTMLElement {
   const error = h('p', { class: 'alert', role: 'alert' });
   const form: HTMLFormElement = h(
@@ -238,22 +263,7 @@ function createForm(organizations: Organization[]): HTMLElement {
     input('endpoint-url', t('urlLabel'), { type: 'url', hint: t('urlHint'), required: true }),
     input('endpoint-description', t('descriptionLabel'), {}),
     input('endpoint-types', t('eventTypesLabel'), { hint: t('eventTypesHint') }),
-    h(
-      'div',
-      { class: 'field' },
-      h('label', { for: 'endpoint-organization' }, t('organizationLabel')),
-      h('p', { class: 'hint', id: 'endpoint-organization-hint' }, t('organizationHint')),
-      h(
-        'select',
-        {
-          id: 'endpoint-organization',
-          name: 'endpoint-organization',
-          'aria-describedby': 'endpoint-organization-hint',
-        },
-        h('option', { value: '' }, t('everyOrganization')),
-        organizations.map((o) => h('option', { value: o.id }, `${o.name} (${o.slug})`)),
-      ),
-    ),
+    organizationField('endpoint-organization', organizations, null),
     h(
       'fieldset',
       { class: 'field', 'aria-describedby': 'endpoint-signing-hint' },
@@ -420,7 +430,7 @@ export async function webhookPage(
       : null,
     owner ? actions(kit, e, reload) : null,
     owner ? recoveryForm(kit, e, reloadLog) : null,
-    owner ? editForm(e, reload) : null,
+    owner ? editForm(e, await everyOrganization(), reload) : null,
     h('h2', { id: 'deliveries-title' }, t('deliveries')),
     log,
     more,
@@ -538,7 +548,7 @@ function recoveryForm(kit: ConsoleKit, e: Endpoint, reloadLog: () => Promise<voi
   );
 }
 
-function editForm(e: Endpoint, reload: () => void): HTMLElement {
+function editForm(e: Endpoint, organizations: Organization[], reload: () => void): HTMLElement {
   const error = h('p', { class: 'alert', role: 'alert' });
   const form: HTMLFormElement = h(
     'form',
@@ -549,11 +559,13 @@ function editForm(e: Endpoint, reload: () => void): HTMLElement {
         ev.preventDefault();
         error.textContent = '';
         const value = (name: string) => (form.elements.namedItem(name) as HTMLInputElement).value.trim();
+        const organizationId = (form.elements.namedItem('edit-organization') as HTMLSelectElement).value;
         try {
           await api.update(e.id, {
             url: value('edit-url'),
             description: value('edit-description'),
             eventTypes: parseTypes(value('edit-types')),
+            organizationId: organizationId || null,
           });
           announce(t('saved'));
           reload();
@@ -567,6 +579,7 @@ function editForm(e: Endpoint, reload: () => void): HTMLElement {
     input('edit-url', t('urlLabel'), { type: 'url', value: e.url, required: true }),
     input('edit-description', t('descriptionLabel'), { value: e.description }),
     input('edit-types', t('eventTypesLabel'), { value: e.eventTypes.join(' '), hint: t('eventTypesHint') }),
+    organizationField('edit-organization', organizations, e.organizationId),
     h('button', { type: 'submit', class: 'button' }, t('save')),
   );
   return form;
