@@ -60,35 +60,31 @@ export async function identityRequiresSso(trx: Executor, identityId: string): Pr
 
 /** The identities holding a verified email in one of the organization's verified domains. */
 export async function identitiesInDomains(trx: Executor, organizationId: string): Promise<string[]> {
-  const rows = await trx
-    .selectFrom('identifiers as i')
+  const rows = await verifiedEmailHolders(trx)
     .innerJoin('organization_domains as d', (j) =>
       j.on((eb) => eb('d.domain', '=', EMAIL_DOMAIN)).on('d.verified_at', 'is not', null),
     )
-    .select('i.identity_id')
-    .distinct()
     .where('d.organization_id', '=', organizationId)
-    .where('i.type', '=', 'email')
-    .where('i.verified_at', 'is not', null)
-    .where('i.removed_at', 'is', null)
-    .orderBy('i.identity_id')
     .execute();
   return rows.map((r) => r.identity_id);
 }
 
 /** The identities holding a verified email in `domain` (a normalised domain). */
 export async function identitiesInDomain(trx: Executor, domain: string): Promise<string[]> {
-  const rows = await trx
+  const rows = await verifiedEmailHolders(trx).where(EMAIL_DOMAIN, '=', domain).execute();
+  return rows.map((r) => r.identity_id);
+}
+
+/** The identities holding a live verified email (`i`), each once, in id order; the callers narrow it. */
+function verifiedEmailHolders(trx: Executor) {
+  return trx
     .selectFrom('identifiers as i')
     .select('i.identity_id')
     .distinct()
-    .where(EMAIL_DOMAIN, '=', domain)
     .where('i.type', '=', 'email')
     .where('i.verified_at', 'is not', null)
     .where('i.removed_at', 'is', null)
-    .orderBy('i.identity_id')
-    .execute();
-  return rows.map((r) => r.identity_id);
+    .orderBy('i.identity_id');
 }
 
 /** The organization's verified domains. */
@@ -137,6 +133,15 @@ const DOMAIN_LOCK_CLASS = 4_705;
  */
 export async function lockSsoDomains(trx: Executor, domains: readonly string[]): Promise<void> {
   for (const domain of [...new Set(domains)].sort()) {
-    await sql`SELECT pg_advisory_xact_lock(${sql.lit(DOMAIN_LOCK_CLASS)}, hashtext(${domain}))`.execute(trx);
+    await trx
+      .selectNoFrom((eb) =>
+        eb
+          .fn<void>('pg_advisory_xact_lock', [
+            eb.lit(DOMAIN_LOCK_CLASS),
+            eb.fn<number>('hashtext', [eb.val(domain)]),
+          ])
+          .as('locked'),
+      )
+      .execute();
   }
 }
