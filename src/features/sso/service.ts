@@ -24,6 +24,7 @@ import {
 import {
   type ConnectionRow,
   connectionOf,
+  enabledConnectionOrganization,
   enabledConnectionRoute,
 } from '../organizations/connections/repository.js';
 import { oidcRedirectUri, spEndpoints } from '../organizations/connections/view.js';
@@ -371,11 +372,8 @@ export class SsoService {
   }
 
   /** The organization of an enabled connection of an enabled organization; undefined otherwise. */
-  async enabledConnectionOrganization(connectionId: string): Promise<string | undefined> {
-    const connection = await connectionOf(this.deps.database.db, connectionId);
-    if (!connection?.enabled) return undefined;
-    return (await enabledConnectionRoute(this.deps.database.db, { id: connection.organizationId }))
-      ?.organizationId;
+  enabledConnectionOrganization(connectionId: string): Promise<string | undefined> {
+    return enabledConnectionOrganization(this.deps.database.db, connectionId);
   }
 
   /**

@@ -197,10 +197,19 @@ export async function deleteConnection(trx: Executor, organizationId: string, id
   return rows.length === 1;
 }
 
-/**
- * The enabled connection, SAML or OpenID, that signs in for an organization (its oldest, so the
- * answer is stable when there are several), the organization named by id or slug and not disabled.
- */
+/** The organization of connection `id` while both are enabled; undefined otherwise. One statement. */
+export async function enabledConnectionOrganization(trx: Executor, id: string): Promise<string | undefined> {
+  const row = await trx
+    .selectFrom('sso_connections as c')
+    .innerJoin('organizations as o', 'o.id', 'c.organization_id')
+    .select('c.organization_id')
+    .where('c.id', '=', id)
+    .where('c.enabled', '=', true)
+    .where('o.disabled_at', 'is', null)
+    .executeTakeFirst();
+  return row?.organization_id;
+}
+
 /**
  * The oldest enabled connection (SAML or OpenID) of an enabled organization, with the
  * organization's id: where home-realm discovery sends a person (docs/sso.md, "Signing in").
