@@ -105,6 +105,52 @@ describe('password hasher', () => {
     expect(() => hasher.admit()).not.toThrow();
     expect(await hasher.verify(hash, 'correct horse battery staple')).toBe(true);
   });
+
+  it('lets a burst of password paths through its door a few at a time, in order', async () => {
+    const hasher = createPasswordHasher({ memoryKiB: 1024, concurrency: 1 });
+    const hash = await hasher.hash('correct horse battery staple');
+    let inside = 0;
+    let most = 0;
+    const entered: number[] = [];
+    const paths = Array.from({ length: 12 }, (_, i) =>
+      hasher.enter(async () => {
+        entered.push(i);
+        inside++;
+        most = Math.max(most, inside);
+        // The reads before the hash: a turn of the event loop or two.
+        await new Promise((r) => setImmediate(r));
+        const ok = await hasher.verify(hash, 'correct horse battery staple');
+        inside--;
+        return ok;
+      }),
+    );
+    // Those not yet through wait before doing anything, and count as waiting.
+    expect(hasher.stats().waiting).toBe(12 - 3);
+    expect(await Promise.all(paths)).toEqual(Array(12).fill(true));
+    // The gate's limit (1) and two more: one reads while another hashes.
+    expect(most).toBe(3);
+    expect(entered).toEqual([...Array(12).keys()]);
+  });
+
+  it('sheds at the door: paths waiting there count toward the expected wait', async () => {
+    const hasher = createPasswordHasher({ memoryKiB: 8192, concurrency: 1, maxWaitMs: 200 });
+    const hash = await hasher.hash('correct horse battery staple');
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    // One path hashing and held, two more inside the door, then forty waiting at it.
+    const paths = Array.from({ length: 43 }, () =>
+      hasher.enter(() => hasher.verify(hash, 'correct horse battery staple').then(() => held)),
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    // The gate alone holds at most two waiting, a wait under the bound at any pace it could
+    // measure; the forty behind the door make it far more.
+    expect(() => hasher.admit()).toThrow(expect.objectContaining({ code: 'service.unavailable' }));
+    release();
+    await Promise.all(paths);
+    expect(() => hasher.admit()).not.toThrow();
+  });
 });
 
 describe('hashing threads', () => {

@@ -17,6 +17,14 @@ export interface PasswordHasher {
    * hash, verify and burn apply the same check themselves.
    */
   admit(): void;
+  /**
+   * Runs a password path (its reads and writes before the hash, and the hash) once one of the
+   * door's places is free: at most the gate's limit plus DOOR_LOOKAHEAD paths at once, the rest
+   * waiting in order before doing any work. Without it a burst of sign-ins did all their reads at
+   * once only to queue at the gate, and the event loop ran them back to back (docs/performance.md,
+   * "Health during sign-in load"). admit() counts those waiting here.
+   */
+  enter<T>(path: () => Promise<T>): Promise<T>;
   /** Operations running and waiting now (metrics). */
   stats(): { active: number; waiting: number };
   /**
@@ -52,6 +60,11 @@ const RECENT = 16;
  * measured at different moments differ by that much; rounded, it stays put between those moves.
  */
 const FLOOR_QUANTUM_MS = 50;
+/**
+ * Password paths let through the door beyond the gate's limit: one reads while another hashes, so
+ * the hashing threads never wait for a path's reads, and a burst's reads run a few at a time.
+ */
+const DOOR_LOOKAHEAD = 2;
 
 // `Algorithm` is an ambient const enum, which isolated-module builds (tsx, vitest) cannot inline and
 // the package's runtime object leaves empty; 2 is Argon2id in its declaration.
@@ -78,10 +91,13 @@ class Semaphore {
     return { active: this.#active, waiting: this.#waiting.length };
   }
 
-  /** Load shedding: the wait a newcomer would face, at the measured pace, against the bound. */
-  admit(): void {
-    if (this.#meanMs === undefined || this.#active < this.limit) return;
-    const expectedWaitMs = ((this.#waiting.length + 1) / this.limit) * this.#meanMs;
+  /**
+   * Load shedding: the wait a newcomer would face, at the measured pace, against the bound;
+   * `queuedElsewhere` are operations bound for this gate that wait before reaching it (the door).
+   */
+  admit(queuedElsewhere = 0): void {
+    if (this.#meanMs === undefined || (this.#active < this.limit && queuedElsewhere === 0)) return;
+    const expectedWaitMs = ((this.#waiting.length + queuedElsewhere + 1) / this.limit) * this.#meanMs;
     if (expectedWaitMs <= this.maxWaitMs) return;
     const retryAfter = String(Math.max(1, Math.ceil(this.maxWaitMs / 1000)));
     throw new Problem('service.unavailable', { headers: { 'retry-after': retryAfter } });
@@ -247,6 +263,7 @@ export function createPasswordHasher(opts: {
   pools.set(nice, threads);
   threads.grow(limit);
   const gate = new Semaphore(limit, opts.maxWaitMs ?? Number.POSITIVE_INFINITY, opts.onWait ?? (() => {}));
+  const door = new Semaphore(limit + DOOR_LOOKAHEAD, Number.POSITIVE_INFINITY, () => {});
   const options = {
     algorithm: ARGON2ID,
     timeCost: 2,
@@ -295,8 +312,12 @@ export function createPasswordHasher(opts: {
   return {
     hash: (password) => gate.run(() => hashOne(password)),
     verify: check,
-    admit: () => gate.admit(),
-    stats: () => gate.stats(),
+    admit: () => gate.admit(door.stats().waiting),
+    enter: (path) => door.run(path),
+    stats: () => {
+      const { active, waiting } = gate.stats();
+      return { active, waiting: waiting + door.stats().waiting };
+    },
     async burn(password) {
       await check(await dummyHash(), password);
       return false;

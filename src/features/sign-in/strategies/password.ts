@@ -43,6 +43,44 @@ export class PasswordStrategy implements Strategy<PasswordInput> {
     const { db } = this.deps.database;
     // Shed before anything is written when the Argon2id queue is past its bound (503).
     this.deps.passwords.admit();
+    // Through the hasher's door: a burst of sign-ins does its reads a few at a time, each just
+    // before its turn at the hash, not all at once on the event loop (docs/performance.md).
+    const { ok, hash, holder, began, budget, provisional } = await this.deps.passwords.enter(() =>
+      this.check(input, meta),
+    );
+    if (!ok || !hash || !holder) {
+      await this.deps.passwords.padRefusal(began);
+      throw new Problem('identity.sign_in_refused');
+    }
+    await db.transaction().execute(async (trx) => {
+      await this.deps.guesses.forgive(trx, budget);
+      await withdrawAttempt(trx, provisional);
+    });
+    const proven = {
+      identityId: holder.identityId,
+      epoch: holder.sessionEpoch,
+      method: 'password',
+      stage: 'first',
+    } as const;
+    if (!this.deps.passwords.needsUpgrade(hash)) return complete(proven, meta);
+    // An imported hash: Argon2id of the password just proved, made before the transaction (no
+    // transaction waits on a hash), swapped by compare-and-set in the sign-in's transaction so the
+    // session and the upgrade commit together or not at all.
+    const upgraded = await this.deps.passwords.hash(input.password);
+    await complete.admit(proven, meta);
+    return db.transaction().execute(async (trx) => {
+      if (await upgradePasswordHash(trx, holder.identityId, hash, upgraded)) {
+        await this.deps.audit.appendOwn(trx, 'identity.password.upgraded', holder.identityId, {
+          from: parseStoredHash(hash)?.scheme ?? 'unknown',
+        });
+      }
+      return complete({ ...proven, admitted: true }, meta, trx);
+    });
+  }
+
+  /** The reads, the provisional refusal and the hash: the part of the path inside the door. */
+  private async check(input: PasswordInput, meta: RequestMeta) {
+    const { db } = this.deps.database;
     // A padded refusal is measured from here, not from the check: the reads and the provisional
     // record before it cost an account a little more than no account, and the floor covers that
     // too (docs/decisions.md, "Imported password hashes", equal time).
@@ -81,33 +119,6 @@ export class PasswordStrategy implements Strategy<PasswordInput> {
     const ok = hash
       ? await this.deps.passwords.verify(hash, input.password)
       : await this.deps.passwords.burn(input.password);
-    if (!ok || !hash || !holder) {
-      await this.deps.passwords.padRefusal(began);
-      throw new Problem('identity.sign_in_refused');
-    }
-    await db.transaction().execute(async (trx) => {
-      await this.deps.guesses.forgive(trx, budget);
-      await withdrawAttempt(trx, provisional);
-    });
-    const proven = {
-      identityId: holder.identityId,
-      epoch: holder.sessionEpoch,
-      method: 'password',
-      stage: 'first',
-    } as const;
-    if (!this.deps.passwords.needsUpgrade(hash)) return complete(proven, meta);
-    // An imported hash: Argon2id of the password just proved, made before the transaction (no
-    // transaction waits on a hash), swapped by compare-and-set in the sign-in's transaction so the
-    // session and the upgrade commit together or not at all.
-    const upgraded = await this.deps.passwords.hash(input.password);
-    await complete.admit(proven, meta);
-    return db.transaction().execute(async (trx) => {
-      if (await upgradePasswordHash(trx, holder.identityId, hash, upgraded)) {
-        await this.deps.audit.appendOwn(trx, 'identity.password.upgraded', holder.identityId, {
-          from: parseStoredHash(hash)?.scheme ?? 'unknown',
-        });
-      }
-      return complete({ ...proven, admitted: true }, meta, trx);
-    });
+    return { ok, hash, holder, began, budget, provisional };
   }
 }
