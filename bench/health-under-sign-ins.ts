@@ -5,7 +5,7 @@
  * NAME names the row, the rest is environment) and the variants are measured in turn for
  * HEALTH_ROUNDS rounds, the order alternating, so drift on a shared machine weighs on all alike.
  * Each round: 50 connections of password sign-ins for HEALTH_SECONDS and GET /health/live at
- * 100 req/s on 2 connections, as in bench/run.ts; it reports the health p50/p99/max, the sign-in
+ * 100 req/s, open loop (bench/probe.ts), as in bench/run.ts; it reports the health p50/p99/max, the sign-in
  * rate, the service's own event-loop delay over the round (perf_hooks, p99 and max, from the
  * service's metrics endpoint) and the CPU its main thread used per second of the round (/proc).
  * E.g. HEALTH_VARIANTS='[{"NAME":"nice 19"},{"NAME":"nice 0","ARGON2_NICE":"0"}]'; CHECKOUT in a
@@ -20,6 +20,7 @@ import autocannon from 'autocannon';
 import { adminQuery } from '../test/helpers/database.js';
 import { freePort } from '../test/helpers/net.js';
 import { startSmtpSink } from '../test/helpers/smtp.js';
+import { probe } from './probe.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const SERVER = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -155,12 +156,12 @@ try {
             },
           ],
         }),
-        run({ url: `${s.base}/health/live`, connections: 2, overallRate: 100 }),
+        probe(`${s.base}/health/live`, { seconds: SECONDS, rate: 100 }),
       ]);
       const l = await lag(s.metrics);
       const loopCpu = (mainThreadMs(s.proc.pid) - cpuBefore) / SECONDS;
       process.stdout.write(
-        `| ${round + 1} | ${s.name} | ${health.latency.p50} | ${health.latency.p99} | ${health.latency.max} | ${signIns.requests.average.toFixed(1)} (${Object.entries(
+        `| ${round + 1} | ${s.name} | ${health.p50} | ${health.p99} | ${health.max} | ${signIns.requests.average.toFixed(1)} (${Object.entries(
           signIns.statusCodeStats ?? {},
         )
           .map(([k, v]) => `${k}: ${v.count}`)
