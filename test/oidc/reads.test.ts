@@ -1,7 +1,5 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { type CompiledQuery, DefaultQueryExecutor } from 'kysely';
 import * as client from 'openid-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
@@ -14,6 +12,7 @@ import {
   rpConfig,
   startAuthorization,
 } from '../helpers/oidc.js';
+import { countStatements, statementsOf } from '../helpers/statements.js';
 
 /*
  * The provider's reads (docs/performance.md, "OpenID Provider reads"): userinfo and introspection
@@ -21,31 +20,6 @@ import {
  * request. Two instances on one database: a grant revoked or a session ended on A is refused by B
  * at its very next userinfo, introspection and refresh, after B has served the same token.
  */
-
-/**
- * The statements a request to B runs, counted in that request's own async context (entered by an
- * onRequest hook), so no timer's sweep counts.
- */
-const counting = new AsyncLocalStorage<string[]>();
-let countInto: string[] | undefined;
-const base = Object.getPrototypeOf(DefaultQueryExecutor.prototype) as {
-  executeQuery(q: CompiledQuery, id: unknown): Promise<unknown>;
-};
-const executeQuery = base.executeQuery;
-base.executeQuery = function (this: unknown, q: CompiledQuery, id: unknown) {
-  counting.getStore()?.push(q.sql);
-  return executeQuery.call(this, q, id);
-};
-
-async function statementsOf<T>(task: () => Promise<T>): Promise<{ result: T; statements: string[] }> {
-  const statements: string[] = [];
-  countInto = statements;
-  try {
-    return { result: await task(), statements };
-  } finally {
-    countInto = undefined;
-  }
-}
 
 const basic = `Basic ${Buffer.from(`${FIRST_PARTY.id}:${FIRST_PARTY.secret}`).toString('base64')}`;
 
@@ -88,12 +62,7 @@ describe('OpenID Provider reads: one statement, refused at once on another insta
     b = await createTestApp({
       db: f.t.db,
       env: f.env,
-      extend: (app) => {
-        app.addHook('onRequest', (_request, _reply, done) => {
-          if (countInto) counting.run(countInto, done);
-          else done();
-        });
-      },
+      extend: countStatements,
     });
   });
   afterAll(async () => {
