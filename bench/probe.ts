@@ -9,7 +9,8 @@
  * to back at the start of the second, and corrects coordinated omission with an expected interval
  * of `Math.ceil(1 / rate)`, rate being requests per second per connection, so 1 ms where 20 ms is
  * meant: one answer of L ms is recorded as L answers, and a round's "p99" is within a few ms of its
- * slowest answer (docs/decisions.md, "The health figure measured open-loop").
+ * slowest answer (docs/decisions.md, "The sign-in door landed; the health figure measured
+ * open-loop").
  */
 import http from 'node:http';
 

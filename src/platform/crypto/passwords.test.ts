@@ -133,19 +133,19 @@ describe('password hasher', () => {
   });
 
   it('sheds at the door: paths waiting there count toward the expected wait', async () => {
-    const hasher = createPasswordHasher({ memoryKiB: 8192, concurrency: 1, maxWaitMs: 200 });
+    const hasher = createPasswordHasher({ memoryKiB: 8192, concurrency: 1, maxWaitMs: 100 });
     const hash = await hasher.hash('correct horse battery staple');
     let release!: () => void;
     const held = new Promise<void>((r) => {
       release = r;
     });
-    // One path hashing and held, two more inside the door, then forty waiting at it.
+    // Three paths inside the door, each held after its hash, and forty waiting at it.
     const paths = Array.from({ length: 43 }, () =>
       hasher.enter(() => hasher.verify(hash, 'correct horse battery staple').then(() => held)),
     );
     await new Promise((r) => setTimeout(r, 50));
-    // The gate alone holds at most two waiting, a wait under the bound at any pace it could
-    // measure; the forty behind the door make it far more.
+    // The gate is idle (the three inside are past their hash): only the forty behind the door make
+    // a newcomer's expected wait, 41 hashes of 8 MiB, past the bound.
     expect(() => hasher.admit()).toThrow(expect.objectContaining({ code: 'service.unavailable' }));
     release();
     await Promise.all(paths);
