@@ -197,15 +197,20 @@ export async function deleteConnection(trx: Executor, organizationId: string, id
   return rows.length === 1;
 }
 
-/** The organization of connection `id` while both are enabled; undefined otherwise. One statement. */
-export async function enabledConnectionOrganization(trx: Executor, id: string): Promise<string | undefined> {
-  const row = await trx
+/** The enabled connections (`c`) of organizations not disabled (`o`); the callers select and narrow. */
+function enabledConnections(trx: Executor) {
+  return trx
     .selectFrom('sso_connections as c')
     .innerJoin('organizations as o', 'o.id', 'c.organization_id')
+    .where('c.enabled', '=', true)
+    .where('o.disabled_at', 'is', null);
+}
+
+/** The organization of connection `id` while both are enabled; undefined otherwise. One statement. */
+export async function enabledConnectionOrganization(trx: Executor, id: string): Promise<string | undefined> {
+  const row = await enabledConnections(trx)
     .select('c.organization_id')
     .where('c.id', '=', id)
-    .where('c.enabled', '=', true)
-    .where('o.disabled_at', 'is', null)
     .executeTakeFirst();
   return row?.organization_id;
 }
@@ -218,12 +223,8 @@ export async function enabledConnectionRoute(
   trx: Executor,
   organization: { id: string } | { slug: string },
 ): Promise<{ connectionId: string; organizationId: string } | undefined> {
-  const row = await trx
-    .selectFrom('sso_connections as c')
-    .innerJoin('organizations as o', 'o.id', 'c.organization_id')
+  const row = await enabledConnections(trx)
     .select(['c.id', 'c.organization_id'])
-    .where('o.disabled_at', 'is', null)
-    .where('c.enabled', '=', true)
     .where(
       'id' in organization ? 'o.id' : 'o.slug',
       '=',
